@@ -1,0 +1,65 @@
+"""Classifier plug-in base class: images (B, C, H, W) in [0, 1] -> logits (B, K)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+from torch import nn
+
+from engine.errors import ModelError
+from engine.generators.base import check_tensor
+from engine.registry import Registry
+
+
+class Classifier(ABC):
+    """Checked wrapper around a model. ``logits`` validates; subclasses write ``_logits``."""
+
+    def __init__(self, input_shape: tuple[int, int, int], num_classes: int, name: str) -> None:
+        self.input_shape = tuple(input_shape)
+        self.num_classes = int(num_classes)
+        self.name = name
+        self.device = torch.device("cpu")
+
+    def to(self, device: torch.device | str) -> Classifier:
+        self.device = torch.device(device)
+        self._to(self.device)
+        return self
+
+    @abstractmethod
+    def _to(self, device: torch.device) -> None: ...
+
+    @torch.no_grad()
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Images (B, C, H, W) in [0, 1] -> finite logits (B, K)."""
+        check_tensor(x, f"classifier {self.name} input", self.input_shape, self.device)
+        out = self._logits(x)
+        if not isinstance(out, torch.Tensor) or out.shape != (x.shape[0], self.num_classes):
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ModelError(
+                f"classifier {self.name}: output {got}, expected ({x.shape[0]}, {self.num_classes})"
+            )
+        if not torch.isfinite(out).all():
+            raise ModelError(f"classifier {self.name}: output has NaN or infinite logits")
+        return out.float()
+
+    @abstractmethod
+    def _logits(self, x: torch.Tensor) -> torch.Tensor: ...
+
+
+class ModuleClassifier(Classifier):
+    """A classifier backed by an ``nn.Module`` (zoo architectures and TorchScript files)."""
+
+    def __init__(self, module: nn.Module, input_shape, num_classes: int, name: str) -> None:
+        super().__init__(input_shape, num_classes, name)
+        self.module = module.eval()
+
+    def _to(self, device: torch.device) -> None:
+        self.module.to(device)
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        return self.module(x)
+
+
+#: Zoo architectures: name -> nn.Module class taking (in_channels, num_classes, side).
+ARCHITECTURES: Registry[type[nn.Module]] = Registry("classifier architecture")

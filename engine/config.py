@@ -1,0 +1,163 @@
+"""Campaign configuration: a frozen, serialisable model, validated before anything is written.
+
+``resolve`` turns a config into loaded, mutually compatible parts (dataset, generator,
+classifier, strategy, fitness) or raises ConfigError saying what was received, what was
+expected and how to fix it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine import zoo
+from engine.classifiers import Classifier
+from engine.datasets import DATASETS, Dataset, DatasetError, get_dataset
+from engine.errors import ConfigError, ModelError
+from engine.fitness import CRITERIA, FITNESS, Criterion, Fitness
+from engine.generators import Generator
+from engine.strategies import STRATEGIES, SearchSpace, Strategy
+
+
+class CampaignConfig(BaseModel):
+    """Everything that defines a campaign. Same config and seed, same stored results."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = Field(None, max_length=200)
+    dataset: str = "mnist"
+    data_dir: str | None = None
+    generator: str = Field("vae", description="zoo name or family, e.g. 'vae' -> mnist-vae")
+    classifier: str | None = Field(None, description="zoo name, or a TorchScript file path")
+    strategy: str = "ga"
+    strategy_params: dict[str, Any] = Field(default_factory=dict)
+    fitness: str = "margin"
+    criterion: str = "misclassified"
+    seeds: int = Field(10, ge=1, le=100_000)
+    target_class: int | None = Field(None, ge=0)
+    seed: int = Field(0, ge=0, lt=2**63)
+    batch_size: int = Field(2048, ge=1, le=1 << 20, description="max images per decode call")
+    device: str = "cpu"
+    record_individuals: bool = True
+    flush_seconds: float = Field(1.0, gt=0, le=600)
+
+
+def format_validation(e: ValidationError, where: str = "config") -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or where
+        got = err.get("input")
+        got_txt = "" if isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"{where}.{loc}: {err['msg']}{got_txt}" if err["loc"] else f"{where}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def parse_config(raw: dict[str, Any]) -> CampaignConfig:
+    try:
+        return CampaignConfig(**raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation(e)) from None
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} holds a {type(data).__name__}, expected a mapping of settings")
+    return data
+
+
+@dataclass
+class Resolved:
+    config: CampaignConfig
+    dataset: Dataset
+    generator: Generator
+    generator_name: str
+    classifier: Classifier
+    classifier_name: str
+    strategy: Strategy
+    fitness: Fitness
+    criterion: Criterion
+    model_hashes: dict[str, str]
+
+    @property
+    def preset(self) -> str | None:
+        return getattr(self.strategy.params, "perturbation", None)
+
+
+def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
+    """Load and cross-check every part. Raises ConfigError; writes nothing."""
+    if cfg.dataset not in DATASETS:
+        raise ConfigError(f"dataset {cfg.dataset!r} unknown; expected one of {DATASETS.names()}")
+    for reg, value, field in ((STRATEGIES, cfg.strategy, "strategy"), (FITNESS, cfg.fitness, "fitness"),
+                              (CRITERIA, cfg.criterion, "criterion")):
+        if value not in reg:
+            raise ConfigError(f"{field} {value!r} unknown; expected one of {reg.names()}")
+    ds = get_dataset(cfg.dataset, cfg.data_dir)
+    if cfg.target_class is not None and cfg.target_class >= ds.num_classes:
+        raise ConfigError(
+            f"target_class={cfg.target_class}, but {cfg.dataset} has classes "
+            f"0..{ds.num_classes - 1}"
+        )
+    if cfg.device != "cpu":
+        import torch
+
+        if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ConfigError(f"device={cfg.device!r} but no CUDA device is available; use cpu")
+
+    gen_name = zoo.resolve("generator", cfg.dataset, cfg.generator, models_root)
+    clf_name = zoo.resolve("classifier", cfg.dataset, cfg.classifier, models_root)
+    try:
+        gen = zoo.load_generator(gen_name, cfg.device, models_root)
+        clf = zoo.load_classifier(clf_name, cfg.dataset, cfg.device, models_root)
+    except ModelError as e:
+        raise ConfigError(str(e)) from None
+    if gen.image_shape != ds.shape:
+        raise ConfigError(
+            f"generator {gen_name} makes images of shape {gen.image_shape}, dataset "
+            f"{cfg.dataset} has {ds.shape}; pick a generator trained on {cfg.dataset}"
+        )
+    if gen.conditional and gen.num_classes != ds.num_classes:
+        raise ConfigError(f"generator {gen_name} knows {gen.num_classes} classes, {cfg.dataset} has {ds.num_classes}")
+
+    if gen.has_encoder and not gen.conditional:
+        try:
+            test = ds.load("test")
+        except DatasetError as e:
+            raise ConfigError(str(e)) from None
+        pool = int((test.labels == cfg.target_class).sum()) if cfg.target_class is not None else len(test)
+        if cfg.seeds > pool:
+            raise ConfigError(
+                f"seeds={cfg.seeds} but only {pool} {cfg.dataset} test images"
+                f"{'' if cfg.target_class is None else f' of class {cfg.target_class}'} "
+                f"to seed from; ask for at most {pool}"
+            )
+
+    strategy_cls = STRATEGIES.get(cfg.strategy)
+    try:
+        params = strategy_cls.parse_params(cfg.strategy_params)
+    except ValidationError as e:
+        raise ConfigError(format_validation(e, where="strategy_params")) from None
+    low, high = gen.latent_bounds
+    space = SearchSpace(gen.latent_shape, float(low), float(high))
+
+    hashes = {gen_name: zoo.load_card(gen_name, models_root)["sha256"]}
+    hashes[clf_name] = (
+        zoo.sha256(Path(clf_name)) if Path(clf_name).is_file()
+        else zoo.load_card(clf_name, models_root)["sha256"]
+    )
+    return Resolved(
+        config=cfg, dataset=ds, generator=gen, generator_name=gen_name, classifier=clf,
+        classifier_name=clf_name, strategy=strategy_cls(params, space),
+        fitness=FITNESS.get(cfg.fitness)(), criterion=CRITERIA.get(cfg.criterion)(),
+        model_hashes=hashes,
+    )

@@ -1,0 +1,106 @@
+"""Dataset plug-in base class and registry.
+
+A dataset knows its image shape, its class names and its domain word (used by the
+labelling question "not a valid <domain> image"), and loads a split as tensors.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+import numpy as np
+import torch
+
+from engine.registry import Registry
+
+Split = Literal["train", "test"]
+DATA_ENV_VAR = "LATENTFUZZ_DATA"
+
+
+@dataclass(frozen=True)
+class DataSplit:
+    """Images (N, C, H, W) float32 in [0, 1] and labels (N,) int64."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+class DatasetError(ValueError):
+    """A dataset could not be read; the message names the files expected."""
+
+
+class Dataset(ABC):
+    name: ClassVar[str]
+    shape: ClassVar[tuple[int, int, int]]
+    class_names: ClassVar[tuple[str, ...]]
+    domain: ClassVar[str]
+    #: Files the reader needs under its root, for error messages and docs.
+    expected_files: ClassVar[tuple[str, ...]] = ()
+    #: How the train/test split is made, recorded in model cards.
+    split_rule: ClassVar[str] = "the dataset's own train/test files"
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root or os.environ.get(DATA_ENV_VAR, ".")).expanduser()
+        self._cache: dict[str, DataSplit] = {}
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+    def load(self, split: Split) -> DataSplit:
+        """Load a split once and keep it; validates what the reader produced."""
+        if split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        if split not in self._cache:
+            images, labels = self._load(split)
+            self._cache[split] = self._check(images, labels, split)
+        return self._cache[split]
+
+    @abstractmethod
+    def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
+        """Return uint8 images (N, C, H, W) and integer labels (N,)."""
+
+    def _check(self, images: np.ndarray, labels: np.ndarray, split: str) -> DataSplit:
+        if images.ndim != 4 or tuple(images.shape[1:]) != self.shape:
+            raise DatasetError(
+                f"{self.name} {split}: images have shape {tuple(images.shape)}, "
+                f"expected (N, {', '.join(map(str, self.shape))})"
+            )
+        if len(images) != len(labels):
+            raise DatasetError(
+                f"{self.name} {split}: {len(images)} images but {len(labels)} labels"
+            )
+        if len(labels) and (labels.min() < 0 or labels.max() >= self.num_classes):
+            raise DatasetError(
+                f"{self.name} {split}: labels span {labels.min()}..{labels.max()}, "
+                f"expected 0..{self.num_classes - 1}"
+            )
+        x = torch.from_numpy(np.ascontiguousarray(images)).float().div_(255.0)
+        y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
+        return DataSplit(x, y)
+
+    def require(self, *names: str) -> list[Path]:
+        """Paths of the files a reader needs, with a clear error if any is missing."""
+        paths = [self.root / n for n in names]
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            raise DatasetError(
+                f"dataset {self.name!r}: missing {', '.join(str(p) for p in missing)}. "
+                f"Expected these files under {self.root}: {', '.join(self.expected_files)}. "
+                f"Pass the folder with --data-dir or set ${DATA_ENV_VAR}."
+            )
+        return paths
+
+
+DATASETS: Registry[type[Dataset]] = Registry("dataset")
+
+
+def get_dataset(name: str, root: str | os.PathLike[str] | None = None) -> Dataset:
+    return DATASETS.get(name)(root)

@@ -1,0 +1,37 @@
+"""Export a campaign as a zip: seed/result image pairs named with their metadata, plus CSV."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from engine.errors import LatentfuzzError
+from store import Store, queries
+
+
+def pair_stem(seed_idx: int, expected: int, predicted: int, iterations: int) -> str:
+    return f"seed{seed_idx:04d}_expected{expected}_predicted{predicted}_iter{iterations}"
+
+
+def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> int:
+    """Write the zip; returns the number of image pairs. Writes to a temp file first, so a
+    failed export never leaves a partial zip behind."""
+    if queries.campaign(store, campaign_id) is None:
+        raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
+    df = queries.seeds(store, campaign_id)
+    zip_path = Path(zip_path)
+    tmp = zip_path.with_suffix(zip_path.suffix + ".part")
+    n = 0
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("seeds.csv", df.to_csv(index=False))
+        for r in df[df["result_image"].notna()].itertuples():
+            stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), int(r.iterations))
+            folder = "misclassified" if r.misclassified else "survived"
+            for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
+                src = home / rel
+                if not src.exists():
+                    raise LatentfuzzError(f"image {src} is missing; the campaign folder was changed")
+                zf.write(src, f"{folder}/{stem}_{kind}.png")
+            n += 1
+    tmp.replace(zip_path)
+    return n

@@ -1,0 +1,139 @@
+"""Generator plug-in base class.
+
+A generator maps latents (B, *latent_shape), plus labels (B,) when conditional, to images
+(B, C, H, W) in [0, 1]. ``decode`` is the checked entry point; subclasses write ``_decode``.
+Seeds are drawn generically: encoder-based generators encode dataset images, conditional
+generators sample a Gaussian latent with a class label.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from engine.errors import ModelError
+from engine.registry import Registry
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """Starting points of a campaign: latents (S, *latent_shape), intended labels (S,),
+    and the dataset index each came from (-1 when sampled)."""
+
+    latents: torch.Tensor
+    labels: torch.Tensor
+    source_index: torch.Tensor
+
+
+def check_tensor(x: torch.Tensor, what: str, shape: tuple[int, ...], device: torch.device) -> None:
+    """Raise ModelError unless x is a finite float tensor of the given trailing shape."""
+    if not isinstance(x, torch.Tensor):
+        raise ModelError(f"{what}: expected a torch.Tensor, got {type(x).__name__}")
+    if tuple(x.shape[1:]) != tuple(shape):
+        raise ModelError(
+            f"{what}: got shape {tuple(x.shape)}, expected (B, {', '.join(map(str, shape))})"
+        )
+    if x.device != device:
+        raise ModelError(f"{what}: tensor on {x.device}, model on {device}; move it first")
+    if not torch.isfinite(x).all():
+        raise ModelError(f"{what}: contains NaN or infinite values")
+
+
+class Generator(nn.Module, ABC):
+    """Base of all generators. Subclasses set the class attributes and write ``_decode``."""
+
+    family: ClassVar[str]
+    conditional: ClassVar[bool] = False
+
+    def __init__(self, image_shape: tuple[int, int, int], num_classes: int) -> None:
+        super().__init__()
+        self.image_shape = tuple(image_shape)
+        self.num_classes = int(num_classes)
+        # Filled from the model card: GIFTbench's scalar bounds over 1,000 latents.
+        self.latent_bounds: tuple[float, float] = (-float("inf"), float("inf"))
+
+    @property
+    @abstractmethod
+    def latent_shape(self) -> tuple[int, ...]:
+        """Shape of one latent, without the batch dimension."""
+
+    @property
+    def has_encoder(self) -> bool:
+        return type(self)._encode is not Generator._encode
+
+    @property
+    def device(self) -> torch.device:
+        p = next(self.parameters(), None)
+        return p.device if p is not None else torch.device("cpu")
+
+    @torch.no_grad()
+    def decode(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """Latents (B, *latent_shape) [+ labels (B,)] -> images (B, C, H, W) in [0, 1]."""
+        check_tensor(z, f"{self.family} latents", self.latent_shape, self.device)
+        if self.conditional:
+            if labels is None or labels.shape != (z.shape[0],):
+                got = None if labels is None else tuple(labels.shape)
+                raise ModelError(
+                    f"{self.family} is conditional: labels of shape ({z.shape[0]},) needed, "
+                    f"got {got}"
+                )
+        x = self._decode(z, labels)
+        check_tensor(x, f"{self.family} output", self.image_shape, self.device)
+        lo, hi = float(x.min()), float(x.max())
+        if lo < -1e-4 or hi > 1 + 1e-4:
+            raise ModelError(
+                f"{self.family} output spans [{lo:.3f}, {hi:.3f}], expected images in [0, 1]"
+            )
+        return x.clamp_(0.0, 1.0)
+
+    @abstractmethod
+    def _decode(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor: ...
+
+    @torch.no_grad()
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """Images (B, C, H, W) -> latents (B, *latent_shape); only for encoder generators."""
+        if not self.has_encoder:
+            raise ModelError(f"generator {self.family!r} has no encoder")
+        check_tensor(x, f"{self.family} encoder input", self.image_shape, self.device)
+        z = self._encode(x)
+        check_tensor(z, f"{self.family} encoder output", self.latent_shape, self.device)
+        return z
+
+    def _encode(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def sample_prior(self, n: int, rng: torch.Generator) -> torch.Tensor:
+        """n latents from the prior, N(0, I)."""
+        return torch.randn((n, *self.latent_shape), generator=rng).to(self.device)
+
+    def draw_seeds(
+        self,
+        n: int,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        rng: torch.Generator,
+        target_class: int | None = None,
+    ) -> Seeds:
+        """Draw n seeds. images/labels: a dataset split, used by encoder generators."""
+        if self.has_encoder and not self.conditional:
+            pool = torch.arange(len(labels))
+            if target_class is not None:
+                pool = pool[labels == target_class]
+            if len(pool) < n:
+                raise ModelError(f"only {len(pool)} dataset images to seed from, {n} seeds asked")
+            idx = pool[torch.randperm(len(pool), generator=rng)[:n]]
+            z = self.encode(images[idx].to(self.device))
+            return Seeds(z, labels[idx].clone(), idx)
+        if target_class is not None:
+            y = torch.full((n,), int(target_class), dtype=torch.long)
+        else:
+            y = torch.randint(0, self.num_classes, (n,), generator=rng)
+        z = self.sample_prior(n, rng)
+        return Seeds(z, y, torch.full((n,), -1, dtype=torch.long))
+
+
+GENERATORS: Registry[type[Generator]] = Registry("generator family")

@@ -1,0 +1,35 @@
+"""Where latentfuzz keeps its store and campaign files.
+
+One rule for the CLI and the dashboard: ``--home`` if given, else ``$LATENTFUZZ_HOME``,
+else ``~/.latentfuzz``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_VAR = "LATENTFUZZ_HOME"
+DEFAULT_HOME = Path("~/.latentfuzz")
+DB_NAME = "latentfuzz.duckdb"
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """Return the data directory, creating it if needed."""
+    raw = home if home is not None else os.environ.get(ENV_VAR) or DEFAULT_HOME
+    path = Path(raw).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def db_path(home: Path) -> Path:
+    return home / DB_NAME
+
+
+def campaign_dir(home: Path, campaign_id: str) -> Path:
+    """Each campaign owns one directory; directories are never shared between campaigns."""
+    return home / "campaigns" / campaign_id
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODELS_DIR = Path(os.environ.get("LATENTFUZZ_MODELS", REPO_ROOT / "models"))

@@ -1,0 +1,87 @@
+"""Search strategy plug-in base class: ask/tell over tensors for all seeds at once.
+
+A strategy owns a state of tensors with a leading seed dimension S. ``ask`` returns the
+candidates to evaluate, (S, M, *latent_shape); ``tell`` takes their scores (S, M) and
+prepares the next candidates; ``keep`` drops finished seeds. ``best`` reports, per seed,
+the best individual of the current population. No per-individual Python loops.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from engine.registry import Registry
+
+
+class StrategyParams(BaseModel):
+    """Base of every strategy's parameter model: frozen, no unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What a strategy may know of the generator: latent shape, bounds and GIFTbench range."""
+
+    latent_shape: tuple[int, ...]
+    low: float
+    high: float
+
+    @property
+    def range(self) -> float:
+        return self.high - self.low
+
+
+class Strategy(ABC):
+    name: ClassVar[str]
+    Params: ClassVar[type[StrategyParams]]
+
+    def __init__(self, params: StrategyParams, space: SearchSpace) -> None:
+        self.params = params
+        self.space = space
+
+    @classmethod
+    def parse_params(cls, raw: dict[str, Any]) -> StrategyParams:
+        return cls.Params(**raw)
+
+    @abstractmethod
+    def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
+        """Begin the search from seed latents (S, *latent_shape)."""
+
+    @abstractmethod
+    def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """What to evaluate now: population slots (M,) and their latents (S, M, *latent_shape).
+
+        Slots already evaluated (survivors whose score is known) are not asked again.
+        """
+
+    @abstractmethod
+    def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
+        """Scores (S, M) (minimised) and logits (S, M, K) of the slots returned by ``ask``."""
+
+    @abstractmethod
+    def keep(self, mask: torch.Tensor) -> None:
+        """Keep only seeds where mask (S,) is True."""
+
+    @abstractmethod
+    def population(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The evaluated population: latents (S, P, *L), scores (S, P), logits (S, P, K)."""
+
+    @abstractmethod
+    def step_size(self) -> torch.Tensor:
+        """The current step size per seed (S,), for the record."""
+
+    @abstractmethod
+    def advance(self, rng: torch.Generator) -> None:
+        """Breed the next population from the evaluated one."""
+
+    def max_generations(self) -> int:
+        return int(getattr(self.params, "generations", 0))
+
+
+STRATEGIES: Registry[type[Strategy]] = Registry("search strategy")

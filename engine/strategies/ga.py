@@ -1,0 +1,181 @@
+"""The GIFTbench genetic algorithm, vectorised over all seeds, with its known defects fixed.
+
+Per seed: a population of P latents around the seed; each generation keeps the best_left
+lowest-fitness individuals (elitism) and breeds P - best_left children from two distinct
+elite parents by single-point crossover over the flattened latent, then Gaussian mutation
+of the current step on genes that differ from the seed, clamped to the latent bounds.
+The step doubles (up to max_step) while the best fitness stays the same and returns to the
+chosen step when it changes.
+
+Fixed relative to GIFTbench: the chosen step is used from the first generation; doubling
+is capped; best_left >= population is rejected; crossover cuts the flattened latent, so it
+also works for latents with a singleton dimension.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import Field, model_validator
+
+from engine.strategies.base import STRATEGIES, SearchSpace, Strategy, StrategyParams
+
+#: Step presets as fractions of the latent range r (GIFTbench: low = r 1e-4, high = r 1e-3).
+PRESETS: dict[str, float] = {"low": 1e-4, "high": 1e-3}
+
+
+class GAParams(StrategyParams):
+    population: int = Field(25, ge=2, le=10_000, description="individuals per seed")
+    best_left: int = Field(10, ge=2, description="elites kept; two distinct parents need >= 2")
+    generations: int = Field(250, ge=1, le=1_000_000, description="generation budget")
+    perturbation: Literal["low", "high", "custom"] = Field(
+        "high", description="step preset from the latent range, or 'custom' with step"
+    )
+    step: float | None = Field(None, gt=0, description="mutation step when perturbation=custom")
+    init_step: float | None = Field(None, gt=0, description="initial spread; default 2 x step")
+    max_step: float | None = Field(None, gt=0, description="cap on doubling; default latent range")
+    stop_at_failure: bool = Field(True, description="stop a seed at its first failure")
+
+    @model_validator(mode="after")
+    def _check(self) -> GAParams:
+        if self.best_left >= self.population:
+            raise ValueError(
+                f"best_left={self.best_left} must be smaller than population="
+                f"{self.population}, or no children are bred; lower best_left"
+            )
+        if self.perturbation == "custom" and self.step is None:
+            raise ValueError("perturbation='custom' needs step=<positive float>")
+        if self.perturbation != "custom" and self.step is not None:
+            raise ValueError(
+                f"step={self.step} given with perturbation={self.perturbation!r}; "
+                f"use perturbation='custom' to set the step yourself"
+            )
+        return self
+
+
+def resolve_step(p: GAParams, space: SearchSpace) -> tuple[float, float, float]:
+    """(step, init_step, max_step) in latent units."""
+    step = p.step if p.perturbation == "custom" else space.range * PRESETS[p.perturbation]
+    init = p.init_step if p.init_step is not None else 2.0 * step
+    cap = p.max_step if p.max_step is not None else max(space.range, step)
+    return float(step), float(init), float(cap)
+
+
+# Pure operators, each testable alone. Shapes: S seeds, E elites, C children, D genes.
+
+
+def select_elite(pop: torch.Tensor, scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices (S, k) of the k lowest scores per seed; ties keep population order."""
+    return scores.argsort(dim=1, stable=True)[:, :k]
+
+
+def pick_parents(s: int, e: int, c: int, rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two distinct parent indices in [0, e) per child, (S, C) each; needs e >= 2."""
+    i = torch.randint(0, e, (s, c), generator=rng)
+    j = torch.randint(0, e - 1, (s, c), generator=rng)
+    return i, j + (j >= i).long()  # skip over i: uniform over the other e - 1
+
+
+def take(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """Rows idx (S, M) along dim 1 of t (S, P, ...) -> (S, M, ...)."""
+    view = idx.view(*idx.shape, *([1] * (t.dim() - 2))).to(t.device)
+    return t.gather(1, view.expand(*idx.shape, *t.shape[2:]))
+
+
+def crossover(p1: torch.Tensor, p2: torch.Tensor, rng: torch.Generator) -> torch.Tensor:
+    """Single-point crossover over flattened genes: (S, C, D) x2 -> (S, C, D).
+
+    The cut c is uniform in [1, D-1], so each child takes genes [0, c) from p1 and
+    [c, D) from p2, and always gets at least one gene from each parent.
+    """
+    s, c, d = p1.shape
+    if d < 2:
+        return p1.clone()
+    cut = torch.randint(1, d, (s, c, 1), generator=rng).to(p1.device)
+    genes = torch.arange(d, device=p1.device)
+    return torch.where(genes < cut, p1, p2)
+
+
+def mutate(
+    children: torch.Tensor, seed: torch.Tensor, step: torch.Tensor, rng: torch.Generator
+) -> torch.Tensor:
+    """Add step x N(0, 1) to genes that differ from the seed. (S, C, D), (S, D), (S,)."""
+    noise = torch.randn(children.shape, generator=rng).to(children.device)
+    moved = children != seed[:, None, :]
+    return children + noise * step[:, None, None] * moved
+
+
+def update_step(
+    step: torch.Tensor, base: float, cap: float, best: torch.Tensor, prev_best: torch.Tensor
+) -> torch.Tensor:
+    """Double the step (capped) where the best fitness did not change, else reset to base."""
+    same = best == prev_best
+    return torch.where(same, (step * 2).clamp(max=cap), torch.full_like(step, base))
+
+
+@STRATEGIES.register("ga")
+class GeneticAlgorithm(Strategy):
+    name = "ga"
+    Params = GAParams
+
+    def __init__(self, params: GAParams, space: SearchSpace) -> None:
+        super().__init__(params, space)
+        self.base_step, self.init_step, self.cap = resolve_step(params, space)
+
+    def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
+        p = self.params
+        s = seeds.shape[0]
+        self.seed = seeds.reshape(s, -1).float()
+        noise = torch.randn((s, p.population, self.seed.shape[1]), generator=rng)
+        self.pop = self._clamp(self.seed[:, None, :] + self.init_step * noise.to(seeds.device))
+        self.scores = torch.full((s, p.population), float("nan"))
+        self.logits: torch.Tensor | None = None
+        self.step = torch.full((s,), self.base_step)
+        self.prev_best = torch.full((s,), float("inf"))
+        self.slots = torch.arange(p.population)
+
+    def _clamp(self, z: torch.Tensor) -> torch.Tensor:
+        return z.clamp(self.space.low, self.space.high)
+
+    def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
+        cand = self.pop[:, self.slots]
+        return self.slots, cand.reshape(*cand.shape[:2], *self.space.latent_shape)
+
+    def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
+        if self.logits is None:
+            self.logits = torch.full((*self.scores.shape, logits.shape[-1]), float("nan"))
+        self.scores[:, slots] = scores.float().cpu()
+        self.logits[:, slots] = logits.float().cpu()
+
+    def population(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        assert self.logits is not None, "population() before tell()"
+        return self.pop, self.scores, self.logits
+
+    def step_size(self) -> torch.Tensor:
+        return self.step
+
+    def keep(self, mask: torch.Tensor) -> None:
+        for name in ("seed", "pop", "scores", "logits", "step", "prev_best"):
+            setattr(self, name, getattr(self, name)[mask])
+
+    def advance(self, rng: torch.Generator) -> None:
+        p = self.params
+        s, e, c = self.pop.shape[0], p.best_left, p.population - p.best_left
+        best = self.scores.min(dim=1).values
+        self.step = update_step(self.step, self.base_step, self.cap, best, self.prev_best)
+        self.prev_best = best
+
+        elite = select_elite(self.pop, self.scores, e)
+        e_pop, e_scores, e_logits = take(self.pop, elite), take(self.scores, elite), take(
+            self.logits, elite
+        )
+        i, j = pick_parents(s, e, c, rng)
+        children = crossover(take(e_pop, i), take(e_pop, j), rng)
+        children = self._clamp(mutate(children, self.seed, self.step.to(children.device), rng))
+
+        self.pop = torch.cat([e_pop, children], dim=1)
+        self.scores = torch.cat([e_scores, torch.full((s, c), float("nan"))], dim=1)
+        self.logits = torch.cat([e_logits, torch.full((s, c, e_logits.shape[-1]), float("nan"))], 1)
+        # Survivors keep their scores: decoding is deterministic, so only children are asked.
+        self.slots = torch.arange(e, p.population)

@@ -1,0 +1,99 @@
+"""`latentfuzz train vae`: train the MLP VAE, measure it, and write weights and card."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from engine import zoo
+from engine.datasets import get_dataset
+from engine.generators.vae import VAE
+from engine.train.common import accuracy, batches, command_line, ms_per_image, progress_bar, stamp
+
+
+def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
+    """GIFTbench's way: over 1,000 latents, r = max - min; low = r 1e-4, high = r 1e-3."""
+    lo, hi = float(latents.min()), float(latents.max())
+    r = hi - lo
+    return {"latent_bounds": [lo, hi], "latent_range": r,
+            "step_presets": {"low": r * 1e-4, "high": r * 1e-3},
+            "latent_bounds_from": f"{len(latents)} latents"}
+
+
+def train_vae(
+    dataset: str = "mnist",
+    epochs: int = 150,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    hidden: int = 1600,
+    latent: int = 400,
+    seed: int = 0,
+    classifier: str | None = None,
+    name: str | None = None,
+    out: Path | None = None,
+    default: bool = False,
+    data_dir: str | None = None,
+    fp16: bool = True,
+) -> dict[str, Any]:
+    torch.manual_seed(seed)
+    rng = torch.Generator().manual_seed(seed)
+    ds = get_dataset(dataset, data_dir)
+    train, test = ds.load("train"), ds.load("test")
+    params = {"image_shape": list(ds.shape), "num_classes": ds.num_classes, "hidden": hidden,
+              "latent": latent}
+    vae = VAE(tuple(ds.shape), ds.num_classes, hidden, latent)
+    opt = torch.optim.Adam(vae.parameters(), lr=lr)
+    t0 = time.perf_counter()
+    with progress_bar(f"train vae on {dataset}", epochs) as advance:
+        for _ in range(epochs):
+            vae.train()
+            total = 0.0
+            for idx in batches(len(train), batch_size, rng):
+                x = train.images[idx]
+                recon, mu, logvar = vae(x)
+                bce = F.binary_cross_entropy_with_logits(recon, x.flatten(1), reduction="sum")
+                kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+                loss = (bce + kl) / len(idx)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+            advance(loss=total / len(train))
+    seconds = time.perf_counter() - t0
+    name = name or f"{dataset}-vae"
+    card: dict[str, Any] = {
+        "name": name, "kind": "generator", "family": "vae", "dataset": dataset,
+        "default": default, "params": params, "latent_shape": [latent],
+        "parameters": sum(p.numel() for p in vae.parameters()),
+        "training": {"command": command_line(), "seed": seed, "epochs": epochs,
+                     "batch_size": batch_size, "lr": lr, "loss": "BCE + KL",
+                     "train_images": len(train), "split": ds.split_rule,
+                     "seconds": round(seconds, 1)},
+        "latent_bounds": [-1e9, 1e9],  # placeholder until measured on the stored weights
+        **stamp(),
+    }
+    folder = zoo.save_model(vae, card, out, fp16=fp16)
+    gen = zoo.load_generator(name, root=out)
+    card = zoo.load_card(name, out)
+    # Bounds from the stored weights: encoded test images (posterior means).
+    z = gen.encode(test.images[:1000])
+    card.update(latent_bounds(z))
+    clf_name = zoo.resolve("classifier", dataset, classifier, out)
+    clf = zoo.load_classifier(clf_name, dataset, root=out)
+    recon = torch.cat([gen.decode(z[i : i + 500]) for i in range(0, len(z), 500)])
+    card["metrics"] = {
+        "reconstruction_accuracy": accuracy(clf.logits, recon, test.labels[: len(z)]),
+        "reconstruction_accuracy_classifier": clf_name,
+        "test_images": len(z),
+        "reconstruction_mse": float(F.mse_loss(recon, test.images[: len(z)])),
+    }
+    zb = z[:25]
+    card["inference"] = {f"ms_per_image_b{b}": round(ms_per_image(lambda n: gen.decode(zb[:n]), b), 4)
+                         for b in (1, 25)}
+    (folder / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+    return card

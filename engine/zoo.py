@@ -1,0 +1,134 @@
+"""The model zoo: weights plus a JSON model card per model, under ``models/<name>/``.
+
+Cards record what a user needs to trust a model: dataset, architecture and parameters,
+the training command, config and seed, training time, quality metrics, GIFTbench latent
+bounds and step presets, and inference time. Weights are safetensors, stored fp16 where the
+card's metrics (measured on the stored weights) show it costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from engine.classifiers import ARCHITECTURES, Classifier, ModuleClassifier, load_torchscript
+from engine.datasets import get_dataset
+from engine.errors import ConfigError
+from engine.generators import GENERATORS, Generator
+from engine.home import MODELS_DIR
+
+CARD = "card.json"
+WEIGHTS = "weights.safetensors"
+
+
+def models_dir() -> Path:
+    return Path(MODELS_DIR)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def list_cards(root: Path | None = None) -> list[dict[str, Any]]:
+    root = root or models_dir()
+    return [json.loads(p.read_text()) for p in sorted(root.glob(f"*/{CARD}"))]
+
+
+def load_card(name: str, root: Path | None = None) -> dict[str, Any]:
+    path = (root or models_dir()) / name / CARD
+    if not path.exists():
+        known = ", ".join(c["name"] for c in list_cards(root)) or "(none)"
+        raise ConfigError(f"no model {name!r} in the zoo; known models: {known}")
+    return json.loads(path.read_text())
+
+
+def save_model(module: torch.nn.Module, card: dict[str, Any], root: Path | None = None,
+               fp16: bool = True) -> Path:
+    """Write weights and card; returns the model folder. The card gets the weights' hash."""
+    folder = (root or models_dir()) / card["name"]
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {
+        k: (v.half() if fp16 and v.is_floating_point() else v).contiguous()
+        for k, v in module.state_dict().items()
+    }
+    save_file(state, str(folder / WEIGHTS))
+    card = {**card, "weights": WEIGHTS, "dtype": "float16" if fp16 else "float32",
+            "sha256": sha256(folder / WEIGHTS)}
+    (folder / CARD).write_text(json.dumps(card, indent=2) + "\n")
+    return folder
+
+
+def _load_state(module: torch.nn.Module, folder: Path) -> None:
+    state = load_file(str(folder / WEIGHTS))
+    module.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+
+
+def build_generator(card: dict[str, Any]) -> Generator:
+    cls = GENERATORS.get(card["family"])
+    return cls(**card["params"])
+
+
+def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> Generator:
+    card = load_card(name, root)
+    if card.get("kind") != "generator":
+        raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
+    gen = build_generator(card)
+    _load_state(gen, (root or models_dir()) / name)
+    gen.latent_bounds = tuple(card["latent_bounds"])
+    return gen.eval().to(device)
+
+
+def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
+    return ARCHITECTURES.get(card["architecture"])(**card["params"])
+
+
+def load_classifier(ref: str, dataset: str, device: str = "cpu",
+                    root: Path | None = None) -> Classifier:
+    """A zoo name, or a path to a TorchScript file validated against the dataset."""
+    ds = get_dataset(dataset)
+    if ref.endswith((".pt", ".pth", ".ts", ".torchscript")) or "/" in ref:
+        return load_torchscript(ref, ds.shape, ds.num_classes, dataset).to(device)
+    card = load_card(ref, root)
+    if card.get("kind") != "classifier":
+        raise ConfigError(f"zoo model {ref!r} is a {card.get('kind')}, not a classifier")
+    module = build_classifier_module(card)
+    _load_state(module, (root or models_dir()) / ref)
+    return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref).to(device)
+
+
+def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) -> str:
+    """Turn a short name ('vae', 'convnet') into the zoo name for this dataset.
+
+    With ref None, the dataset's default model of that kind (card "default": true).
+    Paths (TorchScript files) are returned unchanged.
+    """
+    cards = [c for c in list_cards(root) if c.get("kind") == kind and c.get("dataset") == dataset]
+    if ref is None:
+        defaults = [c["name"] for c in cards if c.get("default")]
+        if not defaults:
+            raise ConfigError(
+                f"no default {kind} for dataset {dataset!r} in {root or models_dir()}; "
+                f"train one with `latentfuzz train` or name one"
+            )
+        return defaults[0]
+    if "/" in ref or ref.endswith((".pt", ".pth", ".ts")):
+        return ref
+    names = {c["name"] for c in cards}
+    for candidate in (ref, f"{dataset}-{ref}"):
+        if candidate in names:
+            return candidate
+    by_family = [c["name"] for c in cards if ref in (c.get("family"), c.get("architecture"))]
+    if by_family:
+        return sorted(by_family)[0]
+    raise ConfigError(
+        f"no {kind} {ref!r} for dataset {dataset!r}; available: {', '.join(sorted(names)) or '(none)'}"
+    )

@@ -1,0 +1,124 @@
+"""Named read queries. Pages and the CLI read the store only through these.
+
+Each returns a pandas DataFrame (or a dict for single rows) and holds the database only
+for the duration of the query.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from store.connection import Store
+
+_SUMMARY = """
+    SELECT campaign_id,
+           count(*) AS seeds_total,
+           count(*) FILTER (WHERE viable) AS viable,
+           count(*) FILTER (WHERE misclassified) AS misclassified,
+           count(*) FILTER (WHERE status = 'searching') AS searching,
+           avg(iterations) FILTER (WHERE misclassified) AS mean_iterations,
+           stddev_samp(iterations) FILTER (WHERE misclassified) AS std_iterations
+    FROM seeds GROUP BY campaign_id
+"""
+
+
+def list_campaigns(store: Store) -> pd.DataFrame:
+    """One row per campaign, newest first, with the GIFTbench status figures."""
+    return store.query(
+        f"""
+        SELECT c.id, c.name, c.status, c.dataset, c.generator, c.classifier, c.strategy,
+               c.preset, c.n_seeds, c.target_class, c.random_seed, c.created_at,
+               c.finished_at, c.wall_seconds, c.evaluations,
+               coalesce(s.viable, 0) AS viable,
+               coalesce(s.misclassified, 0) AS misclassified,
+               CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
+                   AS misclassified_pct,
+               s.mean_iterations, s.std_iterations
+        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
+        ORDER BY c.created_at DESC, c.id DESC
+        """
+    )
+
+
+def campaign(store: Store, campaign_id: str) -> dict[str, Any] | None:
+    """The campaign row with config and environment parsed, or None."""
+    df = store.query("SELECT * FROM campaigns WHERE id = ?", [campaign_id])
+    if df.empty:
+        return None
+    row = df.iloc[0].to_dict()
+    row["config"] = json.loads(row["config"])
+    row["environment"] = json.loads(row["environment"])
+    return row
+
+
+def summary(store: Store, campaign_id: str) -> dict[str, Any]:
+    """Viable seeds x of y, misclassified n (% of viable), mean iterations to failure."""
+    df = store.query(f"SELECT * FROM ({_SUMMARY}) WHERE campaign_id = ?", [campaign_id])
+    if df.empty:
+        return {"seeds_total": 0, "viable": 0, "misclassified": 0, "searching": 0,
+                "misclassified_pct": None, "mean_iterations": None, "std_iterations": None}
+    row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
+    v = row["viable"]
+    row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None
+    return row
+
+
+def seeds(store: Store, campaign_id: str) -> pd.DataFrame:
+    """The per-seed table."""
+    return store.query(
+        "SELECT * EXCLUDE (campaign_id) FROM seeds WHERE campaign_id = ? ORDER BY seed_idx",
+        [campaign_id],
+    )
+
+
+def generations(store: Store, campaign_id: str, seed_idx: int | None = None) -> pd.DataFrame:
+    """Per-seed, per-generation history (one seed when seed_idx is given)."""
+    sql = "SELECT * EXCLUDE (campaign_id) FROM generations WHERE campaign_id = ?"
+    params: list[Any] = [campaign_id]
+    if seed_idx is not None:
+        sql += " AND seed_idx = ?"
+        params.append(seed_idx)
+    return store.query(sql + " ORDER BY seed_idx, generation", params)
+
+
+def improvements(store: Store, campaign_id: str, seed_idx: int) -> pd.DataFrame:
+    """Generations at which the seed's best improved, with the saved image."""
+    return store.query(
+        "SELECT generation, best_fitness, best_pred, image FROM generations "
+        "WHERE campaign_id = ? AND seed_idx = ? AND image IS NOT NULL ORDER BY generation",
+        [campaign_id, seed_idx],
+    )
+
+
+def individuals(store: Store, campaign_id: str, seed_idx: int) -> pd.DataFrame:
+    return store.query(
+        "SELECT generation, individual, fitness, pred, evaluated FROM individuals "
+        "WHERE campaign_id = ? AND seed_idx = ? ORDER BY generation, individual",
+        [campaign_id, seed_idx],
+    )
+
+
+def progress(store: Store, campaign_id: str) -> dict[str, Any]:
+    """Live view: status, generations written so far, and seeds done."""
+    df = store.query(
+        """
+        SELECT c.status,
+               (SELECT coalesce(max(generation), 0) FROM generations g WHERE g.campaign_id = c.id)
+                   AS generation,
+               (SELECT count(*) FROM generations g WHERE g.campaign_id = c.id) AS generation_rows,
+               (SELECT count(*) FROM seeds s WHERE s.campaign_id = c.id
+                   AND s.status NOT IN ('searching')) AS seeds_done,
+               c.n_seeds
+        FROM campaigns c WHERE c.id = ?
+        """,
+        [campaign_id],
+    )
+    return {} if df.empty else df.iloc[0].to_dict()
+
+
+def schema_info(store: Store) -> dict[str, str]:
+    df = store.query("SELECT key, value FROM meta")
+    return dict(zip(df["key"], df["value"], strict=True))
