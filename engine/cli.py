@@ -30,6 +30,15 @@ def _store(home: Path | None):
     return Store(db_path(resolve_home(home)))
 
 
+def fmt(v: Any, spec: str = "") -> str:
+    """A table cell: empty for missing values (None, NaN, pandas NA)."""
+    import pandas as pd
+
+    if v is None or pd.isna(v):
+        return ""
+    return format(int(v), "d") if spec == "d" else format(v, spec)
+
+
 def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
@@ -110,11 +119,12 @@ def campaigns(home: HomeOpt = None) -> None:
         return
     t = Table("id", "status", "dataset", "generator", "classifier", "preset", "viable",
               "misclassified", "mean iter", "created")
+    t.columns[0].no_wrap = True
     for r in df.itertuples():
-        pct = "" if r.misclassified_pct != r.misclassified_pct or r.misclassified_pct is None else f" ({r.misclassified_pct:.0f}%)"
-        mi = "" if r.mean_iterations is None or r.mean_iterations != r.mean_iterations else f"{r.mean_iterations:.1f}"
-        t.add_row(r.id, r.status, r.dataset, r.generator, str(r.classifier), str(r.preset or ""),
-                  f"{r.viable}/{r.n_seeds}", f"{r.misclassified}{pct}", mi, str(r.created_at)[:19])
+        pct = fmt(r.misclassified_pct, ".0f")
+        t.add_row(r.id, r.status, r.dataset, r.generator, str(r.classifier), fmt(r.preset),
+                  f"{r.viable}/{r.n_seeds}", f"{r.misclassified}" + (f" ({pct}%)" if pct else ""),
+                  fmt(r.mean_iterations, ".1f"), str(r.created_at)[:19])
     console.print(t)
 
 
@@ -133,10 +143,8 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
     t = Table("seed", "label", "viable", "status", "iterations", "final pred", "final fitness", "result image")
     for r in df.itertuples():
         t.add_row(str(r.seed_idx), str(r.seed_label), "yes" if r.viable else "no", r.status,
-                  "" if r.iterations != r.iterations or r.iterations is None else str(int(r.iterations)),
-                  "" if r.final_pred != r.final_pred or r.final_pred is None else str(int(r.final_pred)),
-                  "" if r.final_fitness != r.final_fitness or r.final_fitness is None else f"{r.final_fitness:.3f}",
-                  str(r.result_image or ""))
+                  fmt(r.iterations, "d"), fmt(r.final_pred, "d"), fmt(r.final_fitness, ".3f"),
+                  fmt(r.result_image))
     console.print(t)
     console.print(status_line(queries.summary(store, campaign_id)))
 
@@ -161,13 +169,14 @@ def bench(
     generations: Annotated[int, typer.Option(help="generation budget")] = 250,
     perturbation: Annotated[str, typer.Option(help="step preset")] = "high",
     generator: Annotated[str, typer.Option(help="generator")] = "vae",
+    repeats: Annotated[int, typer.Option(help="interleaved campaign/raw pairs")] = 5,
     home: HomeOpt = None,
 ) -> None:
     """Engine efficiency (campaign vs raw decode+classify throughput) and store share."""
     from engine.bench import bench_engine
 
     bench_engine(seeds=seeds, generations=generations, perturbation=perturbation,
-                 generator=generator, home=home, console=console)
+                 generator=generator, repeats=repeats, home=home, console=console)
 
 
 @train_app.command("classifier")

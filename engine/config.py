@@ -43,7 +43,9 @@ class CampaignConfig(BaseModel):
     batch_size: int = Field(2048, ge=1, le=1 << 20, description="max images per decode call")
     device: str = "cpu"
     record_individuals: bool = True
-    flush_seconds: float = Field(1.0, gt=0, le=600)
+    flush_seconds: float = Field(
+        2.0, gt=0, le=600, description="how often the store is written (live view latency)"
+    )
 
 
 def format_validation(e: ValidationError, where: str = "config") -> str:

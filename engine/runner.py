@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
 
 from engine.config import CampaignConfig, Resolved, resolve
@@ -38,6 +37,7 @@ class CampaignResult:
     evaluations: int = 0
     wall_seconds: float = 0.0
     store_seconds: float = 0.0
+    model_seconds: float = 0.0
     batch_sizes: list[int] = field(default_factory=list)
 
 
@@ -57,16 +57,13 @@ def new_campaign_id() -> str:
 
 
 def environment(r: Resolved) -> dict[str, Any]:
-    import diffusers
-    import duckdb
+    from importlib.metadata import version
 
     return {
         "model_sha256": r.model_hashes,
         "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "duckdb": duckdb.__version__,
-        "numpy": np.__version__,
-        "diffusers": diffusers.__version__,
+        "latentfuzz": version("latentfuzz"),
+        **{pkg: version(pkg) for pkg in ("torch", "duckdb", "numpy", "pandas", "diffusers")},
         "platform": platform.platform(),
         "torch_threads": torch.get_num_threads(),
     }
@@ -78,9 +75,17 @@ class Evaluator:
     def __init__(self, r: Resolved) -> None:
         self.gen, self.clf, self.batch = r.generator, r.classifier, r.config.batch_size
         self.batch_sizes: list[int] = []
+        self.seconds = 0.0
 
     def __call__(self, z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Latents (N, *L), labels (N,) -> logits (N, K), uint8 images (N, C, H, W)."""
+        t0 = time.perf_counter()
+        try:
+            return self._evaluate(z, labels)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _evaluate(self, z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits, images = [], []
         dev = self.gen.device
         for i in range(0, z.shape[0], self.batch):
@@ -89,6 +94,8 @@ class Evaluator:
             logits.append(self.clf.logits(x).cpu())
             images.append(to_uint8(x).cpu())
             self.batch_sizes.append(int(zb.shape[0]))
+        if len(logits) == 1:
+            return logits[0], images[0]
         return torch.cat(logits), torch.cat(images)
 
 
@@ -112,6 +119,7 @@ def run_campaign(
     cid = campaign_id or new_campaign_id()
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
     rng = torch.Generator().manual_seed(cfg.seed)
+    t0 = time.perf_counter()
     create_campaign(store, {
         "id": cid, "name": cfg.name or cid, "status": "running", "created_at": now(),
         "dataset": cfg.dataset, "generator": r.generator_name, "classifier": r.classifier_name,
@@ -121,12 +129,14 @@ def run_campaign(
         "environment": environment(r), "dir": f"campaigns/{cid}", "pid": _pid(),
     })  # fmt: skip
     writer = CampaignWriter(store, cid, cfg.flush_seconds)
+    writer.seconds = time.perf_counter() - t0  # the campaign row is store time too
     sink = ImageSink(home)
     evaluate = Evaluator(r)
-    t0 = time.perf_counter()
     status, error = "finished", None
     try:
-        _search(r, cid, rng, writer, sink, evaluate, t0, progress)
+        # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
+        with torch.inference_mode():
+            _search(r, cid, rng, writer, sink, evaluate, t0, progress)
     except KeyboardInterrupt:
         status = "interrupted"
     except Exception as e:
@@ -136,11 +146,12 @@ def run_campaign(
         sink.close()
         wall = time.perf_counter() - t0
         evals = int(sum(evaluate.batch_sizes))
-        writer.finish(status, {"wall_seconds": wall, "evaluations": evals}, error)
+        writer.finish(status, {"wall_seconds": wall, "evaluations": evals,
+                               "store_seconds": writer.seconds}, error)
     from store import queries
 
     return CampaignResult(cid, status, queries.summary(store, cid), evals, wall,
-                          writer.seconds, evaluate.batch_sizes)
+                          writer.seconds, evaluate.seconds, evaluate.batch_sizes)
 
 
 def _pid() -> int:
@@ -169,14 +180,15 @@ def _search(
     viable = seed_logits.argmax(1) == labels
     seed_paths = [f"{_seed_dir(cid, s)}/seed.png" for s in range(cfg.seeds)]
     sink.save(seed_paths, seed_imgs)
-    writer.append("seeds", pd.DataFrame({
-        "campaign_id": cid, "seed_idx": np.arange(cfg.seeds), "source_index": seeds.source_index.numpy(),
-        "seed_label": labels.numpy(), "seed_pred": seed_logits.argmax(1).numpy(),
-        "seed_margin": r.fitness(seed_logits, labels).numpy(), "viable": viable.numpy(),
-        "status": np.where(viable.numpy(), "searching", "non_viable"), "seed_image": seed_paths,
-    }))  # fmt: skip
-    writer.append("images", pd.DataFrame({"campaign_id": cid, "seed_idx": np.arange(cfg.seeds),
-                                          "kind": "seed", "path": seed_paths}))
+    writer.append(
+        "seeds", seed_idx=np.arange(cfg.seeds),
+        source_index=seeds.source_index.numpy(), seed_label=labels.numpy(),
+        seed_pred=seed_logits.argmax(1).numpy(), seed_margin=r.fitness(seed_logits, labels).numpy(),
+        viable=viable.numpy(), status=np.where(viable.numpy(), "searching", "non_viable"),
+        seed_image=seed_paths,
+    )  # fmt: skip
+    writer.append("images", seed_idx=np.arange(cfg.seeds), kind="seed",
+                  path=seed_paths)
 
     active = torch.nonzero(viable).flatten()  # original seed indices still searching
     if len(active) == 0:
@@ -187,6 +199,8 @@ def _search(
     evals = torch.zeros(len(active), dtype=torch.long)
     G = strat.max_generations()
     n_failed = 0
+    strip_paths = [f"{_seed_dir(cid, i)}/improvements.png" for i in range(cfg.seeds)]
+    last_strips = time.perf_counter()
     for g in range(1, G + 1):
         slots, cand = strat.ask()
         s, m = cand.shape[:2]
@@ -213,33 +227,33 @@ def _search(
         # Images are needed for improved bests and for finished seeds' results.
         result_slot = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
         want_best = _images_of(best, improved, slots, imgs, pop, y, evaluate, strat)
-        image_col = [None] * s
-        idx_imp = torch.nonzero(improved).flatten().tolist()
-        paths = [f"{_seed_dir(cid, int(active[i]))}/gen_{g:04d}.png" for i in idx_imp]
-        for i, path in zip(idx_imp, paths, strict=True):
-            image_col[i] = path
-        sink.save(paths, want_best[improved])
+        image_col = np.full(s, None, dtype=object)
+        frame_col = np.full(s, None, dtype=object)
+        idx_imp = torch.nonzero(improved).flatten().numpy()
+        strips = [strip_paths[int(active[i])] for i in idx_imp]
+        image_col[idx_imp] = strips
+        frame_col[idx_imp] = sink.add_frames(strips, want_best[improved])
 
         elapsed = time.perf_counter() - t0
         step = strat.step_size()
-        writer.append("generations", pd.DataFrame({
-            "campaign_id": cid, "seed_idx": active.numpy(), "generation": g,
-            "best_fitness": best_fit.numpy(), "mean_fitness": scores.mean(1).numpy(),
-            "best_pred": best_logits.argmax(1).numpy(),
-            "top1_label": top_lbl[:, 0].numpy(), "top1_prob": probs[:, 0].numpy(),
-            "top2_label": top_lbl[:, 1].numpy(), "top2_prob": probs[:, 1].numpy(),
-            "step": step.numpy(), "evaluations": evals.numpy(), "elapsed_s": elapsed,
-            "image": image_col,
-        }))  # fmt: skip
+        writer.append(
+            "generations", seed_idx=active.numpy(), generation=g,
+            best_fitness=best_fit.numpy(), mean_fitness=scores.mean(1).numpy(),
+            best_pred=best_logits.argmax(1).numpy(),
+            top1_label=top_lbl[:, 0].numpy(), top1_prob=probs[:, 0].numpy(),
+            top2_label=top_lbl[:, 1].numpy(), top2_prob=probs[:, 1].numpy(),
+            step=step.numpy(), evaluations=evals.numpy(), elapsed_s=elapsed,
+            image=image_col, image_frame=frame_col,
+        )  # fmt: skip
         if cfg.record_individuals:
             is_new = torch.zeros(p, dtype=torch.bool)
             is_new[slots] = True
-            writer.append("individuals", pd.DataFrame({
-                "campaign_id": cid, "seed_idx": active.repeat_interleave(p).numpy(),
-                "generation": g, "individual": np.tile(np.arange(p), s),
-                "fitness": scores.flatten().numpy(), "pred": pop_logits.argmax(2).flatten().numpy(),
-                "evaluated": is_new.repeat(s).numpy(),
-            }))  # fmt: skip
+            writer.append(
+                "individuals", seed_idx=active.repeat_interleave(p).numpy(),
+                generation=g, individual=np.tile(np.arange(p), s),
+                fitness=scores.flatten().numpy(), pred=pop_logits.argmax(2).flatten().numpy(),
+                evaluated=is_new.repeat(s).numpy(),
+            )  # fmt: skip
 
         if done.any():
             d = torch.nonzero(done).flatten()
@@ -250,28 +264,34 @@ def _search(
             sink.save(res_paths, res_imgs)
             res_latent = pop[d, result_slot[d]]
             dist = (res_latent - seed_latents[d].reshape(len(d), -1)).norm(dim=1)
-            writer.update_seeds(pd.DataFrame({
-                "seed_idx": active[d].numpy(),
-                "status": np.where(failed[d].numpy(), "failed", "survived"),
-                "misclassified": failed[d].numpy(), "iterations": g,
-                "evaluations": evals[d].numpy(), "final_pred": res_logits.argmax(1).numpy(),
-                "final_fitness": scores[d, result_slot[d]].numpy(),
-                "final_top1": res_probs[:, 0].numpy(), "final_top2": res_probs[:, 1].numpy(),
-                "latent_distance": dist.numpy(), "result_image": res_paths, "elapsed_s": elapsed,
-            }))  # fmt: skip
-            writer.append("images", pd.DataFrame({"campaign_id": cid, "seed_idx": active[d].numpy(),
-                                                  "kind": "result", "path": res_paths}))
+            writer.update_seeds(
+                seed_idx=active[d].numpy(),
+                status=np.where(failed[d].numpy(), "failed", "survived"),
+                misclassified=failed[d].numpy(), iterations=g,
+                evaluations=evals[d].numpy(), final_pred=res_logits.argmax(1).numpy(),
+                final_fitness=scores[d, result_slot[d]].numpy(),
+                final_top1=res_probs[:, 0].numpy(), final_top2=res_probs[:, 1].numpy(),
+                latent_distance=dist.numpy(), result_image=res_paths, elapsed_s=elapsed,
+                improvements_image=[strip_paths[int(active[i])] for i in d.tolist()],
+            )  # fmt: skip
+            sink.write_strips([strip_paths[int(active[i])] for i in d.tolist()], release=True)
+            writer.append("images", seed_idx=active[d].numpy(), kind="result",
+                          path=res_paths)
             n_failed += int(failed[d].sum())
         writer.maybe_flush()
+        if time.perf_counter() - last_strips >= cfg.flush_seconds:
+            sink.write_strips()  # keep running seeds' strips about as fresh as the store
+            last_strips = time.perf_counter()
         if progress:
             progress(Progress(g, G, int((~done).sum()), len(viable.nonzero()), n_failed, int(sum(evaluate.batch_sizes))))
 
         keep = ~done
         if not keep.any():
             break
-        strat.keep(keep)
-        active, best_so_far, evals = active[keep], best_so_far[keep], evals[keep]
-        seed_latents = seed_latents[keep]
+        if done.any():
+            strat.keep(keep)
+            active, best_so_far, evals = active[keep], best_so_far[keep], evals[keep]
+            seed_latents = seed_latents[keep]
         strat.advance(rng)
 
 

@@ -95,8 +95,11 @@ class Store:
             yield con
 
     @contextlib.contextmanager
-    def write(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-write connection inside one transaction: all of the block or none of it."""
+    def write(
+        self, timeout: float | None = None, checkpoint: bool = False
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-write connection inside one transaction: all of the block or none of it.
+        checkpoint=True folds the WAL into the file after the commit, on the same connection."""
         with self._connect(read_only=False, timeout=timeout) as con:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -105,6 +108,8 @@ class Store:
                 con.execute("ROLLBACK")
                 raise
             con.execute("COMMIT")
+            if checkpoint:
+                con.execute("CHECKPOINT")
 
     def query(self, sql: str, params: list | None = None):
         """Run a read query and return a pandas DataFrame."""

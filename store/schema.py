@@ -26,6 +26,7 @@ DDL = [
         pid INTEGER,
         error VARCHAR,
         wall_seconds DOUBLE,
+        store_seconds DOUBLE,             -- writer time inside the store (benchmarks, contract)
         evaluations BIGINT
     )""",
     """CREATE TABLE IF NOT EXISTS seeds (
@@ -47,6 +48,7 @@ DDL = [
         latent_distance DOUBLE,           -- L2 between result latent and seed latent
         seed_image VARCHAR,
         result_image VARCHAR,
+        improvements_image VARCHAR,       -- strip of the best image at each improvement
         elapsed_s DOUBLE
     )""",
     """CREATE TABLE IF NOT EXISTS generations (
@@ -63,7 +65,8 @@ DDL = [
         step DOUBLE NOT NULL,             -- the step that bred this population's children
         evaluations BIGINT NOT NULL,      -- cumulative for this seed
         elapsed_s DOUBLE NOT NULL,        -- since campaign start
-        image VARCHAR                     -- best image, only when the best improved
+        image VARCHAR,                    -- when the best improved: the seed's strip PNG
+        image_frame INTEGER               -- ... and this generation's frame in it (0-based)
     )""",
     """CREATE TABLE IF NOT EXISTS individuals (
         campaign_id VARCHAR NOT NULL,

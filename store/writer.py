@@ -1,27 +1,56 @@
 """Batched, append-mostly writes for one campaign.
 
-The runner hands over one DataFrame per table per generation; the writer keeps them and
-writes them in a single short transaction at most every ``flush_seconds``. If another
-process holds the file at that moment the batch simply waits for the next flush, so a
-reader never stalls the search; ``flush(block=True)`` at the end waits until it is written.
+The runner hands over columns (numpy arrays or scalars) per table per generation; the
+writer keeps them and, on its own thread, writes everything pending every
+``flush_seconds`` as one Arrow table per table in a single short transaction. The search
+never waits for the disk or for a reader's lock: if another process holds the file, the
+batch stays pending until the next flush. ``finish`` stops the thread and writes the rest.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
+import numpy as np
+import pyarrow as pa
 
 from store.connection import Store, StoreBusy
 
+Columns = dict[str, Any]
+
 TABLES = ("seeds", "generations", "individuals", "images")
+BUSY_FACTOR = 30  # the next flush waits at least 30x the last flush's duration
 SEED_UPDATE_COLS = (
     "status", "misclassified", "iterations", "evaluations", "final_pred", "final_fitness",
     "final_top1", "final_top2", "latent_distance", "result_image", "elapsed_s",
+    "improvements_image",
 )  # fmt: skip
+
+
+def _column(v: Any, n: int) -> np.ndarray:
+    if isinstance(v, (np.ndarray, list, tuple)):
+        return np.asarray(v)
+    # Strings and None stay Python objects; numbers broadcast with their own dtype.
+    return np.array([v] * n, dtype=object) if v is None or isinstance(v, str) else np.full(n, v)
+
+
+def frame(chunks: list[Columns]) -> pa.Table:
+    """One Arrow table from chunks of columns; scalars are broadcast to their chunk's length.
+
+    Arrow wraps numpy columns without copying; a pandas frame per flush cost more than
+    the insert itself."""
+    cols: dict[str, list[np.ndarray]] = {}
+    for chunk in chunks:
+        n = max((len(v) for v in chunk.values() if isinstance(v, (np.ndarray, list, tuple))),
+                default=1)
+        for name, v in chunk.items():
+            cols.setdefault(name, []).append(_column(v, n))
+    return pa.table({name: pa.array(np.concatenate(parts), from_pandas=True)
+                     for name, parts in cols.items()})
 
 
 def now() -> datetime:
@@ -31,79 +60,139 @@ def now() -> datetime:
 def create_campaign(store: Store, row: dict[str, Any]) -> None:
     """Insert the campaign row (status 'running'); config and environment as JSON."""
     row = {**row, "config": json.dumps(row["config"]), "environment": json.dumps(row["environment"])}
-    df = pd.DataFrame([row])
+    df = frame([{k: [v] for k, v in row.items()}])
     with store.write() as con:
         con.register("new_campaign", df)
         con.execute("INSERT INTO campaigns BY NAME SELECT * FROM new_campaign")
 
 
 class CampaignWriter:
-    def __init__(self, store: Store, campaign_id: str, flush_seconds: float = 1.0) -> None:
+    def __init__(self, store: Store, campaign_id: str, flush_seconds: float = 2.0,
+                 background: bool = True) -> None:
         self.store = store
         self.campaign_id = campaign_id
         self.flush_seconds = flush_seconds
-        self._pending: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
-        self._seed_updates: list[pd.DataFrame] = []
-        self._last = time.monotonic()
-        #: Wall seconds spent inside the store (opening, writing, committing), for benchmarks.
+        self._pending: dict[str, list[Columns]] = {t: [] for t in TABLES}
+        self._seed_updates: list[Columns] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        #: Wall seconds spent inside the store (any thread), for benchmarks and the contract.
         self.seconds = 0.0
         self.flushes = 0
+        self._last = time.monotonic()
+        self._interval = flush_seconds
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
+            self._thread.start()
 
-    def append(self, table: str, df: pd.DataFrame) -> None:
-        if len(df):
-            self._pending[table].append(df)
+    def append(self, table: str, **columns: Any) -> None:
+        """Queue rows: 1-d arrays of equal length, plus scalars repeated on every row.
+        The campaign id is added by the writer."""
+        self._raise_pending_error()
+        if table not in TABLES:
+            raise ValueError(f"unknown table {table!r}; expected one of {TABLES}")
+        with self._lock:
+            self._pending[table].append(columns)
 
-    def update_seeds(self, df: pd.DataFrame) -> None:
-        """Final per-seed outcomes; keyed by seed_idx, columns among SEED_UPDATE_COLS."""
-        if len(df):
-            self._seed_updates.append(df)
+    def update_seeds(self, **columns: Any) -> None:
+        """Final per-seed outcomes: seed_idx plus columns among SEED_UPDATE_COLS."""
+        unknown = set(columns) - {"seed_idx", *SEED_UPDATE_COLS}
+        if unknown:
+            raise ValueError(f"cannot update seed columns {sorted(unknown)}")
+        with self._lock:
+            self._seed_updates.append(columns)
 
     def maybe_flush(self) -> None:
-        if time.monotonic() - self._last >= self.flush_seconds:
+        """Without a background thread: flush when due, never waiting for a lock."""
+        self._raise_pending_error()
+        if self._thread is None and time.monotonic() - self._last >= self.flush_seconds:
             self.flush(block=False)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.flush(block=False)
+            except BaseException as e:  # surfaced on the search thread's next append
+                self._error = e
+                return
+
+    def _raise_pending_error(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"the store writer failed: {self._error}") from self._error
 
     def flush(self, block: bool = True) -> bool:
         """Write everything pending in one transaction. Returns False if it must wait."""
-        if not any(self._pending.values()) and not self._seed_updates:
+        with self._lock:
+            pending, updates = self._pending, self._seed_updates
+            self._pending, self._seed_updates = {t: [] for t in TABLES}, []
+        if not any(pending.values()) and not updates:
             return True
         t0 = time.perf_counter()
         try:
             with self.store.write(timeout=None if block else 0.05) as con:
-                for table, frames in self._pending.items():
-                    if frames:
-                        con.register("batch", pd.concat(frames, ignore_index=True))
-                        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM batch")
-                        con.unregister("batch")
-                if self._seed_updates:
-                    upd = pd.concat(self._seed_updates, ignore_index=True)
-                    cols = [c for c in SEED_UPDATE_COLS if c in upd.columns]
-                    con.register("upd", upd)
-                    sets = ", ".join(f"{c} = upd.{c}" for c in cols)
-                    con.execute(
-                        f"UPDATE seeds SET {sets} FROM upd WHERE seeds.campaign_id = ? "
-                        f"AND seeds.seed_idx = upd.seed_idx",
-                        [self.campaign_id],
-                    )
-                    con.unregister("upd")
-        except StoreBusy:
-            if block:
-                raise
-            return False
+                self._write(con, pending, updates)
+        except BaseException as e:
+            # Nothing was written (the transaction rolled back): put the rows back in front.
+            with self._lock:
+                for t in TABLES:
+                    self._pending[t][:0] = pending[t]
+                self._seed_updates[:0] = updates
+            if isinstance(e, StoreBusy) and not block:
+                return False
+            raise
         finally:
-            self.seconds += time.perf_counter() - t0
+            spent = time.perf_counter() - t0
+            self.seconds += spent
             self._last = time.monotonic()
-        self._pending = {t: [] for t in TABLES}
-        self._seed_updates = []
+            # On a loaded machine a flush takes longer; space them out so the store never
+            # takes more than about 3% of the wall time.
+            self._interval = max(self.flush_seconds, BUSY_FACTOR * spent)
         self.flushes += 1
         return True
 
+    def _write(self, con, pending: dict[str, list[Columns]], updates: list[Columns]) -> None:
+        for table, chunks in pending.items():
+            if chunks:
+                # The id is bound once rather than sent as a string on every row.
+                con.register("batch", frame(chunks))
+                con.execute(
+                    f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS campaign_id, * FROM batch",
+                    [self.campaign_id],
+                )
+                con.unregister("batch")
+        if updates:
+            upd = frame(updates)
+            cols = [c for c in SEED_UPDATE_COLS if c in upd.column_names]
+            con.register("upd", upd)
+            sets = ", ".join(f"{c} = upd.{c}" for c in cols)
+            con.execute(
+                f"UPDATE seeds SET {sets} FROM upd WHERE seeds.campaign_id = ? "
+                f"AND seeds.seed_idx = upd.seed_idx",
+                [self.campaign_id],
+            )
+            con.unregister("upd")
+
+    def close(self) -> None:
+        """Stop the background thread (the pending rows stay pending)."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
     def finish(self, status: str, fields: dict[str, Any] | None = None, error: str | None = None) -> None:
-        """Flush, then mark the campaign finished/interrupted/failed, in one transaction."""
-        self.flush(block=True)
+        """Stop the thread, then write the rest and mark the campaign in one transaction
+        (and checkpoint), so a reader sees either the running or the finished campaign."""
+        self.close()
         t0 = time.perf_counter()
+        with self._lock:
+            pending, updates = self._pending, self._seed_updates
+            self._pending, self._seed_updates = {t: [] for t in TABLES}, []
         cols = {"status": status, "finished_at": now(), "error": error, **(fields or {})}
         sets = ", ".join(f"{k} = ?" for k in cols)
-        with self.store.write() as con:
+        with self.store.write(checkpoint=True) as con:
+            self._write(con, pending, updates)
             if status in ("interrupted", "failed"):
                 con.execute(
                     "UPDATE seeds SET status = 'interrupted' WHERE campaign_id = ? "
@@ -111,5 +200,4 @@ class CampaignWriter:
                     [self.campaign_id],
                 )
             con.execute(f"UPDATE campaigns SET {sets} WHERE id = ?", [*cols.values(), self.campaign_id])
-        self.store.checkpoint()
         self.seconds += time.perf_counter() - t0

@@ -39,7 +39,7 @@ class Classifier(ABC):
             raise ModelError(
                 f"classifier {self.name}: output {got}, expected ({x.shape[0]}, {self.num_classes})"
             )
-        if not torch.isfinite(out).all():
+        if not torch.isfinite(out.sum()):
             raise ModelError(f"classifier {self.name}: output has NaN or infinite logits")
         return out.float()
 

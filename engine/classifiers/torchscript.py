@@ -7,6 +7,7 @@ classes, returns finite values, and handles batches of different sizes consisten
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import torch
@@ -25,7 +26,10 @@ def load_torchscript(
     if not path.is_file():
         raise ModelError(f"classifier file {path} does not exist; give the path of a .pt file")
     try:
-        module = torch.jit.load(str(path), map_location="cpu")
+        with warnings.catch_warnings():
+            # TorchScript is deprecated upstream but is still the format users export.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = torch.jit.load(str(path), map_location="cpu")
     except Exception as e:  # noqa: BLE001 - torch raises many types for a corrupt archive
         raise ModelError(
             f"could not load {path} as TorchScript ({type(e).__name__}: {str(e)[:200]}); "

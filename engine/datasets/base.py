@@ -82,7 +82,7 @@ class Dataset(ABC):
                 f"{self.name} {split}: labels span {labels.min()}..{labels.max()}, "
                 f"expected 0..{self.num_classes - 1}"
             )
-        x = torch.from_numpy(np.ascontiguousarray(images)).float().div_(255.0)
+        x = torch.from_numpy(np.array(images, dtype=np.uint8)).float().div_(255.0)
         y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
         return DataSplit(x, y)
 

@@ -78,12 +78,12 @@ class CIFAR10(Dataset):
     expected_files = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
 
     def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
-        names = expected = self.expected_files[:5] if split == "train" else ("test_batch",)
+        names = self.expected_files[:5] if split == "train" else ("test_batch",)
         # Accept either the extracted folder itself or its parent.
         if not (self.root / names[0]).exists() and (self.root / "cifar-10-batches-py").exists():
             self.root = self.root / "cifar-10-batches-py"
         xs, ys = [], []
-        for path in self.require(*expected):
+        for path in self.require(*names):
             with open(path, "rb") as f:
                 try:
                     batch = pickle.load(f, encoding="bytes")

@@ -1,0 +1,54 @@
+# latentfuzz: `make run` opens the dashboard, `make test` runs the suite. Both start from a
+# fresh machine: they create .venv and install what they need first.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+# torch is pinned to the local CPU build; an unpinned torch pulls a multi-GB CUDA build.
+TORCH  := torch==2.13.0
+PORT   ?= 8501
+
+.PHONY: run test test-slow test-all lint bench models install dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+dev: $(VENV)/.dev-installed
+
+run: install
+	$(BIN)/streamlit run dashboard/app.py --server.port $(PORT)
+
+test: dev
+	$(BIN)/python -m pytest -q
+
+test-slow: dev
+	$(BIN)/python -m pytest -q -m slow
+
+test-all: dev
+	$(BIN)/python -m pytest -q -m "slow or not slow"
+
+lint: dev
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/latentfuzz bench
+
+# Retrain the default MNIST zoo (commands and seeds are recorded in each card).
+models: install
+	$(BIN)/latentfuzz train classifier --architecture convnet --epochs 15 --seed 0 --default
+	$(BIN)/latentfuzz train classifier --architecture lenet5 --epochs 15 --seed 0
+	$(BIN)/latentfuzz train vae --epochs 100 --seed 0 --default
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

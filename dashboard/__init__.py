@@ -1,0 +1,1 @@
+"""latentfuzz Streamlit dashboard: entry (app.py) and shared components."""

@@ -1,0 +1,13 @@
+"""Streamlit entry point: the router. Pages live in pages/, one thin file each."""
+
+from pathlib import Path
+
+import streamlit as st
+
+PAGES = Path(__file__).resolve().parent.parent / "pages"
+
+st.set_page_config(page_title="latentfuzz", layout="wide")
+nav = st.navigation([
+    st.Page(PAGES / "campaigns.py", title="Campaigns", icon=":material/table_chart:", default=True),
+])  # fmt: skip
+nav.run()

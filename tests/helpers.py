@@ -1,0 +1,42 @@
+"""Helpers for tests that drive the CLI in a real second process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from store import Store, queries
+
+CLI = [sys.executable, "-m", "engine.cli"]
+
+
+def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_campaign(store: Store, proc: subprocess.Popen, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        df = queries.list_campaigns(store)
+        if not df.empty:
+            return str(df.iloc[0]["id"])
+        if proc.poll() is not None:
+            raise AssertionError(f"CLI exited early: {proc.communicate()}")
+        time.sleep(0.1)
+    raise AssertionError("no campaign appeared")
+
+
+def wait_for_generation(store: Store, cid: str, generation: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if queries.progress(store, cid).get("generation", 0) >= generation:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"campaign {cid} never reached generation {generation}")
+
+
+def db(home: Path) -> Store:
+    return Store(home / "latentfuzz.duckdb")

@@ -1,0 +1,103 @@
+"""The store contract, run against an in-memory and a file database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from store import SCHEMA_VERSION, CampaignWriter, Store, StoreError, create_campaign, queries
+from store.writer import now
+
+
+@pytest.fixture(params=["memory", "file"])
+def store(request, tmp_path: Path) -> Store:
+    return Store(":memory:" if request.param == "memory" else tmp_path / "s.duckdb")
+
+
+def campaign_row(cid: str = "c1", n: int = 2) -> dict:
+    return {"id": cid, "name": cid, "status": "running", "created_at": now(), "dataset": "mnist",
+            "generator": "mnist-vae", "classifier": "mnist-convnet", "strategy": "ga",
+            "preset": "high", "n_seeds": n, "target_class": None, "random_seed": 1,
+            "config": {"seeds": n}, "environment": {"torch": "x"}, "dir": f"campaigns/{cid}"}
+
+
+def seed_rows(cid: str, n: int) -> dict:
+    return {"seed_idx": np.arange(n), "source_index": np.arange(n),
+            "seed_label": 3, "seed_pred": 3, "seed_margin": 1.0, "viable": True,
+            "status": "searching"}
+
+
+def gen_rows(cid: str, g: int, n: int) -> dict:
+    return {"seed_idx": np.arange(n), "generation": g,
+            "best_fitness": 1.0 / g, "mean_fitness": 2.0, "best_pred": 3, "top1_label": 3,
+            "top1_prob": 0.9, "top2_label": 5, "top2_prob": 0.05, "step": 0.01,
+            "evaluations": 25 * g, "elapsed_s": 0.1 * g, "image": [None, f"g{g}.png"][:n]}
+
+
+def test_schema_version_and_duckdb_major_are_recorded(store: Store):
+    info = queries.schema_info(store)
+    assert info["schema_version"] == str(SCHEMA_VERSION)
+    assert info["duckdb_major"] == duckdb.__version__.split(".")[0] == "2"
+
+
+def test_empty_store_queries(store: Store):
+    assert queries.list_campaigns(store).empty
+    assert queries.campaign(store, "nope") is None
+    assert queries.summary(store, "nope")["viable"] == 0
+
+
+def test_write_is_all_or_nothing(store: Store):
+    with pytest.raises(RuntimeError), store.write() as con:
+        con.execute("INSERT INTO meta VALUES ('x', 'y')")
+        raise RuntimeError("boom")
+    assert "x" not in queries.schema_info(store)
+
+
+def test_writer_batches_and_finish(store: Store):
+    create_campaign(store, campaign_row())
+    w = CampaignWriter(store, "c1", flush_seconds=3600)
+    w.append("seeds", **seed_rows("c1", 2))
+    for g in (1, 2, 3):
+        w.append("generations", **gen_rows("c1", g, 2))
+        w.maybe_flush()  # an hour has not passed: nothing is written yet
+    assert queries.generations(store, "c1").empty
+    w.update_seeds(seed_idx=[0], status=["failed"], misclassified=[True], iterations=3,
+                   final_pred=[5])
+    w.finish("interrupted", {"wall_seconds": 1.5, "evaluations": 150})
+    assert w.flushes == 0  # the rows went in with the final status, in one transaction
+    gens = queries.generations(store, "c1")
+    assert len(gens) == 6 and gens["generation"].max() == 3
+    assert gens["image"].isna().tolist() == [True] * 3 + [False] * 3
+    assert gens["image"].dropna().tolist() == ["g1.png", "g2.png", "g3.png"]
+    seeds = queries.seeds(store, "c1").set_index("seed_idx")
+    assert seeds.loc[0, "status"] == "failed" and seeds.loc[0, "iterations"] == 3
+    assert seeds.loc[1, "status"] == "interrupted"  # was still searching
+    c = queries.campaign(store, "c1")
+    assert c["status"] == "interrupted" and c["finished_at"] is not None
+    assert c["config"] == {"seeds": 2}
+    s = queries.summary(store, "c1")
+    assert (s["viable"], s["misclassified"], s["misclassified_pct"], s["mean_iterations"]) == (2, 1, 50.0, 3.0)
+
+
+def test_list_campaigns_joins_summary(store: Store):
+    create_campaign(store, campaign_row("a"))
+    create_campaign(store, campaign_row("b"))
+    w = CampaignWriter(store, "a")
+    w.append("seeds", **seed_rows("a", 2))
+    w.finish("finished")
+    df = queries.list_campaigns(store).set_index("id")
+    assert df.loc["a", "viable"] == 2 and df.loc["b", "viable"] == 0
+    assert df.loc["a", "status"] == "finished" and df.loc["b", "status"] == "running"
+
+
+def test_newer_schema_is_refused(tmp_path: Path):
+    path = tmp_path / "s.duckdb"
+    Store(path)
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(StoreError, match="schema version 999"):
+        Store(path)
