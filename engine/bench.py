@@ -12,7 +12,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from rich.console import Console
 from rich.table import Table
@@ -40,9 +39,15 @@ def raw_seconds(resolved, batch_sizes: list[int], repeats: int = 3) -> float:
     return best
 
 
-def bench_engine(seeds: int = 10, generations: int = 250, perturbation: str = "high",
-                 generator: str = "vae", repeats: int = 5, home: Path | None = None,
-                 console: Console | None = None) -> dict[str, float]:
+def bench_engine(
+    seeds: int = 10,
+    generations: int = 250,
+    perturbation: str = "high",
+    generator: str = "vae",
+    repeats: int = 5,
+    home: Path | None = None,
+    console: Console | None = None,
+) -> dict[str, float]:
     """Interleave `repeats` campaigns with raw replays of their batch sizes, after one
     warm-up campaign so that both sides run with warm kernels.
 
@@ -51,8 +56,14 @@ def bench_engine(seeds: int = 10, generations: int = 250, perturbation: str = "h
     the store share is the one of the fastest campaign. The campaign's own split of its
     wall time (time inside model calls) is printed too: it is immune to that drift."""
     console = console or Console()
-    cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1,
-                        "strategy_params": {"generations": generations, "perturbation": perturbation}})
+    cfg = parse_config(
+        {
+            "seeds": seeds,
+            "generator": generator,
+            "seed": 1,
+            "strategy_params": {"generations": generations, "perturbation": perturbation},
+        }
+    )
     resolved = resolve(cfg)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,9 +72,16 @@ def bench_engine(seeds: int = 10, generations: int = 250, perturbation: str = "h
         for _ in range(repeats):
             res = run_campaign(cfg, h)
             raw = raw_seconds(resolved, res.batch_sizes, repeats=1)
-            rows.append({"campaign_s": res.wall_seconds, "raw_s": raw, "store_s": res.store_seconds,
-                         "model_s": res.model_seconds, "evaluations": res.evaluations,
-                         "batches": len(res.batch_sizes)})
+            rows.append(
+                {
+                    "campaign_s": res.wall_seconds,
+                    "raw_s": raw,
+                    "store_s": res.store_seconds,
+                    "model_s": res.model_seconds,
+                    "evaluations": res.evaluations,
+                    "batches": len(res.batch_sizes),
+                }
+            )
     fastest = min(rows, key=lambda r: r["campaign_s"])
     raw_best = min(r["raw_s"] for r in rows)
     n = fastest["evaluations"]
@@ -82,14 +100,24 @@ def bench_engine(seeds: int = 10, generations: int = 250, perturbation: str = "h
     }
     eff = [r["raw_s"] / r["campaign_s"] for r in rows]
     share = [r["store_s"] / r["campaign_s"] for r in rows]
-    t = Table("metric", "value", title=f"latentfuzz bench: {generator}, {seeds} seeds, "
-              f"{generations} generations, {perturbation}, {repeats} repeats, "
-              f"torch threads {torch.get_num_threads()}")
+    t = Table(
+        "metric",
+        "value",
+        title=f"latentfuzz bench: {generator}, {seeds} seeds, "
+        f"{generations} generations, {perturbation}, {repeats} repeats, "
+        f"torch threads {torch.get_num_threads()}",
+    )
     for k, v in out.items():
         t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
     console.print(t)
-    console.print("per repeat (paired): efficiency " + ", ".join(f"{e:.3f}" for e in eff)
-                  + "; store share " + ", ".join(f"{100 * x:.2f}%" for x in share))
-    console.print(f"engine efficiency {out['efficiency']:.3f} (target >= 0.9), "
-                  f"store share {100 * out['store_share']:.2f}% (target <= 5%)")
+    console.print(
+        "per repeat (paired): efficiency "
+        + ", ".join(f"{e:.3f}" for e in eff)
+        + "; store share "
+        + ", ".join(f"{100 * x:.2f}%" for x in share)
+    )
+    console.print(
+        f"engine efficiency {out['efficiency']:.3f} (target >= 0.9), "
+        f"store share {100 * out['store_share']:.2f}% (target <= 5%)"
+    )
     return out

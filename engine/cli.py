@@ -14,14 +14,21 @@ from rich.table import Table
 from engine.errors import LatentfuzzError
 from engine.home import ENV_VAR, db_path, resolve_home
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Test image classifiers by searching generative models' latent spaces.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Test image classifiers by searching generative models' latent spaces.",
+)
 train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
 app.add_typer(train_app, name="train")
 console = Console()
 err = Console(stderr=True)
 
-HomeOpt = Annotated[Path | None, typer.Option("--home", help=f"data directory [default: ${ENV_VAR} or ~/.latentfuzz]")]
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option("--home", help=f"data directory [default: ${ENV_VAR} or ~/.latentfuzz]"),
+]
 
 
 def _store(home: Path | None):
@@ -43,19 +50,27 @@ def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
     mi = "n/a" if s.get("mean_iterations") is None else f"{s['mean_iterations']:.1f}"
-    return (f"viable seeds {s['viable']} of {s['seeds_total']}, misclassified {s['misclassified']} "
-            f"({pct} of viable), mean iterations to failure {mi}")
+    return (
+        f"viable seeds {s['viable']} of {s['seeds_total']}, misclassified {s['misclassified']} "
+        f"({pct} of viable), mean iterations to failure {mi}"
+    )
 
 
 @app.command()
 def run(
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config; flags override it")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="YAML config; flags override it")
+    ] = None,
     dataset: Annotated[str | None, typer.Option(help="dataset name [mnist]")] = None,
     generator: Annotated[str | None, typer.Option(help="zoo generator or family [vae]")] = None,
-    classifier: Annotated[str | None, typer.Option(help="zoo classifier or TorchScript file")] = None,
+    classifier: Annotated[
+        str | None, typer.Option(help="zoo classifier or TorchScript file")
+    ] = None,
     strategy: Annotated[str | None, typer.Option(help="search strategy [ga]")] = None,
     seeds: Annotated[int | None, typer.Option(help="number of seeds [10]")] = None,
-    generations: Annotated[int | None, typer.Option(help="generation budget per seed [250]")] = None,
+    generations: Annotated[
+        int | None, typer.Option(help="generation budget per seed [250]")
+    ] = None,
     population: Annotated[int | None, typer.Option(help="population per seed [25]")] = None,
     best_left: Annotated[int | None, typer.Option(help="elites kept [10]")] = None,
     perturbation: Annotated[str | None, typer.Option(help="low | high | custom [high]")] = None,
@@ -64,7 +79,9 @@ def run(
     seed: Annotated[int | None, typer.Option(help="random seed [0]")] = None,
     name: Annotated[str | None, typer.Option(help="campaign name")] = None,
     batch_size: Annotated[int | None, typer.Option(help="max images per decode call")] = None,
-    no_individuals: Annotated[bool, typer.Option("--no-individuals", help="skip per-individual rows")] = False,
+    no_individuals: Annotated[
+        bool, typer.Option("--no-individuals", help="skip per-individual rows")
+    ] = False,
     data_dir: Annotated[str | None, typer.Option(help="folder of a local dataset")] = None,
     home: HomeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
@@ -76,33 +93,62 @@ def run(
     from engine.runner import run_campaign
 
     raw: dict[str, Any] = load_yaml(config) if config else {}
-    flat = {"dataset": dataset, "generator": generator, "classifier": classifier,
-            "strategy": strategy, "seeds": seeds, "target_class": target_class, "seed": seed,
-            "name": name, "batch_size": batch_size, "data_dir": data_dir}
+    flat = {
+        "dataset": dataset,
+        "generator": generator,
+        "classifier": classifier,
+        "strategy": strategy,
+        "seeds": seeds,
+        "target_class": target_class,
+        "seed": seed,
+        "name": name,
+        "batch_size": batch_size,
+        "data_dir": data_dir,
+    }
     raw.update({k: v for k, v in flat.items() if v is not None})
     if no_individuals:
         raw["record_individuals"] = False
-    sp = {"generations": generations, "population": population, "best_left": best_left,
-          "perturbation": perturbation, "step": step}
-    raw["strategy_params"] = {**raw.get("strategy_params", {}), **{k: v for k, v in sp.items() if v is not None}}
+    sp = {
+        "generations": generations,
+        "population": population,
+        "best_left": best_left,
+        "perturbation": perturbation,
+        "step": step,
+    }
+    raw["strategy_params"] = {
+        **raw.get("strategy_params", {}),
+        **{k: v for k, v in sp.items() if v is not None},
+    }
     if step is not None and perturbation is None:
         raw["strategy_params"]["perturbation"] = "custom"
     cfg = parse_config(raw)
     h = resolve_home(home)
     # The dashboard's stop button sends SIGTERM: treat it as Ctrl-C for a clean stop.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    with Progress(TextColumn("[bold]gen {task.completed}/{task.total}"), BarColumn(),
-                  MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-                  console=err, disable=quiet) as bar:
+    with Progress(
+        TextColumn("[bold]gen {task.completed}/{task.total}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=err,
+        disable=quiet,
+    ) as bar:
         task = bar.add_task("campaign", total=None, info="starting")
 
         def on_progress(p) -> None:
-            bar.update(task, completed=p.generation, total=p.generations,
-                       info=f"active {p.active}/{p.viable}  failed {p.failed}  evals {p.evaluations}")
+            bar.update(
+                task,
+                completed=p.generation,
+                total=p.generations,
+                info=f"active {p.active}/{p.viable}  failed {p.failed}  evals {p.evaluations}",
+            )
 
         result = run_campaign(cfg, h, progress=on_progress)
-    console.print(f"campaign [bold]{result.campaign_id}[/] {result.status} in {result.wall_seconds:.1f}s "
-                  f"({result.evaluations} evaluations)")
+    console.print(
+        f"campaign [bold]{result.campaign_id}[/] {result.status} in {result.wall_seconds:.1f}s "
+        f"({result.evaluations} evaluations)"
+    )
     console.print(status_line(result.summary))
     if result.status == "interrupted":
         raise typer.Exit(130)
@@ -117,14 +163,33 @@ def campaigns(home: HomeOpt = None) -> None:
     if df.empty:
         console.print("no campaigns yet; start one with `latentfuzz run`")
         return
-    t = Table("id", "status", "dataset", "generator", "classifier", "preset", "viable",
-              "misclassified", "mean iter", "created")
+    t = Table(
+        "id",
+        "status",
+        "dataset",
+        "generator",
+        "classifier",
+        "preset",
+        "viable",
+        "misclassified",
+        "mean iter",
+        "created",
+    )
     t.columns[0].no_wrap = True
     for r in df.itertuples():
         pct = fmt(r.misclassified_pct, ".0f")
-        t.add_row(r.id, r.status, r.dataset, r.generator, str(r.classifier), fmt(r.preset),
-                  f"{r.viable}/{r.n_seeds}", f"{r.misclassified}" + (f" ({pct}%)" if pct else ""),
-                  fmt(r.mean_iterations, ".1f"), str(r.created_at)[:19])
+        t.add_row(
+            r.id,
+            r.status,
+            r.dataset,
+            r.generator,
+            str(r.classifier),
+            fmt(r.preset),
+            f"{r.viable}/{r.n_seeds}",
+            f"{r.misclassified}" + (f" ({pct}%)" if pct else ""),
+            fmt(r.mean_iterations, ".1f"),
+            str(r.created_at)[:19],
+        )
     console.print(t)
 
 
@@ -137,14 +202,32 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
     c = queries.campaign(store, campaign_id)
     if c is None:
         raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
-    console.print(f"[bold]{c['id']}[/] {c['status']}  {c['dataset']} / {c['generator']} / "
-                  f"{c['classifier']} / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}")
+    console.print(
+        f"[bold]{c['id']}[/] {c['status']}  {c['dataset']} / {c['generator']} / "
+        f"{c['classifier']} / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}"
+    )
     df = queries.seeds(store, campaign_id)
-    t = Table("seed", "label", "viable", "status", "iterations", "final pred", "final fitness", "result image")
+    t = Table(
+        "seed",
+        "label",
+        "viable",
+        "status",
+        "iterations",
+        "final pred",
+        "final fitness",
+        "result image",
+    )
     for r in df.itertuples():
-        t.add_row(str(r.seed_idx), str(r.seed_label), "yes" if r.viable else "no", r.status,
-                  fmt(r.iterations, "d"), fmt(r.final_pred, "d"), fmt(r.final_fitness, ".3f"),
-                  fmt(r.result_image))
+        t.add_row(
+            str(r.seed_idx),
+            str(r.seed_label),
+            "yes" if r.viable else "no",
+            r.status,
+            fmt(r.iterations, "d"),
+            fmt(r.final_pred, "d"),
+            fmt(r.final_fitness, ".3f"),
+            fmt(r.result_image),
+        )
     console.print(t)
     console.print(status_line(queries.summary(store, campaign_id)))
 
@@ -175,8 +258,15 @@ def bench(
     """Engine efficiency (campaign vs raw decode+classify throughput) and store share."""
     from engine.bench import bench_engine
 
-    bench_engine(seeds=seeds, generations=generations, perturbation=perturbation,
-                 generator=generator, repeats=repeats, home=home, console=console)
+    bench_engine(
+        seeds=seeds,
+        generations=generations,
+        perturbation=perturbation,
+        generator=generator,
+        repeats=repeats,
+        home=home,
+        console=console,
+    )
 
 
 @train_app.command("classifier")
@@ -193,10 +283,19 @@ def train_classifier_cmd(
     """Train a classifier; prints its card's metrics."""
     from engine.train.classifier import train_classifier
 
-    card = train_classifier(dataset, architecture, epochs=epochs, seed=seed, name=name, out=out,
-                            default=default, data_dir=data_dir)
-    console.print(f"{card['name']}: test accuracy {card['metrics']['test_accuracy']:.4f}, "
-                  f"{card['inference']}")
+    card = train_classifier(
+        dataset,
+        architecture,
+        epochs=epochs,
+        seed=seed,
+        name=name,
+        out=out,
+        default=default,
+        data_dir=data_dir,
+    )
+    console.print(
+        f"{card['name']}: test accuracy {card['metrics']['test_accuracy']:.4f}, {card['inference']}"
+    )
 
 
 @train_app.command("vae")
@@ -204,7 +303,9 @@ def train_vae_cmd(
     dataset: str = "mnist",
     epochs: int = 150,
     seed: int = 0,
-    classifier: Annotated[str | None, typer.Option(help="classifier for reconstruction accuracy")] = None,
+    classifier: Annotated[
+        str | None, typer.Option(help="classifier for reconstruction accuracy")
+    ] = None,
     name: str | None = None,
     out: Path | None = None,
     default: bool = False,
@@ -213,11 +314,21 @@ def train_vae_cmd(
     """Train the MLP VAE (784-1600-400); prints its card's metrics."""
     from engine.train.vae import train_vae
 
-    card = train_vae(dataset, epochs=epochs, seed=seed, classifier=classifier, name=name, out=out,
-                     default=default, data_dir=data_dir)
-    console.print(f"{card['name']}: reconstruction accuracy "
-                  f"{card['metrics']['reconstruction_accuracy']:.4f}, latent range "
-                  f"{card['latent_range']:.3f}, {card['inference']}")
+    card = train_vae(
+        dataset,
+        epochs=epochs,
+        seed=seed,
+        classifier=classifier,
+        name=name,
+        out=out,
+        default=default,
+        data_dir=data_dir,
+    )
+    console.print(
+        f"{card['name']}: reconstruction accuracy "
+        f"{card['metrics']['reconstruction_accuracy']:.4f}, latent range "
+        f"{card['latent_range']:.3f}, {card['inference']}"
+    )
 
 
 def main() -> None:

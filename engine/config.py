@@ -54,7 +54,9 @@ def format_validation(e: ValidationError, where: str = "config") -> str:
         loc = ".".join(str(x) for x in err["loc"]) or where
         got = err.get("input")
         got_txt = "" if isinstance(got, dict) else f" (got {got!r})"
-        lines.append(f"{where}.{loc}: {err['msg']}{got_txt}" if err["loc"] else f"{where}: {err['msg']}")
+        lines.append(
+            f"{where}.{loc}: {err['msg']}{got_txt}" if err["loc"] else f"{where}: {err['msg']}"
+        )
     return "; ".join(lines)
 
 
@@ -100,8 +102,11 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     """Load and cross-check every part. Raises ConfigError; writes nothing."""
     if cfg.dataset not in DATASETS:
         raise ConfigError(f"dataset {cfg.dataset!r} unknown; expected one of {DATASETS.names()}")
-    for reg, value, field in ((STRATEGIES, cfg.strategy, "strategy"), (FITNESS, cfg.fitness, "fitness"),
-                              (CRITERIA, cfg.criterion, "criterion")):
+    for reg, value, field in (
+        (STRATEGIES, cfg.strategy, "strategy"),
+        (FITNESS, cfg.fitness, "fitness"),
+        (CRITERIA, cfg.criterion, "criterion"),
+    ):
         if value not in reg:
             raise ConfigError(f"{field} {value!r} unknown; expected one of {reg.names()}")
     ds = get_dataset(cfg.dataset, cfg.data_dir)
@@ -129,14 +134,21 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
             f"{cfg.dataset} has {ds.shape}; pick a generator trained on {cfg.dataset}"
         )
     if gen.conditional and gen.num_classes != ds.num_classes:
-        raise ConfigError(f"generator {gen_name} knows {gen.num_classes} classes, {cfg.dataset} has {ds.num_classes}")
+        raise ConfigError(
+            f"generator {gen_name} knows {gen.num_classes} classes, "
+            f"{cfg.dataset} has {ds.num_classes}"
+        )
 
     if gen.has_encoder and not gen.conditional:
         try:
             test = ds.load("test")
         except DatasetError as e:
             raise ConfigError(str(e)) from None
-        pool = int((test.labels == cfg.target_class).sum()) if cfg.target_class is not None else len(test)
+        pool = (
+            int((test.labels == cfg.target_class).sum())
+            if cfg.target_class is not None
+            else len(test)
+        )
         if cfg.seeds > pool:
             raise ConfigError(
                 f"seeds={cfg.seeds} but only {pool} {cfg.dataset} test images"
@@ -154,12 +166,19 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
 
     hashes = {gen_name: zoo.load_card(gen_name, models_root)["sha256"]}
     hashes[clf_name] = (
-        zoo.sha256(Path(clf_name)) if Path(clf_name).is_file()
+        zoo.sha256(Path(clf_name))
+        if Path(clf_name).is_file()
         else zoo.load_card(clf_name, models_root)["sha256"]
     )
     return Resolved(
-        config=cfg, dataset=ds, generator=gen, generator_name=gen_name, classifier=clf,
-        classifier_name=clf_name, strategy=strategy_cls(params, space),
-        fitness=FITNESS.get(cfg.fitness)(), criterion=CRITERIA.get(cfg.criterion)(),
+        config=cfg,
+        dataset=ds,
+        generator=gen,
+        generator_name=gen_name,
+        classifier=clf,
+        classifier_name=clf_name,
+        strategy=strategy_cls(params, space),
+        fitness=FITNESS.get(cfg.fitness)(),
+        criterion=CRITERIA.get(cfg.criterion)(),
         model_hashes=hashes,
     )

@@ -25,12 +25,16 @@ def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> in
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("seeds.csv", df.to_csv(index=False))
         for r in df[df["result_image"].notna()].itertuples():
-            stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), int(r.iterations))
+            stem = pair_stem(
+                int(r.seed_idx), int(r.seed_label), int(r.final_pred), int(r.iterations)
+            )
             folder = "misclassified" if r.misclassified else "survived"
             for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
                 src = home / rel
                 if not src.exists():
-                    raise LatentfuzzError(f"image {src} is missing; the campaign folder was changed")
+                    raise LatentfuzzError(
+                        f"image {src} is missing; the campaign folder was changed"
+                    )
                 zf.write(src, f"{folder}/{stem}_{kind}.png")
             n += 1
     tmp.replace(zip_path)

@@ -30,9 +30,7 @@ class Registry(Generic[T]):
             return self._items[name]
         except KeyError:
             known = ", ".join(sorted(self._items)) or "(none)"
-            raise KeyError(
-                f"unknown {self.kind} {name!r}; expected one of: {known}"
-            ) from None
+            raise KeyError(f"unknown {self.kind} {name!r}; expected one of: {known}") from None
 
     def names(self) -> list[str]:
         return sorted(self._items)

@@ -8,6 +8,7 @@ classify them in bounded batches, score them, tell the strategy, record one row 
 
 from __future__ import annotations
 
+import os
 import platform
 import secrets
 import sys
@@ -25,7 +26,7 @@ from engine.config import CampaignConfig, Resolved, resolve
 from engine.fitness import top2
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink, to_uint8
-from store import CampaignWriter, Store, create_campaign
+from store import CampaignWriter, Store, create_campaign, queries
 from store.writer import now
 
 
@@ -126,7 +127,7 @@ def run_campaign(
         "strategy": cfg.strategy, "preset": r.preset, "n_seeds": cfg.seeds,
         "target_class": cfg.target_class, "random_seed": cfg.seed,
         "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump()},
-        "environment": environment(r), "dir": f"campaigns/{cid}", "pid": _pid(),
+        "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
     })  # fmt: skip
     writer = CampaignWriter(store, cid, cfg.flush_seconds)
     writer.seconds = time.perf_counter() - t0  # the campaign row is store time too
@@ -136,7 +137,7 @@ def run_campaign(
     try:
         # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
         with torch.inference_mode():
-            _search(r, cid, rng, writer, sink, evaluate, t0, progress)
+            Campaign(r, cid, rng, writer, sink, evaluate, t0).run(progress)
     except KeyboardInterrupt:
         status = "interrupted"
     except Exception as e:
@@ -146,178 +147,233 @@ def run_campaign(
         sink.close()
         wall = time.perf_counter() - t0
         evals = int(sum(evaluate.batch_sizes))
-        writer.finish(status, {"wall_seconds": wall, "evaluations": evals,
-                               "store_seconds": writer.seconds}, error)
-    from store import queries
+        writer.finish(
+            status,
+            {"wall_seconds": wall, "evaluations": evals, "store_seconds": writer.seconds},
+            error,
+        )
+    return CampaignResult(
+        cid,
+        status,
+        queries.summary(store, cid),
+        evals,
+        wall,
+        writer.seconds,
+        evaluate.seconds,
+        evaluate.batch_sizes,
+    )
 
-    return CampaignResult(cid, status, queries.summary(store, cid), evals, wall,
-                          writer.seconds, evaluate.seconds, evaluate.batch_sizes)
+
+@dataclass
+class Generation:
+    """What one generation found, per active seed (S active, M evaluated, P population)."""
+
+    g: int
+    slots: torch.Tensor  # (M,) population slots evaluated now
+    images: torch.Tensor  # (S, M, C, H, W) uint8, of those slots
+    pop: torch.Tensor  # (S, P, D) latents
+    scores: torch.Tensor  # (S, P) fitness, minimised
+    logits: torch.Tensor  # (S, P, K)
+    best: torch.Tensor  # (S,) slot of the lowest fitness
+    improved: torch.Tensor  # (S,) best fitness dropped this generation
+    failed: torch.Tensor  # (S,) some individual fails the criterion
+    result: torch.Tensor  # (S,) slot reported as the seed's result if it stops now
+    done: torch.Tensor  # (S,) the seed stops after this generation
 
 
-def _pid() -> int:
-    import os
+class Campaign:
+    """The search of one campaign: all seeds at once, one generation per loop turn."""
 
-    return os.getpid()
+    def __init__(
+        self,
+        r: Resolved,
+        cid: str,
+        rng: torch.Generator,
+        writer: CampaignWriter,
+        sink: ImageSink,
+        evaluate: Evaluator,
+        t0: float,
+    ) -> None:
+        self.r, self.cid, self.rng, self.writer, self.sink, self.evaluate = (
+            r,
+            cid,
+            rng,
+            writer,
+            sink,
+            evaluate,
+        )
+        self.cfg, self.strategy, self.t0 = r.config, r.strategy, t0
+        self.stop_at_failure = getattr(self.strategy.params, "stop_at_failure", True)
+        self.strips = [f"{_seed_dir(cid, i)}/improvements.png" for i in range(self.cfg.seeds)]
+        self.n_failed = 0
 
+    def run(self, progress: Callable[[Progress], None] | None = None) -> None:
+        if not self.draw_seeds():
+            return
+        self.strategy.start(self.seed_latents, self.rng)
+        G = self.strategy.max_generations()
+        last_strips = time.perf_counter()
+        for g in range(1, G + 1):
+            gen = self.evaluate_generation(g, last=g == G)
+            with self.writer.batch():  # a reader sees a generation whole or not at all
+                self.record(gen)
+                if gen.done.any():
+                    self.finish_seeds(gen)
+            self.writer.maybe_flush()
+            if time.perf_counter() - last_strips >= self.cfg.flush_seconds:
+                self.sink.write_strips()  # running seeds' strips about as fresh as the store
+                last_strips = time.perf_counter()
+            if progress:
+                progress(
+                    Progress(
+                        g,
+                        G,
+                        int((~gen.done).sum()),
+                        self.n_viable,
+                        self.n_failed,
+                        int(sum(self.evaluate.batch_sizes)),
+                    )
+                )
+            if gen.done.all():
+                break
+            if gen.done.any():
+                self.retire(~gen.done)
+            self.strategy.advance(self.rng)
 
-def _search(
-    r: Resolved,
-    cid: str,
-    rng: torch.Generator,
-    writer: CampaignWriter,
-    sink: ImageSink,
-    evaluate: Evaluator,
-    t0: float,
-    progress: Callable[[Progress], None] | None,
-) -> None:
-    cfg, gen, strat = r.config, r.generator, r.strategy
-    test = r.dataset.load("test")
-    seeds = gen.draw_seeds(cfg.seeds, test.images, test.labels, rng, cfg.target_class)
-    labels = seeds.labels
+    def draw_seeds(self) -> bool:
+        """Draw seeds, check viability, record them; False when none is viable."""
+        cfg, r = self.cfg, self.r
+        test = r.dataset.load("test")
+        seeds = r.generator.draw_seeds(
+            cfg.seeds, test.images, test.labels, self.rng, cfg.target_class
+        )
+        self.labels = seeds.labels
+        # Viable: the classifier gives the intended label to the generated seed image.
+        logits, images = self.evaluate(seeds.latents, seeds.labels)
+        viable = logits.argmax(1) == seeds.labels
+        paths = [f"{_seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
+        self.sink.save(paths, images)
+        idx = np.arange(cfg.seeds)
+        with self.writer.batch():
+            self.writer.append(
+                "seeds", seed_idx=idx, source_index=seeds.source_index.numpy(),
+                seed_label=seeds.labels.numpy(), seed_pred=logits.argmax(1).numpy(),
+                seed_margin=r.fitness(logits, seeds.labels).numpy(), viable=viable.numpy(),
+                status=np.where(viable.numpy(), "searching", "non_viable"), seed_image=paths,
+            )  # fmt: skip
+            self.writer.append("images", seed_idx=idx, kind="seed", path=paths)
+        self.active = torch.nonzero(viable).flatten()  # dataset-order seed indices still searching
+        self.n_viable = len(self.active)
+        self.seed_latents = seeds.latents[self.active]
+        self.best_so_far = torch.full((self.n_viable,), float("inf"))
+        self.evals = torch.zeros(self.n_viable, dtype=torch.long)
+        return self.n_viable > 0
 
-    # Viability: the classifier must give the intended label to the generated seed image.
-    seed_logits, seed_imgs = evaluate(seeds.latents, labels)
-    viable = seed_logits.argmax(1) == labels
-    seed_paths = [f"{_seed_dir(cid, s)}/seed.png" for s in range(cfg.seeds)]
-    sink.save(seed_paths, seed_imgs)
-    writer.append(
-        "seeds", seed_idx=np.arange(cfg.seeds),
-        source_index=seeds.source_index.numpy(), seed_label=labels.numpy(),
-        seed_pred=seed_logits.argmax(1).numpy(), seed_margin=r.fitness(seed_logits, labels).numpy(),
-        viable=viable.numpy(), status=np.where(viable.numpy(), "searching", "non_viable"),
-        seed_image=seed_paths,
-    )  # fmt: skip
-    writer.append("images", seed_idx=np.arange(cfg.seeds), kind="seed",
-                  path=seed_paths)
-
-    active = torch.nonzero(viable).flatten()  # original seed indices still searching
-    if len(active) == 0:
-        return
-    seed_latents = seeds.latents[active]
-    strat.start(seed_latents, rng)
-    best_so_far = torch.full((len(active),), float("inf"))
-    evals = torch.zeros(len(active), dtype=torch.long)
-    G = strat.max_generations()
-    n_failed = 0
-    strip_paths = [f"{_seed_dir(cid, i)}/improvements.png" for i in range(cfg.seeds)]
-    last_strips = time.perf_counter()
-    for g in range(1, G + 1):
-        slots, cand = strat.ask()
+    def evaluate_generation(self, g: int, last: bool) -> Generation:
+        r = self.r
+        slots, cand = self.strategy.ask()
         s, m = cand.shape[:2]
-        y = labels[active]
-        logits, imgs = evaluate(cand.reshape(s * m, *cand.shape[2:]), y.repeat_interleave(m))
-        logits, imgs = logits.view(s, m, -1), imgs.view(s, m, *imgs.shape[1:])
-        strat.tell(slots, r.fitness(logits.flatten(0, 1), y.repeat_interleave(m)).view(s, m), logits)
-        evals += m
+        y = self.labels[self.active]
+        logits, images = self.evaluate(cand.flatten(0, 1), y.repeat_interleave(m))
+        logits, images = logits.view(s, m, -1), images.view(s, m, *images.shape[1:])
+        scores = r.fitness(logits.flatten(0, 1), y.repeat_interleave(m)).view(s, m)
+        self.strategy.tell(slots, scores, logits)
+        self.evals += m
 
-        pop, scores, pop_logits = strat.population()
+        pop, scores, pop_logits = self.strategy.population()
         p = scores.shape[1]
         failing = r.criterion(pop_logits.flatten(0, 1), y.repeat_interleave(p)).view(s, p)
         best = scores.argmin(1)
         best_fit = scores.gather(1, best[:, None]).squeeze(1)
-        best_logits = pop_logits[torch.arange(s), best]
-        probs, top_lbl = top2(best_logits)
-        improved = best_fit < best_so_far
-        best_so_far = torch.minimum(best_so_far, best_fit)
-
+        improved = best_fit < self.best_so_far
+        self.best_so_far = torch.minimum(self.best_so_far, best_fit)
         failed = failing.any(1)
-        stop = failing.any(1) if getattr(strat.params, "stop_at_failure", True) else torch.zeros_like(failed)
-        done = stop | (g == G)
+        # A failed seed's result is its best failing individual; otherwise its best.
+        result = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
+        done = (failed & self.stop_at_failure) | last
+        return Generation(
+            g, slots, images, pop, scores, pop_logits, best, improved, failed, result, done
+        )
 
-        # Images are needed for improved bests and for finished seeds' results.
-        result_slot = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
-        want_best = _images_of(best, improved, slots, imgs, pop, y, evaluate, strat)
-        image_col = np.full(s, None, dtype=object)
-        frame_col = np.full(s, None, dtype=object)
-        idx_imp = torch.nonzero(improved).flatten().numpy()
-        strips = [strip_paths[int(active[i])] for i in idx_imp]
-        image_col[idx_imp] = strips
-        frame_col[idx_imp] = sink.add_frames(strips, want_best[improved])
-
-        elapsed = time.perf_counter() - t0
-        step = strat.step_size()
-        writer.append(
-            "generations", seed_idx=active.numpy(), generation=g,
-            best_fitness=best_fit.numpy(), mean_fitness=scores.mean(1).numpy(),
+    def record(self, gen: Generation) -> None:
+        """One generations row per active seed (plus individuals rows), improvement frames."""
+        s, p = gen.scores.shape
+        rows = torch.arange(s)
+        best_logits = gen.logits[rows, gen.best]
+        probs, top = top2(best_logits)
+        image = np.full(s, None, dtype=object)
+        frame = np.full(s, None, dtype=object)
+        idx = torch.nonzero(gen.improved).flatten().numpy()
+        if len(idx):
+            strips = [self.strips[int(self.active[i])] for i in idx]
+            image[idx] = strips
+            frame[idx] = self.sink.add_frames(
+                strips, self.images_of(gen, gen.best, gen.improved)[idx]
+            )
+        self.writer.append(
+            "generations", seed_idx=self.active.numpy(), generation=gen.g,
+            best_fitness=gen.scores[rows, gen.best].numpy(),
+            mean_fitness=gen.scores.mean(1).numpy(),
             best_pred=best_logits.argmax(1).numpy(),
-            top1_label=top_lbl[:, 0].numpy(), top1_prob=probs[:, 0].numpy(),
-            top2_label=top_lbl[:, 1].numpy(), top2_prob=probs[:, 1].numpy(),
-            step=step.numpy(), evaluations=evals.numpy(), elapsed_s=elapsed,
-            image=image_col, image_frame=frame_col,
+            top1_label=top[:, 0].numpy(), top1_prob=probs[:, 0].numpy(),
+            top2_label=top[:, 1].numpy(), top2_prob=probs[:, 1].numpy(),
+            step=self.strategy.step_size().numpy(), evaluations=self.evals.numpy(),
+            elapsed_s=time.perf_counter() - self.t0, image=image, image_frame=frame,
         )  # fmt: skip
-        if cfg.record_individuals:
-            is_new = torch.zeros(p, dtype=torch.bool)
-            is_new[slots] = True
-            writer.append(
-                "individuals", seed_idx=active.repeat_interleave(p).numpy(),
-                generation=g, individual=np.tile(np.arange(p), s),
-                fitness=scores.flatten().numpy(), pred=pop_logits.argmax(2).flatten().numpy(),
-                evaluated=is_new.repeat(s).numpy(),
+        if self.cfg.record_individuals:
+            evaluated = torch.zeros(p, dtype=torch.bool)
+            evaluated[gen.slots] = True
+            self.writer.append(
+                "individuals", seed_idx=self.active.repeat_interleave(p).numpy(),
+                generation=gen.g, individual=np.tile(np.arange(p), s),
+                fitness=gen.scores.flatten().numpy(), pred=gen.logits.argmax(2).flatten().numpy(),
+                evaluated=evaluated.repeat(s).numpy(),
             )  # fmt: skip
 
-        if done.any():
-            d = torch.nonzero(done).flatten()
-            res_imgs = _images_of(result_slot, done, slots, imgs, pop, y, evaluate, strat)[done]
-            res_logits = pop_logits[d, result_slot[d]]
-            res_probs, _ = top2(res_logits)
-            res_paths = [f"{_seed_dir(cid, int(active[i]))}/result.png" for i in d.tolist()]
-            sink.save(res_paths, res_imgs)
-            res_latent = pop[d, result_slot[d]]
-            dist = (res_latent - seed_latents[d].reshape(len(d), -1)).norm(dim=1)
-            writer.update_seeds(
-                seed_idx=active[d].numpy(),
-                status=np.where(failed[d].numpy(), "failed", "survived"),
-                misclassified=failed[d].numpy(), iterations=g,
-                evaluations=evals[d].numpy(), final_pred=res_logits.argmax(1).numpy(),
-                final_fitness=scores[d, result_slot[d]].numpy(),
-                final_top1=res_probs[:, 0].numpy(), final_top2=res_probs[:, 1].numpy(),
-                latent_distance=dist.numpy(), result_image=res_paths, elapsed_s=elapsed,
-                improvements_image=[strip_paths[int(active[i])] for i in d.tolist()],
-            )  # fmt: skip
-            sink.write_strips([strip_paths[int(active[i])] for i in d.tolist()], release=True)
-            writer.append("images", seed_idx=active[d].numpy(), kind="result",
-                          path=res_paths)
-            n_failed += int(failed[d].sum())
-        writer.maybe_flush()
-        if time.perf_counter() - last_strips >= cfg.flush_seconds:
-            sink.write_strips()  # keep running seeds' strips about as fresh as the store
-            last_strips = time.perf_counter()
-        if progress:
-            progress(Progress(g, G, int((~done).sum()), len(viable.nonzero()), n_failed, int(sum(evaluate.batch_sizes))))
+    def finish_seeds(self, gen: Generation) -> None:
+        """Final outcome, result image and strip of every seed that stops now."""
+        d = torch.nonzero(gen.done).flatten()
+        seed_idx = self.active[d]
+        slot = gen.result[d]
+        logits = gen.logits[d, slot]
+        probs, _ = top2(logits)
+        results = [f"{_seed_dir(self.cid, int(i))}/result.png" for i in seed_idx]
+        strips = [self.strips[int(i)] for i in seed_idx]
+        self.sink.save(results, self.images_of(gen, gen.result, gen.done)[d])
+        self.sink.write_strips(strips, release=True)
+        distance = (gen.pop[d, slot] - self.seed_latents[d].flatten(1)).norm(dim=1)
+        self.writer.update_seeds(
+            seed_idx=seed_idx.numpy(), status=np.where(gen.failed[d].numpy(), "failed", "survived"),
+            misclassified=gen.failed[d].numpy(), iterations=gen.g,
+            evaluations=self.evals[d].numpy(), final_pred=logits.argmax(1).numpy(),
+            final_fitness=gen.scores[d, slot].numpy(), final_top1=probs[:, 0].numpy(),
+            final_top2=probs[:, 1].numpy(), latent_distance=distance.numpy(),
+            result_image=results, improvements_image=strips,
+            elapsed_s=time.perf_counter() - self.t0,
+        )  # fmt: skip
+        self.writer.append("images", seed_idx=seed_idx.numpy(), kind="result", path=results)
+        self.n_failed += int(gen.failed[d].sum())
 
-        keep = ~done
-        if not keep.any():
-            break
-        if done.any():
-            strat.keep(keep)
-            active, best_so_far, evals = active[keep], best_so_far[keep], evals[keep]
-            seed_latents = seed_latents[keep]
-        strat.advance(rng)
+    def retire(self, keep: torch.Tensor) -> None:
+        """Drop finished seeds from the batch."""
+        self.strategy.keep(keep)
+        self.active, self.best_so_far = self.active[keep], self.best_so_far[keep]
+        self.evals, self.seed_latents = self.evals[keep], self.seed_latents[keep]
 
+    def images_of(self, gen: Generation, want: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """uint8 images (S, C, H, W) of population slot want[i] where mask[i] (else zeros).
 
-def _images_of(
-    want: torch.Tensor,
-    mask: torch.Tensor,
-    slots: torch.Tensor,
-    imgs: torch.Tensor,
-    pop: torch.Tensor,
-    y: torch.Tensor,
-    evaluate: Evaluator,
-    strat: Any,
-) -> torch.Tensor:
-    """uint8 images of population slot want[i] for seeds where mask[i] (others: zeros).
-
-    Slots evaluated this generation are taken from ``imgs``; any other (a survivor that
-    became best without being re-evaluated, which the GA never produces) is decoded again.
-    """
-    out = torch.zeros((len(want), *imgs.shape[2:]), dtype=torch.uint8)
-    pos = torch.full((pop.shape[1],), -1, dtype=torch.long)
-    pos[slots] = torch.arange(len(slots))
-    where = pos[want]
-    fresh = mask & (where >= 0)
-    out[fresh] = imgs[torch.nonzero(fresh).flatten(), where[fresh]]
-    stale = torch.nonzero(mask & (where < 0)).flatten()
-    if len(stale):
-        z = pop[stale, want[stale]].reshape(len(stale), *strat.space.latent_shape)
-        out[stale] = evaluate(z, y[stale])[1]
-    return out
+        Slots evaluated this generation come from the evaluation; any other (a survivor
+        that became best without a new evaluation, which the GA never produces) is decoded.
+        """
+        out = torch.zeros((len(want), *gen.images.shape[2:]), dtype=torch.uint8)
+        pos = torch.full((gen.pop.shape[1],), -1, dtype=torch.long)
+        pos[gen.slots] = torch.arange(len(gen.slots))
+        where = pos[want]
+        fresh = mask & (where >= 0)
+        out[fresh] = gen.images[torch.nonzero(fresh).flatten(), where[fresh]]
+        stale = torch.nonzero(mask & (where < 0)).flatten()
+        if len(stale):
+            z = gen.pop[stale, want[stale]].reshape(len(stale), *self.strategy.space.latent_shape)
+            out[stale] = self.evaluate(z, self.labels[self.active][stale])[1]
+        return out

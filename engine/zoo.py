@@ -51,8 +51,9 @@ def load_card(name: str, root: Path | None = None) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def save_model(module: torch.nn.Module, card: dict[str, Any], root: Path | None = None,
-               fp16: bool = True) -> Path:
+def save_model(
+    module: torch.nn.Module, card: dict[str, Any], root: Path | None = None, fp16: bool = True
+) -> Path:
     """Write weights and card; returns the model folder. The card gets the weights' hash."""
     folder = (root or models_dir()) / card["name"]
     folder.mkdir(parents=True, exist_ok=True)
@@ -61,8 +62,12 @@ def save_model(module: torch.nn.Module, card: dict[str, Any], root: Path | None 
         for k, v in module.state_dict().items()
     }
     save_file(state, str(folder / WEIGHTS))
-    card = {**card, "weights": WEIGHTS, "dtype": "float16" if fp16 else "float32",
-            "sha256": sha256(folder / WEIGHTS)}
+    card = {
+        **card,
+        "weights": WEIGHTS,
+        "dtype": "float16" if fp16 else "float32",
+        "sha256": sha256(folder / WEIGHTS),
+    }
     (folder / CARD).write_text(json.dumps(card, indent=2) + "\n")
     return folder
 
@@ -91,8 +96,9 @@ def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
     return ARCHITECTURES.get(card["architecture"])(**card["params"])
 
 
-def load_classifier(ref: str, dataset: str, device: str = "cpu",
-                    root: Path | None = None) -> Classifier:
+def load_classifier(
+    ref: str, dataset: str, device: str = "cpu", root: Path | None = None
+) -> Classifier:
     """A zoo name, or a path to a TorchScript file validated against the dataset."""
     ds = get_dataset(dataset)
     if ref.endswith((".pt", ".pth", ".ts", ".torchscript")) or "/" in ref:
@@ -129,6 +135,5 @@ def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) 
     by_family = [c["name"] for c in cards if ref in (c.get("family"), c.get("architecture"))]
     if by_family:
         return sorted(by_family)[0]
-    raise ConfigError(
-        f"no {kind} {ref!r} for dataset {dataset!r}; available: {', '.join(sorted(names)) or '(none)'}"
-    )
+    available = ", ".join(sorted(names)) or "(none)"
+    raise ConfigError(f"no {kind} {ref!r} for dataset {dataset!r}; available: {available}")

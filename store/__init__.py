@@ -8,5 +8,12 @@ from store.connection import Store, StoreBusy, StoreError
 from store.schema import SCHEMA_VERSION
 from store.writer import CampaignWriter, create_campaign
 
-__all__ = ["CampaignWriter", "SCHEMA_VERSION", "Store", "StoreBusy", "StoreError",
-           "create_campaign", "queries"]
+__all__ = [
+    "CampaignWriter",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreBusy",
+    "StoreError",
+    "create_campaign",
+    "queries",
+]

@@ -60,7 +60,9 @@ class Store:
         self._init_schema()
 
     @contextlib.contextmanager
-    def _connect(self, read_only: bool, timeout: float | None) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _connect(
+        self, read_only: bool, timeout: float | None
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
         timeout = self.timeout if timeout is None else timeout
         with self._lock:
             if self._mem is not None:
@@ -123,9 +125,16 @@ class Store:
     def _init_schema(self) -> None:
         if not self.memory and Path(self.path).exists():
             with self.read() as con:
-                have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+                have = {
+                    r[0]
+                    for r in con.execute(
+                        "SELECT table_name FROM information_schema.tables"
+                    ).fetchall()
+                }
                 if "meta" in have:
-                    version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                    version = con.execute(
+                        "SELECT value FROM meta WHERE key = 'schema_version'"
+                    ).fetchone()
                     if version and int(version[0]) == SCHEMA_VERSION:
                         return
                     if version and int(version[0]) > SCHEMA_VERSION:

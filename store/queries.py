@@ -58,8 +58,15 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
     """Viable seeds x of y, misclassified n (% of viable), mean iterations to failure."""
     df = store.query(f"SELECT * FROM ({_SUMMARY}) WHERE campaign_id = ?", [campaign_id])
     if df.empty:
-        return {"seeds_total": 0, "viable": 0, "misclassified": 0, "searching": 0,
-                "misclassified_pct": None, "mean_iterations": None, "std_iterations": None}
+        return {
+            "seeds_total": 0,
+            "viable": 0,
+            "misclassified": 0,
+            "searching": 0,
+            "misclassified_pct": None,
+            "mean_iterations": None,
+            "std_iterations": None,
+        }
     row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
     v = row["viable"]
     row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None

@@ -37,7 +37,8 @@ DDL = [
         seed_pred INTEGER NOT NULL,       -- classifier's label for the seed image
         seed_margin DOUBLE NOT NULL,
         viable BOOLEAN NOT NULL,
-        status VARCHAR NOT NULL,          -- non_viable | searching | failed | survived | interrupted
+        -- non_viable | searching | failed | survived | interrupted
+        status VARCHAR NOT NULL,
         misclassified BOOLEAN,
         iterations INTEGER,               -- generations run (to the first failure, or budget)
         evaluations BIGINT,

@@ -9,9 +9,11 @@ batch stays pending until the next flush. ``finish`` stops the thread and writes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,12 +47,14 @@ def frame(chunks: list[Columns]) -> pa.Table:
     the insert itself."""
     cols: dict[str, list[np.ndarray]] = {}
     for chunk in chunks:
-        n = max((len(v) for v in chunk.values() if isinstance(v, (np.ndarray, list, tuple))),
-                default=1)
+        n = max(
+            (len(v) for v in chunk.values() if isinstance(v, (np.ndarray, list, tuple))), default=1
+        )
         for name, v in chunk.items():
             cols.setdefault(name, []).append(_column(v, n))
-    return pa.table({name: pa.array(np.concatenate(parts), from_pandas=True)
-                     for name, parts in cols.items()})
+    return pa.table(
+        {name: pa.array(np.concatenate(parts), from_pandas=True) for name, parts in cols.items()}
+    )
 
 
 def now() -> datetime:
@@ -59,7 +63,11 @@ def now() -> datetime:
 
 def create_campaign(store: Store, row: dict[str, Any]) -> None:
     """Insert the campaign row (status 'running'); config and environment as JSON."""
-    row = {**row, "config": json.dumps(row["config"]), "environment": json.dumps(row["environment"])}
+    row = {
+        **row,
+        "config": json.dumps(row["config"]),
+        "environment": json.dumps(row["environment"]),
+    }
     df = frame([{k: [v] for k, v in row.items()}])
     with store.write() as con:
         con.register("new_campaign", df)
@@ -67,14 +75,15 @@ def create_campaign(store: Store, row: dict[str, Any]) -> None:
 
 
 class CampaignWriter:
-    def __init__(self, store: Store, campaign_id: str, flush_seconds: float = 2.0,
-                 background: bool = True) -> None:
+    def __init__(
+        self, store: Store, campaign_id: str, flush_seconds: float = 2.0, background: bool = True
+    ) -> None:
         self.store = store
         self.campaign_id = campaign_id
         self.flush_seconds = flush_seconds
         self._pending: dict[str, list[Columns]] = {t: [] for t in TABLES}
         self._seed_updates: list[Columns] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._stop = threading.Event()
         self._error: BaseException | None = None
         #: Wall seconds spent inside the store (any thread), for benchmarks and the contract.
@@ -95,6 +104,12 @@ class CampaignWriter:
             raise ValueError(f"unknown table {table!r}; expected one of {TABLES}")
         with self._lock:
             self._pending[table].append(columns)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Appends inside the block go to the store in the same flush (one generation)."""
+        with self._lock:
+            yield
 
     def update_seeds(self, **columns: Any) -> None:
         """Final per-seed outcomes: seed_idx plus columns among SEED_UPDATE_COLS."""
@@ -181,7 +196,9 @@ class CampaignWriter:
             self._thread.join()
             self._thread = None
 
-    def finish(self, status: str, fields: dict[str, Any] | None = None, error: str | None = None) -> None:
+    def finish(
+        self, status: str, fields: dict[str, Any] | None = None, error: str | None = None
+    ) -> None:
         """Stop the thread, then write the rest and mark the campaign in one transaction
         (and checkpoint), so a reader sees either the running or the finished campaign."""
         self.close()
@@ -199,5 +216,7 @@ class CampaignWriter:
                     "AND status = 'searching'",
                     [self.campaign_id],
                 )
-            con.execute(f"UPDATE campaigns SET {sets} WHERE id = ?", [*cols.values(), self.campaign_id])
+            con.execute(
+                f"UPDATE campaigns SET {sets} WHERE id = ?", [*cols.values(), self.campaign_id]
+            )
         self.seconds += time.perf_counter() - t0

@@ -13,8 +13,9 @@ CLI = [sys.executable, "-m", "engine.cli"]
 
 
 def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([*CLI, *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def wait_for_campaign(store: Store, proc: subprocess.Popen, timeout: float = 60) -> str:

@@ -115,7 +115,8 @@ class SVHN(Dataset):
         except Exception as e:  # noqa: BLE001
             raise DatasetError(f"{path}: not a MATLAB .mat file ({e})") from e
         if "X" not in mat or "y" not in mat:
-            raise DatasetError(f"{path}: variables {sorted(k for k in mat if not k.startswith('__'))}, expected X and y")
+            names = sorted(k for k in mat if not k.startswith("__"))
+            raise DatasetError(f"{path}: variables {names}, expected X and y")
         x = np.transpose(mat["X"], (3, 2, 0, 1)).astype(np.uint8)
         y = mat["y"].reshape(-1).astype(np.int64) % 10  # SVHN stores digit 0 as label 10
         return x, y

@@ -78,13 +78,11 @@ class Generator(nn.Module, ABC):
     def decode(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
         """Latents (B, *latent_shape) [+ labels (B,)] -> images (B, C, H, W) in [0, 1]."""
         check_tensor(z, f"{self.family} latents", self.latent_shape, self.device)
-        if self.conditional:
-            if labels is None or labels.shape != (z.shape[0],):
-                got = None if labels is None else tuple(labels.shape)
-                raise ModelError(
-                    f"{self.family} is conditional: labels of shape ({z.shape[0]},) needed, "
-                    f"got {got}"
-                )
+        if self.conditional and (labels is None or labels.shape != (z.shape[0],)):
+            got = None if labels is None else tuple(labels.shape)
+            raise ModelError(
+                f"{self.family} is conditional: labels of shape ({z.shape[0]},) needed, got {got}"
+            )
         x = self._decode(z, labels)
         check_tensor(x, f"{self.family} output", self.image_shape, self.device, finite=False)
         # min/max propagate NaN, so this one pass checks finiteness and range together.

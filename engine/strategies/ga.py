@@ -167,8 +167,10 @@ class GeneticAlgorithm(Strategy):
         self.prev_best = best
 
         elite = select_elite(self.pop, self.scores, e)
-        e_pop, e_scores, e_logits = take(self.pop, elite), take(self.scores, elite), take(
-            self.logits, elite
+        e_pop, e_scores, e_logits = (
+            take(self.pop, elite),
+            take(self.scores, elite),
+            take(self.logits, elite),
         )
         i, j = pick_parents(s, e, c, rng)
         children = crossover(take(e_pop, i), take(e_pop, j), rng)

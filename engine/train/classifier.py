@@ -69,23 +69,39 @@ def train_classifier(
     seconds = time.perf_counter() - t0
     name = name or f"{dataset}-{architecture}"
     card: dict[str, Any] = {
-        "name": name, "kind": "classifier", "architecture": architecture, "dataset": dataset,
-        "default": default, "params": params,
+        "name": name,
+        "kind": "classifier",
+        "architecture": architecture,
+        "dataset": dataset,
+        "default": default,
+        "params": params,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "training": {"command": command_line(), "seed": seed, "epochs": epochs,
-                     "batch_size": batch_size, "lr": lr, "optimizer": "AdamW + OneCycle",
-                     "augment_shift_px": augment_shift, "train_images": len(train),
-                     "split": ds.split_rule, "seconds": round(seconds, 1)},
+        "training": {
+            "command": command_line(),
+            "seed": seed,
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "lr": lr,
+            "optimizer": "AdamW + OneCycle",
+            "augment_shift_px": augment_shift,
+            "train_images": len(train),
+            "split": ds.split_rule,
+            "seconds": round(seconds, 1),
+        },
         **stamp(),
     }
     folder = zoo.save_model(model, card, out, fp16=fp16)
     # Quality of what was stored (fp16 weights), not of the in-memory model.
     clf = zoo.load_classifier(name, dataset, root=out)
     card = zoo.load_card(name, out)
-    card["metrics"] = {"test_accuracy": accuracy(clf.logits, test.images, test.labels),
-                       "test_images": len(test)}
+    card["metrics"] = {
+        "test_accuracy": accuracy(clf.logits, test.images, test.labels),
+        "test_images": len(test),
+    }
     probe = test.images[:25]
-    card["inference"] = {f"ms_per_image_b{b}": round(ms_per_image(lambda n: clf.logits(probe[:n]), b), 4)
-                         for b in (1, 25)}
+    card["inference"] = {
+        f"ms_per_image_b{b}": round(ms_per_image(lambda n: clf.logits(probe[:n]), b), 4)
+        for b in (1, 25)
+    }
     (folder / zoo.CARD).write_text(__import__("json").dumps(card, indent=2) + "\n")
     return card

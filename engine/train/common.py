@@ -17,8 +17,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
     """Yields advance(**stats): one step forward, with stats shown after the bar."""
-    cols = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeRemainingColumn(), TextColumn("{task.fields[stats]}")]
+    cols = [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[stats]}"),
+    ]
     with Progress(*cols, transient=False) as bar:
         task = bar.add_task(description, total=total, stats="")
 
@@ -35,10 +40,16 @@ def batches(n: int, size: int, rng: torch.Generator | None) -> Iterator[torch.Te
 
 
 @torch.no_grad()
-def accuracy(predict: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-             batch: int = 500) -> float:
-    correct = sum(int((predict(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum())
-                  for i in range(0, len(y), batch))
+def accuracy(
+    predict: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch: int = 500,
+) -> float:
+    correct = sum(
+        int((predict(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum())
+        for i in range(0, len(y), batch)
+    )
     return correct / len(y)
 
 
@@ -60,5 +71,8 @@ def command_line() -> str:
 
 
 def stamp() -> dict[str, Any]:
-    return {"created": datetime.now(UTC).isoformat(timespec="seconds"), "torch": torch.__version__,
-            "threads": torch.get_num_threads()}
+    return {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }

@@ -20,9 +20,12 @@ def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
     """GIFTbench's way: over 1,000 latents, r = max - min; low = r 1e-4, high = r 1e-3."""
     lo, hi = float(latents.min()), float(latents.max())
     r = hi - lo
-    return {"latent_bounds": [lo, hi], "latent_range": r,
-            "step_presets": {"low": r * 1e-4, "high": r * 1e-3},
-            "latent_bounds_from": f"{len(latents)} latents"}
+    return {
+        "latent_bounds": [lo, hi],
+        "latent_range": r,
+        "step_presets": {"low": r * 1e-4, "high": r * 1e-3},
+        "latent_bounds_from": f"{len(latents)} latents",
+    }
 
 
 def train_vae(
@@ -44,8 +47,12 @@ def train_vae(
     rng = torch.Generator().manual_seed(seed)
     ds = get_dataset(dataset, data_dir)
     train, test = ds.load("train"), ds.load("test")
-    params = {"image_shape": list(ds.shape), "num_classes": ds.num_classes, "hidden": hidden,
-              "latent": latent}
+    params = {
+        "image_shape": list(ds.shape),
+        "num_classes": ds.num_classes,
+        "hidden": hidden,
+        "latent": latent,
+    }
     vae = VAE(tuple(ds.shape), ds.num_classes, hidden, latent)
     opt = torch.optim.Adam(vae.parameters(), lr=lr)
     t0 = time.perf_counter()
@@ -67,13 +74,25 @@ def train_vae(
     seconds = time.perf_counter() - t0
     name = name or f"{dataset}-vae"
     card: dict[str, Any] = {
-        "name": name, "kind": "generator", "family": "vae", "dataset": dataset,
-        "default": default, "params": params, "latent_shape": [latent],
+        "name": name,
+        "kind": "generator",
+        "family": "vae",
+        "dataset": dataset,
+        "default": default,
+        "params": params,
+        "latent_shape": [latent],
         "parameters": sum(p.numel() for p in vae.parameters()),
-        "training": {"command": command_line(), "seed": seed, "epochs": epochs,
-                     "batch_size": batch_size, "lr": lr, "loss": "BCE + KL",
-                     "train_images": len(train), "split": ds.split_rule,
-                     "seconds": round(seconds, 1)},
+        "training": {
+            "command": command_line(),
+            "seed": seed,
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "lr": lr,
+            "loss": "BCE + KL",
+            "train_images": len(train),
+            "split": ds.split_rule,
+            "seconds": round(seconds, 1),
+        },
         "latent_bounds": [-1e9, 1e9],  # placeholder until measured on the stored weights
         **stamp(),
     }
@@ -93,7 +112,9 @@ def train_vae(
         "reconstruction_mse": float(F.mse_loss(recon, test.images[: len(z)])),
     }
     zb = z[:25]
-    card["inference"] = {f"ms_per_image_b{b}": round(ms_per_image(lambda n: gen.decode(zb[:n]), b), 4)
-                         for b in (1, 25)}
+    card["inference"] = {
+        f"ms_per_image_b{b}": round(ms_per_image(lambda n: gen.decode(zb[:n]), b), 4)
+        for b in (1, 25)
+    }
     (folder / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

@@ -32,7 +32,7 @@ def test_embedded_mnist_split_is_deterministic_and_stratified():
     train, test = ds.load("train"), ds.load("test")
     assert (len(train), len(test)) == (4000, 1000)
     assert tuple(test.images.shape[1:]) == (1, 28, 28)
-    assert 0.0 <= float(test.images.min()) and float(test.images.max()) <= 1.0
+    assert float(test.images.min()) >= 0.0 and float(test.images.max()) <= 1.0
     assert np.bincount(test.labels.numpy()).tolist() == [100] * 10
     again = get_dataset("mnist").load("test")
     assert (again.images == test.images).all()
@@ -70,15 +70,19 @@ def test_cifar10_reader(tmp_path: Path):
     folder.mkdir()
     rng = np.random.default_rng(1)
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-        batch = {b"data": rng.integers(0, 256, (3, 3072), dtype=np.uint8), b"labels": [1, 5, 9],
-                 b"batch_label": name.encode()}
+        batch = {
+            b"data": rng.integers(0, 256, (3, 3072), dtype=np.uint8),
+            b"labels": [1, 5, 9],
+            b"batch_label": name.encode(),
+        }
         with open(folder / name, "wb") as f:
             pickle.dump(batch, f)
     ds = get_dataset("cifar10", tmp_path)  # the parent folder is accepted too
     train, test = ds.load("train"), ds.load("test")
     assert tuple(train.images.shape) == (15, 3, 32, 32)
     assert test.labels.tolist() == [1, 5, 9]
-    raw = pickle.load(open(folder / "test_batch", "rb"), encoding="bytes")[b"data"]
+    with open(folder / "test_batch", "rb") as f:
+        raw = pickle.load(f, encoding="bytes")[b"data"]
     # Row layout is 1024 red, then green, then blue values, each row-major.
     assert int(round(float(test.images[0, 1, 0, 0]) * 255)) == raw[0, 1024]
     assert ds.class_names[9] == "truck"
@@ -92,7 +96,9 @@ def test_cifar10_missing(tmp_path: Path):
 def test_svhn_reader(tmp_path: Path):
     rng = np.random.default_rng(2)
     x = rng.integers(0, 256, (32, 32, 3, 4), dtype=np.uint8)
-    savemat(tmp_path / "test_32x32.mat", {"X": x, "y": np.array([[10], [1], [2], [10]], dtype=np.uint8)})
+    savemat(
+        tmp_path / "test_32x32.mat", {"X": x, "y": np.array([[10], [1], [2], [10]], dtype=np.uint8)}
+    )
     test = get_dataset("svhn", tmp_path).load("test")
     assert tuple(test.images.shape) == (4, 3, 32, 32)
     assert test.labels.tolist() == [0, 1, 2, 0]  # SVHN's label 10 is the digit 0

@@ -109,8 +109,9 @@ def test_single_point_crossover_over_flattened_genes():
 def test_crossover_works_for_latents_with_a_singleton_dimension():
     # GIFTbench cut a GAN latent of shape (1, 100) along its size-1 axis: a no-op.
     space = SearchSpace((1, 100), -3.0, 3.0)
-    s = GeneticAlgorithm(GAParams(population=4, best_left=2, perturbation="custom", step=1e-9,
-                                  init_step=1.0), space)
+    s = GeneticAlgorithm(
+        GAParams(population=4, best_left=2, perturbation="custom", step=1e-9, init_step=1.0), space
+    )
     s.start(torch.zeros(1, 1, 100), rng())
     parents = s.pop.clone()
     s.tell(torch.arange(4), torch.tensor([[0.0, 1.0, 2.0, 3.0]]), torch.zeros(1, 4, 10))

@@ -69,7 +69,9 @@ def test_nan_outputs(tmp_path: Path):
 def test_corrupt_file(tmp_path: Path):
     path = tmp_path / "broken.pt"
     path.write_bytes(b"PK\x03\x04 definitely not a torchscript archive")
-    with pytest.raises(ModelError, match="could not load .*broken.pt as TorchScript.*torch.jit.save"):
+    with pytest.raises(
+        ModelError, match="could not load .*broken.pt as TorchScript.*torch.jit.save"
+    ):
         load_torchscript(path, SHAPE, 10, "mnist")
 
 

@@ -11,8 +11,18 @@ import pytest
 from store import queries
 from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
 
-LONG_RUN = ["run", "--seeds", "10", "--generations", "120", "--perturbation", "low",
-            "--seed", "3", "--quiet"]
+LONG_RUN = [
+    "run",
+    "--seeds",
+    "10",
+    "--generations",
+    "120",
+    "--perturbation",
+    "low",
+    "--seed",
+    "3",
+    "--quiet",
+]
 
 
 def test_reader_follows_a_running_campaign_without_errors(home: Path, env):

@@ -18,23 +18,53 @@ def store(request, tmp_path: Path) -> Store:
 
 
 def campaign_row(cid: str = "c1", n: int = 2) -> dict:
-    return {"id": cid, "name": cid, "status": "running", "created_at": now(), "dataset": "mnist",
-            "generator": "mnist-vae", "classifier": "mnist-convnet", "strategy": "ga",
-            "preset": "high", "n_seeds": n, "target_class": None, "random_seed": 1,
-            "config": {"seeds": n}, "environment": {"torch": "x"}, "dir": f"campaigns/{cid}"}
+    return {
+        "id": cid,
+        "name": cid,
+        "status": "running",
+        "created_at": now(),
+        "dataset": "mnist",
+        "generator": "mnist-vae",
+        "classifier": "mnist-convnet",
+        "strategy": "ga",
+        "preset": "high",
+        "n_seeds": n,
+        "target_class": None,
+        "random_seed": 1,
+        "config": {"seeds": n},
+        "environment": {"torch": "x"},
+        "dir": f"campaigns/{cid}",
+    }
 
 
 def seed_rows(cid: str, n: int) -> dict:
-    return {"seed_idx": np.arange(n), "source_index": np.arange(n),
-            "seed_label": 3, "seed_pred": 3, "seed_margin": 1.0, "viable": True,
-            "status": "searching"}
+    return {
+        "seed_idx": np.arange(n),
+        "source_index": np.arange(n),
+        "seed_label": 3,
+        "seed_pred": 3,
+        "seed_margin": 1.0,
+        "viable": True,
+        "status": "searching",
+    }
 
 
 def gen_rows(cid: str, g: int, n: int) -> dict:
-    return {"seed_idx": np.arange(n), "generation": g,
-            "best_fitness": 1.0 / g, "mean_fitness": 2.0, "best_pred": 3, "top1_label": 3,
-            "top1_prob": 0.9, "top2_label": 5, "top2_prob": 0.05, "step": 0.01,
-            "evaluations": 25 * g, "elapsed_s": 0.1 * g, "image": [None, f"g{g}.png"][:n]}
+    return {
+        "seed_idx": np.arange(n),
+        "generation": g,
+        "best_fitness": 1.0 / g,
+        "mean_fitness": 2.0,
+        "best_pred": 3,
+        "top1_label": 3,
+        "top1_prob": 0.9,
+        "top2_label": 5,
+        "top2_prob": 0.05,
+        "step": 0.01,
+        "evaluations": 25 * g,
+        "elapsed_s": 0.1 * g,
+        "image": [None, f"g{g}.png"][:n],
+    }
 
 
 def test_schema_version_and_duckdb_major_are_recorded(store: Store):
@@ -64,8 +94,9 @@ def test_writer_batches_and_finish(store: Store):
         w.append("generations", **gen_rows("c1", g, 2))
         w.maybe_flush()  # an hour has not passed: nothing is written yet
     assert queries.generations(store, "c1").empty
-    w.update_seeds(seed_idx=[0], status=["failed"], misclassified=[True], iterations=3,
-                   final_pred=[5])
+    w.update_seeds(
+        seed_idx=[0], status=["failed"], misclassified=[True], iterations=3, final_pred=[5]
+    )
     w.finish("interrupted", {"wall_seconds": 1.5, "evaluations": 150})
     assert w.flushes == 0  # the rows went in with the final status, in one transaction
     gens = queries.generations(store, "c1")
@@ -79,7 +110,12 @@ def test_writer_batches_and_finish(store: Store):
     assert c["status"] == "interrupted" and c["finished_at"] is not None
     assert c["config"] == {"seeds": 2}
     s = queries.summary(store, "c1")
-    assert (s["viable"], s["misclassified"], s["misclassified_pct"], s["mean_iterations"]) == (2, 1, 50.0, 3.0)
+    assert (s["viable"], s["misclassified"], s["misclassified_pct"], s["mean_iterations"]) == (
+        2,
+        1,
+        50.0,
+        3.0,
+    )
 
 
 def test_list_campaigns_joins_summary(store: Store):

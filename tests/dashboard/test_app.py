@@ -1,0 +1,37 @@
+"""The dashboard entry (what `make run` opens) renders against an empty and a seeded store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from engine.config import parse_config
+from engine.runner import run_campaign
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+@pytest.fixture
+def app_home(home: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+    return home
+
+
+def test_empty_store_shows_how_to_start(app_home: Path):
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert at.title[0].value == "Campaigns"
+    assert "latentfuzz run" in at.info[0].value
+
+
+def test_campaigns_are_listed(app_home: Path):
+    cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}})
+    res = run_campaign(cfg, app_home)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    assert res.campaign_id in df["id"].tolist()

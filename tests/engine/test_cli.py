@@ -1,0 +1,99 @@
+"""The command line: run, campaigns, show, export, and errors for bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import subprocess
+import zipfile
+from pathlib import Path
+
+from tests.helpers import CLI
+
+
+def cli(args: list[str], env: dict[str, str], ok: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300)
+    if ok:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
+    p = cli(
+        [
+            "run",
+            "--seeds",
+            "3",
+            "--generations",
+            "60",
+            "--perturbation",
+            "custom",
+            "--step",
+            "0.05",
+            "--seed",
+            "1",
+            "--quiet",
+        ],
+        env,
+    )
+    out = " ".join(p.stdout.split())
+    m = re.search(
+        r"viable seeds (\d) of 3, misclassified (\d) \(([\d.]+)% of viable\), "
+        r"mean iterations to failure ([\d.]+|n/a)",
+        out,
+    )
+    assert m, out
+    viable, mis = int(m[1]), int(m[2])
+    assert float(m[3]) == round(100 * mis / viable, 1)
+    cid = re.search(r"campaign (\S+) finished", out)[1]
+    assert (home / "campaigns" / cid).is_dir()  # --home rule: LATENTFUZZ_HOME
+
+    listing = cli(["campaigns"], {**env, "COLUMNS": "200"}).stdout
+    assert cid in listing and "finished" in listing
+    shown = cli(["show", cid], {**env, "COLUMNS": "200"}).stdout
+    assert "viable seeds" in shown and "result image" in shown
+
+    zpath = tmp_path / "out.zip"
+    cli(["export", cid, "--zip", str(zpath)], env)
+    with zipfile.ZipFile(zpath) as zf:
+        names = zf.namelist()
+        rows = list(csv.DictReader(io.StringIO(zf.read("seeds.csv").decode())))
+        assert len(rows) == 3
+        searched = [r for r in rows if r["result_image"]]
+        assert len(names) == 1 + 2 * len(searched)
+        for r in searched:
+            folder = "misclassified" if r["misclassified"] == "True" else "survived"
+            stem = (
+                f"{folder}/seed{int(r['seed_idx']):04d}_expected{r['seed_label']}"
+                f"_predicted{r['final_pred']}_iter{r['iterations']}"
+            )
+            assert zf.read(f"{stem}_seed.png") == (home / r["seed_image"]).read_bytes()
+            assert zf.read(f"{stem}_result.png") == (home / r["result_image"]).read_bytes()
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_home_flag_and_yaml_config(tmp_path: Path, env):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "seeds: 2\nseed: 4\nstrategy_params:\n  generations: 3\n  population: 6\n  best_left: 2\n"
+    )
+    other = tmp_path / "elsewhere"
+    p = cli(["run", "--config", str(cfg), "--home", str(other), "--quiet"], env)
+    assert "of 2" in p.stdout
+    assert (other / "latentfuzz.duckdb").is_file()
+
+
+def test_bad_input_gets_a_clear_error_and_no_traceback(home: Path, env, tmp_path: Path):
+    p = cli(["run", "--seeds", "2", "--best-left", "30"], env, ok=False)
+    assert p.returncode == 2
+    err = " ".join(p.stderr.split())
+    assert "best_left=30 must be smaller than population=25" in err
+    assert "Traceback" not in p.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- just\n- a list\n")
+    p = cli(["run", "--config", str(bad)], env, ok=False)
+    assert "expected a mapping" in p.stderr and p.returncode == 2
+    p = cli(["show", "no-such-id"], env, ok=False)
+    assert "no campaign 'no-such-id'" in p.stderr
+    assert not (home / "campaigns").exists()
