@@ -252,7 +252,7 @@ def bench(
     generations: Annotated[int, typer.Option(help="generation budget")] = 250,
     perturbation: Annotated[str, typer.Option(help="step preset")] = "high",
     generator: Annotated[str, typer.Option(help="generator")] = "vae",
-    repeats: Annotated[int, typer.Option(help="interleaved campaign/raw pairs")] = 5,
+    repeats: Annotated[int, typer.Option(help="benchmark campaigns (median reported)")] = 3,
     home: HomeOpt = None,
 ) -> None:
     """Engine efficiency (campaign vs raw decode+classify throughput) and store share."""
