@@ -123,8 +123,10 @@ def run(
         raw["strategy_params"]["perturbation"] = "custom"
     cfg = parse_config(raw)
     h = resolve_home(home)
-    # The dashboard's stop button sends SIGTERM: treat it as Ctrl-C for a clean stop.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # Ctrl-C and the dashboard's stop button (SIGTERM) both stop the search cleanly. SIGINT
+    # is set explicitly: a process started in the background inherits it as ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with Progress(
         TextColumn("[bold]gen {task.completed}/{task.total}"),
         BarColumn(),

@@ -283,7 +283,7 @@ class Campaign:
         logits, images = logits.view(s, m, -1), images.view(s, m, *images.shape[1:])
         scores = r.fitness(logits.flatten(0, 1), y.repeat_interleave(m)).view(s, m)
         self.strategy.tell(slots, scores, logits)
-        self.evals += m
+        self.evals = self.evals + m
 
         pop, scores, pop_logits = self.strategy.population()
         p = scores.shape[1]

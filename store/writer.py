@@ -102,6 +102,8 @@ class CampaignWriter:
         self._raise_pending_error()
         if table not in TABLES:
             raise ValueError(f"unknown table {table!r}; expected one of {TABLES}")
+        # Copy now: callers hand over views of tensors they may change before the flush.
+        columns = {k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in columns.items()}
         with self._lock:
             self._pending[table].append(columns)
 
@@ -116,6 +118,7 @@ class CampaignWriter:
         unknown = set(columns) - {"seed_idx", *SEED_UPDATE_COLS}
         if unknown:
             raise ValueError(f"cannot update seed columns {sorted(unknown)}")
+        columns = {k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in columns.items()}
         with self._lock:
             self._seed_updates.append(columns)
 

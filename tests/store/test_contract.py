@@ -137,3 +137,14 @@ def test_newer_schema_is_refused(tmp_path: Path):
     con.close()
     with pytest.raises(StoreError, match="schema version 999"):
         Store(path)
+
+
+def test_writer_keeps_what_it_was_given_not_what_the_array_became(store: Store):
+    create_campaign(store, campaign_row())
+    w = CampaignWriter(store, "c1", flush_seconds=3600)
+    counts = np.array([25, 25])
+    w.append("seeds", **seed_rows("c1", 2))
+    w.append("generations", **{**gen_rows("c1", 1, 2), "evaluations": counts})
+    counts += 15  # the runner's counters move on before the flush
+    w.finish("finished")
+    assert queries.generations(store, "c1")["evaluations"].tolist() == [25, 25]
