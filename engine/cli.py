@@ -333,6 +333,70 @@ def train_vae_cmd(
     )
 
 
+@train_app.command("gan")
+def train_gan_cmd(
+    dataset: str = "mnist",
+    epochs: int = 80,
+    seed: int = 0,
+    classifier: Annotated[str | None, typer.Option(help="classifier for viability")] = None,
+    name: str | None = None,
+    out: Path | None = None,
+    default: bool = False,
+    data_dir: str | None = None,
+) -> None:
+    """Train the conditional DCGAN (latent 100); prints its card's metrics."""
+    from engine.train.gan import train_gan
+
+    card = train_gan(
+        dataset,
+        epochs=epochs,
+        seed=seed,
+        classifier=classifier,
+        name=name,
+        out=out,
+        default=default,
+        data_dir=data_dir,
+    )
+    console.print(
+        f"{card['name']}: viability {card['metrics']['viability']:.4f}, latent range "
+        f"{card['latent_range']:.3f}, {card['inference']}"
+    )
+
+
+@train_app.command("dm")
+def train_dm_cmd(
+    dataset: str = "mnist",
+    epochs: int = 40,
+    seed: int = 0,
+    steps: Annotated[int, typer.Option(help="default DDIM steps of the model")] = 8,
+    guidance: Annotated[float, typer.Option(help="default guidance scale")] = 2.0,
+    classifier: Annotated[str | None, typer.Option(help="classifier for viability")] = None,
+    name: str | None = None,
+    out: Path | None = None,
+    default: bool = False,
+    data_dir: str | None = None,
+) -> None:
+    """Train the class-conditional diffusion model (UNet2DModel + DDIM)."""
+    from engine.train.dm import train_dm
+
+    card = train_dm(
+        dataset,
+        epochs=epochs,
+        seed=seed,
+        steps=steps,
+        guidance=guidance,
+        classifier=classifier,
+        name=name,
+        out=out,
+        default=default,
+        data_dir=data_dir,
+    )
+    console.print(
+        f"{card['name']}: viability {card['metrics']['viability']:.4f}, latent range "
+        f"{card['latent_range']:.3f}, {card['inference']}"
+    )
+
+
 def main() -> None:
     try:
         app()

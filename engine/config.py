@@ -32,6 +32,9 @@ class CampaignConfig(BaseModel):
     dataset: str = "mnist"
     data_dir: str | None = None
     generator: str = Field("vae", description="zoo name or family, e.g. 'vae' -> mnist-vae")
+    generator_params: dict[str, Any] = Field(
+        default_factory=dict, description="generator options, e.g. {steps: 8} for a dm"
+    )
     classifier: str | None = Field(None, description="zoo name, or a TorchScript file path")
     strategy: str = "ga"
     strategy_params: dict[str, Any] = Field(default_factory=dict)
@@ -128,6 +131,10 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         clf = zoo.load_classifier(clf_name, cfg.dataset, cfg.device, models_root)
     except ModelError as e:
         raise ConfigError(str(e)) from None
+    try:
+        gen.configure(**cfg.generator_params)
+    except ValidationError as e:
+        raise ConfigError(format_validation(e, where="generator_params")) from None
     if gen.image_shape != ds.shape:
         raise ConfigError(
             f"generator {gen_name} makes images of shape {gen.image_shape}, dataset "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
+from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from engine.errors import ModelError
@@ -47,11 +48,18 @@ def check_tensor(
         raise ModelError(f"{what}: contains NaN or infinite values")
 
 
+class GeneratorOptions(BaseModel):
+    """Run-time options of a generator (a campaign's ``generator_params``); none by default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
 class Generator(nn.Module, ABC):
     """Base of all generators. Subclasses set the class attributes and write ``_decode``."""
 
     family: ClassVar[str]
     conditional: ClassVar[bool] = False
+    Options: ClassVar[type[GeneratorOptions]] = GeneratorOptions
 
     def __init__(self, image_shape: tuple[int, int, int], num_classes: int) -> None:
         super().__init__()
@@ -59,6 +67,10 @@ class Generator(nn.Module, ABC):
         self.num_classes = int(num_classes)
         # Filled from the model card: GIFTbench's scalar bounds over 1,000 latents.
         self.latent_bounds: tuple[float, float] = (-float("inf"), float("inf"))
+
+    def configure(self, **options) -> None:
+        """Apply run-time options; validated by ``Options`` (unknown keys are errors)."""
+        self.Options(**options)
 
     @property
     @abstractmethod

@@ -1,0 +1,77 @@
+"""A class-conditional diffusion model on diffusers: UNet2DModel + DDIM, classifier-free guidance.
+
+The latent searched is the initial noise x_T, shaped like an image. Decoding runs DDIM with
+eta = 0, which adds no noise, so a latent always gives the same image. Steps and guidance
+scale are options (``generator_params`` of a campaign); one guidance is used for seeds and
+search alike, so a seed's image is the image the search starts from.
+"""
+
+from __future__ import annotations
+
+import torch
+from diffusers import DDIMScheduler, UNet2DModel
+from pydantic import Field
+
+from engine.generators.base import GENERATORS, Generator, GeneratorOptions
+
+
+class DMOptions(GeneratorOptions):
+    steps: int = Field(8, ge=1, le=1000, description="DDIM denoising steps")
+    guidance: float = Field(2.0, ge=0.0, le=20.0, description="classifier-free guidance scale")
+
+
+@GENERATORS.register("dm")
+class DiffusionModel(Generator):
+    family = "dm"
+    conditional = True
+    Options = DMOptions
+
+    def __init__(
+        self,
+        image_shape: tuple[int, int, int] = (1, 28, 28),
+        num_classes: int = 10,
+        channels: tuple[int, ...] = (32, 64),
+        layers_per_block: int = 1,
+        train_timesteps: int = 1000,
+        steps: int = 8,
+        guidance: float = 2.0,
+    ) -> None:
+        super().__init__(tuple(image_shape), num_classes)
+        c, h, _ = image_shape
+        self.unet = UNet2DModel(
+            sample_size=h, in_channels=c, out_channels=c, block_out_channels=tuple(channels),
+            layers_per_block=layers_per_block, norm_num_groups=8,
+            down_block_types=("DownBlock2D",) * len(channels),
+            up_block_types=("UpBlock2D",) * len(channels),
+            num_class_embeds=num_classes + 1,  # the last embedding is "no class", for CFG
+        )  # fmt: skip
+        self.scheduler_config = {"num_train_timesteps": train_timesteps,
+                                 "beta_schedule": "squaredcos_cap_v2", "clip_sample": True,
+                                 "prediction_type": "epsilon"}  # fmt: skip
+        self.configure(steps=steps, guidance=guidance)
+
+    @property
+    def latent_shape(self) -> tuple[int, ...]:
+        return self.image_shape
+
+    def configure(self, **options) -> None:
+        opts = DMOptions(**{"steps": getattr(self, "steps", 8),
+                            "guidance": getattr(self, "guidance", 2.0), **options})  # fmt: skip
+        self.steps, self.guidance = opts.steps, opts.guidance
+        self.scheduler = DDIMScheduler(**self.scheduler_config)
+        self.scheduler.set_timesteps(self.steps)
+
+    def eps(self, x: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Guided noise prediction; conditional and unconditional passes in one batch."""
+        if self.guidance == 1.0:
+            return self.unet(x, t, class_labels=labels).sample
+        null = torch.full_like(labels, self.num_classes)
+        out = self.unet(torch.cat([x, x]), t, class_labels=torch.cat([labels, null])).sample
+        cond, uncond = out.chunk(2)
+        return uncond + self.guidance * (cond - uncond)
+
+    def _decode(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        x = z
+        for t in self.scheduler.timesteps:
+            x = self.scheduler.step(self.eps(x, t, labels), t, x, eta=0.0).prev_sample
+        return x.add(1.0).mul(0.5).clamp(0.0, 1.0)

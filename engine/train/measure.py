@@ -1,0 +1,90 @@
+"""Measurements every generator card carries, taken on the stored weights.
+
+- Latent bounds, GIFTbench's way: min and max over 1,000 latents (encoded test images for
+  encoder generators, N(0, I) samples otherwise); r = max - min; low = r 1e-4, high = r 1e-3.
+- Viability, the way a campaign checks a seed: the share of 1,000 seeds (encoded test
+  images, or 100 samples per class) that the default classifier gives the intended label.
+- Inference time per image at batch 1 and 25 (`latentfuzz bench generators` refreshes it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine import zoo
+from engine.datasets import get_dataset
+from engine.generators import Generator
+from engine.train.common import ms_per_image
+
+N_LATENTS = 1000
+
+
+def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
+    lo, hi = float(latents.min()), float(latents.max())
+    r = hi - lo
+    return {"latent_bounds": [lo, hi], "latent_range": r,
+            "step_presets": {"low": r * 1e-4, "high": r * 1e-3},
+            "latent_bounds_from": f"{len(latents)} latents"}  # fmt: skip
+
+
+@torch.inference_mode()
+def reference_seeds(
+    gen: Generator, dataset: str, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The 1,000 latents and labels the card's bounds and viability are measured on."""
+    test = get_dataset(dataset).load("test")
+    if gen.has_encoder and not gen.conditional:
+        z = torch.cat([gen.encode(test.images[i : i + 250]) for i in range(0, N_LATENTS, 250)])
+        return z, test.labels[:N_LATENTS]
+    rng = torch.Generator().manual_seed(seed)
+    return gen.sample_prior(N_LATENTS, rng), torch.arange(N_LATENTS) % gen.num_classes
+
+
+@torch.inference_mode()
+def viability(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> float:
+    correct = 0
+    for i in range(0, len(z), 100):
+        x = gen.decode(z[i : i + 100], labels[i : i + 100] if gen.conditional else None)
+        correct += int((clf.logits(x).argmax(1) == labels[i : i + 100]).sum())
+    return correct / len(z)
+
+
+@torch.inference_mode()
+def inference_ms(gen: Generator, batches: tuple[int, ...] = (1, 25)) -> dict[str, float]:
+    rng = torch.Generator().manual_seed(0)
+    z = gen.sample_prior(max(batches), rng)
+    y = torch.arange(max(batches)) % gen.num_classes
+    return {f"ms_per_image_b{b}": round(ms_per_image(
+        lambda n: gen.decode(z[:n], y[:n] if gen.conditional else None), b), 4)
+        for b in batches}  # fmt: skip
+
+
+def finish_generator_card(
+    name: str, dataset: str, classifier: str | None, out: Path | None
+) -> dict[str, Any]:
+    """Measure the stored generator and complete its card; returns the card."""
+    gen = zoo.load_generator(name, root=out)
+    card = zoo.load_card(name, out)
+    z, labels = reference_seeds(gen, dataset)
+    card.update(latent_bounds(z))
+    clf_name = zoo.resolve("classifier", dataset, classifier, out)
+    clf = zoo.load_classifier(clf_name, dataset, root=out)
+    share = viability(gen, z, labels, clf)
+    card.setdefault("metrics", {}).update({
+        "viability": share,
+        "viability_how": ("encoded test images whose reconstruction the classifier labels "
+                          "correctly" if gen.has_encoder and not gen.conditional else
+                          "conditional samples (100 per class) the classifier assigns to "
+                          "their conditioning label"),
+        "viability_classifier": clf_name,
+        "viability_seeds": len(z),
+    })  # fmt: skip
+    card["inference"] = inference_ms(gen)
+    (zoo.models_dir() if out is None else out).joinpath(name, zoo.CARD).write_text(
+        json.dumps(card, indent=2) + "\n"
+    )
+    return card
