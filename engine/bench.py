@@ -107,3 +107,54 @@ def bench_engine(
         f"store share {100 * out['store_share']:.2f}% (target <= 5%)"
     )
     return out
+
+
+def bench_generators(
+    dataset: str = "mnist", write_cards: bool = True, console: Console | None = None
+) -> list[dict]:
+    """ms per image at batch 1 and 25 for every zoo generator of the dataset; optionally
+    recorded in the cards (GIFTbench's Table II layout, on this machine's CPU)."""
+    import json
+
+    from engine import zoo
+    from engine.study import bundled_generators
+    from engine.train.measure import inference_ms
+
+    console = console or Console()
+    rows = []
+    for name in bundled_generators(dataset):
+        gen = zoo.load_generator(name)
+        ms = inference_ms(gen)
+        card = zoo.load_card(name)
+        rows.append(
+            {
+                "generator": name,
+                "family": card["family"],
+                "latent": int(np.prod(gen.latent_shape)),
+                **ms,
+            }
+        )
+        if write_cards:
+            card["inference"] = {
+                **ms,
+                "measured_by": "latentfuzz bench generators",
+                "torch_threads": torch.get_num_threads(),
+            }
+            (zoo.models_dir() / name / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+    t = Table(
+        "generator",
+        "latent size",
+        "ms/image, batch 1",
+        "ms/image, batch 25",
+        title=f"inference time per image on this CPU ({dataset}, "
+        f"torch threads {torch.get_num_threads()})",
+    )
+    for r in rows:
+        t.add_row(
+            r["generator"],
+            str(r["latent"]),
+            f"{r['ms_per_image_b1']:.3f}",
+            f"{r['ms_per_image_b25']:.3f}",
+        )
+    console.print(t)
+    return rows

@@ -248,8 +248,13 @@ def export(
     console.print(f"wrote {zip_path} ({n} image pairs + seeds.csv)")
 
 
-@app.command()
+bench_app = typer.Typer(help="Benchmarks: engine efficiency, generator inference time.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.callback(invoke_without_command=True)
 def bench(
+    ctx: typer.Context,
     seeds: Annotated[int, typer.Option(help="seeds in the benchmark campaign")] = 10,
     generations: Annotated[int, typer.Option(help="generation budget")] = 250,
     perturbation: Annotated[str, typer.Option(help="step preset")] = "high",
@@ -258,6 +263,8 @@ def bench(
     home: HomeOpt = None,
 ) -> None:
     """Engine efficiency (campaign vs raw decode+classify throughput) and store share."""
+    if ctx.invoked_subcommand is not None:
+        return
     from engine.bench import bench_engine
 
     bench_engine(
@@ -269,6 +276,84 @@ def bench(
         home=home,
         console=console,
     )
+
+
+@bench_app.command("generators")
+def bench_generators_cmd(
+    dataset: str = "mnist",
+    write_cards: Annotated[bool, typer.Option(help="record the figures in the cards")] = True,
+) -> None:
+    """Inference time per image at batch 1 and 25 for every zoo generator (GIFTbench Table II)."""
+    from engine.bench import bench_generators
+
+    bench_generators(dataset, write_cards=write_cards, console=console)
+
+
+@app.command()
+def study(
+    seeds: Annotated[int, typer.Option(help="seeds per campaign")] = 20,
+    generations: Annotated[int, typer.Option(help="generation budget")] = 250,
+    seed: Annotated[int, typer.Option(help="random seed of every campaign")] = 1,
+    dataset: str = "mnist",
+    generators: Annotated[str | None, typer.Option(help="comma-separated [all bundled]")] = None,
+    presets: Annotated[str, typer.Option(help="comma-separated presets")] = "low,high,strong",
+    show: Annotated[str | None, typer.Option(help="only print the table of study ID")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Run the ICST effectiveness study: every bundled generator x preset, same seeds and budget."""
+    from engine.study import run_study
+    from store import queries
+
+    h = resolve_home(home)
+    if show is None:
+
+        def done(g: str, p: str, res) -> None:
+            err.print(f"{g} {p}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)")
+
+        show, _ = run_study(
+            h,
+            seeds,
+            generations,
+            seed,
+            dataset,
+            generators.split(",") if generators else None,
+            tuple(presets.split(",")),
+            on_campaign=done,
+        )
+    table = queries.study_table(_store(home), show)
+    if table.empty:
+        raise LatentfuzzError(
+            f"no study {show!r}; studies: {list(queries.studies(_store(home))['study'])}"
+        )
+    console.print(
+        study_table(
+            table, show, seeds=int(table["seeds"].iloc[0]), seed=seed, generations=generations
+        )
+    )
+    path = h / "studies" / f"{show}.csv"
+    path.parent.mkdir(exist_ok=True)
+    table.to_csv(path, index=False)
+    console.print(f"saved {path}")
+
+
+def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> Table:
+    t = Table(
+        "generator",
+        "perturbation",
+        "% viable seeds",
+        "% misclassification (#)",
+        "iterations to failure, mean (std)",
+        title=f"{study_id}: {seeds} seeds per cell, {generations} generations, seed {seed}",
+    )
+    for r in df.itertuples():
+        t.add_row(
+            r.generator,
+            str(r.preset),
+            f"{r.viable_pct:.0f}",
+            f"{fmt(r.misclassified_pct, '.0f') or 'n/a'} ({r.misclassified})",
+            f"{fmt(r.mean_iterations, '.1f') or 'n/a'} ({fmt(r.std_iterations, '.1f') or '-'})",
+        )
+    return t
 
 
 @train_app.command("classifier")

@@ -113,6 +113,7 @@ def run_campaign(
     models_root: Path | None = None,
     campaign_id: str | None = None,
     evaluator: type[Evaluator] | None = None,
+    study: str | None = None,
 ) -> CampaignResult:
     """Run one campaign to completion (or Ctrl-C) and return its summary.
 
@@ -131,6 +132,7 @@ def run_campaign(
         "target_class": cfg.target_class, "random_seed": cfg.seed,
         "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump()},
         "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
+            "study": study,
     })  # fmt: skip
     writer = CampaignWriter(store, cid, cfg.flush_seconds)
     writer.seconds = time.perf_counter() - t0  # the campaign row is store time too

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from store.schema import DDL, SCHEMA_VERSION
+from store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
 DUCKDB_MAJOR = duckdb.__version__.split(".")[0]
 
@@ -123,26 +123,27 @@ class Store:
             con.execute("CHECKPOINT")
 
     def _init_schema(self) -> None:
+        version = 0
         if not self.memory and Path(self.path).exists():
             with self.read() as con:
-                have = {
-                    r[0]
-                    for r in con.execute(
-                        "SELECT table_name FROM information_schema.tables"
-                    ).fetchall()
-                }
-                if "meta" in have:
-                    version = con.execute(
+                tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+                if ("meta",) in tables:
+                    row = con.execute(
                         "SELECT value FROM meta WHERE key = 'schema_version'"
                     ).fetchone()
-                    if version and int(version[0]) == SCHEMA_VERSION:
-                        return
-                    if version and int(version[0]) > SCHEMA_VERSION:
-                        raise StoreError(
-                            f"{self.path} has schema version {version[0]}, this latentfuzz "
-                            f"knows {SCHEMA_VERSION}; upgrade latentfuzz or use another --home"
-                        )
+                    version = int(row[0]) if row else 0
+            if version == SCHEMA_VERSION:
+                return
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has schema version {version}, this latentfuzz knows "
+                    f"{SCHEMA_VERSION}; upgrade latentfuzz or use another --home"
+                )
         with self.write() as con:
+            if version:  # an older store: migrate it step by step, in this one transaction
+                for v in range(version + 1, SCHEMA_VERSION + 1):
+                    for stmt in MIGRATIONS.get(v, []):
+                        con.execute(stmt)
             for stmt in DDL:
                 con.execute(stmt)
             con.execute(

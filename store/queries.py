@@ -129,3 +129,28 @@ def progress(store: Store, campaign_id: str) -> dict[str, Any]:
 def schema_info(store: Store) -> dict[str, str]:
     df = store.query("SELECT key, value FROM meta")
     return dict(zip(df["key"], df["value"], strict=True))
+
+
+def study_table(store: Store, study: str) -> pd.DataFrame:
+    """The ICST table of a study: one row per (generator, preset) campaign."""
+    return store.query(
+        f"""
+        SELECT c.generator, c.preset, c.id AS campaign, c.n_seeds AS seeds,
+               s.viable, 100.0 * s.viable / c.n_seeds AS viable_pct,
+               s.misclassified,
+               CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
+                   AS misclassified_pct,
+               s.mean_iterations, s.std_iterations, c.status
+        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
+        WHERE c.study = ?
+        ORDER BY c.created_at
+        """,
+        [study],
+    )
+
+
+def studies(store: Store) -> pd.DataFrame:
+    return store.query(
+        "SELECT study, count(*) AS campaigns, min(created_at) AS started FROM campaigns "
+        "WHERE study IS NOT NULL GROUP BY study ORDER BY started DESC"
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -27,7 +27,8 @@ DDL = [
         error VARCHAR,
         wall_seconds DOUBLE,
         store_seconds DOUBLE,             -- writer time inside the store (benchmarks, contract)
-        evaluations BIGINT
+        evaluations BIGINT,
+        study VARCHAR                     -- the study this campaign belongs to, if any
     )""",
     """CREATE TABLE IF NOT EXISTS seeds (
         campaign_id VARCHAR NOT NULL,
@@ -85,3 +86,9 @@ DDL = [
         path VARCHAR NOT NULL             -- relative to the home
     )""",
 ]
+
+
+#: Statements that bring a store from version N - 1 to N, applied in order on open.
+MIGRATIONS: dict[int, list[str]] = {
+    2: ["ALTER TABLE campaigns ADD COLUMN IF NOT EXISTS study VARCHAR"],
+}

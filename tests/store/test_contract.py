@@ -148,3 +148,17 @@ def test_writer_keeps_what_it_was_given_not_what_the_array_became(store: Store):
     counts += 15  # the runner's counters move on before the flush
     w.finish("finished")
     assert queries.generations(store, "c1")["evaluations"].tolist() == [25, 25]
+
+
+def test_a_version_1_store_is_migrated(tmp_path: Path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.execute("CREATE TABLE campaigns (id VARCHAR NOT NULL, status VARCHAR NOT NULL)")
+    con.execute("INSERT INTO campaigns VALUES ('old', 'finished')")
+    con.close()
+    store = Store(path)
+    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
+    df = store.query("SELECT id, status, study FROM campaigns")
+    assert df.to_dict("records") == [{"id": "old", "status": "finished", "study": None}]
