@@ -49,6 +49,8 @@ models: install
 	$(BIN)/latentfuzz train classifier --architecture convnet --epochs 15 --seed 0 --default
 	$(BIN)/latentfuzz train classifier --architecture lenet5 --epochs 15 --seed 0
 	$(BIN)/latentfuzz train vae --epochs 100 --seed 0 --default
+	$(BIN)/latentfuzz train gan --epochs 60 --seed 0
+	$(BIN)/latentfuzz train dm --epochs 30 --seed 0
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

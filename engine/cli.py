@@ -73,7 +73,9 @@ def run(
     ] = None,
     population: Annotated[int | None, typer.Option(help="population per seed [25]")] = None,
     best_left: Annotated[int | None, typer.Option(help="elites kept [10]")] = None,
-    perturbation: Annotated[str | None, typer.Option(help="low | high | custom [high]")] = None,
+    perturbation: Annotated[
+        str | None, typer.Option(help="low | high | strong | custom [strong]")
+    ] = None,
     step: Annotated[float | None, typer.Option(help="step when --perturbation custom")] = None,
     target_class: Annotated[int | None, typer.Option(help="seed class")] = None,
     seed: Annotated[int | None, typer.Option(help="random seed [0]")] = None,
@@ -451,9 +453,9 @@ def train_gan_cmd(
 @train_app.command("dm")
 def train_dm_cmd(
     dataset: str = "mnist",
-    epochs: int = 40,
+    epochs: int = 30,
     seed: int = 0,
-    steps: Annotated[int, typer.Option(help="default DDIM steps of the model")] = 8,
+    steps: Annotated[int, typer.Option(help="default DDIM steps of the model")] = 4,
     guidance: Annotated[float, typer.Option(help="default guidance scale")] = 2.0,
     classifier: Annotated[str | None, typer.Option(help="classifier for viability")] = None,
     name: str | None = None,

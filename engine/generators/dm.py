@@ -1,7 +1,11 @@
 """A class-conditional diffusion model on diffusers: UNet2DModel + DDIM, classifier-free guidance.
 
-The latent searched is the initial noise x_T, shaped like an image. Decoding runs DDIM with
-eta = 0, which adds no noise, so a latent always gives the same image. Steps and guidance
+The latent searched is the initial noise x_T. Decoding runs DDIM with eta = 0, which adds
+no noise, so a latent always gives the same image. To keep a CPU campaign affordable the
+UNet may work at a lower resolution (``sample_side``, e.g. 14 for 28x28 MNIST) and the
+result is upsampled bicubically, much as Stable Diffusion denoises a smaller latent: the
+default classifier labels MNIST test digits downsampled to 14x14 and back 98.0% correctly
+(98.5% at full size). Steps and guidance
 scale are options (``generator_params`` of a campaign); one guidance is used for seeds and
 search alike, so a seed's image is the image the search starts from.
 """
@@ -9,6 +13,7 @@ search alike, so a seed's image is the image the search starts from.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from diffusers import DDIMScheduler, UNet2DModel
 from pydantic import Field
 
@@ -16,7 +21,7 @@ from engine.generators.base import GENERATORS, Generator, GeneratorOptions
 
 
 class DMOptions(GeneratorOptions):
-    steps: int = Field(8, ge=1, le=1000, description="DDIM denoising steps")
+    steps: int = Field(4, ge=1, le=1000, description="DDIM denoising steps")
     guidance: float = Field(2.0, ge=0.0, le=20.0, description="classifier-free guidance scale")
 
 
@@ -30,16 +35,18 @@ class DiffusionModel(Generator):
         self,
         image_shape: tuple[int, int, int] = (1, 28, 28),
         num_classes: int = 10,
-        channels: tuple[int, ...] = (32, 64),
+        channels: tuple[int, ...] = (16, 32),
         layers_per_block: int = 1,
         train_timesteps: int = 1000,
-        steps: int = 8,
+        steps: int = 4,
         guidance: float = 2.0,
+        sample_side: int | None = None,
     ) -> None:
         super().__init__(tuple(image_shape), num_classes)
         c, h, _ = image_shape
+        self.side = sample_side or h
         self.unet = UNet2DModel(
-            sample_size=h, in_channels=c, out_channels=c, block_out_channels=tuple(channels),
+            sample_size=self.side, in_channels=c, out_channels=c, block_out_channels=tuple(channels),
             layers_per_block=layers_per_block, norm_num_groups=8,
             down_block_types=("DownBlock2D",) * len(channels),
             up_block_types=("UpBlock2D",) * len(channels),
@@ -52,10 +59,16 @@ class DiffusionModel(Generator):
 
     @property
     def latent_shape(self) -> tuple[int, ...]:
-        return self.image_shape
+        return (self.image_shape[0], self.side, self.side)
+
+    def to_model_space(self, x: torch.Tensor) -> torch.Tensor:
+        """Images (B, C, H, W) in [0, 1] -> the UNet's training space, [-1, 1] at its side."""
+        if self.side != self.image_shape[1]:
+            x = F.interpolate(x, size=self.side, mode="area")
+        return x * 2 - 1
 
     def configure(self, **options) -> None:
-        opts = DMOptions(**{"steps": getattr(self, "steps", 8),
+        opts = DMOptions(**{"steps": getattr(self, "steps", 4),
                             "guidance": getattr(self, "guidance", 2.0), **options})  # fmt: skip
         self.steps, self.guidance = opts.steps, opts.guidance
         self.scheduler = DDIMScheduler(**self.scheduler_config)
@@ -74,4 +87,7 @@ class DiffusionModel(Generator):
         x = z
         for t in self.scheduler.timesteps:
             x = self.scheduler.step(self.eps(x, t, labels), t, x, eta=0.0).prev_sample
-        return x.add(1.0).mul(0.5).clamp(0.0, 1.0)
+        x = x.add(1.0).mul(0.5)
+        if self.side != self.image_shape[1]:
+            x = F.interpolate(x, size=self.image_shape[1:], mode="bicubic", align_corners=False)
+        return x.clamp(0.0, 1.0)

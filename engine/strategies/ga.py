@@ -30,7 +30,7 @@ class GAParams(StrategyParams):
     best_left: int = Field(10, ge=2, description="elites kept; two distinct parents need >= 2")
     generations: int = Field(250, ge=1, le=1_000_000, description="generation budget")
     perturbation: str = Field(
-        "high", description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step"
+        "strong", description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step"
     )
     step: float | None = Field(None, gt=0, description="mutation step when perturbation=custom")
     init_step: float | None = Field(None, gt=0, description="initial spread; default 2 x step")

@@ -20,13 +20,14 @@ from engine.train.measure import finish_generator_card
 
 def train_dm(
     dataset: str = "mnist",
-    epochs: int = 40,
+    epochs: int = 30,
     batch_size: int = 64,
     lr: float = 2e-3,
-    channels: tuple[int, ...] = (32, 64),
+    channels: tuple[int, ...] = (16, 32),
+    sample_side: int | None = 14,
     p_uncond: float = 0.1,
     ema_decay: float = 0.995,
-    steps: int = 8,
+    steps: int = 4,
     guidance: float = 2.0,
     seed: int = 0,
     classifier: str | None = None,
@@ -39,7 +40,8 @@ def train_dm(
     rng = torch.Generator().manual_seed(seed)
     ds = get_dataset(dataset, data_dir)
     train = ds.load("train")
-    dm = DiffusionModel(ds.shape, ds.num_classes, channels, 1, 1000, steps, guidance)
+    dm = DiffusionModel(ds.shape, ds.num_classes, channels, 1, 1000, steps, guidance, sample_side)
+    images = dm.to_model_space(train.images)
     noise_sched = DDPMScheduler(**dm.scheduler_config)
     ema = copy.deepcopy(dm.unet).eval().requires_grad_(False)
     opt = torch.optim.AdamW(dm.unet.parameters(), lr=lr, weight_decay=1e-4)
@@ -51,7 +53,7 @@ def train_dm(
             dm.unet.train()
             loss_sum = 0.0
             for idx in batches(len(train), batch_size, rng):
-                x0, y = train.images[idx] * 2 - 1, train.labels[idx].clone()
+                x0, y = images[idx], train.labels[idx].clone()
                 # Dropping the label teaches the unconditional model guidance needs.
                 y[torch.rand(len(idx), generator=rng) < p_uncond] = ds.num_classes
                 noise = torch.randn(x0.shape, generator=rng)
@@ -74,10 +76,10 @@ def train_dm(
     name = name or f"{dataset}-dm"
     card: dict[str, Any] = {
         "name": name, "kind": "generator", "family": "dm", "dataset": dataset,
-        "default": default, "latent_shape": list(ds.shape),
+        "default": default, "latent_shape": list(dm.latent_shape),
         "params": {"image_shape": list(ds.shape), "num_classes": ds.num_classes,
                    "channels": list(channels), "layers_per_block": 1, "train_timesteps": 1000,
-                   "steps": steps, "guidance": guidance},
+                   "steps": steps, "guidance": guidance, "sample_side": dm.side},
         "parameters": sum(p.numel() for p in dm.unet.parameters()),
         "sampler": f"DDIM, eta 0, {steps} steps, classifier-free guidance {guidance}",
         "training": {"command": command_line(), "seed": seed, "epochs": epochs,
