@@ -46,8 +46,9 @@ class DiffusionModel(Generator):
         c, h, _ = image_shape
         self.side = sample_side or h
         self.unet = UNet2DModel(
-            sample_size=self.side, in_channels=c, out_channels=c, block_out_channels=tuple(channels),
-            layers_per_block=layers_per_block, norm_num_groups=8,
+            sample_size=self.side, in_channels=c, out_channels=c,
+            block_out_channels=tuple(channels), layers_per_block=layers_per_block,
+            norm_num_groups=8,
             down_block_types=("DownBlock2D",) * len(channels),
             up_block_types=("UpBlock2D",) * len(channels),
             num_class_embeds=num_classes + 1,  # the last embedding is "no class", for CFG
