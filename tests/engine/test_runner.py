@@ -151,7 +151,7 @@ def test_individuals_can_be_switched_off(home: Path):
     "cfg, match",
     [
         ({"dataset": "imagenet"}, "dataset 'imagenet' unknown"),
-        ({"generator": "gan"}, "no generator 'gan' for dataset 'mnist'"),
+        ({"generator": "biggan"}, "no generator 'biggan' for dataset 'mnist'; available: .*vae"),
         ({"classifier": "/nope/model.pt"}, "does not exist"),
         ({"target_class": 10}, "target_class=10, but mnist has classes 0..9"),
         ({"seeds": 1001}, "seeds=1001 but only 1000 mnist test images"),
