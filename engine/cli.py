@@ -484,6 +484,54 @@ def train_dm_cmd(
     )
 
 
+zoo_app = typer.Typer(no_args_is_help=True, help="The model zoo: list and measure models.")
+app.add_typer(zoo_app, name="zoo")
+
+
+@zoo_app.command("list")
+def zoo_list() -> None:
+    """Every zoo model with its quality and inference figures."""
+    from engine import zoo
+
+    t = Table("name", "kind", "dataset", "parameters", "quality", "ms/img b1", "ms/img b25")
+    for c in zoo.list_cards():
+        m = c.get("metrics", {})
+        q = (
+            f"accuracy {m['test_accuracy']:.3f}"
+            if "test_accuracy" in m
+            else f"viability {m.get('viability', float('nan')):.3f}"
+        )
+        inf = c.get("inference", {})
+        t.add_row(
+            c["name"],
+            c["kind"],
+            c["dataset"],
+            f"{c['parameters']:,}",
+            q,
+            fmt(inf.get("ms_per_image_b1"), ".3f"),
+            fmt(inf.get("ms_per_image_b25"), ".3f"),
+        )
+    console.print(t)
+
+
+@zoo_app.command("measure")
+def zoo_measure(
+    name: Annotated[str | None, typer.Argument(help="generator [all generators]")] = None,
+    dataset: str = "mnist",
+) -> None:
+    """Re-measure generators' latent bounds, viability and inference time into their cards."""
+    from engine.study import bundled_generators
+    from engine.train.measure import finish_generator_card
+
+    for n in [name] if name else bundled_generators(dataset):
+        card = finish_generator_card(n, dataset, None, None)
+        console.print(
+            f"{n}: viability {card['metrics']['viability']:.4f} "
+            f"({card['metrics']['viability_how']}), latent range "
+            f"{card['latent_range']:.3f}, {card['inference']}"
+        )
+
+
 def main() -> None:
     try:
         app()

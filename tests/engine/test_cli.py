@@ -97,3 +97,20 @@ def test_bad_input_gets_a_clear_error_and_no_traceback(home: Path, env, tmp_path
     p = cli(["show", "no-such-id"], env, ok=False)
     assert "no campaign 'no-such-id'" in p.stderr
     assert not (home / "campaigns").exists()
+
+
+def test_every_bundled_generator_runs_like_the_vae(home: Path, env):
+    from store import Store, queries
+
+    store = Store(home / "latentfuzz.duckdb")
+    for gen in ("gan", "dm"):
+        p = cli(["run", "--generator", gen, "--seeds", "3", "--generations", "4", "--seed", "2",
+                 "--quiet"], env)  # fmt: skip
+        assert "viable seeds" in " ".join(p.stdout.split())
+        cid = queries.list_campaigns(store)["id"].iloc[0]
+        c = queries.campaign(store, cid)
+        assert c["generator"] == f"mnist-{gen}" and c["preset"] == "strong"
+        seeds = queries.seeds(store, cid)
+        gens = queries.generations(store, cid)
+        assert (seeds["source_index"] == -1).all()  # sampled seeds with a class label
+        assert len(gens) == int(seeds[seeds.viable]["iterations"].sum())
