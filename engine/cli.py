@@ -413,11 +413,7 @@ def train_vae_cmd(
         default=default,
         data_dir=data_dir,
     )
-    console.print(
-        f"{card['name']}: reconstruction accuracy "
-        f"{card['metrics']['reconstruction_accuracy']:.4f}, latent range "
-        f"{card['latent_range']:.3f}, {card['inference']}"
-    )
+    report_generator(card)  # viability = reconstruction accuracy for the VAE
 
 
 @train_app.command("gan")
@@ -444,10 +440,7 @@ def train_gan_cmd(
         default=default,
         data_dir=data_dir,
     )
-    console.print(
-        f"{card['name']}: viability {card['metrics']['viability']:.4f}, latent range "
-        f"{card['latent_range']:.3f}, {card['inference']}"
-    )
+    report_generator(card)
 
 
 @train_app.command("dm")
@@ -478,10 +471,7 @@ def train_dm_cmd(
         default=default,
         data_dir=data_dir,
     )
-    console.print(
-        f"{card['name']}: viability {card['metrics']['viability']:.4f}, latent range "
-        f"{card['latent_range']:.3f}, {card['inference']}"
-    )
+    report_generator(card)
 
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The model zoo: list and measure models.")
@@ -530,6 +520,13 @@ def zoo_measure(
             f"({card['metrics']['viability_how']}), latent range "
             f"{card['latent_range']:.3f}, {card['inference']}"
         )
+
+
+def report_generator(card: dict[str, Any]) -> None:
+    console.print(
+        f"{card['name']}: viability {card['metrics']['viability']:.4f}, latent range "
+        f"{card['latent_range']:.3f}, {card['inference']}"
+    )
 
 
 def main() -> None:

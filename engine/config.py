@@ -169,6 +169,11 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     except ValidationError as e:
         raise ConfigError(format_validation(e, where="strategy_params")) from None
     low, high = gen.latent_bounds
+    if not high - low < float("inf"):
+        raise ConfigError(
+            f"generator {gen_name} has no measured latent bounds in its card; "
+            f"run `latentfuzz zoo measure {gen_name}`"
+        )
     space = SearchSpace(gen.latent_shape, float(low), float(high))
 
     hashes = {gen_name: zoo.load_card(gen_name, models_root)["sha256"]}

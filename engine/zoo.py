@@ -88,7 +88,8 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
     gen = build_generator(card)
     _load_state(gen, (root or models_dir()) / name)
-    gen.latent_bounds = tuple(card["latent_bounds"])
+    # A card is measured after its weights are stored; until then the latent is unbounded.
+    gen.latent_bounds = tuple(card.get("latent_bounds", (-float("inf"), float("inf"))))
     return gen.eval().to(device)
 
 

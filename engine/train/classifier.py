@@ -11,8 +11,7 @@ import torch.nn.functional as F
 
 from engine import zoo
 from engine.classifiers import ARCHITECTURES
-from engine.datasets import get_dataset
-from engine.train.common import accuracy, batches, command_line, ms_per_image, progress_bar, stamp
+from engine.train.common import accuracy, batches, ms_per_image, progress_bar, record, stamp, start
 
 
 def shift(x: torch.Tensor, pixels: int, rng: torch.Generator) -> torch.Tensor:
@@ -42,10 +41,8 @@ def train_classifier(
     data_dir: str | None = None,
     fp16: bool = True,
 ) -> dict[str, Any]:
-    torch.manual_seed(seed)
-    rng = torch.Generator().manual_seed(seed)
-    ds = get_dataset(dataset, data_dir)
-    train, test = ds.load("train"), ds.load("test")
+    rng, ds, train = start(seed, dataset, data_dir)
+    test = ds.load("test")
     params = {"in_channels": ds.shape[0], "num_classes": ds.num_classes, "side": ds.shape[1]}
     model = ARCHITECTURES.get(architecture)(**params)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
@@ -76,18 +73,17 @@ def train_classifier(
         "default": default,
         "params": params,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "training": {
-            "command": command_line(),
-            "seed": seed,
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "lr": lr,
-            "optimizer": "AdamW + OneCycle",
-            "augment_shift_px": augment_shift,
-            "train_images": len(train),
-            "split": ds.split_rule,
-            "seconds": round(seconds, 1),
-        },
+        "training": record(
+            ds,
+            train,
+            seconds,
+            seed=seed,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            optimizer="AdamW + OneCycle",
+            augment_shift_px=augment_shift,
+        ),
         **stamp(),
     }
     folder = zoo.save_model(model, card, out, fp16=fp16)

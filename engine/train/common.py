@@ -66,6 +66,41 @@ def ms_per_image(fn: Callable[[int], Any], batch: int, repeats: int = 20) -> flo
     return 1000 * times[len(times) // 2] / batch
 
 
+def start(seed: int, dataset: str, data_dir: str | None) -> tuple[torch.Generator, Any, Any]:
+    """Seed everything and load the training split: (rng, dataset, train split)."""
+    from engine.datasets import get_dataset
+
+    torch.manual_seed(seed)
+    rng = torch.Generator().manual_seed(seed)
+    ds = get_dataset(dataset, data_dir)
+    return rng, ds, ds.load("train")
+
+
+def record(ds: Any, train: Any, seconds: float, **settings: Any) -> dict[str, Any]:
+    """The card's training section: the command line, settings, data split and time."""
+    return {"command": command_line(), **settings, "train_images": len(train),
+            "split": ds.split_rule, "seconds": round(seconds, 1)}  # fmt: skip
+
+
+def generator_card(
+    name: str,
+    family: str,
+    ds: Any,
+    default: bool,
+    module: torch.nn.Module,
+    params: dict[str, Any],
+    training: dict[str, Any],
+    **extra: Any,
+) -> dict:
+    """A generator card before measurement (bounds, viability and timing come after)."""
+    return {"name": name, "kind": "generator", "family": family, "dataset": ds.name,
+            "default": default, "params": {"image_shape": list(ds.shape),
+                                           "num_classes": ds.num_classes, **params},
+            "latent_shape": list(module.latent_shape),
+            "parameters": sum(p.numel() for p in module.parameters()), **extra,
+            "training": training, **stamp()}  # fmt: skip
+
+
 def command_line() -> str:
     return "latentfuzz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 

@@ -12,9 +12,8 @@ import torch.nn.functional as F
 from diffusers import DDPMScheduler
 
 from engine import zoo
-from engine.datasets import get_dataset
 from engine.generators.dm import DiffusionModel
-from engine.train.common import batches, command_line, progress_bar, stamp
+from engine.train.common import batches, generator_card, progress_bar, record, start
 from engine.train.measure import finish_generator_card
 
 
@@ -36,10 +35,7 @@ def train_dm(
     default: bool = False,
     data_dir: str | None = None,
 ) -> dict[str, Any]:
-    torch.manual_seed(seed)
-    rng = torch.Generator().manual_seed(seed)
-    ds = get_dataset(dataset, data_dir)
-    train = ds.load("train")
+    rng, ds, train = start(seed, dataset, data_dir)
     dm = DiffusionModel(ds.shape, ds.num_classes, channels, 1, 1000, steps, guidance, sample_side)
     images = dm.to_model_space(train.images)
     noise_sched = DDPMScheduler(**dm.scheduler_config)
@@ -74,21 +70,33 @@ def train_dm(
     seconds = time.perf_counter() - t0
     dm.unet.load_state_dict(ema.state_dict())
     name = name or f"{dataset}-dm"
-    card: dict[str, Any] = {
-        "name": name, "kind": "generator", "family": "dm", "dataset": dataset,
-        "default": default, "latent_shape": list(dm.latent_shape),
-        "params": {"image_shape": list(ds.shape), "num_classes": ds.num_classes,
-                   "channels": list(channels), "layers_per_block": 1, "train_timesteps": 1000,
-                   "steps": steps, "guidance": guidance, "sample_side": dm.side},
-        "parameters": sum(p.numel() for p in dm.unet.parameters()),
-        "sampler": f"DDIM, eta 0, {steps} steps, classifier-free guidance {guidance}",
-        "training": {"command": command_line(), "seed": seed, "epochs": epochs,
-                     "batch_size": batch_size, "lr": lr, "loss": "epsilon MSE (DDPM), "
-                     f"label dropout {p_uncond}, EMA {ema_decay}",
-                     "train_images": len(train), "split": ds.split_rule,
-                     "seconds": round(seconds, 1)},
-        "latent_bounds": [-1e9, 1e9],  # measured on the stored weights below
-        **stamp(),
-    }  # fmt: skip
+    training = record(
+        ds,
+        train,
+        seconds,
+        seed=seed,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        loss=f"epsilon MSE (DDPM), label dropout {p_uncond}, EMA {ema_decay}",
+    )
+    params = {
+        "channels": list(channels),
+        "layers_per_block": 1,
+        "train_timesteps": 1000,
+        "steps": steps,
+        "guidance": guidance,
+        "sample_side": dm.side,
+    }
+    card = generator_card(
+        name,
+        "dm",
+        ds,
+        default,
+        dm,
+        params,
+        training,
+        sampler=f"DDIM, eta 0, {steps} steps, classifier-free guidance {guidance}",
+    )
     zoo.save_model(dm, card, out)
     return finish_generator_card(name, dataset, classifier, out)

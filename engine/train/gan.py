@@ -10,9 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from engine import zoo
-from engine.datasets import get_dataset
 from engine.generators.gan import ConditionalGAN
-from engine.train.common import batches, command_line, progress_bar, stamp
+from engine.train.common import batches, generator_card, progress_bar, record, start
 from engine.train.measure import finish_generator_card
 
 
@@ -30,10 +29,7 @@ def train_gan(
     default: bool = False,
     data_dir: str | None = None,
 ) -> dict[str, Any]:
-    torch.manual_seed(seed)
-    rng = torch.Generator().manual_seed(seed)
-    ds = get_dataset(dataset, data_dir)
-    train = ds.load("train")
+    rng, ds, train = start(seed, dataset, data_dir)
     gan = ConditionalGAN(ds.shape, ds.num_classes, latent, width)
     g_opt = torch.optim.Adam(gan.net.parameters(), lr=lr, betas=(0.5, 0.999))
     d_opt = torch.optim.Adam(gan.discriminator.parameters(), lr=lr, betas=(0.5, 0.999))
@@ -67,19 +63,26 @@ def train_gan(
             advance(d_loss=d_sum / len(train), g_loss=g_sum / len(train))
     seconds = time.perf_counter() - t0
     name = name or f"{dataset}-gan"
-    card: dict[str, Any] = {
-        "name": name, "kind": "generator", "family": "gan", "dataset": dataset,
-        "default": default, "latent_shape": [latent],
-        "params": {"image_shape": list(ds.shape), "num_classes": ds.num_classes,
-                   "latent": latent, "width": width},
-        "parameters": gan.parameters_of_generator(),
-        "parameters_with_discriminator": sum(p.numel() for p in gan.parameters()),
-        "training": {"command": command_line(), "seed": seed, "epochs": epochs,
-                     "batch_size": batch_size, "lr": lr, "loss": "non-saturating BCE, "
-                     "one-sided label smoothing 0.9", "train_images": len(train),
-                     "split": ds.split_rule, "seconds": round(seconds, 1)},
-        "latent_bounds": [-1e9, 1e9],  # measured on the stored weights below
-        **stamp(),
-    }  # fmt: skip
+    training = record(
+        ds,
+        train,
+        seconds,
+        seed=seed,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        loss="non-saturating BCE, one-sided label smoothing 0.9",
+    )
+    card = generator_card(
+        name,
+        "gan",
+        ds,
+        default,
+        gan,
+        {"latent": latent, "width": width},
+        training,
+        parameters_with_discriminator=sum(p.numel() for p in gan.parameters()),
+    )
+    card["parameters"] = gan.parameters_of_generator()
     zoo.save_model(gan, card, out)
     return finish_generator_card(name, dataset, classifier, out)

@@ -11,9 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from engine import zoo
-from engine.datasets import get_dataset
 from engine.generators.vae import VAE
-from engine.train.common import batches, command_line, progress_bar, stamp
+from engine.train.common import batches, generator_card, progress_bar, record, start
 from engine.train.measure import finish_generator_card
 
 
@@ -32,16 +31,7 @@ def train_vae(
     data_dir: str | None = None,
     fp16: bool = True,
 ) -> dict[str, Any]:
-    torch.manual_seed(seed)
-    rng = torch.Generator().manual_seed(seed)
-    ds = get_dataset(dataset, data_dir)
-    train = ds.load("train")
-    params = {
-        "image_shape": list(ds.shape),
-        "num_classes": ds.num_classes,
-        "hidden": hidden,
-        "latent": latent,
-    }
+    rng, ds, train = start(seed, dataset, data_dir)
     vae = VAE(tuple(ds.shape), ds.num_classes, hidden, latent)
     opt = torch.optim.Adam(vae.parameters(), lr=lr)
     t0 = time.perf_counter()
@@ -62,29 +52,12 @@ def train_vae(
             advance(loss=total / len(train))
     seconds = time.perf_counter() - t0
     name = name or f"{dataset}-vae"
-    card: dict[str, Any] = {
-        "name": name,
-        "kind": "generator",
-        "family": "vae",
-        "dataset": dataset,
-        "default": default,
-        "params": params,
-        "latent_shape": [latent],
-        "parameters": sum(p.numel() for p in vae.parameters()),
-        "training": {
-            "command": command_line(),
-            "seed": seed,
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "lr": lr,
-            "loss": "BCE + KL",
-            "train_images": len(train),
-            "split": ds.split_rule,
-            "seconds": round(seconds, 1),
-        },
-        "latent_bounds": [-1e9, 1e9],  # placeholder until measured on the stored weights
-        **stamp(),
-    }
+    training = record(
+        ds, train, seconds, seed=seed, epochs=epochs, batch_size=batch_size, lr=lr, loss="BCE + KL"
+    )
+    card = generator_card(
+        name, "vae", ds, default, vae, {"hidden": hidden, "latent": latent}, training
+    )
     zoo.save_model(vae, card, out, fp16=fp16)
     card = finish_generator_card(name, dataset, classifier, out)
     # The VAE's viability is its reconstruction accuracy; keep the name users know too.
