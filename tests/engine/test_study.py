@@ -49,3 +49,13 @@ def test_a_bad_cell_fails_before_any_campaign_runs(tiny_zoo: Path, tmp_path: Pat
     with pytest.raises(ConfigError, match="perturbation='medium'"):
         run_study(tmp_path, seeds=2, generations=2, presets=("low", "medium"), models_root=tiny_zoo)
     assert not (tmp_path / "campaigns").exists()
+
+
+def test_same_seed_reproduces_the_table(tiny_zoo: Path, tmp_path: Path):
+    cols = ["generator", "preset", "viable", "misclassified", "mean_iterations"]
+    tables = [
+        run_study(tmp_path / name, seeds=3, generations=6, seed=2, generators=["mnist-gan"],
+                  presets=("strong",), models_root=tiny_zoo)[1][cols]
+        for name in ("a", "b")
+    ]  # fmt: skip
+    assert tables[0].equals(tables[1])
