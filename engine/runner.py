@@ -132,7 +132,7 @@ def run_campaign(
         "target_class": cfg.target_class, "random_seed": cfg.seed,
         "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump()},
         "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
-            "study": study,
+        "study": study,
     })  # fmt: skip
     writer = CampaignWriter(store, cid, cfg.flush_seconds)
     writer.seconds = time.perf_counter() - t0  # the campaign row is store time too
@@ -149,15 +149,17 @@ def run_campaign(
         status, error = "failed", f"{type(e).__name__}: {e}"
         raise
     finally:
-        sink.close()
         raw = getattr(evaluate, "raw_seconds", 0.0)
-        wall = time.perf_counter() - t0 - raw
         evals = int(sum(evaluate.batch_sizes))
-        writer.finish(
-            status,
-            {"wall_seconds": wall, "evaluations": evals, "store_seconds": writer.seconds},
-            error,
-        )
+        try:
+            sink.close()  # may raise a write error; the campaign is still closed below
+        finally:
+            wall = time.perf_counter() - t0 - raw
+            writer.finish(
+                status,
+                {"wall_seconds": wall, "evaluations": evals, "store_seconds": writer.seconds},
+                error,
+            )
     return CampaignResult(
         cid,
         status,

@@ -169,3 +169,24 @@ def test_invalid_config_is_rejected_before_anything_is_written(home: Path, cfg, 
         run_campaign(parse_config({**{"seeds": 2}, **cfg}), home)
     assert not (home / "campaigns").exists()
     assert not (home / "latentfuzz.duckdb").exists()
+
+
+def test_an_error_mid_campaign_marks_it_failed(home: Path):
+    from engine.runner import Evaluator
+
+    class Breaks(Evaluator):
+        def _evaluate(self, z, labels):
+            if len(self.batch_sizes) == 4:
+                raise RuntimeError("out of memory, say")
+            return super()._evaluate(z, labels)
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        run_campaign(parse_config(small()), home, evaluator=Breaks)
+    store = db(home)
+    (cid,) = queries.list_campaigns(store)["id"]
+    c = queries.campaign(store, cid)
+    assert c["status"] == "failed" and "out of memory" in c["error"]
+    seeds = queries.seeds(store, cid)
+    assert "searching" not in set(seeds["status"])
+    gens = queries.generations(store, cid)
+    assert gens["generation"].max() == 3  # the generations before the error are kept
