@@ -9,5 +9,8 @@ PAGES = Path(__file__).resolve().parent.parent / "pages"
 st.set_page_config(page_title="latentfuzz", layout="wide")
 nav = st.navigation([
     st.Page(PAGES / "campaigns.py", title="Campaigns", icon=":material/table_chart:", default=True),
+    st.Page(PAGES / "new_campaign.py", title="New campaign", icon=":material/rocket_launch:"),
+    st.Page(PAGES / "campaign.py", title="Campaign", icon=":material/monitoring:"),
+    st.Page(PAGES / "models.py", title="Models", icon=":material/model_training:"),
 ])  # fmt: skip
 nav.run()

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from engine.home import db_path, resolve_home
 from store import Store
 
 
+def get_home() -> Path:
+    """The data directory, by the same rule as the CLI ($LATENTFUZZ_HOME or ~/.latentfuzz)."""
+    return resolve_home(None)
+
+
 @st.cache_resource
-def get_store(home: str | None = None) -> Store:
+def _store(path: str) -> Store:
     # Store opens the file per query, so caching it holds no lock between reruns.
-    return Store(db_path(resolve_home(home)))
+    return Store(path)
+
+
+def get_store() -> Store:
+    return _store(str(db_path(get_home())))

@@ -87,6 +87,9 @@ def run(
     data_dir: Annotated[str | None, typer.Option(help="folder of a local dataset")] = None,
     home: HomeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    campaign_id: Annotated[
+        str | None, typer.Option("--id", hidden=True, help="campaign id (the dashboard sets it)")
+    ] = None,
 ) -> None:
     """Run a campaign and print GIFTbench's status line."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -148,7 +151,7 @@ def run(
                 info=f"active {p.active}/{p.viable}  failed {p.failed}  evals {p.evaluations}",
             )
 
-        result = run_campaign(cfg, h, progress=on_progress)
+        result = run_campaign(cfg, h, progress=on_progress, campaign_id=campaign_id)
     console.print(
         f"campaign [bold]{result.campaign_id}[/] {result.status} in {result.wall_seconds:.1f}s "
         f"({result.evaluations} evaluations)"

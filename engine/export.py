@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import zipfile
 from pathlib import Path
 
@@ -13,29 +14,42 @@ def pair_stem(seed_idx: int, expected: int, predicted: int, iterations: int) -> 
     return f"seed{seed_idx:04d}_expected{expected}_predicted{predicted}_iter{iterations}"
 
 
+def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
+    zf.writestr("seeds.csv", seeds.to_csv(index=False))
+    n = 0
+    for r in seeds[seeds["result_image"].notna()].itertuples():
+        stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), int(r.iterations))
+        folder = "misclassified" if r.misclassified else "survived"
+        for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
+            src = home / rel
+            if not src.exists():
+                raise LatentfuzzError(f"image {src} is missing; the campaign folder was changed")
+            zf.write(src, f"{folder}/{stem}_{kind}.png")
+        n += 1
+    return n
+
+
+def _seeds(store: Store, campaign_id: str):
+    if queries.campaign(store, campaign_id) is None:
+        raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
+    return queries.seeds(store, campaign_id)
+
+
 def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> int:
     """Write the zip; returns the number of image pairs. Writes to a temp file first, so a
     failed export never leaves a partial zip behind."""
-    if queries.campaign(store, campaign_id) is None:
-        raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
-    df = queries.seeds(store, campaign_id)
+    seeds = _seeds(store, campaign_id)
     zip_path = Path(zip_path)
     tmp = zip_path.with_suffix(zip_path.suffix + ".part")
-    n = 0
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("seeds.csv", df.to_csv(index=False))
-        for r in df[df["result_image"].notna()].itertuples():
-            stem = pair_stem(
-                int(r.seed_idx), int(r.seed_label), int(r.final_pred), int(r.iterations)
-            )
-            folder = "misclassified" if r.misclassified else "survived"
-            for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
-                src = home / rel
-                if not src.exists():
-                    raise LatentfuzzError(
-                        f"image {src} is missing; the campaign folder was changed"
-                    )
-                zf.write(src, f"{folder}/{stem}_{kind}.png")
-            n += 1
+        n = _write_pairs(zf, seeds, home)
     tmp.replace(zip_path)
     return n
+
+
+def zip_bytes(store: Store, home: Path, campaign_id: str) -> bytes:
+    """The same zip, in memory (the dashboard's download button)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        _write_pairs(zf, _seeds(store, campaign_id), home)
+    return buf.getvalue()

@@ -10,4 +10,4 @@ df = queries.list_campaigns(get_store())
 if df.empty:
     st.info("No campaigns yet. Start one from a terminal: `latentfuzz run --seeds 10`.")
 else:
-    st.dataframe(df, hide_index=True, use_container_width=True)
+    st.dataframe(df, hide_index=True, width="stretch")

@@ -1,0 +1,117 @@
+"""Shared dashboard components: status bar, convergence chart, gallery, image helpers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+from PIL import Image
+
+X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
+
+
+def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
+    """GIFTbench's status bar, each counter named for what it counts."""
+    a, b, c = st.columns(3)
+    a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
+    pct = summary.get("misclassified_pct")
+    b.metric(
+        "misclassified", f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)")
+    )
+    mi = summary.get("mean_iterations")
+    c.metric("mean iterations to failure", "–" if mi is None else f"{mi:.1f}")
+
+
+def convergence_frame(gens: pd.DataFrame) -> pd.DataFrame:
+    """Median and inter-quartile range of best fitness per generation, over seeds.
+
+    A seed that stopped keeps its last best (it does not vanish from the band), so the band
+    describes the whole campaign rather than the seeds still searching."""
+    if gens.empty:
+        return pd.DataFrame(
+            columns=["generation", "median", "q1", "q3", "evaluations", "elapsed_s"]
+        )
+    wide = gens.pivot(index="generation", columns="seed_idx", values="best_fitness").ffill()
+    x = gens.groupby("generation")[["evaluations", "elapsed_s"]].median()
+    return (
+        pd.DataFrame(
+            {
+                "median": wide.median(axis=1),
+                "q1": wide.quantile(0.25, axis=1),
+                "q3": wide.quantile(0.75, axis=1),
+            }
+        )
+        .join(x)
+        .reset_index()
+    )
+
+
+def convergence_chart(gens: pd.DataFrame, x_axis: str = "generation") -> alt.Chart:
+    """Best fitness per generation for each seed, plus median and inter-quartile band."""
+    x = X_AXES[x_axis]
+    band = convergence_frame(gens)
+    lines = (
+        alt.Chart(gens)
+        .mark_line(opacity=0.35, strokeWidth=1)
+        .encode(
+            x=alt.X(f"{x}:Q", title=x_axis),
+            y=alt.Y("best_fitness:Q", title="best fitness (margin)"),
+            detail="seed_idx:N",
+            tooltip=["seed_idx", "generation", "best_fitness", "best_pred"],
+        )
+    )
+    area = (
+        alt.Chart(band)
+        .mark_area(opacity=0.25, color="#1f77b4")
+        .encode(x=f"{x}:Q", y="q1:Q", y2="q3:Q")
+    )
+    median = (
+        alt.Chart(band).mark_line(color="#1f77b4", strokeWidth=3).encode(x=f"{x}:Q", y="median:Q")
+    )
+    zero = (
+        alt.Chart(pd.DataFrame({"y": [0.0]}))
+        .mark_rule(strokeDash=[4, 4], color="red")
+        .encode(y="y:Q")
+    )
+    return (lines + area + median + zero).properties(height=320)
+
+
+def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | None:
+    """A stored image, enlarged without smoothing so that pixels stay visible."""
+    if not isinstance(rel, str) or not (home / rel).exists():
+        return None
+    img = Image.open(home / rel)
+    return img.resize((img.width * scale, img.height * scale), Image.NEAREST)
+
+
+def gallery(
+    seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_row: int = 4
+) -> None:
+    """Seed image beside result image, with expected and predicted label and iterations."""
+    done = seeds[seeds["result_image"].notna()]
+    if done.empty:
+        st.info("No finished seed yet.")
+        return
+    rows = [done.iloc[i : i + per_row] for i in range(0, len(done), per_row)]
+    for chunk in rows:
+        cols = st.columns(per_row)
+        for col, r in zip(cols, chunk.itertuples(), strict=False):
+            with col:
+                pair = st.columns(2)
+                seed_img, result_img = (
+                    load_image(home, r.seed_image),
+                    load_image(home, r.result_image),
+                )
+                if seed_img is not None:
+                    pair[0].image(seed_img, caption="seed", width="stretch")
+                if result_img is not None:
+                    pair[1].image(result_img, caption="result", width="stretch")
+                verdict = "misclassified" if r.misclassified else "survived"
+                st.caption(
+                    f"seed {r.seed_idx}: expected **{class_names[int(r.seed_label)]}**, "
+                    f"predicted **{class_names[int(r.final_pred)]}** after "
+                    f"{int(r.iterations)} iterations ({verdict})"
+                )

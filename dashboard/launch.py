@@ -1,0 +1,51 @@
+"""Starting and stopping campaigns from the dashboard.
+
+A campaign always runs in its own process (`latentfuzz run`), never in the Streamlit script
+thread: the page stays responsive, a browser refresh does not kill it, and the store's
+concurrency contract (store/CONTRACT.md) is the same as for a campaign started by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from engine.config import CampaignConfig, resolve
+from engine.runner import new_campaign_id
+
+
+def launch(cfg: CampaignConfig, home: Path) -> str:
+    """Validate cfg (ConfigError if invalid), start the campaign, return its id."""
+    resolve(cfg)
+    cid = new_campaign_id()
+    folder = home / "launch"
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg_path = folder / f"{cid}.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+    with open(folder / f"{cid}.log", "w") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "run", "--config", str(cfg_path),
+             "--home", str(home), "--id", cid, "--quiet"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # survives the page's rerun and Streamlit's restarts
+        )  # fmt: skip
+    return cid
+
+
+def launch_log(home: Path, cid: str) -> str:
+    path = home / "launch" / f"{cid}.log"
+    return path.read_text() if path.exists() else ""
+
+
+def stop(pid: int) -> bool:
+    """Ask a running campaign to stop cleanly (the CLI treats SIGTERM as Ctrl-C)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,122 @@
+"""Campaign: live while it runs, then its status, convergence, gallery and per-seed detail."""
+
+import altair as alt
+import streamlit as st
+
+from dashboard.components import X_AXES, convergence_chart, gallery, load_image, status_bar
+from dashboard.data import get_home, get_store
+from dashboard.launch import launch_log, stop
+from engine.datasets import get_dataset
+from engine.export import zip_bytes
+from store import queries
+
+store, home = get_store(), get_home()
+campaigns = queries.list_campaigns(store)
+cid = st.query_params.get("id")
+if cid is None and not campaigns.empty:
+    cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{i}")
+if cid is None:
+    st.info("No campaign yet: start one on the New campaign page.")
+    st.stop()
+
+c = queries.campaign(store, cid)
+if c is None:
+    # Launched a moment ago: the engine process has not written its campaign row yet.
+    log = launch_log(home, cid)
+    st.title(f"Campaign {cid}")
+    if "error" in log.lower():
+        st.error(f"The campaign did not start:\n\n```\n{log[-2000:]}\n```")
+        st.stop()
+    st.info("Starting the campaign…")
+
+    @st.fragment(run_every=1.0)
+    def wait_for_start() -> None:
+        if queries.campaign(store, cid) is not None:
+            st.rerun()
+
+    wait_for_start()
+    st.stop()
+
+st.title(f"Campaign {c['name']}")
+st.caption(
+    f"{c['dataset']} · generator {c['generator']} · classifier {c['classifier']} · "
+    f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
+)
+class_names = get_dataset(c["dataset"]).class_names
+running = c["status"] == "running"
+
+
+@st.fragment(run_every=2.0 if running else None)
+def live() -> None:
+    now = queries.campaign(store, cid)
+    p = queries.progress(store, cid)
+    left, right = st.columns([4, 1])
+    left.markdown(
+        f"**Status:** {now['status']}"
+        + (
+            f" · generation {p['generation']} · {p['seeds_done']} of {p['n_seeds']} seeds done"
+            if now["status"] == "running"
+            else ""
+        )
+    )
+    if now["status"] == "running" and right.button("Stop", type="secondary"):
+        stop(int(now["pid"]))
+        st.toast("Stopping after the current generation…")
+    if now["error"]:
+        st.error(now["error"])
+    status_bar(queries.summary(store, cid), int(now["n_seeds"]))
+    gens = queries.generations(store, cid)
+    x_axis = st.radio("x axis", list(X_AXES), horizontal=True, key="x_axis")
+    if gens.empty:
+        st.info("No generation written yet.")
+    else:
+        st.altair_chart(convergence_chart(gens, x_axis), width="stretch")
+    if running and now["status"] != "running":
+        st.rerun()  # finished: render the final page once, without the timer
+
+
+live()
+if running:
+    st.stop()
+
+seeds = queries.seeds(store, cid)
+tab_gallery, tab_seed, tab_table = st.tabs(["Gallery", "Seed detail", "Per-seed table"])
+with tab_gallery:
+    gallery(seeds, home, class_names)
+with tab_seed:
+    searched = seeds[seeds["viable"]]
+    if searched.empty:
+        st.info("No viable seed.")
+    else:
+        s = st.selectbox("Seed", searched["seed_idx"].tolist())
+        row = searched.set_index("seed_idx").loc[s]
+        st.markdown(
+            f"expected **{class_names[int(row.seed_label)]}**, final prediction "
+            f"**{class_names[int(row.final_pred)]}**, {int(row.iterations)} iterations, "
+            f"status {row.status}"
+        )
+        strip = load_image(home, row.improvements_image, scale=2)
+        if strip is not None:
+            st.image(strip, caption="best image at each improvement, left to right")
+        g = queries.generations(store, cid, int(s))
+        probs = g.melt(
+            id_vars="generation",
+            value_vars=["top1_prob", "top2_prob"],
+            var_name="rank",
+            value_name="probability",
+        )
+        st.altair_chart(
+            alt.Chart(probs)
+            .mark_line()
+            .encode(x="generation:Q", y="probability:Q", color="rank:N")
+            .properties(height=220),
+            width="stretch",
+        )
+with tab_table:
+    st.dataframe(seeds, hide_index=True, width="stretch")
+
+a, b = st.columns(2)
+a.download_button(
+    "Download CSV", seeds.to_csv(index=False).encode(), f"{cid}-seeds.csv", "text/csv"
+)
+b.download_button("Download zip", zip_bytes(store, home, cid), f"{cid}.zip", "application/zip")

@@ -1,0 +1,101 @@
+"""New campaign: pick dataset, generator, classifier and search settings, then launch."""
+
+import hashlib
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard.data import get_home
+from dashboard.launch import launch
+from engine import zoo
+from engine.classifiers import load_torchscript
+from engine.config import format_validation, parse_config
+from engine.datasets import get_dataset
+from engine.errors import ConfigError, ModelError
+from engine.strategies.ga import PRESETS
+from engine.study import bundled_generators
+
+st.title("New campaign")
+home = get_home()
+cards = zoo.list_cards()
+datasets = sorted({c["dataset"] for c in cards if c["kind"] == "generator"})
+if not datasets:
+    st.error("The model zoo has no generator. Train one with `latentfuzz train vae`.")
+    st.stop()
+
+left, mid, right = st.columns(3)
+dataset = left.selectbox("Dataset", datasets)
+ds = get_dataset(dataset)
+generator = mid.selectbox(
+    "Generator", bundled_generators(dataset), help="only generators trained on this dataset"
+)
+zoo_classifiers = [
+    c["name"] for c in cards if c["kind"] == "classifier" and c["dataset"] == dataset
+]
+UPLOAD = "upload a TorchScript file…"
+choice = right.selectbox("Classifier under test", [*zoo_classifiers, UPLOAD])
+classifier, classifier_ok = choice, True
+if choice == UPLOAD:
+    up = right.file_uploader("TorchScript classifier (.pt)", type=["pt", "pth", "ts"])
+    classifier_ok = False
+    if up is not None:
+        data = up.getvalue()
+        path = home / "uploads" / f"{hashlib.sha256(data).hexdigest()[:16]}-{up.name}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        try:
+            load_torchscript(path, ds.shape, ds.num_classes, dataset)
+            right.success(f"{up.name}: valid for {dataset}")
+            classifier, classifier_ok = str(path), True
+        except ModelError as e:
+            right.error(str(e))
+
+PRESET_SETTINGS = {
+    "strong (default)": {"perturbation": "strong"},
+    "ICST, low perturbation": {"perturbation": "low"},
+    "ICST, high perturbation": {"perturbation": "high"},
+}
+preset = st.radio(
+    "Settings",
+    list(PRESET_SETTINGS),
+    horizontal=True,
+    help="ICST presets reproduce the study: population 25, best_left 10, "
+    "250 generations, GIFTbench step sizes",
+)
+with st.form("campaign"):
+    a, b, c, d = st.columns(4)
+    seeds = a.number_input("Seeds", 1, 10_000, 10)
+    generations = b.number_input("Generations", 1, 100_000, 250)
+    population = c.number_input("Population", 2, 10_000, 25)
+    best_left = d.number_input("best_left (elites)", 2, 9_999, 10)
+    e, f, g, h = st.columns(4)
+    perturbation = e.selectbox(
+        "Step preset",
+        [*PRESETS, "custom"],
+        index=[*PRESETS, "custom"].index(PRESET_SETTINGS[preset]["perturbation"]),
+    )
+    step = f.number_input(
+        "Custom step", 0.0, 100.0, 0.05, format="%.5f", help="used when the step preset is custom"
+    )
+    target = g.selectbox("Target class", ["any", *ds.class_names])
+    seed = h.number_input("Random seed", 0, 2**31 - 1, 0)
+    name = st.text_input("Name (optional)")
+    submitted = st.form_submit_button("Launch", type="primary", disabled=not classifier_ok)
+
+if submitted:
+    raw = {
+        "dataset": dataset, "generator": generator, "classifier": classifier,
+        "seeds": int(seeds), "seed": int(seed), "name": name or None,
+        "target_class": None if target == "any" else ds.class_names.index(target),
+        "strategy_params": {"generations": int(generations), "population": int(population),
+                            "best_left": int(best_left), "perturbation": perturbation,
+                            **({"step": float(step)} if perturbation == "custom" else {})},
+    }  # fmt: skip
+    try:
+        cid = launch(parse_config(raw), home)
+    except ConfigError as err:
+        st.error(f"Cannot launch: {err}")
+    except Exception as err:  # noqa: BLE001 - pydantic errors from a widget are shown too
+        st.error(f"Cannot launch: {format_validation(err) if hasattr(err, 'errors') else err}")
+    else:
+        st.switch_page(Path(__file__).with_name("campaign.py"), query_params={"id": cid})

@@ -1,0 +1,99 @@
+"""AppTest of every page against a small seeded store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from engine.config import parse_config
+from engine.runner import run_campaign
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory) -> tuple[Path, str]:
+    home = tmp_path_factory.mktemp("home")
+    cfg = parse_config({"seeds": 4, "seed": 1, "strategy_params": {"generations": 30}})
+    return home, run_campaign(cfg, home).campaign_id
+
+
+@pytest.fixture
+def app(seeded, monkeypatch):
+    home, _ = seeded
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+
+    def open_page(page: str, **params: str) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page(f"../pages/{page}")
+        for k, v in params.items():
+            at.query_params[k] = v
+        return at.run()
+
+    return open_page
+
+
+def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
+    home, cid = seeded
+    at = app("campaign.py", id=cid)
+    assert not at.exception
+    assert at.title[0].value.startswith("Campaign")
+    labels = [m.label for m in at.metric]
+    assert labels == ["viable seeds", "misclassified", "mean iterations to failure"]
+    assert at.metric[0].value.endswith("of 4")
+    assert at.radio(key="x_axis").options == ["generation", "evaluations", "seconds"]
+    assert len(at.get("vega_lite_chart")) >= 2  # convergence chart, top-2 probabilities
+    assert any("expected" in c.value for c in at.caption)  # gallery captions
+    assert len(at.get("download_button")) == 2
+
+
+def test_campaign_page_for_an_unknown_id_waits_for_it(app):
+    at = app("campaign.py", id="not-started-yet")
+    assert not at.exception
+    assert "Starting the campaign" in at.info[0].value
+
+
+def test_new_campaign_page_offers_only_compatible_models(app):
+    at = app("new_campaign.py")
+    assert not at.exception
+    assert at.selectbox[0].options == ["mnist"]
+    assert at.selectbox[1].options == ["mnist-vae", "mnist-gan", "mnist-dm"]
+    assert "mnist-convnet" in at.selectbox[2].options
+
+
+def test_invalid_combination_is_not_launched(app, seeded, monkeypatch):
+    launched = []
+    monkeypatch.setattr("dashboard.launch.subprocess.Popen", lambda *a, **k: launched.append(a))
+    at = app("new_campaign.py")
+    at.number_input[2].set_value(10)  # population
+    at.number_input[3].set_value(10)  # best_left = population: no children
+    at.button[0].click().run()
+    assert not at.exception
+    assert "best_left=10 must be smaller than population=10" in at.error[0].value
+    assert launched == []
+
+
+def test_valid_campaign_is_launched_in_another_process(app, monkeypatch):
+    launched = []
+    monkeypatch.setattr(
+        "dashboard.launch.subprocess.Popen", lambda args, **k: launched.append((args, k))
+    )
+    at = app("new_campaign.py")
+    at.number_input[0].set_value(2)
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    ((args, kwargs),) = launched
+    assert args[1:4] == ["-m", "engine.cli", "run"] and kwargs["start_new_session"]
+    cid = args[args.index("--id") + 1]
+    assert at.query_params["id"] == [cid] or at.query_params["id"] == cid
+
+
+def test_models_page_lists_the_zoo(app):
+    at = app("models.py")
+    assert not at.exception
+    names = at.dataframe[0].value["name"].tolist()
+    assert {"mnist-convnet", "mnist-vae", "mnist-gan", "mnist-dm"} <= set(names)
