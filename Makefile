@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
 PORT   ?= 8501
 
-.PHONY: run test test-slow test-all lint bench models install dev clean
+.PHONY: run test test-slow test-browser test-all lint bench models install dev clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,15 @@ run: install
 test: dev
 	$(BIN)/python -m pytest -q
 
-test-slow: dev
+test-slow: dev chromium
 	$(BIN)/python -m pytest -q -m slow
+
+# Browser tests drive Debian's Chromium with Playwright (no browser download).
+chromium:
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+
+test-browser: dev chromium
+	$(BIN)/python -m pytest -q -m slow tests/dashboard/test_browser.py
 
 test-all: dev
 	$(BIN)/python -m pytest -q -m "slow or not slow"

@@ -1,0 +1,65 @@
+"""Screenshots of every page for the docs: `python -m dashboard.screenshots [OUT_DIR]`.
+
+Seeds a scratch home with one small campaign, serves the app on a free local port and
+captures each page with Playwright driving Debian's Chromium (`make chromium` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+def main(out: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from engine.config import parse_config
+    from engine.runner import run_campaign
+
+    out.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="latentfuzz-shots-"))
+    cid = run_campaign(
+        parse_config({"seeds": 8, "seed": 1, "name": "MNIST VAE, strong"}), home
+    ).campaign_id
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
+         "--server.port", str(port)], cwd=REPO, env={**os.environ, "LATENTFUZZ_HOME": str(home)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(6)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for name, path in (
+                ("campaigns", ""),
+                ("new_campaign", "new_campaign"),
+                ("campaign", f"campaign?id={cid}"),
+                ("models", "models"),
+            ):
+                page.goto(f"http://127.0.0.1:{port}/{path}")
+                page.wait_for_selector("h1", timeout=60_000)
+                time.sleep(3)  # charts and images settle
+                page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+                print(out / f"{name}.png")
+            browser.close()
+    finally:
+        server.terminate()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "docs" / "screenshots")
