@@ -1,4 +1,4 @@
-"""Campaigns: every campaign in the store, newest first."""
+"""Campaigns: every campaign in the store, filterable, newest first, each linking to its page."""
 
 import streamlit as st
 
@@ -8,6 +8,37 @@ from store import queries
 st.title("Campaigns")
 df = queries.list_campaigns(get_store())
 if df.empty:
-    st.info("No campaigns yet. Start one from a terminal: `latentfuzz run --seeds 10`.")
-else:
-    st.dataframe(df, hide_index=True, width="stretch")
+    st.info(
+        "No campaigns yet. Start one on the New campaign page, or from a terminal: "
+        "`latentfuzz run --seeds 10`."
+    )
+    st.stop()
+
+a, b, c, d = st.columns(4)
+status = a.multiselect("Status", sorted(df["status"].unique()))
+generator = b.multiselect("Generator", sorted(df["generator"].unique()))
+classifier = c.multiselect("Classifier", sorted(df["classifier"].unique()))
+text = d.text_input("Name or id contains")
+for col, chosen in (("status", status), ("generator", generator), ("classifier", classifier)):
+    if chosen:
+        df = df[df[col].isin(chosen)]
+if text:
+    df = df[df["name"].str.contains(text, case=False) | df["id"].str.contains(text, case=False)]
+
+view = df.assign(
+    open="/campaign?id=" + df["id"],
+    duration_s=df["wall_seconds"].round(1),
+    viable_seeds=df["viable"].astype(str) + " of " + df["n_seeds"].astype(str),
+)[["open", "name", "status", "dataset", "generator", "classifier", "strategy", "preset",
+   "viable_seeds", "misclassified", "misclassified_pct", "mean_iterations", "created_at",
+   "duration_s"]]  # fmt: skip
+st.dataframe(
+    view, hide_index=True, width="stretch",
+    column_config={
+        "open": st.column_config.LinkColumn("campaign", display_text=r"id=(.*)"),
+        "misclassified_pct": st.column_config.NumberColumn("misclassified %", format="%.1f"),
+        "mean_iterations": st.column_config.NumberColumn("mean iterations", format="%.1f"),
+        "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
+    },
+)  # fmt: skip
+st.caption(f"{len(view)} campaigns. Click a column header to sort; click an id to open it.")

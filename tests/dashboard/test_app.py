@@ -34,4 +34,10 @@ def test_campaigns_are_listed(app_home: Path):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     df = at.dataframe[0].value
-    assert res.campaign_id in df["id"].tolist()
+    assert df["open"].tolist() == [f"/campaign?id={res.campaign_id}"]
+    assert df["viable_seeds"].iloc[0].endswith("of 2")
+    assert at.multiselect[0].options == ["finished"]  # filters offer what exists
+    at.text_input[0].input("no-such-campaign").run()
+    assert at.dataframe[0].value.empty
+    at.text_input[0].input(res.campaign_id[-4:]).run()
+    assert len(at.dataframe[0].value) == 1
