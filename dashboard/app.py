@@ -11,6 +11,7 @@ nav = st.navigation([
     st.Page(PAGES / "campaigns.py", title="Campaigns", icon=":material/table_chart:", default=True),
     st.Page(PAGES / "new_campaign.py", title="New campaign", icon=":material/rocket_launch:"),
     st.Page(PAGES / "campaign.py", title="Campaign", icon=":material/monitoring:"),
+    st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare:"),
     st.Page(PAGES / "models.py", title="Models", icon=":material/model_training:"),
 ])  # fmt: skip
 nav.run()

@@ -1,6 +1,6 @@
 """Screenshots of every page for the docs: `python -m dashboard.screenshots [OUT_DIR]`.
 
-Seeds a scratch home with one small campaign, serves the app on a free local port and
+Seeds a scratch home with two small campaigns (VAE and GAN), serves the app on a free local port and
 captures each page with Playwright driving Debian's Chromium (`make chromium` installs it).
 """
 
@@ -28,9 +28,9 @@ def main(out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="latentfuzz-shots-"))
-    cid = run_campaign(
-        parse_config({"seeds": 8, "seed": 1, "name": "MNIST VAE, strong"}), home
-    ).campaign_id
+    for gen in ("gan", "vae"):  # the VAE campaign last: the one the Campaign page shows
+        cfg = {"seeds": 8, "seed": 1, "generator": gen, "name": f"MNIST {gen.upper()}, strong"}
+        cid = run_campaign(parse_config(cfg), home).campaign_id
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -48,6 +48,7 @@ def main(out: Path) -> None:
                 ("campaigns", ""),
                 ("new_campaign", "new_campaign"),
                 ("campaign", f"campaign?id={cid}"),
+                ("compare", "compare"),
                 ("models", "models"),
             ):
                 page.goto(f"http://127.0.0.1:{port}/{path}")

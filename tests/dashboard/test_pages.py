@@ -97,3 +97,19 @@ def test_models_page_lists_the_zoo(app):
     assert not at.exception
     names = at.dataframe[0].value["name"].tolist()
     assert {"mnist-convnet", "mnist-vae", "mnist-gan", "mnist-dm"} <= set(names)
+
+
+def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
+    home, first = seeded
+    cfg = parse_config(
+        {"seeds": 4, "seed": 1, "strategy_params": {"generations": 30, "perturbation": "high"}}
+    )
+    second = run_campaign(cfg, home).campaign_id
+    at = app("compare.py")
+    assert not at.exception
+    assert set(at.multiselect[0].value) >= {first, second}
+    table = at.markdown[0].value
+    assert table.startswith("| campaign | generator | perturbation | % viable seeds")
+    assert "**" in table  # a best value in bold
+    assert len(at.get("vega_lite_chart")) >= 1
+    assert "Fisher's exact test" in at.caption[0].value

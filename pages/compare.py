@@ -1,0 +1,116 @@
+"""Compare: several campaigns side by side, in the ICST layout."""
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table, significance
+from dashboard.components import convergence_frame, load_image
+from dashboard.data import get_home, get_store
+from store import queries
+
+st.title("Compare")
+store, home = get_store(), get_home()
+campaigns = queries.list_campaigns(store)
+if len(campaigns) < 2:
+    st.info("Comparing needs at least two campaigns.")
+    st.stop()
+studies = queries.studies(store)
+default = (
+    campaigns[campaigns["id"].isin(queries.study_table(store, studies["study"][0])["campaign"])]
+    if not studies.empty
+    else campaigns.head(3)
+)["id"].tolist()
+labels = dict(zip(campaigns["id"], campaigns["name"], strict=True))
+ids = st.multiselect(
+    "Campaigns", campaigns["id"].tolist(), default=default, format_func=lambda i: labels[i]
+)
+if len(ids) < 2:
+    st.info("Choose at least two campaigns.")
+    st.stop()
+
+table, iterations = campaign_rows(store, ids)
+st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow_html=True)
+st.caption(
+    f"Bold: best per column. Underlined: not significantly different from the best "
+    f"(alpha {ALPHA}; Fisher's exact test for the proportions, two-sided Mann-Whitney U "
+    f"for iterations to failure)."
+)
+st.download_button(
+    "Download table (CSV)", table.to_csv(index=False).encode(), "compare.csv", "text/csv"
+)
+
+left, right = st.columns(2)
+bands = pd.concat(
+    [convergence_frame(queries.generations(store, c)).assign(campaign=labels[c]) for c in ids]
+)
+with left:
+    st.subheader("Convergence")
+    base = alt.Chart(bands).encode(x="generation:Q", color="campaign:N")
+    st.altair_chart(
+        (
+            base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
+            + base.mark_line(strokeWidth=2.5).encode(
+                y=alt.Y("median:Q", title="median best fitness")
+            )
+        ).properties(height=300),
+        width="stretch",
+    )
+with right:
+    st.subheader("Iterations to failure (ECDF)")
+    ecdf = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "iterations": it.sort_values().to_numpy(),
+                    "share": (pd.Series(range(1, len(it) + 1)) / len(it)).to_numpy(),
+                    "campaign": labels[c],
+                }
+            )
+            for c, it in iterations.items()
+            if len(it)
+        ]
+    )
+    if not ecdf.empty:
+        st.altair_chart(
+            alt.Chart(ecdf)
+            .mark_line(interpolate="step-after")
+            .encode(
+                x="iterations:Q",
+                y=alt.Y("share:Q", title="share of failing seeds"),
+                color="campaign:N",
+            )
+            .properties(height=300),
+            width="stretch",
+        )
+
+st.subheader("Results by seed")
+seeds = {c: queries.seeds(store, c).set_index("seed_idx") for c in ids}
+shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
+show = st.slider("Seeds shown", 1, max(1, len(shared)), min(6, max(1, len(shared))))
+cols = st.columns(len(ids))
+for col, c in zip(cols, ids, strict=True):
+    col.markdown(f"**{labels[c]}**")
+for s in shared[:show]:
+    cols = st.columns(len(ids))
+    for col, c in zip(cols, ids, strict=True):
+        r = seeds[c].loc[s]
+        pair = col.columns(2)
+        for slot, rel, cap in (
+            (pair[0], r.seed_image, "seed"),
+            (pair[1], r.result_image, "result"),
+        ):
+            img = load_image(home, rel, scale=3)
+            if img is not None:
+                slot.image(img, caption=cap)
+        col.caption(
+            f"seed {s}: label {int(r.seed_label)}"
+            + (
+                f" → {int(r.final_pred)} in {int(r.iterations)}"
+                if pd.notna(r.final_pred)
+                else " (not viable)"
+            )
+        )
+
+st.subheader("Settings that differ")
+st.dataframe(config_diff(store, ids).rename(columns=labels), width="stretch")
