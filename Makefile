@@ -29,18 +29,19 @@ dev: $(VENV)/.dev-installed
 run: install
 	$(BIN)/streamlit run dashboard/app.py --server.port $(PORT)
 
-test: dev
+test: dev chromium
 	$(BIN)/python -m pytest -q
 
-test-slow: dev chromium
+test-slow: dev
 	$(BIN)/python -m pytest -q -m slow
 
 # Browser tests drive Debian's Chromium with Playwright (no browser download).
 chromium:
-	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium) \
+	  || (echo "make: Debian's chromium is needed for the browser test; install it as root" && false)
 
 test-browser: dev chromium
-	$(BIN)/python -m pytest -q -m slow tests/dashboard/test_browser.py
+	$(BIN)/python -m pytest -q -m browser
 
 test-all: dev
 	$(BIN)/python -m pytest -q -m "slow or not slow"

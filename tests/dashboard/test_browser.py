@@ -1,7 +1,7 @@
 """A real browser (Playwright driving Debian's Chromium, headless) launches a tiny campaign
 from the New campaign page and watches it finish on the Campaign page.
 
-Slow: run with `make test-browser`, which installs Chromium first."""
+`make test` installs Debian's Chromium first (`make chromium`) and runs it with the suite."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -113,3 +113,34 @@ def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
     assert "**" in table  # a best value in bold
     assert len(at.get("vega_lite_chart")) >= 1
     assert "Fisher's exact test" in at.caption[0].value
+
+
+def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
+    """Started from a terminal in another process, watched by the Campaign page: no lock
+    error at any refresh, and the page follows the campaign to its end."""
+    import time
+
+    from store import Store, queries
+    from tests.helpers import start_cli, wait_for_campaign
+
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+    proc = start_cli(["run", "--seeds", "10", "--generations", "120", "--perturbation", "low",
+                      "--seed", "3", "--quiet"], env)  # fmt: skip
+    cid = wait_for_campaign(Store(home / "latentfuzz.duckdb"), proc)
+    statuses = []
+    while True:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page("../pages/campaign.py")
+        at.query_params["id"] = cid
+        at.run()  # one refresh of the page, as the live fragment does every 2 s
+        assert not at.exception, at.exception
+        assert not [e.value for e in at.error]
+        statuses.append(next(m.value for m in at.markdown if m.value.startswith("**Status:**")))
+        if proc.poll() is not None and "finished" in statuses[-1]:
+            break
+        time.sleep(0.5)
+    assert proc.returncode == 0
+    running = [s for s in statuses if "running" in s]
+    assert len(set(running)) >= 2, f"the page did not follow the campaign: {statuses}"
+    assert queries.campaign(Store(home / "latentfuzz.duckdb"), cid)["status"] == "finished"
