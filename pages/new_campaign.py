@@ -12,6 +12,7 @@ from engine.classifiers import load_torchscript
 from engine.config import format_validation, parse_config
 from engine.datasets import get_dataset
 from engine.errors import ConfigError, ModelError
+from engine.strategies import STRATEGIES
 from engine.strategies.ga import PRESETS
 from engine.study import bundled_generators
 
@@ -63,12 +64,17 @@ preset = st.radio(
     "250 generations, GIFTbench step sizes",
 )
 with st.form("campaign"):
+    strategy = st.selectbox(
+        "Search strategy",
+        STRATEGIES.names(),
+        help="ga: GIFTbench's genetic algorithm, defects fixed",
+    )
     a, b, c, d = st.columns(4)
     seeds = a.number_input("Seeds", 1, 10_000, 10)
     generations = b.number_input("Generations", 1, 100_000, 250)
     population = c.number_input("Population", 2, 10_000, 25)
     best_left = d.number_input("best_left (elites)", 2, 9_999, 10)
-    e, f, g, h = st.columns(4)
+    e, f, f2, g, h = st.columns(5)
     perturbation = e.selectbox(
         "Step preset",
         [*PRESETS, "custom"],
@@ -76,6 +82,14 @@ with st.form("campaign"):
     )
     step = f.number_input(
         "Custom step", 0.0, 100.0, 0.05, format="%.5f", help="used when the step preset is custom"
+    )
+    init_step = f2.number_input(
+        "Initial step",
+        0.0,
+        100.0,
+        0.0,
+        format="%.5f",
+        help="spread of the first population; 0 means 2 x step",
     )
     target = g.selectbox("Target class", ["any", *ds.class_names])
     seed = h.number_input("Random seed", 0, 2**31 - 1, 0)
@@ -85,11 +99,12 @@ with st.form("campaign"):
 if submitted:
     raw = {
         "dataset": dataset, "generator": generator, "classifier": classifier,
-        "seeds": int(seeds), "seed": int(seed), "name": name or None,
+        "seeds": int(seeds), "seed": int(seed), "name": name or None, "strategy": strategy,
         "target_class": None if target == "any" else ds.class_names.index(target),
         "strategy_params": {"generations": int(generations), "population": int(population),
                             "best_left": int(best_left), "perturbation": perturbation,
-                            **({"step": float(step)} if perturbation == "custom" else {})},
+                            **({"step": float(step)} if perturbation == "custom" else {}),
+                            **({"init_step": float(init_step)} if init_step > 0 else {})},
     }  # fmt: skip
     try:
         cid = launch(parse_config(raw), home)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+import yaml
 from streamlit.testing.v1 import AppTest
 
 from engine.config import parse_config
@@ -84,12 +85,16 @@ def test_valid_campaign_is_launched_in_another_process(app, monkeypatch):
     )
     at = app("new_campaign.py")
     at.number_input[0].set_value(2)
+    next(n for n in at.number_input if n.label == "Initial step").set_value(0.5)
     at.button[0].click().run()
     assert not at.exception, at.exception
     ((args, kwargs),) = launched
     assert args[1:4] == ["-m", "engine.cli", "run"] and kwargs["start_new_session"]
     cid = args[args.index("--id") + 1]
     assert at.query_params["id"] == [cid] or at.query_params["id"] == cid
+    cfg = yaml.safe_load(Path(args[args.index("--config") + 1]).read_text())
+    assert cfg["seeds"] == 2 and cfg["strategy"] == "ga"
+    assert cfg["strategy_params"]["init_step"] == 0.5
 
 
 def test_models_page_lists_the_zoo(app):
