@@ -1,0 +1,91 @@
+"""Verdict rules and agreement statistics, checked against independent implementations."""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import aggregate_raters
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+from engine.agreement import (
+    INVALID,
+    UNSURE,
+    bootstrap_ci,
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha,
+    preservation,
+    sample_size,
+    validity,
+)
+
+
+@pytest.mark.parametrize("answers, expected", [
+    ([3, 7], True), ([INVALID, INVALID], False), ([3, INVALID], None), ([3, UNSURE], None),
+])  # fmt: skip
+def test_icst_validity(answers, expected):
+    assert validity(answers) is expected
+
+
+@pytest.mark.parametrize("answers, expected", [
+    ([7, 7], True), ([1, 2], False), ([7, 1], None), ([1, INVALID], None), ([7, UNSURE], None),
+])  # fmt: skip
+def test_icst_label_preservation(answers, expected):
+    assert preservation(answers, expected=7) is expected
+
+
+def test_majority_vote_needs_three_and_settles_splits():
+    assert validity([3, 4, INVALID], rule="majority") is True
+    assert validity([INVALID, INVALID, 2], rule="majority") is False
+    assert preservation([7, 7, 1], 7, rule="majority") is True
+    assert preservation([1, 2, 7], 7, rule="majority") is False
+    assert preservation([7, INVALID, 1], 7, rule="majority") is None
+    with pytest.raises(ValueError, match="at least 3"):
+        validity([1, 2], rule="majority")
+
+
+def test_cohen_kappa_matches_scikit_learn():
+    rng = np.random.default_rng(0)
+    a = rng.integers(-1, 10, 200)
+    b = np.where(rng.random(200) < 0.7, a, rng.integers(-1, 10, 200))
+    assert cohen_kappa(a.tolist(), b.tolist()) == pytest.approx(cohen_kappa_score(a, b))
+    # Textbook: 50 items, yes/yes 20, yes/no 5, no/yes 10, no/no 15 -> kappa 0.4.
+    a = [1] * 25 + [0] * 25
+    b = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+
+
+def test_fleiss_kappa_matches_statsmodels():
+    rng = np.random.default_rng(1)
+    truth = rng.integers(0, 4, 60)
+    ratings = np.where(rng.random((60, 5)) < 0.6, truth[:, None], rng.integers(0, 4, (60, 5)))
+    counts, _ = aggregate_raters(ratings)
+    assert fleiss_kappa(counts) == pytest.approx(sm_fleiss(counts))
+
+
+def test_krippendorff_alpha_matches_the_reference_package_with_missing_data():
+    rng = np.random.default_rng(2)
+    truth = rng.integers(0, 5, 40)
+    data = np.where(rng.random((4, 40)) < 0.7, truth, rng.integers(0, 5, (4, 40))).astype(float)
+    data[rng.random((4, 40)) < 0.2] = np.nan
+    ref = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+    assert krippendorff_alpha(data) == pytest.approx(ref)
+
+
+def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
+    x = np.r_[np.ones(70), np.zeros(30)]
+    lo, hi = bootstrap_ci(x, seed=5)
+    assert (lo, hi) == bootstrap_ci(x, seed=5)
+    assert lo < 0.7 < hi and hi - lo < 0.25
+    y = np.random.default_rng(0).normal(size=50)  # continuous: the seed shows in the bounds
+    assert bootstrap_ci(y, seed=1) == bootstrap_ci(y, seed=1) != bootstrap_ci(y, seed=2)
+
+
+def test_sample_size_planner():
+    assert sample_size(10_000) == 370  # Cochran, 95% confidence, 5% margin, with FPC
+    assert sample_size(100) == 80
+    assert sample_size(10) == 10
+    with pytest.raises(ValueError, match="population"):
+        sample_size(0)
