@@ -149,3 +149,14 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     running = [s for s in statuses if "running" in s]
     assert len(set(running)) >= 2, f"the page did not follow the campaign: {statuses}"
     assert queries.campaign(Store(home / "latentfuzz.duckdb"), cid)["status"] == "finished"
+
+
+@pytest.mark.parametrize("axis", ["evaluations", "seconds"])
+def test_convergence_x_axis_switches(app, seeded, axis):
+    _, cid = seeded
+    at = app("campaign.py", id=cid)
+    at.radio(key="x_axis").set_value(axis).run()
+    assert not at.exception
+    spec = at.get("vega_lite_chart")[0].proto.spec
+    field = {"evaluations": "evaluations", "seconds": "elapsed_s"}[axis]
+    assert f'"field":"{field}"' in spec.replace(" ", "")
