@@ -30,8 +30,6 @@ from engine.runner import Evaluator, run_campaign
 class PairedEvaluator(Evaluator):
     """The campaign's evaluator, plus a timed bare-forward twin of every batch."""
 
-    raw_seconds = 0.0
-
     def _evaluate(self, z: torch.Tensor, labels: torch.Tensor):
         out = super()._evaluate(z, labels)
         t = time.perf_counter()

@@ -79,6 +79,8 @@ class Evaluator:
         self.gen, self.clf, self.batch = r.generator, r.classifier, r.config.batch_size
         self.batch_sizes: list[int] = []
         self.seconds = 0.0
+        #: Benchmark twins' time (engine/bench.py); zero in an ordinary campaign.
+        self.raw_seconds = 0.0
 
     def __call__(self, z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Latents (N, *L), labels (N,) -> logits (N, K), uint8 images (N, C, H, W)."""
@@ -149,7 +151,7 @@ def run_campaign(
         status, error = "failed", f"{type(e).__name__}: {e}"
         raise
     finally:
-        raw = getattr(evaluate, "raw_seconds", 0.0)
+        raw = evaluate.raw_seconds
         evals = int(sum(evaluate.batch_sizes))
         try:
             sink.close()  # may raise a write error; the campaign is still closed below

@@ -118,10 +118,6 @@ class Store:
         with self.read() as con:
             return con.execute(sql, params or []).df()
 
-    def checkpoint(self) -> None:
-        with self._connect(read_only=False, timeout=None) as con:
-            con.execute("CHECKPOINT")
-
     def _init_schema(self) -> None:
         version = 0
         if not self.memory and Path(self.path).exists():

@@ -91,15 +91,6 @@ def generations(store: Store, campaign_id: str, seed_idx: int | None = None) -> 
     return store.query(sql + " ORDER BY seed_idx, generation", params)
 
 
-def improvements(store: Store, campaign_id: str, seed_idx: int) -> pd.DataFrame:
-    """Generations at which the seed's best improved, with the saved image."""
-    return store.query(
-        "SELECT generation, best_fitness, best_pred, image FROM generations "
-        "WHERE campaign_id = ? AND seed_idx = ? AND image IS NOT NULL ORDER BY generation",
-        [campaign_id, seed_idx],
-    )
-
-
 def individuals(store: Store, campaign_id: str, seed_idx: int) -> pd.DataFrame:
     return store.query(
         "SELECT generation, individual, fitness, pred, evaluated FROM individuals "

@@ -96,3 +96,11 @@ def test_cards_of_tiny_zoo_are_json(tiny_zoo: Path):
     for family in TINY:
         card = json.loads((tiny_zoo / f"mnist-{family}" / "card.json").read_text())
         assert card["sha256"] and card["dtype"] == "float16"
+
+
+def test_gan_keeps_its_discriminator_for_validity_filtering(tiny_zoo: Path):
+    gan = zoo.load_generator("mnist-gan", root=tiny_zoo)
+    y = torch.arange(4)
+    x = gan.decode(gan.sample_prior(4, torch.Generator().manual_seed(0)), y)
+    score = gan.realness(x, y)
+    assert score.shape == (4,) and torch.isfinite(score).all()
