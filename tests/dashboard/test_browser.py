@@ -29,14 +29,20 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server(home: Path):
+def server_log(tmp_path: Path) -> Path:
+    return tmp_path / "streamlit.log"
+
+
+@pytest.fixture
+def server(home: Path, server_log: Path):
     port = free_port()
     env = {**os.environ, "LATENTFUZZ_HOME": str(home)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
-         "--server.port", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    with open(server_log, "w") as log:  # the server keeps its own handle
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
+             "--server.port", str(port), "--logger.level", "info"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with socket.socket() as s:
@@ -48,8 +54,24 @@ def server(home: Path):
     proc.wait(timeout=30)
 
 
-def test_launch_and_watch_a_campaign(server: str, tmp_path: Path):
+def diagnose(page, shots: Path, name: str, server_log: Path, home: Path) -> str:
+    """What a failing browser test saw: page text, server log, launch logs; plus a screenshot."""
+    page.screenshot(path=str(shots / f"{name}-failure.png"), full_page=True)
+    launch = "\n".join(p.read_text()[-1500:] for p in sorted((home / "launch").glob("*.log")))
+    return (
+        f"\n--- page text ---\n{page.inner_text('body')[:3000]}"
+        f"\n--- streamlit log ---\n{server_log.read_text()[-3000:]}"
+        f"\n--- launch logs ---\n{launch}"
+        f"\n--- screenshot: {shots / (name + '-failure.png')}"
+    )
+
+
+def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
+
+    from store import queries
+    from store.connection import Store
 
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed: `make test-browser` installs it"
     shots = REPO / "test-artifacts"
@@ -65,10 +87,21 @@ def test_launch_and_watch_a_campaign(server: str, tmp_path: Path):
             field.press("Enter")
         page.get_by_role("button", name="Launch").click()
         page.wait_for_url("**/campaign?id=*", timeout=60_000)
-        page.wait_for_selector("text=Status: finished", timeout=180_000)
-        page.wait_for_selector(".vega-embed", timeout=30_000)
-        page.wait_for_function("document.querySelectorAll('img').length >= 6", timeout=30_000)
+        cid = page.url.split("id=")[1]
+        try:
+            page.wait_for_selector("text=Status: finished", timeout=180_000)
+            page.wait_for_selector(".vega-embed", timeout=30_000)
+            # The gallery shows a seed/result pair for every seed with a result image.
+            seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
+            shown = seeds[seeds["result_image"].notna()]
+            assert len(shown) >= 1, f"no seed finished:\n{seeds.to_string()}"
+            for i in shown["seed_idx"]:
+                page.get_by_text(f"seed {i}: expected").wait_for(timeout=60_000)
+            page.wait_for_function(
+                f"document.querySelectorAll('img').length >= {2 * len(shown)}", timeout=30_000
+            )
+        except (PlaywrightTimeout, AssertionError) as e:
+            raise AssertionError(f"{e}{diagnose(page, shots, 'campaign', server_log, home)}") from e
         assert page.locator(".vega-embed").count() >= 1  # convergence chart rendered
-        assert page.locator("text=expected").count() >= 1  # gallery captions
         page.screenshot(path=str(shots / "browser-campaign.png"), full_page=True)
         browser.close()
