@@ -6,6 +6,8 @@ See CONTRACT.md in this folder for the rules every process follows.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import random
 import threading
 import time
@@ -37,6 +39,43 @@ def _lock_for(key: str) -> threading.RLock:
         return _LOCKS.setdefault(key, threading.RLock())
 
 
+class _FileLock:
+    """An advisory lock on ``<db>.lock`` held around every open-use-close of the database.
+
+    DuckDB's own file lock has a window while a connection closes (its final checkpoint
+    can shrink the file after another process has already opened it), which showed as
+    "Could not read enough bytes" under several writing processes. Holding our own lock
+    until close() has returned closes that window. Shared for readers, exclusive for
+    writers; one per database path and process, re-entrant through the path's RLock."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path + ".lock"
+        self.fd: int | None = None
+        self.depth = 0
+
+    def try_acquire(self, exclusive: bool) -> bool:
+        if self.depth:  # this thread holds it already (the RLock guarantees it is ours)
+            self.depth += 1
+            return True
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self.fd, self.depth = fd, 1
+        return True
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.fd is not None:
+            os.close(self.fd)  # closing the descriptor drops the flock
+            self.fd = None
+
+
+_FILE_LOCKS: dict[str, _FileLock] = {}
+
+
 def _is_lock_conflict(e: Exception) -> bool:
     msg = str(e).lower()
     return "lock" in msg or "different configuration" in msg or "resource temporarily" in msg
@@ -53,7 +92,10 @@ class Store:
         self.path = str(path)
         self.memory = self.path == ":memory:"
         self.timeout = timeout
-        self._lock = _lock_for(self.path if self.memory else str(Path(self.path).resolve()))
+        key = self.path if self.memory else str(Path(self.path).resolve())
+        self._lock = _lock_for(key)
+        with _LOCKS_GUARD:
+            self._flock = None if self.memory else _FILE_LOCKS.setdefault(key, _FileLock(key))
         self._mem = duckdb.connect(":memory:") if self.memory else None
         if not self.memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -69,26 +111,36 @@ class Store:
                 yield self._mem.cursor()
                 return
             deadline = time.monotonic() + timeout
-            delay = 0.005
+            delay = 0.001
             while True:
-                try:
-                    con = duckdb.connect(self.path, read_only=read_only)
+                con = None
+                if self._flock.try_acquire(exclusive=not read_only):
+                    try:
+                        con = duckdb.connect(self.path, read_only=read_only)
+                    except (duckdb.IOException, duckdb.ConnectionException) as e:
+                        # A process that does not take our lock file (an older latentfuzz,
+                        # the duckdb CLI) still holds the database: wait for it too.
+                        self._flock.release()
+                        if not _is_lock_conflict(e):
+                            raise
+                if con is not None:
                     break
-                except (duckdb.IOException, duckdb.ConnectionException) as e:
-                    if not _is_lock_conflict(e):
-                        raise
-                    if time.monotonic() >= deadline:
-                        raise StoreBusy(
-                            f"store {self.path} stayed locked by another process for "
-                            f"{timeout:.1f}s; close other writers or retry"
-                        ) from e
-                    # Jitter keeps two waiting processes from retrying in lockstep.
-                    time.sleep(delay * (0.5 + random.random()))
-                    delay = min(delay * 2, 0.2)
+                if time.monotonic() >= deadline:
+                    raise StoreBusy(
+                        f"store {self.path} stayed locked by another process for "
+                        f"{timeout:.1f}s; close other writers or retry"
+                    )
+                # Short polls: holders keep the file for milliseconds, and a long sleep
+                # would let busy writers starve a waiting one. Jitter breaks lockstep.
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.01)
             try:
                 yield con
             finally:
-                con.close()
+                try:
+                    con.close()
+                finally:
+                    self._flock.release()
 
     @contextlib.contextmanager
     def read(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
