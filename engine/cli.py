@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from engine.cli_labels import labels_app
 from engine.errors import LatentfuzzError
 from engine.home import ENV_VAR, db_path, resolve_home
 
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
 app.add_typer(train_app, name="train")
+app.add_typer(labels_app, name="labels")
 console = Console()
 err = Console(stderr=True)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -85,10 +85,75 @@ DDL = [
         kind VARCHAR NOT NULL,            -- seed | result
         path VARCHAR NOT NULL             -- relative to the home
     )""",
+    # Human labelling (validity and label preservation). Answers are class indices, or
+    # -1 for "not a valid <domain> image" and -2 for "unsure" (engine/agreement.py).
+    """CREATE TABLE IF NOT EXISTS label_studies (
+        id VARCHAR PRIMARY KEY,
+        name VARCHAR,
+        created_at TIMESTAMP NOT NULL,
+        dataset VARCHAR NOT NULL,
+        source VARCHAR NOT NULL,          -- campaigns | import
+        k INTEGER NOT NULL,               -- answers wanted per item
+        rule VARCHAR NOT NULL,            -- icst | majority
+        seed BIGINT NOT NULL,             -- sampling, labeller orders and bootstrap
+        resamples INTEGER NOT NULL,       -- bootstrap resamples
+        config JSON NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS label_items (
+        study_id VARCHAR NOT NULL,
+        item_id INTEGER NOT NULL,
+        kind VARCHAR NOT NULL,            -- result | seed | gold | imported
+        campaign_id VARCHAR,
+        seed_idx INTEGER,
+        generator VARCHAR,
+        preset VARCHAR,                   -- perturbation level
+        image VARCHAR,                    -- relative to the home (or the imported URL)
+        expected INTEGER,                 -- the label the image should keep (gold: true)
+        predicted INTEGER,                -- the classifier's label (never shown)
+        iterations INTEGER,
+        external_id VARCHAR,              -- the ID column of an imported study
+        PRIMARY KEY (study_id, item_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS labellers (
+        study_id VARCHAR NOT NULL,
+        labeller VARCHAR NOT NULL,
+        order_seed BIGINT NOT NULL,       -- this labeller's fixed presentation order
+        joined_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (study_id, labeller)
+    )""",
+    """CREATE TABLE IF NOT EXISTS judgements (
+        study_id VARCHAR NOT NULL,
+        item_id INTEGER NOT NULL,
+        labeller VARCHAR NOT NULL,
+        answer INTEGER NOT NULL,
+        raw VARCHAR,                      -- the imported text, when imported
+        position INTEGER,                 -- 1 = the first image this labeller answered
+        shown_at TIMESTAMP,
+        answered_at TIMESTAMP NOT NULL,
+        seconds DOUBLE,                   -- time from showing to answering
+        PRIMARY KEY (study_id, item_id, labeller)
+    )""",
+    """CREATE TABLE IF NOT EXISTS label_claims (
+        study_id VARCHAR NOT NULL,
+        item_id INTEGER NOT NULL,
+        labeller VARCHAR NOT NULL,
+        claimed_at TIMESTAMP NOT NULL,    -- shown to this labeller; expires after a while
+        PRIMARY KEY (study_id, item_id, labeller)
+    )""",
+    """CREATE TABLE IF NOT EXISTS adjudications (
+        study_id VARCHAR NOT NULL,
+        item_id INTEGER NOT NULL,
+        reviewer VARCHAR NOT NULL,
+        answer INTEGER NOT NULL,          -- settles validity and preservation of the item
+        note VARCHAR,
+        decided_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (study_id, item_id)
+    )""",
 ]
 
 
 #: Statements that bring a store from version N - 1 to N, applied in order on open.
 MIGRATIONS: dict[int, list[str]] = {
     2: ["ALTER TABLE campaigns ADD COLUMN IF NOT EXISTS study VARCHAR"],
+    3: [],  # labelling tables only: DDL creates them
 }

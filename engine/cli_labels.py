@@ -1,0 +1,175 @@
+"""`latentfuzz labels`: create, import, report and export validity studies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from engine.errors import LatentfuzzError
+from engine.home import db_path, resolve_home
+
+labels_app = typer.Typer(no_args_is_help=True, help="Validity studies: human labels.")
+console = Console()
+
+HomeOpt = Annotated[Path | None, typer.Option("--home", help="data directory")]
+
+
+def _store(home: Path | None):
+    from store import Store
+
+    return Store(db_path(resolve_home(home)))
+
+
+def _pct(v: float) -> str:
+    return "n/a" if v != v else f"{v:.1f}"  # NaN when nothing to divide by
+
+
+@labels_app.command("create")
+def create_cmd(
+    campaign: Annotated[list[str], typer.Option("--campaign", help="campaign id (repeat)")],
+    k: Annotated[int, typer.Option(help="answers per image")] = 2,
+    sample: Annotated[int | None, typer.Option(help="result images to draw [all]")] = None,
+    plan: Annotated[bool, typer.Option(help="sample size for 95% confidence, 5% margin")] = False,
+    seed_images: Annotated[bool, typer.Option(help="also show the seed images")] = False,
+    gold_rate: Annotated[float, typer.Option(help="share of gold (real) images")] = 0.1,
+    rule: Annotated[str, typer.Option(help="icst | majority (k >= 3)")] = "icst",
+    seed: Annotated[int, typer.Option(help="random seed of sampling, orders, bootstrap")] = 0,
+    name: Annotated[str | None, typer.Option(help="study name")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Create a study from campaigns' failing images."""
+    from pydantic import ValidationError
+
+    from engine.agreement import sample_size
+    from engine.labelling import StudyConfig, create_study, failing_seeds
+
+    store = _store(home)
+    if plan:
+        population = len(failing_seeds(store, campaign))
+        sample = sample_size(population)
+        console.print(f"planner: {sample} of {population} failing images (95% confidence, 5%)")
+    try:
+        cfg = StudyConfig(campaigns=campaign, k=k, sample=sample, seed_images=seed_images,
+                          gold_rate=gold_rate, rule=rule, seed=seed, name=name)  # fmt: skip
+    except ValidationError as e:
+        raise LatentfuzzError(f"invalid study settings: {e}") from e
+    sid = create_study(store, resolve_home(home), cfg)
+    console.print(f"created {sid}; open the Label page of the dashboard to label it")
+
+
+@labels_app.command("list")
+def list_cmd(home: HomeOpt = None) -> None:
+    """List studies, newest first."""
+    from store import labels
+
+    df = labels.studies(_store(home))
+    if df.empty:
+        console.print("no study yet; `latentfuzz labels create` or `labels import` makes one")
+        return
+    t = Table("id", "name", "dataset", "source", "k", "rule", "items", "answers", "labellers")
+    for r in df.itertuples():
+        t.add_row(r.id, str(r.name), r.dataset, r.source, str(r.k), r.rule, str(r.items),
+                  str(r.answers), str(r.labellers))  # fmt: skip
+    console.print(t)
+
+
+@labels_app.command("import")
+def import_cmd(
+    file: Annotated[Path, typer.Argument(help="CSV, one row per image")],
+    dataset: Annotated[str, typer.Option(help="dataset whose classes the answers name")],
+    mapping: Annotated[Path | None, typer.Option(help="YAML: columns and answer texts")] = None,
+    name: Annotated[str | None, typer.Option(help="study name [file name]")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Create a study from an external study's CSV and recompute its verdicts."""
+    from engine.label_import import ImportMapping, import_csv
+
+    if not file.exists():
+        raise LatentfuzzError(f"no file {file}")
+    m = ImportMapping.from_yaml(mapping) if mapping else None
+    res = import_csv(_store(home), file, dataset, m, name)
+    console.print(
+        f"imported {res.rows} images and {res.judgements} answers into {res.study_id} "
+        f"({res.empty_cells} empty answer cells)"
+    )
+    if res.disagreements.empty:
+        console.print("the file's own verdict columns agree with ours")
+    else:
+        console.print(f"[yellow]{len(res.disagreements)} verdicts in the file differ from ours:")
+        t = Table(*res.disagreements.columns)
+        for r in res.disagreements.itertuples(index=False):
+            t.add_row(*map(str, r))
+        console.print(t)
+    report_cmd(res.study_id, home=home)
+
+
+@labels_app.command("report")
+def report_cmd(
+    study: Annotated[str | None, typer.Argument(help="study id [the latest]")] = None,
+    by: Annotated[
+        str, typer.Option(help="comma-separated: generator, preset, campaign_id, kind")
+    ] = "generator,preset",  # fmt: skip
+    home: HomeOpt = None,
+) -> None:
+    """Validity and label preservation per generator x perturbation."""
+    from engine.labelling import agreement_table, labeller_table, load, report
+    from store import labels
+
+    store = _store(home)
+    if study is None:
+        df = labels.studies(store)
+        if df.empty:
+            raise LatentfuzzError("no study yet; `latentfuzz labels create` or `labels import`")
+        study = str(df.iloc[0]["id"])
+    keys = tuple(c.strip() for c in by.split(","))
+    table = report(store, study, keys)
+    s, v, j = load(store, study)
+    console.print(f"[bold]{study}[/] {s['name']}  rule {s['rule']}, k={s['k']}")
+    headers = {"generator": "generator", "preset": "perturbation"}
+    t = Table(*[headers.get(c, c) for c in keys], "n", "valid #", "valid %", "95% CI",
+              "preserved #", "preserved %", "95% CI ")  # fmt: skip
+    for r in table.itertuples():
+        t.add_row(
+            *[str(getattr(r, c)) for c in keys], str(r.n), str(r.valid), _pct(r.valid_pct),
+            f"{_pct(r.valid_ci_low)}-{_pct(r.valid_ci_high)}", str(r.preserved),
+            _pct(r.preserved_pct), f"{_pct(r.preserved_ci_low)}-{_pct(r.preserved_ci_high)}",
+        )  # fmt: skip
+    console.print(t)
+    incomplete = v[~v["complete"] & v["kind"].ne("gold")]
+    if len(incomplete):
+        console.print(f"{len(incomplete)} images have fewer than {s['k']} answers and are not "
+                      "counted")  # fmt: skip
+    ag = agreement_table(j, v)
+    console.print(
+        "agreement: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in ag.items() if k != "items" and v is not None)
+        + f" (over {ag['items']} images with two or more answers)"
+    )
+    lt = labeller_table(j, v)
+    if lt["gold"].sum():
+        for r in lt.itertuples():
+            console.print(f"{r.labeller}: gold accuracy {_pct(r.gold_accuracy_pct)}% of {r.gold}")
+
+
+@labels_app.command("export")
+def export_cmd(
+    study: Annotated[str, typer.Argument(help="study id")],
+    raw: Annotated[Path | None, typer.Option(help="CSV, one row per judgement")] = None,
+    wide: Annotated[Path | None, typer.Option(help="CSV, one row per image")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Write the raw judgements and/or the wide per-image table."""
+    from engine.labelling import raw_export, wide_export
+
+    if raw is None and wide is None:
+        raise LatentfuzzError("nothing to write: give --raw FILE and/or --wide FILE")
+    store = _store(home)
+    for path, fn in ((raw, raw_export), (wide, wide_export)):
+        if path is not None:
+            df = fn(store, study)
+            df.to_csv(path, index=False)
+            console.print(f"wrote {path} ({len(df)} rows)")

@@ -1,0 +1,188 @@
+"""Importing a study run elsewhere (a crowdsourcing platform, a spreadsheet).
+
+The file has one row per image and one answer column per assessor. Answers are class
+labels (index or name) or free text meaning "not a valid image"; our verdict rules are
+applied to them, and the file's own verdict columns, when present, are only cross-checked.
+The default mapping fits the header such studies commonly use:
+
+    Image URL,ID,DATASET,TOOL,MUT_EXT,ITER,Expected,Predicted,ASS 1,ASS 2,
+    Misclass Human 1,Misclass Human 2,Valid Human 1,Valid Human 2,Validity?,Label Preservation?
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from pydantic import BaseModel, Field
+
+from engine.agreement import INVALID, UNSURE
+from engine.datasets import get_dataset
+from engine.errors import ConfigError
+from engine.labelling import new_study_id, verdicts
+from store import Store
+from store import labels as label_store
+
+
+class ImportMapping(BaseModel, frozen=True):
+    """Which column holds what, and which answer texts mean invalid or unsure."""
+
+    image: str = "Image URL"
+    id: str = "ID"
+    dataset: str | None = "DATASET"
+    generator: str = "TOOL"
+    perturbation: str = "MUT_EXT"
+    iteration: str | None = "ITER"
+    expected: str = "Expected"
+    predicted: str | None = "Predicted"
+    assessors: list[str] = Field(default_factory=lambda: ["ASS 1", "ASS 2"])
+    validity: str | None = "Validity?"
+    preservation: str | None = "Label Preservation?"
+    # Matched case-insensitively after trimming; any text starting "not a" also counts.
+    invalid_texts: list[str] = Field(default_factory=lambda: [
+        "not a digit", "not a real-world object", "not a valid image", "invalid", "none",
+        "no digit", "not valid", "garbage", "noise",
+    ])  # fmt: skip
+    unsure_texts: list[str] = Field(default_factory=lambda: [
+        "unsure", "don't know", "dont know", "not sure", "?"])  # fmt: skip
+
+    @classmethod
+    def from_yaml(cls, path: Path) -> ImportMapping:
+        return cls.model_validate(yaml.safe_load(Path(path).read_text()) or {})
+
+
+@dataclass
+class ImportResult:
+    study_id: str
+    rows: int
+    judgements: int
+    empty_cells: int
+    disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def parse_answer(text: object, class_names: tuple[str, ...], m: ImportMapping) -> int | None:
+    """A class index, INVALID or UNSURE; None for an empty cell. Raises on unknown text."""
+    if text is None or (isinstance(text, float) and np.isnan(text)):
+        return None
+    t = str(text).strip()
+    if not t:
+        return None
+    low = t.lower()
+    if low in {s.lower() for s in m.invalid_texts} or low.startswith("not a"):
+        return INVALID
+    if low in {s.lower() for s in m.unsure_texts}:
+        return UNSURE
+    names = {n.lower(): i for i, n in enumerate(class_names)}
+    if low in names:
+        return names[low]
+    try:
+        f = float(t)
+    except ValueError:
+        f = None
+    if f is not None and f.is_integer() and 0 <= f < len(class_names):
+        return int(f)
+    raise ConfigError(
+        f"answer {t!r} is neither a class of this dataset ({', '.join(class_names)}) nor a "
+        f"known text for invalid ({', '.join(m.invalid_texts)}) or unsure; add it to "
+        "invalid_texts or unsure_texts in a mapping file (--mapping)"
+    )
+
+
+def parse_verdict(text: object) -> bool | None:
+    """The file's own verdict column: yes/no/true/false/1/0, anything else undecided."""
+    if text is None or (isinstance(text, float) and np.isnan(text)):
+        return None
+    t = str(text).strip().lower()
+    return True if t in {"yes", "y", "true", "1", "1.0"} else False if t in {
+        "no", "n", "false", "0", "0.0"} else None  # fmt: skip
+
+
+def import_csv(
+    store: Store,
+    path: Path,
+    dataset: str,
+    mapping: ImportMapping | None = None,
+    name: str | None = None,
+    seed: int = 0,
+) -> ImportResult:
+    """Create a study from an external CSV; everything is checked before anything is written."""
+    m = mapping or ImportMapping()
+    ds = get_dataset(dataset)
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
+    needed = [m.image, m.id, m.generator, m.perturbation, m.expected, *m.assessors]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise ConfigError(
+            f"{path}: columns {missing} not found; the file has {list(df.columns)}. "
+            "Pass a mapping file (--mapping) naming the right columns."
+        )
+    df = df[df.drop(columns=[c for c in df.columns if c.startswith("Unnamed:")]).ne("").any(axis=1)]
+    if df.empty:
+        raise ConfigError(f"{path} has a header but no rows")
+
+    def optional_int(col: str | None, r: pd.Series) -> int | None:
+        if col is None or col not in df.columns or str(r[col]).strip() == "":
+            return None
+        return parse_answer(r[col], ds.class_names, m) if col in (m.expected, m.predicted) \
+            else int(float(r[col]))  # fmt: skip
+
+    items, judged, empty = [], [], 0
+    now = datetime.now()
+    for item_id, (line, r) in enumerate(df.iterrows()):
+        try:
+            expected = optional_int(m.expected, r)
+            if expected is None or expected < 0:
+                raise ConfigError(f"expected label {r[m.expected]!r} is not a class")
+            items.append({
+                "item_id": item_id, "kind": "imported", "generator": r[m.generator].strip(),
+                "preset": r[m.perturbation].strip(), "image": r[m.image].strip(),
+                "expected": expected, "predicted": optional_int(m.predicted, r),
+                "iterations": optional_int(m.iteration, r), "external_id": r[m.id].strip(),
+            })  # fmt: skip
+            for pos, col in enumerate(m.assessors):
+                a = parse_answer(r[col], ds.class_names, m)
+                if a is None:
+                    empty += 1
+                    continue
+                judged.append({"item_id": item_id, "labeller": col, "answer": a,
+                               "raw": str(r[col]).strip(), "position": pos + 1,
+                               "answered_at": now})  # fmt: skip
+        except (ConfigError, ValueError) as e:
+            raise ConfigError(f"{path}, data row {line + 1} (ID {r[m.id]!r}): {e}") from e
+    items_df = pd.DataFrame(items)
+    j = pd.DataFrame(judged, columns=["item_id", "labeller", "answer", "raw", "position",
+                                      "answered_at"])  # fmt: skip
+    k = len(m.assessors)
+    v = verdicts(items_df, j, pd.DataFrame(), k, "icst")
+    disagreements = cross_check(df, v, m)
+    sid = new_study_id()
+    study = {
+        "id": sid, "name": name or Path(path).name, "dataset": ds.name, "source": "import",
+        "k": k, "rule": "icst", "seed": seed, "resamples": 1000,
+        "config": {"file": str(path), "mapping": m.model_dump()},
+    }  # fmt: skip
+    label_store.create_study(store, study, items_df)
+    if len(j):
+        label_store.add_judgements(store, j.assign(study_id=sid))
+    return ImportResult(sid, len(items_df), len(j), empty, disagreements)
+
+
+def cross_check(df: pd.DataFrame, v: pd.DataFrame, m: ImportMapping) -> pd.DataFrame:
+    """Rows where the file's own verdicts differ from ours (undecided counts as a value)."""
+    out = []
+    for (_, r), ours in zip(df.iterrows(), v.itertuples(), strict=True):
+        for col, mine in ((m.validity, ours.validity), (m.preservation, ours.preservation)):
+            if col is None or col not in df.columns:
+                continue
+            theirs = parse_verdict(r[col])
+            if not ours.complete:
+                mine = None
+            if theirs != mine:
+                out.append({"ID": r[m.id], "column": col, "file": r[col], "latentfuzz":
+                            {True: "yes", False: "no", None: "undecided"}[mine]})  # fmt: skip
+    return pd.DataFrame(out, columns=["ID", "column", "file", "latentfuzz"])

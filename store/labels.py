@@ -1,0 +1,275 @@
+"""Label storage: studies, items, labellers, judgements, claims and adjudications.
+
+Every write is one short transaction (store/CONTRACT.md), so labels written from the
+dashboard while a campaign runs are never lost: the writer waits for the file, it never
+drops an answer. Serving an item and answering it are transactions too, which is what
+keeps two labellers in two browsers from being served the same last slot of an item.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from store.connection import Store
+
+#: A claim (an item shown to a labeller and not yet answered) holds its slot this long.
+CLAIM_SECONDS = 600
+
+
+def _now() -> datetime:
+    return datetime.now()
+
+
+def create_study(store: Store, study: dict[str, Any], items: pd.DataFrame) -> None:
+    """Insert a study and its items (item_id 0..n-1) in one transaction."""
+    cols = ["study_id", "item_id", "kind", "campaign_id", "seed_idx", "generator", "preset",
+            "image", "expected", "predicted", "iterations", "external_id"]  # fmt: skip
+    frame = items.reindex(columns=cols).assign(study_id=study["id"])
+    for c in ("seed_idx", "expected", "predicted", "iterations"):
+        frame[c] = frame[c].astype("Int64")
+    with store.write() as con:
+        con.execute(
+            "INSERT INTO label_studies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [study["id"], study.get("name"), _now(), study["dataset"], study["source"],
+             int(study["k"]), study["rule"], int(study["seed"]), int(study["resamples"]),
+             json.dumps(study.get("config", {}))],
+        )  # fmt: skip
+        con.register("new_items", frame)
+        con.execute(f"INSERT INTO label_items SELECT {', '.join(cols)} FROM new_items")
+        con.unregister("new_items")
+
+
+def add_judgements(store: Store, frame: pd.DataFrame) -> None:
+    """Insert judgements in bulk (imports): columns of the judgements table."""
+    cols = ["study_id", "item_id", "labeller", "answer", "raw", "position", "shown_at",
+            "answered_at", "seconds"]  # fmt: skip
+    frame = frame.reindex(columns=cols)
+    with store.write() as con:
+        con.register("new_judgements", frame)
+        con.execute(f"INSERT INTO judgements SELECT {', '.join(cols)} FROM new_judgements")
+        con.unregister("new_judgements")
+
+
+def studies(store: Store) -> pd.DataFrame:
+    """Every study, newest first, with its size and how many answers it has."""
+    return store.query(
+        """
+        SELECT s.id, s.name, s.created_at, s.dataset, s.source, s.k, s.rule, s.seed,
+               (SELECT count(*) FROM label_items i WHERE i.study_id = s.id) AS items,
+               (SELECT count(*) FROM judgements j WHERE j.study_id = s.id) AS answers,
+               (SELECT count(DISTINCT labeller) FROM judgements j WHERE j.study_id = s.id)
+                   AS labellers
+        FROM label_studies s ORDER BY s.created_at DESC, s.id DESC
+        """
+    )
+
+
+def study(store: Store, study_id: str) -> dict[str, Any] | None:
+    df = store.query("SELECT * FROM label_studies WHERE id = ?", [study_id])
+    if df.empty:
+        return None
+    row = df.iloc[0].to_dict()
+    row["config"] = json.loads(row["config"])
+    return row
+
+
+def items(store: Store, study_id: str) -> pd.DataFrame:
+    return store.query("SELECT * FROM label_items WHERE study_id = ? ORDER BY item_id", [study_id])
+
+
+def judgements(store: Store, study_id: str | None = None) -> pd.DataFrame:
+    """Raw judgements, one row per (item, labeller), in the order they were given."""
+    where, params = ("WHERE study_id = ?", [study_id]) if study_id else ("", [])
+    return store.query(
+        f"SELECT * FROM judgements {where} ORDER BY answered_at, item_id, labeller", params
+    )
+
+
+def adjudications(store: Store, study_id: str) -> pd.DataFrame:
+    return store.query("SELECT * FROM adjudications WHERE study_id = ?", [study_id])
+
+
+def result_labels(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """Items of these campaigns' result images in any study, with their study's rule and k,
+    for the validity columns of the Compare page."""
+    if not campaign_ids:
+        return pd.DataFrame()
+    marks = ", ".join("?" * len(campaign_ids))
+    return store.query(
+        f"""SELECT i.*, s.k, s.rule FROM label_items i JOIN label_studies s ON s.id = i.study_id
+            WHERE i.kind = 'result' AND i.campaign_id IN ({marks})""",
+        list(campaign_ids),
+    )
+
+
+def join(store: Store, study_id: str, labeller: str) -> int:
+    """Register a labeller (once) and return the seed of their fixed presentation order."""
+    with store.write() as con:
+        row = con.execute(
+            "SELECT order_seed FROM labellers WHERE study_id = ? AND labeller = ?",
+            [study_id, labeller],
+        ).fetchone()
+        if row:
+            return int(row[0])
+        base, n = con.execute(
+            "SELECT s.seed, (SELECT count(*) FROM labellers l WHERE l.study_id = s.id) "
+            "FROM label_studies s WHERE s.id = ?",
+            [study_id],
+        ).fetchone()
+        # Derived from the study seed and the join order, so a study replays exactly.
+        order_seed = int(np.random.SeedSequence([int(base), int(n)]).generate_state(1)[0])
+        con.execute(
+            "INSERT INTO labellers VALUES (?, ?, ?, ?)", [study_id, labeller, order_seed, _now()]
+        )
+        return order_seed
+
+
+def labeller_order(n_items: int, order_seed: int) -> np.ndarray:
+    """The item ids in the order this labeller sees them."""
+    return np.random.default_rng(order_seed).permutation(n_items)
+
+
+def next_item(
+    store: Store, study_id: str, labeller: str, skip: frozenset[int] = frozenset()
+) -> int | None:
+    """Claim and return the next item for this labeller, or None when nothing is left.
+
+    An item is served while its answers plus other labellers' live claims are fewer than
+    k, and never to a labeller who answered it. The labeller's own live claim is served
+    again first (a reload shows the same image). Skipped items come after all others.
+    """
+    with store.write() as con:
+        k, order_seed, n_items = con.execute(
+            """SELECT s.k, l.order_seed,
+                      (SELECT count(*) FROM label_items i WHERE i.study_id = s.id)
+               FROM label_studies s JOIN labellers l ON l.study_id = s.id
+               WHERE s.id = ? AND l.labeller = ?""",
+            [study_id, labeller],
+        ).fetchone()
+        since = _now().timestamp() - CLAIM_SECONDS
+        busy = dict(
+            con.execute(
+                """SELECT item_id, count(*) FROM (
+                       SELECT item_id FROM judgements WHERE study_id = $s
+                       UNION ALL
+                       SELECT item_id FROM label_claims WHERE study_id = $s
+                           AND labeller <> $l AND epoch(claimed_at) >= $since)
+                   GROUP BY item_id""",
+                {"s": study_id, "l": labeller, "since": since},
+            ).fetchall()
+        )
+        mine = {
+            r[0]
+            for r in con.execute(
+                "SELECT item_id FROM judgements WHERE study_id = ? AND labeller = ?",
+                [study_id, labeller],
+            ).fetchall()
+        }
+        held = con.execute(
+            "SELECT item_id FROM label_claims WHERE study_id = ? AND labeller = ? "
+            "AND epoch(claimed_at) >= ? ORDER BY claimed_at DESC",
+            [study_id, labeller, since],
+        ).fetchall()
+        order = labeller_order(n_items, order_seed).tolist()
+        candidates = [i for (i,) in held if i not in skip] + [i for i in order if i not in skip]
+        candidates += [i for i in order if i in skip]
+        for item in candidates:
+            if item not in mine and busy.get(item, 0) < k:
+                con.execute(
+                    "INSERT OR REPLACE INTO label_claims VALUES (?, ?, ?, ?)",
+                    [study_id, item, labeller, _now()],
+                )
+                return int(item)
+        return None
+
+
+def answer(
+    store: Store,
+    study_id: str,
+    item_id: int,
+    labeller: str,
+    value: int,
+    shown_at: datetime,
+    raw: str | None = None,
+) -> bool:
+    """Record one answer; False when this labeller had already answered the item (a double
+    click, or a second tab), in which case nothing changes."""
+    answered = _now()
+    with store.write() as con:
+        done = con.execute(
+            "SELECT count(*) FROM judgements WHERE study_id = ? AND item_id = ? AND labeller = ?",
+            [study_id, item_id, labeller],
+        ).fetchone()[0]
+        if not done:
+            position = con.execute(
+                "SELECT count(*) + 1 FROM judgements WHERE study_id = ? AND labeller = ?",
+                [study_id, labeller],
+            ).fetchone()[0]
+            con.execute(
+                "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [study_id, item_id, labeller, int(value), raw, position, shown_at, answered,
+                 (answered - shown_at).total_seconds()],
+            )  # fmt: skip
+        con.execute(
+            "DELETE FROM label_claims WHERE study_id = ? AND item_id = ? AND labeller = ?",
+            [study_id, item_id, labeller],
+        )
+        return not done
+
+
+def undo(store: Store, study_id: str, labeller: str) -> int | None:
+    """Take back this labeller's last answer and claim its item again; returns the item."""
+    with store.write() as con:
+        row = con.execute(
+            "SELECT item_id FROM judgements WHERE study_id = ? AND labeller = ? "
+            "ORDER BY position DESC LIMIT 1",
+            [study_id, labeller],
+        ).fetchone()
+        if row is None:
+            return None
+        con.execute(
+            "DELETE FROM judgements WHERE study_id = ? AND item_id = ? AND labeller = ?",
+            [study_id, row[0], labeller],
+        )
+        con.execute(
+            "INSERT OR REPLACE INTO label_claims VALUES (?, ?, ?, ?)",
+            [study_id, row[0], labeller, _now()],
+        )
+        return int(row[0])
+
+
+def progress(store: Store, study_id: str, labeller: str | None = None) -> dict[str, int]:
+    """Answers given by this labeller, answers given in all, answers wanted (items x k)."""
+    with store.read() as con:
+        k, n_items = con.execute(
+            "SELECT k, (SELECT count(*) FROM label_items WHERE study_id = $s) "
+            "FROM label_studies WHERE id = $s",
+            {"s": study_id},
+        ).fetchone()
+        # Answers beyond k (a claim that expired and was served again) do not count twice.
+        total = con.execute(
+            "SELECT coalesce(sum(least(n, $k)), 0) FROM (SELECT count(*) AS n FROM judgements "
+            "WHERE study_id = $s GROUP BY item_id)",
+            {"s": study_id, "k": k},
+        ).fetchone()[0]
+        mine = con.execute(
+            "SELECT count(*) FROM judgements WHERE study_id = ? AND labeller = ?",
+            [study_id, labeller],
+        ).fetchone()[0]
+    return {"mine": int(mine), "done": int(total), "wanted": int(k * n_items), "items": n_items}
+
+
+def adjudicate(
+    store: Store, study_id: str, item_id: int, reviewer: str, value: int, note: str = ""
+) -> None:
+    """Settle an undecided item; the raw judgements stay as they are."""
+    with store.write() as con:
+        con.execute(
+            "INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?, ?, ?, ?)",
+            [study_id, item_id, reviewer, int(value), note, _now()],
+        )
