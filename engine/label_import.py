@@ -166,9 +166,7 @@ def import_csv(
         "k": k, "rule": "icst", "seed": seed, "resamples": 1000,
         "config": {"file": str(path), "mapping": m.model_dump()},
     }  # fmt: skip
-    label_store.create_study(store, study, items_df)
-    if len(j):
-        label_store.add_judgements(store, j.assign(study_id=sid))
+    label_store.create_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
 
 

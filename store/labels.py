@@ -25,8 +25,18 @@ def _now() -> datetime:
     return datetime.now()
 
 
-def create_study(store: Store, study: dict[str, Any], items: pd.DataFrame) -> None:
-    """Insert a study and its items (item_id 0..n-1) in one transaction."""
+JUDGEMENT_COLUMNS = ["study_id", "item_id", "labeller", "answer", "raw", "position",
+                     "shown_at", "answered_at", "seconds"]  # fmt: skip
+
+
+def create_study(
+    store: Store,
+    study: dict[str, Any],
+    items: pd.DataFrame,
+    judgements: pd.DataFrame | None = None,
+) -> None:
+    """Insert a study, its items (item_id 0..n-1) and any judgements it comes with
+    (imports) in one transaction: all of it or nothing."""
     cols = ["study_id", "item_id", "kind", "campaign_id", "seed_idx", "generator", "preset",
             "image", "expected", "predicted", "iterations", "external_id"]  # fmt: skip
     frame = items.reindex(columns=cols).assign(study_id=study["id"])
@@ -42,17 +52,16 @@ def create_study(store: Store, study: dict[str, Any], items: pd.DataFrame) -> No
         con.register("new_items", frame)
         con.execute(f"INSERT INTO label_items SELECT {', '.join(cols)} FROM new_items")
         con.unregister("new_items")
-
-
-def add_judgements(store: Store, frame: pd.DataFrame) -> None:
-    """Insert judgements in bulk (imports): columns of the judgements table."""
-    cols = ["study_id", "item_id", "labeller", "answer", "raw", "position", "shown_at",
-            "answered_at", "seconds"]  # fmt: skip
-    frame = frame.reindex(columns=cols)
-    with store.write() as con:
-        con.register("new_judgements", frame)
-        con.execute(f"INSERT INTO judgements SELECT {', '.join(cols)} FROM new_judgements")
-        con.unregister("new_judgements")
+        if judgements is not None and len(judgements):
+            j = judgements.reindex(columns=JUDGEMENT_COLUMNS).assign(study_id=study["id"])
+            j["shown_at"] = pd.to_datetime(j["shown_at"])
+            j["seconds"] = j["seconds"].astype(float)
+            j["raw"] = j["raw"].astype(object)
+            con.register("new_judgements", j)
+            con.execute(
+                f"INSERT INTO judgements SELECT {', '.join(JUDGEMENT_COLUMNS)} FROM new_judgements"
+            )
+            con.unregister("new_judgements")
 
 
 def studies(store: Store) -> pd.DataFrame:

@@ -1,0 +1,103 @@
+"""Importing an external study: the common crowd-study CSV header, our verdicts, the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from engine import cli_labels
+from engine.cli import app
+from engine.errors import ConfigError
+from engine.label_import import ImportMapping, import_csv
+from engine.labelling import report
+from store import Store
+from store import labels as ls
+
+HEADER = (
+    "Image URL,ID,DATASET,TOOL,MUT_EXT,ITER,Expected,Predicted,ASS 1,ASS 2,Misclass Human 1,"
+    "Misclass Human 2,Valid Human 1,Valid Human 2,Validity?,Label Preservation?,"
+)  # the trailing comma: an empty last column, as spreadsheets export it
+ROWS = [
+    # url, id, dataset, tool, mut, iter, expected, predicted, ass1, ass2, validity?, pres?
+    ("u/1.png", "1", "MNIST", "VAE", "low", "12", "7", "1", "7", "7", "Yes", "Yes"),
+    ("u/2.png", "2", "MNIST", "VAE", "low", "30", "7", "9", "Not a Digit", "not a digit",
+     "No", "N/A"),
+    ("u/3.png", "3", "MNIST", "VAE", "low", "4", "7", "1", "7", "1", "Yes", "N/A"),
+    ("u/4.png", "4", "MNIST", "VAE", "high", "2", "3", "5", "3", "3", "Yes", "Yes"),
+    ("u/5.png", "5", "MNIST", "VAE", "high", "3", "3", "5", "5", "5", "Yes", "No"),
+    ("u/6.png", "6", "MNIST", "GAN", "high", "8", "2", "0", "2", "", "N/A", "N/A"),
+    ("u/7.png", "7", "MNIST", "GAN", "high", "5", "4", "9", "Not a Digit", "4", "N/A", "N/A"),
+    ("u/8.png", "8", "MNIST", "GAN", "high", "6", "8", "3", "8", "8", "No", "Yes"),
+]  # fmt: skip
+
+
+def write_csv(path: Path, rows=ROWS) -> Path:
+    lines = [HEADER]
+    for url, id_, ds, tool, mut, it, exp, pred, a1, a2, val, pres in rows:
+        lines.append(",".join([url, id_, ds, tool, mut, it, exp, pred, a1, a2, "", "", "", "",
+                               val, pres, ""]))  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_import_recomputes_verdicts_and_reports_per_generator_and_perturbation(tmp_path):
+    store = Store(tmp_path / "db.duckdb")
+    res = import_csv(store, write_csv(tmp_path / "study.csv"), "mnist")
+    assert (res.rows, res.judgements, res.empty_cells) == (8, 15, 1)
+    j = ls.judgements(store, res.study_id)
+    assert set(j["labeller"]) == {"ASS 1", "ASS 2"}
+    assert (j.loc[j["raw"].str.lower() == "not a digit", "answer"] == -1).all()
+    # Our rules say row 8 is valid (both name a class); the file says No: reported.
+    assert res.disagreements[["ID", "column"]].values.tolist() == [["8", "Validity?"]]
+    t = report(store, res.study_id).set_index(["generator", "preset"])
+    cols = ["n", "valid", "valid_pct", "preserved", "preserved_pct"]
+    assert t.loc[("VAE", "low"), cols].tolist() == pytest.approx([3, 2, 200 / 3, 1, 50])
+    assert t.loc[("VAE", "high"), cols].tolist() == pytest.approx([2, 2, 100, 1, 50])
+    # Row 6 has one empty answer: not complete, not counted.
+    assert t.loc[("GAN", "high"), cols].tolist() == pytest.approx([2, 1, 50, 1, 100])
+
+
+def test_cli_import_and_report(tmp_path, monkeypatch):
+    monkeypatch.setattr(cli_labels.console, "width", 200)  # a wide terminal: no cut cells
+    home = tmp_path / "home"
+    runner = CliRunner()
+    out = runner.invoke(app, ["labels", "import", str(write_csv(tmp_path / "s.csv")),
+                              "--dataset", "mnist", "--home", str(home)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "imported 8 images and 15 answers" in out.output
+    assert "1 verdicts in the file differ from ours" in out.output
+    out = runner.invoke(app, ["labels", "report", "--home", str(home)])
+    assert out.exit_code == 0, out.output
+    lines = [ln for ln in out.output.splitlines() if "VAE" in ln or "GAN" in ln]
+    cells = [[c.strip() for c in ln.split("│")[1:-1]] for ln in lines]
+    # generator, perturbation, n, valid #, valid %, CI, preserved #, preserved %, CI
+    assert [c[:5] + c[6:8] for c in cells] == [
+        ["GAN", "high", "2", "1", "50.0", "1", "100.0"],
+        ["VAE", "high", "2", "2", "100.0", "1", "50.0"],
+        ["VAE", "low", "3", "2", "66.7", "1", "50.0"],
+    ]
+    for c in cells:
+        lo, hi = map(float, c[5].split("-"))
+        assert lo <= float(c[4]) <= hi
+
+
+def test_unknown_answer_text_is_refused_with_the_row_and_nothing_is_written(tmp_path):
+    store = Store(tmp_path / "db.duckdb")
+    rows = [*ROWS[:2], ("u/9.png", "9", "MNIST", "DM", "low", "3", "1", "2", "blurry", "1",
+                        "", "")]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"data row 3 \(ID '9'\): answer 'blurry'.*--mapping"):
+        import_csv(store, write_csv(tmp_path / "bad.csv", rows), "mnist")
+    assert ls.studies(store).empty
+    mapping = ImportMapping(invalid_texts=["blurry"])
+    res = import_csv(store, write_csv(tmp_path / "bad.csv", rows), "mnist", mapping)
+    assert ls.judgements(store, res.study_id)["answer"].tolist().count(-1) == 3
+
+
+def test_missing_columns_are_named(tmp_path):
+    p = tmp_path / "x.csv"
+    pd.DataFrame({"a": [1]}).to_csv(p, index=False)
+    with pytest.raises(ConfigError, match=r"columns \['Image URL'.*the file has \['a'\]"):
+        import_csv(Store(), p, "mnist")
