@@ -12,6 +12,8 @@ nav = st.navigation([
     st.Page(PAGES / "new_campaign.py", title="New campaign", icon=":material/rocket_launch:"),
     st.Page(PAGES / "campaign.py", title="Campaign", icon=":material/monitoring:"),
     st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare:"),
+    st.Page(PAGES / "studies.py", title="Validity studies", icon=":material/fact_check:"),
+    st.Page(PAGES / "label.py", title="Label", icon=":material/label:"),
     st.Page(PAGES / "models.py", title="Models", icon=":material/model_training:"),
 ])  # fmt: skip
 nav.run()

@@ -1,9 +1,9 @@
 """Comparing campaigns in the ICST layout, with the significance marks of the paper.
 
 Best value per column in bold; values not significantly different from the best
-underlined. Tests, at alpha = 0.05: Fisher's exact test on the 2x2 counts for the two
-proportions (viable of seeds, misclassified of viable), two-sided Mann-Whitney U on the
-iterations to failure (fewer is better).
+underlined. Tests, at alpha = 0.05: Fisher's exact test on the 2x2 counts for the
+proportions (viable of seeds, misclassified of viable, valid of labelled, preserved of
+valid), two-sided Mann-Whitney U on the iterations to failure (fewer is better).
 """
 
 from __future__ import annotations
@@ -13,10 +13,14 @@ import json
 import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
 
+from engine.labelling import campaign_validity
 from store import Store, queries
 
 ALPHA = 0.05
-COLUMNS = {"viable_pct": "max", "misclassified_pct": "max", "mean_iterations": "min"}
+COLUMNS = {
+    "viable_pct": "max", "misclassified_pct": "max", "mean_iterations": "min",
+    "valid_pct": "max", "preserved_pct": "max",
+}  # fmt: skip
 
 
 def campaign_rows(store: Store, ids: list[str]) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
@@ -35,13 +39,22 @@ def campaign_rows(store: Store, ids: list[str]) -> tuple[pd.DataFrame, dict[str,
             "mean_iterations": it.mean() if len(it) else None,
             "std_iterations": it.std() if len(it) > 1 else None,
         })  # fmt: skip
-    return pd.DataFrame(rows), iterations
+    table = pd.DataFrame(rows)
+    # Human labels, where a validity study covers these campaigns' failing images.
+    labels = campaign_validity(store, ids)
+    table = table.merge(labels, on="campaign", how="left")
+    for c in ("labelled", "valid", "preserved"):
+        table[c] = table[c].fillna(0).astype(int)
+    return table, iterations
 
 
 def significance(table: pd.DataFrame, iterations: dict[str, pd.Series]) -> pd.DataFrame:
     """Per cell: 'best', 'tied' (not significantly different from the best) or ''."""
     marks = pd.DataFrame("", index=table.index, columns=list(COLUMNS))
-    counts = {"viable_pct": ("viable", "seeds"), "misclassified_pct": ("misclassified", "viable")}
+    counts = {
+        "viable_pct": ("viable", "seeds"), "misclassified_pct": ("misclassified", "viable"),
+        "valid_pct": ("valid", "labelled"), "preserved_pct": ("preserved", "valid"),
+    }  # fmt: skip
     for col, how in COLUMNS.items():
         vals = table[col].astype(float)
         if vals.notna().sum() == 0:
@@ -71,10 +84,15 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
         mark = marks.loc[i, col]
         return f"**{text}**" if mark == "best" else f"<u>{text}</u>" if mark == "tied" else text
 
+    def labelled(i: int, r: pd.Series, col: str, count: str) -> str:
+        if pd.isna(r[col]):
+            return "–"  # no validity study covers this campaign yet
+        return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
+
     lines = [
         "| campaign | generator | perturbation | % viable seeds | % misclassification (#) "
-        "| iterations, mean (std) |",
-        "|---|---|---|---|---|---|",
+        "| iterations, mean (std) | % validity (#) | % label preservation (#) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for i, r in table.iterrows():
         mis = "n/a" if pd.isna(r.misclassified_pct) else f"{r.misclassified_pct:.0f}"
@@ -84,7 +102,9 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
             f"| {r['name']} | {r.generator} | {r.preset} | "
             f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
             f"{cell(i, 'misclassified_pct', mis)} ({r.misclassified}) | "
-            f"{cell(i, 'mean_iterations', it)} ({sd}) |"
+            f"{cell(i, 'mean_iterations', it)} ({sd}) | "
+            f"{labelled(i, r, 'valid_pct', 'valid')} | "
+            f"{labelled(i, r, 'preserved_pct', 'preserved')} |"
         )
     return "\n".join(lines)
 

@@ -71,6 +71,7 @@ def list_cmd(home: HomeOpt = None) -> None:
         console.print("no study yet; `latentfuzz labels create` or `labels import` makes one")
         return
     t = Table("id", "name", "dataset", "source", "k", "rule", "items", "answers", "labellers")
+    t.columns[0].no_wrap = True
     for r in df.itertuples():
         t.add_row(r.id, str(r.name), r.dataset, r.source, str(r.k), r.rule, str(r.items),
                   str(r.answers), str(r.labellers))  # fmt: skip
@@ -127,6 +128,8 @@ def report_cmd(
         study = str(df.iloc[0]["id"])
     keys = tuple(c.strip() for c in by.split(","))
     table = report(store, study, keys)
+    if "kind" in table.columns and "kind" not in keys:
+        keys = ("kind", *keys)
     s, v, j = load(store, study)
     console.print(f"[bold]{study}[/] {s['name']}  rule {s['rule']}, k={s['k']}")
     headers = {"generator": "generator", "preset": "perturbation"}
@@ -138,17 +141,18 @@ def report_cmd(
             f"{_pct(r.valid_ci_low)}-{_pct(r.valid_ci_high)}", str(r.preserved),
             _pct(r.preserved_pct), f"{_pct(r.preserved_ci_low)}-{_pct(r.preserved_ci_high)}",
         )  # fmt: skip
-    console.print(t)
+    console.print(t if len(table) else "no image has all its answers yet")
     incomplete = v[~v["complete"] & v["kind"].ne("gold")]
     if len(incomplete):
         console.print(f"{len(incomplete)} images have fewer than {s['k']} answers and are not "
                       "counted")  # fmt: skip
     ag = agreement_table(j, v)
-    console.print(
-        "agreement: "
-        + ", ".join(f"{k} {v:.3f}" for k, v in ag.items() if k != "items" and v is not None)
-        + f" (over {ag['items']} images with two or more answers)"
-    )
+    if ag["items"]:
+        console.print(
+            "agreement: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in ag.items() if k != "items" and v is not None)
+            + f" (over {ag['items']} images with two or more answers)"
+        )
     lt = labeller_table(j, v)
     if lt["gold"].sum():
         for r in lt.itertuples():

@@ -180,8 +180,11 @@ def _ratio(arr: np.ndarray) -> float:
 
 def group_table(v: pd.DataFrame, by: list[str], seed: int, resamples: int) -> pd.DataFrame:
     """% validity (#) over all complete images and % preservation (#) over valid images,
-    each with a percentile bootstrap 95% CI, per group. Gold items are not in it."""
+    each with a percentile bootstrap 95% CI, per group. Gold items are not in it; seed
+    images, when the study has them, are a group of their own (kind), never mixed in."""
     v = v[v["complete"] & v["kind"].ne("gold")]
+    if "kind" not in by and v["kind"].nunique() > 1:
+        by = ["kind", *by]
     rows = []
     for key, g in v.groupby(by, dropna=False, sort=True):
         valid, pres = _yes(g["validity"]), _yes(g["preservation"])

@@ -282,3 +282,12 @@ def adjudicate(
             "INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?, ?, ?, ?)",
             [study_id, item_id, reviewer, int(value), note, _now()],
         )
+
+
+def release(store: Store, study_id: str, item_id: int, labeller: str) -> None:
+    """Give a skipped item's slot back, so that another labeller can take it now."""
+    with store.write() as con:
+        con.execute(
+            "DELETE FROM label_claims WHERE study_id = ? AND item_id = ? AND labeller = ?",
+            [study_id, item_id, labeller],
+        )

@@ -1,0 +1,138 @@
+"""Validity studies: create one from campaigns, follow it, settle disagreements, read the
+validity and label-preservation figures with their confidence intervals and agreement."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.components import load_image
+from dashboard.data import get_home, get_store
+from engine import labelling
+from engine.agreement import INVALID, sample_size
+from engine.datasets import get_dataset
+from engine.errors import ConfigError
+from store import labels as ls
+from store import queries
+
+store, home = get_store(), get_home()
+st.title("Validity studies")
+studies = ls.studies(store)
+tab_stats, tab_adj, tab_new = st.tabs(["Statistics", "Adjudication", "New study"])
+
+with tab_new:
+    campaigns = queries.list_campaigns(store)
+    campaigns = campaigns[(campaigns["status"] != "running") & (campaigns["misclassified"] > 0)]
+    if campaigns.empty:
+        st.info("No finished campaign with a misclassification yet.")
+    else:
+        names = dict(zip(campaigns["id"], campaigns["name"].fillna(campaigns["id"]), strict=True))
+        chosen = st.multiselect("Campaigns", list(names), default=list(names)[:1],
+                                format_func=lambda c: f"{names[c]} ({c})")  # fmt: skip
+        population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
+        planned = sample_size(population) if population else 0
+        st.caption(
+            f"{population} failing images; the planner proposes **{planned}** for a 95% "
+            "confidence level and a 5% margin of error (Cochran, finite-population correction)."
+        )
+        with st.form("new_study"):
+            a, b, c, d = st.columns(4)
+            name = a.text_input("Name", "")
+            sample = b.number_input("Images to label", 1, max(1, population), max(1, planned))
+            k = c.number_input("Labellers per image (k)", 1, 20, 2)
+            rule = d.selectbox("Verdict rule", ["icst", "majority"],
+                               help="majority vote needs k >= 3")  # fmt: skip
+            e, f, g = st.columns(3)
+            gold = e.slider(
+                "Gold items (real test images)", 0.0, 0.5, 0.1, 0.05,
+                help="share of the study; measures each labeller's accuracy",
+            )  # fmt: skip
+            seed_images = f.checkbox("Also show the seed images", False)
+            seed = g.number_input("Random seed", 0, 2**31 - 1, 0)
+            if st.form_submit_button("Create study", type="primary", disabled=not chosen):
+                try:
+                    cfg = labelling.StudyConfig(
+                        campaigns=chosen, name=name or None, k=k, rule=rule, sample=sample,
+                        seed_images=seed_images, gold_rate=gold, seed=seed,
+                    )  # fmt: skip
+                    sid = labelling.create_study(store, home, cfg)
+                except (ConfigError, ValueError) as err:
+                    st.error(str(err))
+                else:
+                    st.success(f"Created {sid}.")
+                    st.page_link("pages/label.py", label="Open the Label page",
+                                 query_params={"study": sid})  # fmt: skip
+
+if studies.empty:
+    tab_stats.info("No study yet: create one in the New study tab, or import one with "
+                   "`latentfuzz labels import FILE --dataset NAME`.")  # fmt: skip
+    st.stop()
+
+sid = st.sidebar.selectbox(
+    "Study", studies["id"], format_func=lambda i: studies.set_index("id").loc[i, "name"]
+)
+s, v, j = labelling.load(store, sid)
+ds = get_dataset(s["dataset"])
+
+with tab_stats:
+    p = ls.progress(store, sid)
+    a, b, c, d = st.columns(4)
+    a.metric("images", p["items"])
+    b.metric("answers", f"{p['done']} of {p['wanted']}")
+    c.metric("labellers", j["labeller"].nunique())
+    d.metric("undecided", len(labelling.undecided(v)))
+    st.caption(f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
+               f"{s['seed']}; validity over all images, preservation over valid ones")  # fmt: skip
+    fmt = {c: "{:.1f}" for c in ("valid_pct", "valid_ci_low", "valid_ci_high", "preserved_pct",
+                                  "preserved_ci_low", "preserved_ci_high")}  # fmt: skip
+    for title, by in (("By generator and perturbation", ["generator", "preset"]),
+                      ("By campaign", ["campaign_id"])):  # fmt: skip
+        st.subheader(title)
+        t = labelling.group_table(v, by, int(s["seed"]), int(s["resamples"]))
+        if t.empty:
+            st.info("No image has all its answers yet.")
+            break
+        st.dataframe(t.style.format(fmt, na_rep="–"), hide_index=True, width="stretch")
+    st.subheader("Agreement and labellers")
+    ag = labelling.agreement_table(j, v)
+    a, b, c = st.columns(3)
+    names = (("Cohen's kappa", "cohen_kappa"), ("Fleiss' kappa", "fleiss_kappa"),
+             ("Krippendorff's alpha", "krippendorff_alpha"))  # fmt: skip
+    for col, (label, k) in zip((a, b, c), names, strict=True):
+        col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
+    st.dataframe(labelling.labeller_table(j, v), hide_index=True, width="stretch")
+    a, b = st.columns(2)
+    a.download_button("Download raw judgements (CSV)",
+                      labelling.raw_export(store, sid).to_csv(index=False).encode(),
+                      f"{sid}-judgements.csv", "text/csv")  # fmt: skip
+    b.download_button("Download one row per image (CSV)",
+                      labelling.wide_export(store, sid).to_csv(index=False).encode(),
+                      f"{sid}-images.csv", "text/csv")  # fmt: skip
+
+with tab_adj:
+    queue = labelling.undecided(v)
+    if queue.empty:
+        st.success("No undecided image: nothing to settle.")
+    else:
+        reviewer = st.text_input("Reviewer", key="reviewer")
+        item = queue.iloc[0]
+        st.caption(f"{len(queue)} undecided images; the labellers' answers are kept as given.")
+        left, right = st.columns([1, 2])
+        img = load_image(home, item["image"], scale=8)
+        if img is not None:
+            left.image(img, width=224)
+        answers = ", ".join(labelling.answer_text(int(x), ds.class_names, ds.domain)
+                            for x in item["answers"])  # fmt: skip
+        right.markdown(f"Answers: **{answers}**. Which class is this?")
+        cols = right.columns(5)
+        for i, name in enumerate(ds.class_names):
+            if cols[i % 5].button(name, key=f"adj{i}", disabled=not reviewer):
+                ls.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
+                st.rerun()
+        if right.button(f"not a valid {ds.domain} image", key="adj_invalid", disabled=not reviewer):
+            ls.adjudicate(store, sid, int(item["item_id"]), reviewer, INVALID)
+            st.rerun()
+    settled = v[v["adjudicated"]]
+    if len(settled):
+        st.caption(f"{len(settled)} images settled by adjudication")
+        st.dataframe(pd.DataFrame(ls.adjudications(store, sid)), hide_index=True)

@@ -1,0 +1,150 @@
+"""AppTest of the Label page: keys and buttons record the right answer, undo, skip, blind."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from engine.agreement import INVALID, UNSURE
+from engine.config import parse_config
+from engine.labelling import StudyConfig, create_study
+from engine.runner import run_campaign
+from store import Store
+from store import labels as ls
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> tuple[Path, str, str]:
+    home = tmp_path_factory.mktemp("home")
+    cfg = parse_config({"seeds": 5, "seed": 1, "strategy_params": {"generations": 40}})
+    cid = run_campaign(cfg, home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))
+    return home, cid, sid
+
+
+@pytest.fixture
+def page(study, monkeypatch):
+    home, _, sid = study
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+
+    def open_as(labeller: str | None) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page("../pages/label.py")
+        at.query_params["study"] = sid
+        if labeller:
+            at.query_params["labeller"] = labeller
+        return at.run()
+
+    return open_as
+
+
+def shown(at: AppTest, home: Path, sid: str, who: str) -> int:
+    return at.session_state[f"label:{sid}:{who}"]["item"]
+
+
+def mine(home: Path, sid: str, who: str):
+    j = ls.judgements(Store(home / "latentfuzz.duckdb"), sid)
+    return j[j["labeller"] == who]
+
+
+def test_name_is_asked_once_then_images_come(page, study):
+    home, _, sid = study
+    at = page(None)
+    assert not at.exception
+    at.text_input[0].input("ann")
+    at.button[0].click().run()
+    assert at.query_params["labeller"] == "ann"  # in the URL: a reload resumes
+    assert at.subheader[0].value == "Which class is this?"
+    assert len(at.get("image")) == 1
+
+
+def test_every_answer_is_one_button_with_its_key(page):
+    at = page("bea")
+    labels = {b.key: (b.label, b.proto.shortcut) for b in at.button}
+    for i in range(10):
+        assert labels[f"class{i}"] == (str(i), str(i))
+    assert labels["invalid"] == ("not a valid digit image", "x")
+    assert labels["unsure"] == ("unsure", "u")
+    assert labels["undo"] == ("undo last answer", "backspace")
+    assert labels["skip"] == ("skip for now", "s")
+
+
+def test_buttons_record_the_right_answer_undo_and_skip(page, study):
+    home, _, sid = study
+    at = page("cy")
+    first = shown(at, home, sid, "cy")
+    at.button(key="class3").click().run()
+    assert mine(home, sid, "cy")[["item_id", "answer", "position"]].values.tolist() == [
+        [first, 3, 1]
+    ]
+    second = shown(at, home, sid, "cy")
+    assert second != first
+    at.button(key="invalid").click().run()
+    third = shown(at, home, sid, "cy")
+    at.button(key="unsure").click().run()
+    got = mine(home, sid, "cy").set_index("item_id")["answer"].to_dict()
+    assert got == {first: 3, second: INVALID, third: UNSURE}
+    assert (mine(home, sid, "cy")["seconds"] >= 0).all()
+    at.button(key="undo").click().run()
+    assert shown(at, home, sid, "cy") == third  # the undone image is back on screen
+    assert third not in set(mine(home, sid, "cy")["item_id"])
+    at.button(key="skip").click().run()
+    assert shown(at, home, sid, "cy") not in (first, second, third)
+    assert len(mine(home, sid, "cy")) == 2  # a skip is not an answer
+    assert at.metric[0].value == "2"
+
+
+def test_the_page_is_blind(page, study):
+    home, cid, sid = study
+    at = page("dee")
+    store = Store(home / "latentfuzz.duckdb")
+    item = ls.items(store, sid).set_index("item_id").loc[shown(at, home, sid, "dee")]
+    texts = [e.value for kind in ("title", "subheader", "markdown", "caption", "info",
+                                  "success", "warning", "error") for e in at.get(kind)]  # fmt: skip
+    texts += [b.label for b in at.button] + [m.label for m in at.metric]
+    page_text = " ".join(map(str, texts)).lower()
+    for hidden in (cid, sid, "vae", "gan", "campaign", "generator", "predict", "fitness",
+                   "expected", "iteration", "seed", "gold", str(item.image)):  # fmt: skip
+        assert hidden.lower() not in page_text, hidden
+    assert not at.dataframe and not at.get("vega_lite_chart")
+
+
+def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkeypatch):
+    home, cid, _ = study
+    store = Store(home / "latentfuzz.duckdb")
+    # A study of its own (the newest, so the page opens it), finished by two labellers.
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2, seed=5))
+    items = ls.items(store, sid).set_index("item_id")
+    for who in ("sta", "stb"):
+        ls.join(store, sid, who)
+        while (i := ls.next_item(store, sid, who)) is not None:
+            disagree = who == "stb" and i == items.index[0]
+            value = INVALID if disagree else int(items.loc[i, "expected"])
+            ls.answer(store, sid, i, who, value, datetime.now())
+    at = page(None)
+    at.switch_page("../pages/studies.py").run()
+    assert not at.exception
+    assert at.title[0].value == "Validity studies"
+    assert [m.label for m in at.metric][:4] == ["images", "answers", "labellers", "undecided"]
+    tables = at.dataframe
+    assert len(tables) >= 3  # by generator x perturbation, by campaign, labellers
+    by_campaign = tables[1].value
+    assert by_campaign["campaign_id"].tolist() == [cid]
+    assert {"Cohen's kappa", "Fleiss' kappa", "Krippendorff's alpha"} <= {
+        m.label for m in at.metric
+    }
+    queue_before = int(at.metric[3].value)
+    assert queue_before == 1  # stb called the first image invalid, sta named its class
+    at.text_input(key="reviewer").input("rev").run()
+    at.button(key="adj3").click().run()
+    assert not at.exception
+    assert len(ls.adjudications(store, sid)) == 1
+    assert int(at.metric[3].value) == queue_before - 1
