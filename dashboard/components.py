@@ -115,3 +115,27 @@ def gallery(
                     f"predicted **{class_names[int(r.final_pred)]}** after "
                     f"{int(r.iterations)} iterations ({verdict})"
                 )
+
+
+def study_table(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """A group_table (engine.labelling) in the paper's layout: % (#) with its 95% CI."""
+
+    def pct(v: float) -> str:
+        return "–" if pd.isna(v) else f"{v:.1f}"
+
+    names = {"generator": "generator", "preset": "perturbation", "campaign_id": "campaign"}
+    out = t[by].rename(columns=names)
+    out["images"] = t["n"]
+    out["% validity (#)"] = [f"{pct(p)} ({n})" for p, n in zip(t.valid_pct, t.valid, strict=True)]
+    out["validity 95% CI"] = [
+        f"{pct(lo)}–{pct(hi)}" for lo, hi in zip(t.valid_ci_low, t.valid_ci_high, strict=True)
+    ]
+    out["% label preservation (#)"] = [
+        f"{pct(p)} ({n})" for p, n in zip(t.preserved_pct, t.preserved, strict=True)
+    ]
+    out["preservation 95% CI"] = [
+        f"{pct(lo)}–{pct(hi)}"
+        for lo, hi in zip(t.preserved_ci_low, t.preserved_ci_high, strict=True)
+    ]
+    out["validity undecided"] = t["undecided_validity"]
+    return out

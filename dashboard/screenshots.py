@@ -1,6 +1,8 @@
 """Screenshots of every page for the docs: `python -m dashboard.screenshots [OUT_DIR]`.
 
-Seeds a scratch home with two small campaigns (VAE and GAN), serves the app on a free local port and
+Seeds a scratch home with two small campaigns (VAE and GAN) and a validity study of their
+failures whose answers are *simulated* (two made-up labellers, seeded: the expected class
+70%, "not a valid image" 20%, another class 10%), serves the app on a free local port and
 captures each page with Playwright driving Debian's Chromium (`make chromium` installs it).
 """
 
@@ -20,6 +22,33 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
 
+def simulated_study(home: Path) -> tuple[str, str]:
+    """A study of every campaign's failures, fully answered by two simulated labellers."""
+    from datetime import datetime
+
+    import numpy as np
+
+    from engine.agreement import INVALID
+    from engine.labelling import StudyConfig, create_study
+    from store import Store, queries
+    from store import labels as ls
+
+    store = Store(home / "latentfuzz.duckdb")
+    ids = queries.list_campaigns(store)["id"].tolist()
+    sid = create_study(store, home, StudyConfig(campaigns=ids, name="MNIST failures", k=2))
+    items = ls.items(store, sid).set_index("item_id")
+    rng = np.random.default_rng(0)
+    for who in ("labeller A", "labeller B"):
+        ls.join(store, sid, who)
+        while (i := ls.next_item(store, sid, who)) is not None:
+            expected, u = int(items.loc[i, "expected"]), rng.random()
+            other = (expected + 1 + int(rng.integers(9))) % 10
+            value = expected if u < 0.7 else INVALID if u < 0.9 else other
+            ls.answer(store, sid, i, who, value, datetime.now())
+    # A fresh study for the Label page's screenshot: nobody has answered it yet.
+    return sid, create_study(store, home, StudyConfig(campaigns=ids, name="to label", k=2))
+
+
 def main(out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -31,6 +60,7 @@ def main(out: Path) -> None:
     for gen in ("gan", "vae"):  # the VAE campaign last: the one the Campaign page shows
         cfg = {"seeds": 8, "seed": 1, "generator": gen, "name": f"MNIST {gen.upper()}, strong"}
         cid = run_campaign(parse_config(cfg), home).campaign_id
+    answered, sid = simulated_study(home)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -49,6 +79,8 @@ def main(out: Path) -> None:
                 ("new_campaign", "new_campaign"),
                 ("campaign", f"campaign?id={cid}"),
                 ("compare", "compare"),
+                ("studies", f"studies?study={answered}"),
+                ("label", f"label?study={sid}&labeller=you"),
                 ("models", "models"),
             ):
                 page.goto(f"http://127.0.0.1:{port}/{path}")

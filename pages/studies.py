@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.components import load_image
+from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from engine import labelling
 from engine.agreement import INVALID, sample_size
@@ -68,9 +68,12 @@ if studies.empty:
                    "`latentfuzz labels import FILE --dataset NAME`.")  # fmt: skip
     st.stop()
 
+ids = studies["id"].tolist()
+asked = st.query_params.get("study")
 sid = st.sidebar.selectbox(
-    "Study", studies["id"], format_func=lambda i: studies.set_index("id").loc[i, "name"]
-)
+    "Study", ids, index=ids.index(asked) if asked in ids else 0,
+    format_func=lambda i: studies.set_index("id").loc[i, "name"],
+)  # fmt: skip
 s, v, j = labelling.load(store, sid)
 ds = get_dataset(s["dataset"])
 
@@ -83,8 +86,6 @@ with tab_stats:
     d.metric("undecided", len(labelling.undecided(v)))
     st.caption(f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
                f"{s['seed']}; validity over all images, preservation over valid ones")  # fmt: skip
-    fmt = {c: "{:.1f}" for c in ("valid_pct", "valid_ci_low", "valid_ci_high", "preserved_pct",
-                                  "preserved_ci_low", "preserved_ci_high")}  # fmt: skip
     for title, by in (("By generator and perturbation", ["generator", "preset"]),
                       ("By campaign", ["campaign_id"])):  # fmt: skip
         st.subheader(title)
@@ -92,7 +93,7 @@ with tab_stats:
         if t.empty:
             st.info("No image has all its answers yet.")
             break
-        st.dataframe(t.style.format(fmt, na_rep="–"), hide_index=True, width="stretch")
+        st.dataframe(study_table(t, by), hide_index=True, width="stretch")
     st.subheader("Agreement and labellers")
     ag = labelling.agreement_table(j, v)
     a, b, c = st.columns(3)
@@ -100,7 +101,13 @@ with tab_stats:
              ("Krippendorff's alpha", "krippendorff_alpha"))  # fmt: skip
     for col, (label, k) in zip((a, b, c), names, strict=True):
         col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
-    st.dataframe(labelling.labeller_table(j, v), hide_index=True, width="stretch")
+    st.dataframe(
+        labelling.labeller_table(j, v).style.format(
+            {"gold_accuracy_pct": "{:.0f}", "median_seconds": "{:.1f}"}, na_rep="–"
+        ),
+        hide_index=True,
+        width="stretch",
+    )
     a, b = st.columns(2)
     a.download_button("Download raw judgements (CSV)",
                       labelling.raw_export(store, sid).to_csv(index=False).encode(),

@@ -105,3 +105,60 @@ def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
         assert page.locator(".vega-embed").count() >= 1  # convergence chart rendered
         page.screenshot(path=str(shots / "browser-campaign.png"), full_page=True)
         browser.close()
+
+
+def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_log: Path):
+    """Two browser contexts press answer keys at the same time; the store ends with every
+    answer once: no lost answer, no duplicate (item, labeller)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    from engine.config import parse_config
+    from engine.labelling import StudyConfig, create_study
+    from engine.runner import run_campaign
+    from store import labels as ls
+    from store.connection import Store
+
+    cfg = parse_config({"seeds": 4, "seed": 1, "strategy_params": {"generations": 40}})
+    cid = run_campaign(cfg, home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))
+    n = len(ls.items(store, sid))
+    keys = {"ann": "3", "bob": "X"}
+    shots = REPO / "test-artifacts"
+    shots.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        pages = {}
+        for who in keys:
+            page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+            page.goto(f"{server}/label?study={sid}&labeller={who}")
+            page.get_by_text("Which class is this?").wait_for(timeout=60_000)
+            pages[who] = page
+        pages["ann"].screenshot(path=str(shots / "browser-label.png"))
+        try:
+            for step in range(1, n + 1):
+                for who, key in keys.items():  # both presses land before either page updates
+                    pages[who].keyboard.press(key)
+                for page in pages.values():
+                    page.wait_for_function(
+                        "n => document.querySelector('[data-testid=stMetricValue]')"
+                        "?.innerText.trim() === String(n)",
+                        arg=step,
+                        timeout=30_000,
+                    )
+            for page in pages.values():
+                page.get_by_text("Nothing left for you").wait_for(timeout=30_000)
+        except PlaywrightTimeout as e:
+            raise AssertionError(
+                f"{e}{diagnose(pages['ann'], shots, 'label', server_log, home)}"
+            ) from e
+        browser.close()
+    j = ls.judgements(store, sid)
+    assert len(j) == 2 * n
+    assert not j.duplicated(["item_id", "labeller"]).any()
+    for who, key in keys.items():
+        mine = j[j["labeller"] == who]
+        assert sorted(mine["item_id"]) == list(range(n))
+        assert set(mine["answer"]) == {3 if key == "3" else -1}
+        assert sorted(mine["position"]) == list(range(1, n + 1))

@@ -120,7 +120,7 @@ def test_the_page_is_blind(page, study):
 def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkeypatch):
     home, cid, _ = study
     store = Store(home / "latentfuzz.duckdb")
-    # A study of its own (the newest, so the page opens it), finished by two labellers.
+    # A study of its own, finished by two labellers.
     sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2, seed=5))
     items = ls.items(store, sid).set_index("item_id")
     for who in ("sta", "stb"):
@@ -130,14 +130,16 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
             value = INVALID if disagree else int(items.loc[i, "expected"])
             ls.answer(store, sid, i, who, value, datetime.now())
     at = page(None)
-    at.switch_page("../pages/studies.py").run()
+    at.switch_page("../pages/studies.py")
+    at.query_params["study"] = sid
+    at.run()
     assert not at.exception
     assert at.title[0].value == "Validity studies"
     assert [m.label for m in at.metric][:4] == ["images", "answers", "labellers", "undecided"]
     tables = at.dataframe
     assert len(tables) >= 3  # by generator x perturbation, by campaign, labellers
     by_campaign = tables[1].value
-    assert by_campaign["campaign_id"].tolist() == [cid]
+    assert by_campaign["campaign"].tolist() == [cid]
     assert {"Cohen's kappa", "Fleiss' kappa", "Krippendorff's alpha"} <= {
         m.label for m in at.metric
     }
