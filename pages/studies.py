@@ -60,7 +60,7 @@ with tab_new:
                     st.error(str(err))
                 else:
                     st.success(f"Created {sid}.")
-                    st.page_link("pages/label.py", label="Open the Label page",
+                    st.page_link("../pages/label.py", label="Open the Label page",
                                  query_params={"study": sid})  # fmt: skip
 
 if studies.empty:

@@ -150,3 +150,19 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     assert not at.exception
     assert len(ls.adjudications(store, sid)) == 1
     assert int(at.metric[3].value) == queue_before - 1
+
+
+def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
+    home, cid, _ = study
+    store = Store(home / "latentfuzz.duckdb")
+    before = set(ls.studies(store)["id"])
+    at = page(None)
+    at.switch_page("../pages/studies.py").run()
+    assert "the planner proposes" in " ".join(c.value for c in at.caption)
+    at.number_input[1].set_value(3)  # labellers per image
+    at.button[0].click().run()  # Create study
+    assert not at.exception
+    new = ls.studies(store)
+    created = new[~new["id"].isin(before)]
+    assert len(created) == 1 and int(created["k"].iloc[0]) == 3
+    assert any("Created" in s.value for s in at.success)
