@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from engine.cli_common import HomeOpt, console, err, fmt
+from engine.cli_common import open_store as _store
 from engine.cli_labels import labels_app
 from engine.errors import LatentfuzzError
-from engine.home import ENV_VAR, db_path, resolve_home
+from engine.home import resolve_home
 
 app = typer.Typer(
     add_completion=False,
@@ -24,28 +25,6 @@ app = typer.Typer(
 train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
 app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
-console = Console()
-err = Console(stderr=True)
-
-HomeOpt = Annotated[
-    Path | None,
-    typer.Option("--home", help=f"data directory [default: ${ENV_VAR} or ~/.latentfuzz]"),
-]
-
-
-def _store(home: Path | None):
-    from store import Store
-
-    return Store(db_path(resolve_home(home)))
-
-
-def fmt(v: Any, spec: str = "") -> str:
-    """A table cell: empty for missing values (None, NaN, pandas NA)."""
-    import pandas as pd
-
-    if v is None or pd.isna(v):
-        return ""
-    return format(int(v), "d") if spec == "d" else format(v, spec)
 
 
 def status_line(s: dict[str, Any]) -> str:

@@ -6,26 +6,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from engine.cli_common import HomeOpt, console, fmt
+from engine.cli_common import open_store as _store
 from engine.errors import LatentfuzzError
-from engine.home import db_path, resolve_home
+from engine.home import resolve_home
 
 labels_app = typer.Typer(no_args_is_help=True, help="Validity studies: human labels.")
-console = Console()
-
-HomeOpt = Annotated[Path | None, typer.Option("--home", help="data directory")]
-
-
-def _store(home: Path | None):
-    from store import Store
-
-    return Store(db_path(resolve_home(home)))
 
 
 def _pct(v: float) -> str:
-    return "n/a" if v != v else f"{v:.1f}"  # NaN when nothing to divide by
+    return fmt(v, ".1f") or "n/a"  # NaN when there is nothing to divide by
 
 
 @labels_app.command("create")

@@ -113,6 +113,7 @@ def import_csv(
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    # A trailing comma in the header gives an unnamed, empty column: drop it.
     df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
     needed = [m.image, m.id, m.generator, m.perturbation, m.expected, *m.assessors]
     missing = [c for c in needed if c not in df.columns]
@@ -121,28 +122,35 @@ def import_csv(
             f"{path}: columns {missing} not found; the file has {list(df.columns)}. "
             "Pass a mapping file (--mapping) naming the right columns."
         )
-    df = df[df.drop(columns=[c for c in df.columns if c.startswith("Unnamed:")]).ne("").any(axis=1)]
+    df = df[df.ne("").any(axis=1)]  # blank lines at the end of a spreadsheet export
     if df.empty:
         raise ConfigError(f"{path} has a header but no rows")
 
-    def optional_int(col: str | None, r: pd.Series) -> int | None:
-        if col is None or col not in df.columns or str(r[col]).strip() == "":
+    def cell(col: str | None, r: pd.Series) -> str | None:
+        """The trimmed text of an optional column; None when absent or empty."""
+        if col is None or col not in df.columns or not r[col].strip():
             return None
-        return parse_answer(r[col], ds.class_names, m) if col in (m.expected, m.predicted) \
-            else int(float(r[col]))  # fmt: skip
+        return r[col].strip()
+
+    def label(col: str | None, r: pd.Series) -> int | None:
+        return parse_answer(cell(col, r), ds.class_names, m)
+
+    def number(col: str | None, r: pd.Series) -> int | None:
+        text = cell(col, r)
+        return None if text is None else int(float(text))
 
     items, judged, empty = [], [], 0
     now = datetime.now()
     for item_id, (line, r) in enumerate(df.iterrows()):
         try:
-            expected = optional_int(m.expected, r)
+            expected = label(m.expected, r)
             if expected is None or expected < 0:
                 raise ConfigError(f"expected label {r[m.expected]!r} is not a class")
             items.append({
                 "item_id": item_id, "kind": "imported", "generator": r[m.generator].strip(),
                 "preset": r[m.perturbation].strip(), "image": r[m.image].strip(),
-                "expected": expected, "predicted": optional_int(m.predicted, r),
-                "iterations": optional_int(m.iteration, r), "external_id": r[m.id].strip(),
+                "expected": expected, "predicted": label(m.predicted, r),
+                "iterations": number(m.iteration, r), "external_id": r[m.id].strip(),
             })  # fmt: skip
             for pos, col in enumerate(m.assessors):
                 a = parse_answer(r[col], ds.class_names, m)

@@ -25,8 +25,6 @@ from engine.images import to_pil, to_uint8
 from store import Store, queries
 from store import labels as label_store
 
-KINDS = ("result", "seed", "gold")
-
 
 class StudyConfig(BaseModel, frozen=True):
     """What a study shows and how its judgements are combined."""
@@ -72,18 +70,17 @@ def failing_seeds(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
 
 def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
     """Draw the study's images, write its gold images and store it; returns its id."""
-    datasets = {queries.campaign(store, c)["dataset"] for c in cfg.campaigns
-                if queries.campaign(store, c) is not None}  # fmt: skip
     pool = failing_seeds(store, cfg.campaigns)
-    if len(datasets) > 1:
-        raise ConfigError(
-            f"a study shows images of one dataset; these campaigns use {sorted(datasets)}. "
-            "Create one study per dataset."
-        )
     if pool.empty:
         raise ConfigError(
             f"campaigns {cfg.campaigns} have no misclassified seed with a result image: "
             "nothing to label. Run a campaign that finds failures first."
+        )
+    datasets = set(pool["dataset"])
+    if len(datasets) > 1:
+        raise ConfigError(
+            f"a study shows images of one dataset; these campaigns use {sorted(datasets)}. "
+            "Create one study per dataset."
         )
     rng = np.random.default_rng(cfg.seed)
     if cfg.sample is not None and cfg.sample < len(pool):
@@ -130,11 +127,14 @@ def verdicts(
 ) -> pd.DataFrame:
     """One row per item: its answers, whether it is complete (k answers), validity and
     preservation (True / False / None = undecided), and whether an adjudication settled it."""
-    answers = judgements.groupby("item_id")["answer"].apply(list) if len(judgements) else {}
-    settled = adjudications.set_index("item_id")["answer"] if len(adjudications) else {}
+    answers = (
+        judgements.groupby("item_id")["answer"].apply(list).to_dict() if len(judgements) else {}
+    )
+    settled = dict(zip(adjudications["item_id"], adjudications["answer"], strict=True)) \
+        if len(adjudications) else {}  # fmt: skip
     out = []
     for it in items.itertuples():
-        a = list(answers.get(it.item_id, [])) if len(answers) else []
+        a = answers.get(it.item_id, [])
         complete = len(a) >= k
         valid = pres = None
         if complete:

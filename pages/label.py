@@ -103,8 +103,7 @@ if state["item"] is None:
     st.stop()
 
 ds = get_dataset(study["dataset"])
-items = ls.items(store, sid).set_index("item_id")
-img = load_image(home, items.loc[state["item"], "image"], scale=10)
+img = load_image(home, ls.item_image(store, sid, state["item"]), scale=10)
 left, right = st.columns([2, 3])
 with left:
     if img is None:

@@ -25,6 +25,13 @@ def _now() -> datetime:
     return datetime.now()
 
 
+def _drop_claim(con, study_id: str, item_id: int, labeller: str) -> None:
+    con.execute(
+        "DELETE FROM label_claims WHERE study_id = ? AND item_id = ? AND labeller = ?",
+        [study_id, item_id, labeller],
+    )
+
+
 JUDGEMENT_COLUMNS = ["study_id", "item_id", "labeller", "answer", "raw", "position",
                      "shown_at", "answered_at", "seconds"]  # fmt: skip
 
@@ -89,6 +96,14 @@ def study(store: Store, study_id: str) -> dict[str, Any] | None:
 
 def items(store: Store, study_id: str) -> pd.DataFrame:
     return store.query("SELECT * FROM label_items WHERE study_id = ? ORDER BY item_id", [study_id])
+
+
+def item_image(store: Store, study_id: str, item_id: int) -> str | None:
+    """The image path of one item: all the Label page may know about it."""
+    df = store.query(
+        "SELECT image FROM label_items WHERE study_id = ? AND item_id = ?", [study_id, item_id]
+    )
+    return None if df.empty else df["image"].iloc[0]
 
 
 def judgements(store: Store, study_id: str | None = None) -> pd.DataFrame:
@@ -224,10 +239,7 @@ def answer(
                 [study_id, item_id, labeller, int(value), raw, position, shown_at, answered,
                  (answered - shown_at).total_seconds()],
             )  # fmt: skip
-        con.execute(
-            "DELETE FROM label_claims WHERE study_id = ? AND item_id = ? AND labeller = ?",
-            [study_id, item_id, labeller],
-        )
+        _drop_claim(con, study_id, item_id, labeller)
         return not done
 
 
@@ -287,7 +299,4 @@ def adjudicate(
 def release(store: Store, study_id: str, item_id: int, labeller: str) -> None:
     """Give a skipped item's slot back, so that another labeller can take it now."""
     with store.write() as con:
-        con.execute(
-            "DELETE FROM label_claims WHERE study_id = ? AND item_id = ? AND labeller = ?",
-            [study_id, item_id, labeller],
-        )
+        _drop_claim(con, study_id, item_id, labeller)

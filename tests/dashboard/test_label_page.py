@@ -46,7 +46,7 @@ def page(study, monkeypatch):
     return open_as
 
 
-def shown(at: AppTest, home: Path, sid: str, who: str) -> int:
+def shown(at: AppTest, sid: str, who: str) -> int:
     return at.session_state[f"label:{sid}:{who}"]["item"]
 
 
@@ -80,24 +80,24 @@ def test_every_answer_is_one_button_with_its_key(page):
 def test_buttons_record_the_right_answer_undo_and_skip(page, study):
     home, _, sid = study
     at = page("cy")
-    first = shown(at, home, sid, "cy")
+    first = shown(at, sid, "cy")
     at.button(key="class3").click().run()
     assert mine(home, sid, "cy")[["item_id", "answer", "position"]].values.tolist() == [
         [first, 3, 1]
     ]
-    second = shown(at, home, sid, "cy")
+    second = shown(at, sid, "cy")
     assert second != first
     at.button(key="invalid").click().run()
-    third = shown(at, home, sid, "cy")
+    third = shown(at, sid, "cy")
     at.button(key="unsure").click().run()
     got = mine(home, sid, "cy").set_index("item_id")["answer"].to_dict()
     assert got == {first: 3, second: INVALID, third: UNSURE}
     assert (mine(home, sid, "cy")["seconds"] >= 0).all()
     at.button(key="undo").click().run()
-    assert shown(at, home, sid, "cy") == third  # the undone image is back on screen
+    assert shown(at, sid, "cy") == third  # the undone image is back on screen
     assert third not in set(mine(home, sid, "cy")["item_id"])
     at.button(key="skip").click().run()
-    assert shown(at, home, sid, "cy") not in (first, second, third)
+    assert shown(at, sid, "cy") not in (first, second, third)
     assert len(mine(home, sid, "cy")) == 2  # a skip is not an answer
     assert at.metric[0].value == "2"
 
@@ -106,7 +106,7 @@ def test_the_page_is_blind(page, study):
     home, cid, sid = study
     at = page("dee")
     store = Store(home / "latentfuzz.duckdb")
-    item = ls.items(store, sid).set_index("item_id").loc[shown(at, home, sid, "dee")]
+    item = ls.items(store, sid).set_index("item_id").loc[shown(at, sid, "dee")]
     texts = [e.value for kind in ("title", "subheader", "markdown", "caption", "info",
                                   "success", "warning", "error") for e in at.get(kind)]  # fmt: skip
     texts += [b.label for b in at.button] + [m.label for m in at.metric]
