@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from store.connection import Store
+from store.queries import row_by_id
 
 #: A claim (an item shown to a labeller and not yet answered) holds its slot this long.
 CLAIM_SECONDS = 600
@@ -86,12 +87,8 @@ def studies(store: Store) -> pd.DataFrame:
 
 
 def study(store: Store, study_id: str) -> dict[str, Any] | None:
-    df = store.query("SELECT * FROM label_studies WHERE id = ?", [study_id])
-    if df.empty:
-        return None
-    row = df.iloc[0].to_dict()
-    row["config"] = json.loads(row["config"])
-    return row
+    """The study row with its config parsed, or None."""
+    return row_by_id(store, "label_studies", study_id, ("config",))
 
 
 def items(store: Store, study_id: str) -> pd.DataFrame:

@@ -43,15 +43,20 @@ def list_campaigns(store: Store) -> pd.DataFrame:
     )
 
 
-def campaign(store: Store, campaign_id: str) -> dict[str, Any] | None:
-    """The campaign row with config and environment parsed, or None."""
-    df = store.query("SELECT * FROM campaigns WHERE id = ?", [campaign_id])
+def row_by_id(store: Store, table: str, key: str, json_cols: tuple[str, ...]):
+    """One row of `table` by its id as a dict, its JSON columns parsed; None if absent."""
+    df = store.query(f"SELECT * FROM {table} WHERE id = ?", [key])
     if df.empty:
         return None
     row = df.iloc[0].to_dict()
-    row["config"] = json.loads(row["config"])
-    row["environment"] = json.loads(row["environment"])
+    for c in json_cols:
+        row[c] = json.loads(row[c])
     return row
+
+
+def campaign(store: Store, campaign_id: str) -> dict[str, Any] | None:
+    """The campaign row with config and environment parsed, or None."""
+    return row_by_id(store, "campaigns", campaign_id, ("config", "environment"))
 
 
 def summary(store: Store, campaign_id: str) -> dict[str, Any]:
