@@ -22,6 +22,10 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
 
+# Streamlit marks its root with the script state; "notRunning" once a run has finished.
+IDLE = "document.querySelector('[data-testid=stApp]')?.dataset.testScriptState === 'notRunning'"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -138,6 +142,8 @@ def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_l
         pages["ann"].screenshot(path=str(shots / "browser-label.png"))
         try:
             for step in range(1, n + 1):
+                for page in pages.values():  # a labeller answers once the page is idle
+                    page.wait_for_function(IDLE, timeout=60_000)
                 for who, key in keys.items():  # both presses land before either page updates
                     pages[who].keyboard.press(key)
                 for page in pages.values():
@@ -145,7 +151,7 @@ def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_l
                         "n => document.querySelector('[data-testid=stMetricValue]')"
                         "?.innerText.trim() === String(n)",
                         arg=step,
-                        timeout=30_000,
+                        timeout=60_000,
                     )
             for page in pages.values():
                 page.get_by_text("Nothing left for you").wait_for(timeout=30_000)
