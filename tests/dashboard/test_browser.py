@@ -107,6 +107,7 @@ def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
         except (PlaywrightTimeout, AssertionError) as e:
             raise AssertionError(f"{e}{diagnose(page, shots, 'campaign', server_log, home)}") from e
         assert page.locator(".vega-embed").count() >= 1  # convergence chart rendered
+        page.wait_for_function(IDLE, timeout=60_000)  # the run has finished painting
         page.screenshot(path=str(shots / "browser-campaign.png"), full_page=True)
         browser.close()
 
