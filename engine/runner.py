@@ -278,6 +278,9 @@ class Campaign:
         self.seed_latents = seeds.latents[self.active]
         self.best_so_far = torch.full((self.n_viable,), float("inf"))
         self.evals = torch.zeros(self.n_viable, dtype=torch.long)
+        # Generation of each seed's first failure (0: none yet); ICST's "iterations" is
+        # 1-based, and a seed searched on past its failure still reports the first one.
+        self.first_failure = torch.zeros(self.n_viable, dtype=torch.long)
         return self.n_viable > 0
 
     def evaluate_generation(self, g: int, last: bool) -> Generation:
@@ -299,6 +302,7 @@ class Campaign:
         improved = best_fit < self.best_so_far
         self.best_so_far = torch.minimum(self.best_so_far, best_fit)
         failed = failing.any(1)
+        self.first_failure = torch.where((self.first_failure == 0) & failed, g, self.first_failure)
         # A failed seed's result is its best failing individual; otherwise its best.
         result = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
         done = (failed & self.stop_at_failure) | last
@@ -355,7 +359,8 @@ class Campaign:
         distance = (gen.pop[d, slot] - self.seed_latents[d].flatten(1)).norm(dim=1)
         self.writer.update_seeds(
             seed_idx=seed_idx.numpy(), status=np.where(gen.failed[d].numpy(), "failed", "survived"),
-            misclassified=gen.failed[d].numpy(), iterations=gen.g,
+            misclassified=gen.failed[d].numpy(),
+            iterations=torch.where(self.first_failure[d] > 0, self.first_failure[d], gen.g).numpy(),
             evaluations=self.evals[d].numpy(), final_pred=logits.argmax(1).numpy(),
             final_fitness=gen.scores[d, slot].numpy(), final_top1=probs[:, 0].numpy(),
             final_top2=probs[:, 1].numpy(), latent_distance=distance.numpy(),
@@ -370,6 +375,7 @@ class Campaign:
         self.strategy.keep(keep)
         self.active, self.best_so_far = self.active[keep], self.best_so_far[keep]
         self.evals, self.seed_latents = self.evals[keep], self.seed_latents[keep]
+        self.first_failure = self.first_failure[keep]
 
     def images_of(self, gen: Generation, want: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """uint8 images (S, C, H, W) of population slot want[i] where mask[i] (else zeros).

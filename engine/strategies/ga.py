@@ -4,15 +4,19 @@ Per seed: a population of P latents around the seed; each generation keeps the b
 lowest-fitness individuals (elitism) and breeds P - best_left children from two distinct
 elite parents by single-point crossover over the flattened latent, then Gaussian mutation
 of the current step on genes that differ from the seed, clamped to the latent bounds.
-The step doubles (up to max_step) while the best fitness stays the same and returns to the
-chosen step when it changes.
+The step doubles (up to max_step) while the best fitness stays the same and is reset when
+it changes: to the *initial* step (2 x step) as in the study's code (``reset_to="initial"``,
+the default of the low and high presets, so they reproduce GIFTbench), or to the step
+itself (``reset_to="step"``, the default of strong and custom).
 
-Fixed relative to GIFTbench: the chosen step is used from the first generation; doubling
-is capped; best_left >= population is rejected; crossover cuts the flattened latent, so it
-also works for latents with a singleton dimension.
+Fixed relative to GIFTbench: doubling is capped; best_left >= population is rejected;
+crossover cuts the flattened latent, so it also works for latents with a singleton
+dimension. tests/engine/test_fidelity.py holds one test per GIFTbench rule.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import torch
 from pydantic import Field, model_validator
@@ -23,6 +27,10 @@ from engine.strategies.base import STRATEGIES, SearchSpace, Strategy, StrategyPa
 #: strong is the practitioner's default: it finds failures for most seeds of every bundled
 #: generator within 250 generations (README, "Effectiveness study").
 PRESETS: dict[str, float] = {"low": 1e-4, "high": 1e-3, "strong": 1e-2}
+#: Where the step returns when the best fitness changes, per preset. GIFTbench resets to
+#: its initial step (2 x step), so its effective mutation step is twice the preset's.
+RESET_DEFAULTS: dict[str, str] = {"low": "initial", "high": "initial", "strong": "step",
+                                  "custom": "step"}  # fmt: skip
 
 
 class GAParams(StrategyParams):
@@ -35,6 +43,11 @@ class GAParams(StrategyParams):
     step: float | None = Field(None, gt=0, description="mutation step when perturbation=custom")
     init_step: float | None = Field(None, gt=0, description="initial spread; default 2 x step")
     max_step: float | None = Field(None, gt=0, description="cap on doubling; default latent range")
+    reset_to: Literal["initial", "step"] | None = Field(
+        None,
+        description="step after the best fitness changes: 'initial' (2 x step, GIFTbench) or "
+        "'step'; default initial for low/high, step for strong/custom",
+    )
     stop_at_failure: bool = Field(True, description="stop a seed at its first failure")
 
     @model_validator(mode="after")
@@ -59,12 +72,19 @@ class GAParams(StrategyParams):
         return self
 
 
+def reset_rule(p: GAParams) -> str:
+    """The reset rule in force: the explicit one, else the preset's default."""
+    return p.reset_to or RESET_DEFAULTS[p.perturbation]
+
+
 def resolve_step(p: GAParams, space: SearchSpace) -> tuple[float, float, float]:
-    """(step, init_step, max_step) in latent units."""
+    """(reset step, init_step, max_step) in latent units: the step the search returns to
+    whenever the best fitness changes, the initial population's spread, and the cap."""
     step = p.step if p.perturbation == "custom" else space.range * PRESETS[p.perturbation]
     init = p.init_step if p.init_step is not None else 2.0 * step
-    cap = p.max_step if p.max_step is not None else max(space.range, step)
-    return float(step), float(init), float(cap)
+    reset = init if reset_rule(p) == "initial" else step
+    cap = p.max_step if p.max_step is not None else max(space.range, reset)
+    return float(reset), float(init), float(cap)
 
 
 # Pure operators, each testable alone. Shapes: S seeds, E elites, C children, D genes.
@@ -91,13 +111,11 @@ def take(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
 def crossover(p1: torch.Tensor, p2: torch.Tensor, rng: torch.Generator) -> torch.Tensor:
     """Single-point crossover over flattened genes: (S, C, D) x2 -> (S, C, D).
 
-    The cut c is uniform in [1, D-1], so each child takes genes [0, c) from p1 and
-    [c, D) from p2, and always gets at least one gene from each parent.
+    The cut c is uniform in [0, D-1], as GIFTbench's ``np.random.choice(D)``: the child
+    takes genes [0, c) from p1 and [c, D) from p2 (c = 0 copies p2).
     """
     s, c, d = p1.shape
-    if d < 2:
-        return p1.clone()
-    cut = torch.randint(1, d, (s, c, 1), generator=rng).to(p1.device)
+    cut = torch.randint(0, d, (s, c, 1), generator=rng).to(p1.device)
     genes = torch.arange(d, device=p1.device)
     return torch.where(genes < cut, p1, p2)
 
