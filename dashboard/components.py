@@ -10,19 +10,28 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
+from store import queries
+
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
 
 
 def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
     """GIFTbench's status bar, each counter named for what it counts."""
-    a, b, c = st.columns(3)
+    a, b, c, d = st.columns(4)
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
     b.metric(
         "misclassified", f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)")
     )
-    mi = summary.get("mean_iterations")
-    c.metric("mean iterations to failure", "–" if mi is None else f"{mi:.1f}")
+    icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
+    c.metric(
+        "iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=queries.ICST_ITERATIONS
+    )
+    d.metric(
+        "iterations to failure",
+        "–" if fail is None else f"{fail:.1f}",
+        help=queries.FAILURE_ITERATIONS,
+    )
 
 
 def convergence_frame(gens: pd.DataFrame) -> pd.DataFrame:
@@ -127,15 +136,10 @@ def study_table(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     out = t[by].rename(columns=names)
     out["images"] = t["n"]
     out["% validity (#)"] = [f"{pct(p)} ({n})" for p, n in zip(t.valid_pct, t.valid, strict=True)]
-    out["validity 95% CI"] = [
-        f"{pct(lo)}–{pct(hi)}" for lo, hi in zip(t.valid_ci_low, t.valid_ci_high, strict=True)
-    ]
+    out["validity 95% CI"] = t["valid_ci"]
     out["% label preservation (#)"] = [
         f"{pct(p)} ({n})" for p, n in zip(t.preserved_pct, t.preserved, strict=True)
     ]
-    out["preservation 95% CI"] = [
-        f"{pct(lo)}–{pct(hi)}"
-        for lo, hi in zip(t.preserved_ci_low, t.preserved_ci_high, strict=True)
-    ]
+    out["preservation 95% CI"] = t["preserved_ci"]
     out["validity undecided"] = t["undecided_validity"]
     return out

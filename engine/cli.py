@@ -29,11 +29,15 @@ app.add_typer(labels_app, name="labels")
 
 def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
+    from store import queries
+
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
-    mi = "n/a" if s.get("mean_iterations") is None else f"{s['mean_iterations']:.1f}"
+    icst = "n/a" if s.get("iterations_icst") is None else f"{s['iterations_icst']:.1f}"
+    fail = "n/a" if s.get("iterations_to_failure") is None else f"{s['iterations_to_failure']:.1f}"
     return (
         f"viable seeds {s['viable']} of {s['seeds_total']}, misclassified {s['misclassified']} "
-        f"({pct} of viable), mean iterations to failure {mi}"
+        f"({pct} of viable), {queries.ICST_ITERATIONS} {icst}, "
+        f"{queries.FAILURE_ITERATIONS} {fail}"
     )
 
 
@@ -160,7 +164,8 @@ def campaigns(home: HomeOpt = None) -> None:
         "preset",
         "viable",
         "misclassified",
-        "mean iter",
+        "iterations (ICST)",
+        "iter. to failure",
         "created",
     )
     t.columns[0].no_wrap = True
@@ -175,7 +180,8 @@ def campaigns(home: HomeOpt = None) -> None:
             fmt(r.preset),
             f"{r.viable}/{r.n_seeds}",
             f"{r.misclassified}" + (f" ({pct}%)" if pct else ""),
-            fmt(r.mean_iterations, ".1f"),
+            fmt(r.iterations_icst, ".1f"),
+            fmt(r.iterations_to_failure, ".1f"),
             str(r.created_at)[:19],
         )
     console.print(t)
@@ -328,7 +334,8 @@ def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> T
         "perturbation",
         "% viable seeds",
         "% misclassification (#)",
-        "iterations to failure, mean (std)",
+        "iterations, mean (std): viable seeds, survivors at budget",
+        "iterations to failure, mean (std): failing seeds",
         title=f"{study_id}: {seeds} seeds per cell, {generations} generations, seed {seed}",
     )
     for r in df.itertuples():
@@ -337,7 +344,10 @@ def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> T
             str(r.preset),
             f"{r.viable_pct:.0f}",
             f"{fmt(r.misclassified_pct, '.0f') or 'n/a'} ({r.misclassified})",
-            f"{fmt(r.mean_iterations, '.1f') or 'n/a'} ({fmt(r.std_iterations, '.1f') or '-'})",
+            f"{fmt(r.iterations_icst, '.1f') or 'n/a'} "
+            f"({fmt(r.iterations_icst_std, '.1f') or '-'})",
+            f"{fmt(r.iterations_to_failure, '.1f') or 'n/a'} "
+            f"({fmt(r.iterations_to_failure_std, '.1f') or '-'})",
         )
     return t
 

@@ -30,14 +30,18 @@ view = df.assign(
     duration_s=df["wall_seconds"].round(1),
     viable_seeds=df["viable"].astype(str) + " of " + df["n_seeds"].astype(str),
 )[["open", "name", "status", "dataset", "generator", "classifier", "strategy", "preset",
-   "viable_seeds", "misclassified", "misclassified_pct", "mean_iterations", "created_at",
+   "viable_seeds", "misclassified", "misclassified_pct", "iterations_icst",
+   "iterations_to_failure", "created_at",
    "duration_s"]]  # fmt: skip
 st.dataframe(
     view, hide_index=True, width="stretch",
     column_config={
         "open": st.column_config.LinkColumn("campaign", display_text=r"id=(.*)"),
         "misclassified_pct": st.column_config.NumberColumn("misclassified %", format="%.1f"),
-        "mean_iterations": st.column_config.NumberColumn("mean iterations", format="%.1f"),
+        "iterations_icst": st.column_config.NumberColumn(
+            "iterations (ICST)", format="%.1f", help=queries.ICST_ITERATIONS),
+        "iterations_to_failure": st.column_config.NumberColumn(
+            "iterations to failure", format="%.1f", help=queries.FAILURE_ITERATIONS),
         "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
     },
 )  # fmt: skip

@@ -19,10 +19,21 @@ _SUMMARY = """
            count(*) FILTER (WHERE viable) AS viable,
            count(*) FILTER (WHERE misclassified) AS misclassified,
            count(*) FILTER (WHERE status = 'searching') AS searching,
-           avg(iterations) FILTER (WHERE misclassified) AS mean_iterations,
-           stddev_samp(iterations) FILTER (WHERE misclassified) AS std_iterations
+           avg(iterations) FILTER (WHERE viable AND iterations IS NOT NULL)
+               AS iterations_icst,
+           stddev_samp(iterations) FILTER (WHERE viable AND iterations IS NOT NULL)
+               AS iterations_icst_std,
+           avg(iterations) FILTER (WHERE misclassified) AS iterations_to_failure,
+           stddev_samp(iterations) FILTER (WHERE misclassified) AS iterations_to_failure_std
     FROM seeds GROUP BY campaign_id
 """
+#: The study's "# iterations" (ICST 2025, Table III): the mean over all viable seeds of
+#: the 1-based generation of the first failure, survivors counted at the budget. A seed
+#: still searching (an interrupted campaign) has no iterations yet and is left out.
+ICST_ITERATIONS = "mean iterations (viable seeds, survivors at budget)"
+FAILURE_ITERATIONS = "mean iterations to failure (failing seeds)"
+_ITERATION_COLS = ("iterations_icst", "iterations_icst_std", "iterations_to_failure",
+                   "iterations_to_failure_std")  # fmt: skip
 
 
 def list_campaigns(store: Store) -> pd.DataFrame:
@@ -36,7 +47,8 @@ def list_campaigns(store: Store) -> pd.DataFrame:
                coalesce(s.misclassified, 0) AS misclassified,
                CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
                    AS misclassified_pct,
-               s.mean_iterations, s.std_iterations
+               s.iterations_icst, s.iterations_icst_std,
+               s.iterations_to_failure, s.iterations_to_failure_std
         FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
         ORDER BY c.created_at DESC, c.id DESC
         """
@@ -60,7 +72,7 @@ def campaign(store: Store, campaign_id: str) -> dict[str, Any] | None:
 
 
 def summary(store: Store, campaign_id: str) -> dict[str, Any]:
-    """Viable seeds x of y, misclassified n (% of viable), mean iterations to failure."""
+    """Viable seeds x of y, misclassified n (% of viable), and both iteration means."""
     df = store.query(f"SELECT * FROM ({_SUMMARY}) WHERE campaign_id = ?", [campaign_id])
     if df.empty:
         return {
@@ -69,8 +81,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
             "misclassified": 0,
             "searching": 0,
             "misclassified_pct": None,
-            "mean_iterations": None,
-            "std_iterations": None,
+            **dict.fromkeys(_ITERATION_COLS),
         }
     row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
     v = row["viable"]
@@ -136,7 +147,8 @@ def study_table(store: Store, study: str) -> pd.DataFrame:
                s.misclassified,
                CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
                    AS misclassified_pct,
-               s.mean_iterations, s.std_iterations, c.status
+               s.iterations_icst, s.iterations_icst_std,
+               s.iterations_to_failure, s.iterations_to_failure_std, c.status
         FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
         WHERE c.study = ?
         ORDER BY c.created_at
