@@ -1,8 +1,10 @@
 """Statistics of human judgements: verdict rules, agreement, confidence intervals, sample size.
 
-Answers are class indices (0..K-1) or the markers INVALID / UNSURE. Verdicts follow the
-ICST study by default (all assessors must agree), with majority vote as an alternative for
-three or more assessors. Verdicts are True (yes), False (no) or None (undecided).
+Answers are class indices (0..K-1) or the markers INVALID, OTHER and UNSURE. OTHER is
+"valid, but of a class outside the dataset's classes" (the ICST ImageNet studies' "a
+different real-world object"): valid, never the expected class, naming no class. Verdicts
+follow the ICST study by default, with majority vote as an alternative for three or more
+assessors. Verdicts are True (yes), False (no) or None (undecided).
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import norm
 
 INVALID = -1  # "not a valid <domain> image"
 UNSURE = -2
+OTHER = -3  # "a valid <domain> image of another class", for open-world datasets
 
 
 def validity(answers: Sequence[int], rule: str = "icst") -> bool | None:
@@ -38,18 +42,27 @@ def validity(answers: Sequence[int], rule: str = "icst") -> bool | None:
     return True if all(decided) else False if not any(decided) else None
 
 
+def _other_class(a: int, expected: int) -> bool:
+    return a == OTHER or (a >= 0 and a != expected)
+
+
 def preservation(answers: Sequence[int], expected: int, rule: str = "icst") -> bool | None:
-    """Yes when all name the expected class; no when all name another class and none says
-    invalid; else undecided (ICST). "majority": the strict majority names it (or not)."""
+    """ICST: yes when all name the expected class; no when every answer differs from the
+    expected class and not all say invalid (so "invalid" + "other class" is no, as the
+    study's own files decide); undecided otherwise, and whenever someone is unsure.
+    "majority": yes when a strict majority names the expected class, no when a strict
+    majority names another class (OTHER included)."""
     if rule == "majority":
         if len(answers) < 3:
             raise ValueError(f"majority vote needs at least 3 answers, got {len(answers)}")
         same = sum(a == expected for a in answers)
-        other = sum(a >= 0 and a != expected for a in answers)
+        other = sum(_other_class(a, expected) for a in answers)
         return True if same * 2 > len(answers) else False if other * 2 > len(answers) else None
-    if answers and all(a == expected for a in answers):
+    if not answers or UNSURE in answers:
+        return None
+    if all(a == expected for a in answers):
         return True
-    if answers and all(a >= 0 and a != expected for a in answers):
+    if all(a != expected for a in answers) and not all(a == INVALID for a in answers):
         return False
     return None
 
@@ -101,22 +114,52 @@ def krippendorff_alpha(data: np.ndarray) -> float:
     return 1.0 if d_e == 0 else float(1 - d_o / d_e)
 
 
+class BootstrapCI(NamedTuple):
+    """A percentile interval, and over how many resamples the statistic was defined.
+
+    A ratio such as preserved/valid is undefined in a resample without a valid image; such
+    resamples are left out rather than poisoning the quantiles. When fewer than
+    ``min_defined`` of them remain, low and high are NaN and ``defined`` says why."""
+
+    low: float
+    high: float
+    defined: int
+    resamples: int
+
+    @property
+    def complete(self) -> bool:
+        return self.defined == self.resamples
+
+    def describe(self, scale: float = 100.0, fmt: str = ".0f") -> str:
+        """'12-34', '12-34 (873 of 1000 resamples)', or 'n/a (defined in 12 of 1000)'."""
+        if math.isnan(self.low):
+            return f"n/a (defined in {self.defined} of {self.resamples} resamples)"
+        text = f"{scale * self.low:{fmt}}-{scale * self.high:{fmt}}"
+        return text if self.complete else f"{text} ({self.defined} of {self.resamples} resamples)"
+
+
 def bootstrap_ci(
     values: Sequence,
     stat: Callable[[np.ndarray], float] = np.mean,
     resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of stat over values, seeded."""
+    min_defined: float = 0.5,
+) -> BootstrapCI:
+    """Percentile bootstrap confidence interval of stat over values, seeded. Resamples
+    where stat is NaN are dropped; with fewer than min_defined x resamples left the
+    interval is NaN."""
     arr = np.asarray(values)
     if len(arr) == 0:
-        return (math.nan, math.nan)
+        return BootstrapCI(math.nan, math.nan, 0, resamples)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(arr), (resamples, len(arr)))
-    stats = np.array([stat(arr[i]) for i in idx])
+    stats = np.array([stat(arr[i]) for i in idx], dtype=float)
+    stats = stats[~np.isnan(stats)]
+    if len(stats) == 0 or len(stats) < min_defined * resamples:
+        return BootstrapCI(math.nan, math.nan, len(stats), resamples)
     lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
+    return BootstrapCI(float(lo), float(hi), len(stats), resamples)
 
 
 def sample_size(

@@ -130,8 +130,7 @@ def report_cmd(
     for r in table.itertuples():
         t.add_row(
             *[str(getattr(r, c)) for c in keys], str(r.n), str(r.valid), _pct(r.valid_pct),
-            f"{_pct(r.valid_ci_low)}-{_pct(r.valid_ci_high)}", str(r.preserved),
-            _pct(r.preserved_pct), f"{_pct(r.preserved_ci_low)}-{_pct(r.preserved_ci_high)}",
+            r.valid_ci, str(r.preserved), _pct(r.preserved_pct), r.preserved_ci,
         )  # fmt: skip
     console.print(t if len(table) else "no image has all its answers yet")
     incomplete = v[~v["complete"] & v["kind"].ne("gold")]

@@ -20,8 +20,8 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, Field
 
-from engine.agreement import INVALID, UNSURE
-from engine.datasets import get_dataset
+from engine.agreement import INVALID, OTHER, UNSURE
+from engine.datasets import Dataset, get_dataset
 from engine.errors import ConfigError
 from engine.labelling import new_study_id, verdicts
 from store import Store
@@ -49,6 +49,10 @@ class ImportMapping(BaseModel, frozen=True):
     ])  # fmt: skip
     unsure_texts: list[str] = Field(default_factory=lambda: [
         "unsure", "don't know", "dont know", "not sure", "?"])  # fmt: skip
+    # Valid, but none of the dataset's classes; any text starting "a different" also counts.
+    other_texts: list[str] = Field(default_factory=lambda: [
+        "a different real-world object", "a different real world object", "other class",
+        "another class", "a different object", "different class"])  # fmt: skip
 
     @classmethod
     def from_yaml(cls, path: Path) -> ImportMapping:
@@ -64,8 +68,10 @@ class ImportResult:
     disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def parse_answer(text: object, class_names: tuple[str, ...], m: ImportMapping) -> int | None:
-    """A class index, INVALID or UNSURE; None for an empty cell. Raises on unknown text."""
+def parse_answer(text: object, ds: Dataset, m: ImportMapping) -> int | None:
+    """A class index, INVALID, OTHER or UNSURE; None for an empty cell. Raises on unknown
+    text. Numbers are class indices, or taxonomy ids (ImageNet's) for a subset dataset,
+    where an id outside the subset is a valid image of another class (OTHER)."""
     if text is None or (isinstance(text, float) and np.isnan(text)):
         return None
     t = str(text).strip()
@@ -76,20 +82,34 @@ def parse_answer(text: object, class_names: tuple[str, ...], m: ImportMapping) -
         return INVALID
     if low in {s.lower() for s in m.unsure_texts}:
         return UNSURE
-    names = {n.lower(): i for i, n in enumerate(class_names)}
+    if low in {s.lower() for s in m.other_texts} or low.startswith("a different"):
+        return OTHER
+    names = {n.lower(): i for i, n in enumerate(ds.class_names)}
     if low in names:
         return names[low]
     try:
         f = float(t)
     except ValueError:
         f = None
-    if f is not None and f.is_integer() and 0 <= f < len(class_names):
-        return int(f)
+    if f is not None and f.is_integer():
+        if ds.class_ids is not None:
+            if int(f) in ds.class_ids:
+                return ds.class_ids.index(int(f))
+            if 0 <= f < (ds.taxonomy_size or 0):
+                return OTHER
+        elif 0 <= f < ds.num_classes:
+            return int(f)
+    ids = "" if ds.class_ids is None else f" (ids {', '.join(map(str, ds.class_ids))})"
     raise ConfigError(
-        f"answer {t!r} is neither a class of this dataset ({', '.join(class_names)}) nor a "
-        f"known text for invalid ({', '.join(m.invalid_texts)}) or unsure; add it to "
-        "invalid_texts or unsure_texts in a mapping file (--mapping)"
+        f"answer {t!r} is neither a class of {ds.name} ({', '.join(ds.class_names)}{ids}) "
+        f"nor a known text for invalid ({', '.join(m.invalid_texts)}), another class "
+        f"({', '.join(m.other_texts)}) or unsure; add it to invalid_texts, other_texts or "
+        "unsure_texts in a mapping file (--mapping), or pick the right --dataset"
     )
+
+
+def _class_or_none(a: int | None) -> int | None:
+    return a if a is not None and a >= 0 else None
 
 
 def parse_verdict(text: object) -> bool | None:
@@ -133,7 +153,7 @@ def import_csv(
         return r[col].strip()
 
     def label(col: str | None, r: pd.Series) -> int | None:
-        return parse_answer(cell(col, r), ds.class_names, m)
+        return parse_answer(cell(col, r), ds, m)
 
     def number(col: str | None, r: pd.Series) -> int | None:
         text = cell(col, r)
@@ -145,15 +165,20 @@ def import_csv(
         try:
             expected = label(m.expected, r)
             if expected is None or expected < 0:
-                raise ConfigError(f"expected label {r[m.expected]!r} is not a class")
+                raise ConfigError(
+                    f"expected label {r[m.expected]!r} is not a class of {ds.name} "
+                    f"({', '.join(ds.class_names)}); pick the --dataset the images were "
+                    "generated for"
+                )
             items.append({
                 "item_id": item_id, "kind": "imported", "generator": r[m.generator].strip(),
                 "preset": r[m.perturbation].strip(), "image": r[m.image].strip(),
-                "expected": expected, "predicted": label(m.predicted, r),
+                # A prediction outside a subset's classes has no index here.
+                "expected": expected, "predicted": _class_or_none(label(m.predicted, r)),
                 "iterations": number(m.iteration, r), "external_id": r[m.id].strip(),
             })  # fmt: skip
             for pos, col in enumerate(m.assessors):
-                a = parse_answer(r[col], ds.class_names, m)
+                a = parse_answer(r[col], ds, m)
                 if a is None:
                     empty += 1
                     continue

@@ -18,7 +18,7 @@ import pandas as pd
 from pydantic import BaseModel, Field, model_validator
 
 from engine import agreement
-from engine.agreement import INVALID, UNSURE
+from engine.agreement import INVALID, OTHER, UNSURE
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
 from engine.images import to_pil, to_uint8
@@ -188,16 +188,18 @@ def group_table(v: pd.DataFrame, by: list[str], seed: int, resamples: int) -> pd
     rows = []
     for key, g in v.groupby(by, dropna=False, sort=True):
         valid, pres = _yes(g["validity"]), _yes(g["preservation"])
-        lo, hi = agreement.bootstrap_ci(valid, _share, resamples, seed)
-        plo, phi = agreement.bootstrap_ci(np.stack([valid, pres], 1), _ratio, resamples, seed)
+        vci = agreement.bootstrap_ci(valid, _share, resamples, seed)
+        pci = agreement.bootstrap_ci(np.stack([valid, pres], 1), _ratio, resamples, seed)
         n, nv, npres = len(g), int(valid.sum()), int(pres.sum())
         rows.append({
             **dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
             "n": n, "valid": nv, "valid_pct": 100 * nv / n,
-            "valid_ci_low": 100 * lo, "valid_ci_high": 100 * hi,
+            "valid_ci_low": 100 * vci.low, "valid_ci_high": 100 * vci.high,
+            "valid_ci": vci.describe(),
             "undecided_validity": int(g["validity"].isna().sum()),
             "preserved": npres, "preserved_pct": 100 * npres / nv if nv else float("nan"),
-            "preserved_ci_low": 100 * plo, "preserved_ci_high": 100 * phi,
+            "preserved_ci_low": 100 * pci.low, "preserved_ci_high": 100 * pci.high,
+            "preserved_ci": pci.describe(), "preserved_ci_resamples": pci.defined,
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -293,9 +295,22 @@ def campaign_validity(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
 def answer_text(answer: int, class_names: tuple[str, ...], domain: str) -> str:
     if answer == INVALID:
         return f"not a valid {domain} image"
+    if answer == OTHER:
+        return f"a different {domain}"
     if answer == UNSURE:
         return "unsure"
     return class_names[answer]
+
+
+def marker_choices(ds, unsure: bool = True) -> list[tuple[str, str, int, str]]:
+    """The answers besides the classes, as (name, text, value, key): invalid, "a different
+    <domain>" where the classes are a subset of the domain, and unsure."""
+    out = [("invalid", INVALID, "X")]
+    if ds.open_world():
+        out.append(("other", OTHER, "O"))
+    if unsure:
+        out.append(("unsure", UNSURE, "U"))
+    return [(n, answer_text(v, ds.class_names, ds.domain), v, k) for n, v, k in out]
 
 
 def raw_export(store: Store, study_id: str) -> pd.DataFrame:

@@ -12,8 +12,8 @@ import streamlit as st
 
 from dashboard.components import load_image
 from dashboard.data import get_home, get_store
-from engine.agreement import INVALID, UNSURE
 from engine.datasets import get_dataset
+from engine.labelling import marker_choices
 from store import StoreBusy
 from store import labels as ls
 
@@ -118,11 +118,10 @@ with right:
             name, key=f"class{i}", on_click=save, args=(i,), width="stretch",
             shortcut=str(i) if len(ds.class_names) <= 10 else None,
         )  # fmt: skip
-    x, u = st.columns(2)
-    x.button(f"not a valid {ds.domain} image", key="invalid", on_click=save, args=(INVALID,),
-             shortcut="X", width="stretch")  # fmt: skip
-    u.button("unsure", key="unsure", on_click=save, args=(UNSURE,), shortcut="U",
-             width="stretch")  # fmt: skip
+    markers = marker_choices(ds)
+    for col, (name, text, value, shortcut) in zip(st.columns(len(markers)), markers, strict=True):
+        col.button(text, key=name, on_click=save, args=(value,), shortcut=shortcut,
+                   width="stretch")  # fmt: skip
     z, s = st.columns(2)
     z.button("undo last answer", key="undo", on_click=undo, shortcut="Backspace",
              disabled=p["mine"] == 0, type="tertiary")  # fmt: skip

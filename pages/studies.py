@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from engine import labelling
-from engine.agreement import INVALID, sample_size
+from engine.agreement import sample_size
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
 from store import labels as ls
@@ -136,9 +136,10 @@ with tab_adj:
             if cols[i % 5].button(name, key=f"adj{i}", disabled=not reviewer):
                 ls.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
                 st.rerun()
-        if right.button(f"not a valid {ds.domain} image", key="adj_invalid", disabled=not reviewer):
-            ls.adjudicate(store, sid, int(item["item_id"]), reviewer, INVALID)
-            st.rerun()
+        for name, text, value, _ in labelling.marker_choices(ds, unsure=False):
+            if right.button(text, key=f"adj_{name}", disabled=not reviewer):
+                ls.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
+                st.rerun()
     settled = v[v["adjudicated"]]
     if len(settled):
         st.caption(f"{len(settled)} images settled by adjudication")

@@ -1,7 +1,10 @@
 """Dataset plug-in base class and registry.
 
 A dataset knows its image shape, its class names and its domain word (used by the
-labelling question "not a valid <domain> image"), and loads a split as tensors.
+labelling question "not a valid <domain> image"), and loads a split as tensors. A dataset
+whose classes are a subset of a larger domain (two ImageNet classes of the ICST study)
+also names its classes' ids in that domain's taxonomy and the taxonomy's size; labellers
+can then answer "a valid <domain> of another class".
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import ClassVar, Literal
 import numpy as np
 import torch
 
+from engine.errors import LatentfuzzError
 from engine.registry import Registry
 
 Split = Literal["train", "test"]
@@ -32,7 +36,7 @@ class DataSplit:
         return int(self.labels.shape[0])
 
 
-class DatasetError(ValueError):
+class DatasetError(LatentfuzzError, ValueError):
     """A dataset could not be read; the message names the files expected."""
 
 
@@ -45,6 +49,10 @@ class Dataset(ABC):
     expected_files: ClassVar[tuple[str, ...]] = ()
     #: How the train/test split is made, recorded in model cards.
     split_rule: ClassVar[str] = "the dataset's own train/test files"
+    #: For a subset of a larger taxonomy: each class's id there (e.g. ImageNet 963 = pizza)
+    #: and the taxonomy's size. None: the classes are the whole domain.
+    class_ids: ClassVar[tuple[int, ...] | None] = None
+    taxonomy_size: ClassVar[int | None] = None
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root or os.environ.get(DATA_ENV_VAR, ".")).expanduser()
@@ -53,6 +61,11 @@ class Dataset(ABC):
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
+
+    @classmethod
+    def open_world(cls) -> bool:
+        """True when valid images of the domain may belong to none of the classes."""
+        return cls.taxonomy_size is not None and cls.taxonomy_size > len(cls.class_names)
 
     def load(self, split: Split) -> DataSplit:
         """Load a split once and keep it; validates what the reader produced."""
@@ -103,4 +116,9 @@ DATASETS: Registry[type[Dataset]] = Registry("dataset")
 
 
 def get_dataset(name: str, root: str | os.PathLike[str] | None = None) -> Dataset:
+    if name not in DATASETS:
+        raise DatasetError(
+            f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS.names())}. "
+            "Pass one of these with --dataset."
+        )
     return DATASETS.get(name)(root)

@@ -11,6 +11,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
 from engine.agreement import (
     INVALID,
+    OTHER,
     UNSURE,
     bootstrap_ci,
     cohen_kappa,
@@ -24,16 +25,28 @@ from engine.agreement import (
 
 @pytest.mark.parametrize("answers, expected", [
     ([3, 7], True), ([INVALID, INVALID], False), ([3, INVALID], None), ([3, UNSURE], None),
+    ([OTHER, 3], True), ([OTHER, INVALID], None),
 ])  # fmt: skip
 def test_icst_validity(answers, expected):
     assert validity(answers) is expected
 
 
+# The study's own files decide preservation "no" whenever both answers differ from the
+# expected class and not both say invalid: one "invalid" plus one other class is "no".
 @pytest.mark.parametrize("answers, expected", [
-    ([7, 7], True), ([1, 2], False), ([7, 1], None), ([1, INVALID], None), ([7, UNSURE], None),
+    ([7, 7], True), ([1, 2], False), ([7, 1], None), ([1, INVALID], False),
+    ([INVALID, 1], False), ([INVALID, INVALID], None), ([7, INVALID], None),
+    ([7, UNSURE], None), ([1, UNSURE], None), ([OTHER, 1], False), ([OTHER, INVALID], False),
+    ([OTHER, 7], None), ([OTHER, OTHER], False),
 ])  # fmt: skip
 def test_icst_label_preservation(answers, expected):
     assert preservation(answers, expected=7) is expected
+
+
+def test_majority_counts_other_class_answers_as_not_preserved():
+    assert preservation([OTHER, OTHER, 7], 7, rule="majority") is False
+    assert preservation([OTHER, 7, 7], 7, rule="majority") is True
+    assert validity([OTHER, OTHER, INVALID], rule="majority") is True
 
 
 def test_majority_vote_needs_three_and_settles_splits():
@@ -76,11 +89,33 @@ def test_krippendorff_alpha_matches_the_reference_package_with_missing_data():
 
 def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
     x = np.r_[np.ones(70), np.zeros(30)]
-    lo, hi = bootstrap_ci(x, seed=5)
-    assert (lo, hi) == bootstrap_ci(x, seed=5)
+    lo, hi, _, _ = bootstrap_ci(x, seed=5)
+    assert (lo, hi) == bootstrap_ci(x, seed=5)[:2]
     assert lo < 0.7 < hi and hi - lo < 0.25
     y = np.random.default_rng(0).normal(size=50)  # continuous: the seed shows in the bounds
     assert bootstrap_ci(y, seed=1) == bootstrap_ci(y, seed=1) != bootstrap_ci(y, seed=2)
+    assert bootstrap_ci(x).complete
+
+
+def _ratio(a: np.ndarray) -> float:
+    valid = a[:, 0].sum()
+    return a[:, 1].sum() / valid if valid else float("nan")
+
+
+def test_bootstrap_ci_leaves_out_resamples_where_the_statistic_is_undefined():
+    # One valid image in 12: (11/12)^12 = 35% of resamples hold none, so preserved/valid
+    # is NaN there. Wave 1 let one NaN make the whole interval n/a.
+    pairs = np.zeros((12, 2))
+    pairs[0] = [1, 1]
+    ci = bootstrap_ci(pairs, _ratio, resamples=1000, seed=0)
+    assert 550 < ci.defined < 750 and not ci.complete
+    assert ci.low == ci.high == 1.0  # every defined resample preserves the one valid image
+    assert "of 1000 resamples" in ci.describe()
+    # Defined in fewer resamples than asked for: no interval, and the reason is given.
+    strict = bootstrap_ci(pairs, _ratio, resamples=1000, seed=0, min_defined=0.8)
+    assert np.isnan(strict.low) and strict.defined == ci.defined
+    assert strict.describe() == f"n/a (defined in {ci.defined} of 1000 resamples)"
+    assert np.isnan(bootstrap_ci(np.zeros((5, 2)), _ratio, resamples=100).low)
 
 
 def test_sample_size_planner():
