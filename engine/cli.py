@@ -527,7 +527,7 @@ def main() -> None:
     try:
         app()
     except LatentfuzzError as e:
-        err.print(f"[red]error:[/] {e}")
+        err.print(f"[red]error:[/] {e}", soft_wrap=True)  # one line, however long
         sys.exit(2)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -9,12 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import cli_labels
+from engine.agreement import INVALID, OTHER
 from engine.cli import app
 from engine.errors import ConfigError
 from engine.label_import import ImportMapping, import_csv
 from engine.labelling import report
 from store import Store
 from store import labels as ls
+from tests.helpers import CLI
 
 HEADER = (
     "Image URL,ID,DATASET,TOOL,MUT_EXT,ITER,Expected,Predicted,ASS 1,ASS 2,Misclass Human 1,"
@@ -31,6 +34,8 @@ ROWS = [
     ("u/6.png", "6", "MNIST", "GAN", "high", "8", "2", "0", "2", "", "N/A", "N/A"),
     ("u/7.png", "7", "MNIST", "GAN", "high", "5", "4", "9", "Not a Digit", "4", "N/A", "N/A"),
     ("u/8.png", "8", "MNIST", "GAN", "high", "6", "8", "3", "8", "8", "No", "Yes"),
+    # One says invalid, one names another class: the study's files say preservation "no".
+    ("u/9.png", "9", "MNIST", "GAN", "high", "7", "6", "5", "Not a Digit", "5", "N/A", "no"),
 ]  # fmt: skip
 
 
@@ -46,7 +51,7 @@ def write_csv(path: Path, rows=ROWS) -> Path:
 def test_import_recomputes_verdicts_and_reports_per_generator_and_perturbation(tmp_path):
     store = Store(tmp_path / "db.duckdb")
     res = import_csv(store, write_csv(tmp_path / "study.csv"), "mnist")
-    assert (res.rows, res.judgements, res.empty_cells) == (8, 15, 1)
+    assert (res.rows, res.judgements, res.empty_cells) == (9, 17, 1)
     j = ls.judgements(store, res.study_id)
     assert set(j["labeller"]) == {"ASS 1", "ASS 2"}
     assert (j.loc[j["raw"].str.lower() == "not a digit", "answer"] == -1).all()
@@ -56,8 +61,8 @@ def test_import_recomputes_verdicts_and_reports_per_generator_and_perturbation(t
     cols = ["n", "valid", "valid_pct", "preserved", "preserved_pct"]
     assert t.loc[("VAE", "low"), cols].tolist() == pytest.approx([3, 2, 200 / 3, 1, 50])
     assert t.loc[("VAE", "high"), cols].tolist() == pytest.approx([2, 2, 100, 1, 50])
-    # Row 6 has one empty answer: not complete, not counted.
-    assert t.loc[("GAN", "high"), cols].tolist() == pytest.approx([2, 1, 50, 1, 100])
+    # Row 6 has one empty answer: not complete, not counted. Row 9 is undecided validity.
+    assert t.loc[("GAN", "high"), cols].tolist() == pytest.approx([3, 1, 100 / 3, 1, 100])
 
 
 def test_cli_import_and_report(tmp_path, monkeypatch):
@@ -67,7 +72,7 @@ def test_cli_import_and_report(tmp_path, monkeypatch):
     out = runner.invoke(app, ["labels", "import", str(write_csv(tmp_path / "s.csv")),
                               "--dataset", "mnist", "--home", str(home)])  # fmt: skip
     assert out.exit_code == 0, out.output
-    assert "imported 8 images and 15 answers" in out.output
+    assert "imported 9 images and 17 answers" in out.output
     assert "1 verdicts in the file differ from ours" in out.output
     out = runner.invoke(app, ["labels", "report", "--home", str(home)])
     assert out.exit_code == 0, out.output
@@ -75,7 +80,7 @@ def test_cli_import_and_report(tmp_path, monkeypatch):
     cells = [[c.strip() for c in ln.split("│")[1:-1]] for ln in lines]
     # generator, perturbation, n, valid #, valid %, CI, preserved #, preserved %, CI
     assert [c[:5] + c[6:8] for c in cells] == [
-        ["GAN", "high", "2", "1", "50.0", "1", "100.0"],
+        ["GAN", "high", "3", "1", "33.3", "1", "100.0"],
         ["VAE", "high", "2", "2", "100.0", "1", "50.0"],
         ["VAE", "low", "3", "2", "66.7", "1", "50.0"],
     ]
@@ -101,3 +106,72 @@ def test_missing_columns_are_named(tmp_path):
     pd.DataFrame({"a": [1]}).to_csv(p, index=False)
     with pytest.raises(ConfigError, match=r"columns \['Image URL'.*the file has \['a'\]"):
         import_csv(Store(), p, "mnist")
+
+
+# The ICST ImageNet studies: answers are ImageNet ids, "not a real world object" (invalid)
+# or "a different real world object" (valid, another class); no trailing comma here.
+IMAGENET_HEADER = HEADER.rstrip(",")
+IMAGENET_ROWS = [
+    # url, id, dataset, tool, mut, iter, expected, predicted, ass1, ass2, validity?, pres?
+    ("p1", "1", "INPI", "gan", "high", "61", "963", "942", "963", "963", "yes", "yes"),
+    ("p2", "2", "INPI", "gan", "high", "9", "963", "725", "not a real world object", "923",
+     "N/A", "no"),
+    ("p3", "3", "INPI", "gan", "high", "28", "963", "925", "a different real world object",
+     "930", "yes", "no"),
+    ("p4", "4", "INPI", "sd", "high", "5", "963", "964", "a different real world object",
+     "963", "yes", "N/A"),
+    ("p5", "5", "INPI", "sd", "low", "1", "963", "892", "not a real world object",
+     "not a real world object", "no", "N/A"),
+    ("p6", "6", "INPI", "sd", "low", "33", "963", "933", "not a real world object",
+     "a different real world object", "N/A", "no"),
+    ("p7", "7", "INPI", "vae", "low", "40", "963", "121", "963", "", "N/A", "N/A"),
+]  # fmt: skip
+
+
+def write_imagenet_csv(path: Path, rows=IMAGENET_ROWS) -> Path:
+    lines = [IMAGENET_HEADER]
+    for url, id_, ds, tool, mut, it, exp, pred, a1, a2, val, pres in rows:
+        lines.append(",".join([url, id_, ds, tool, mut, it, exp, pred, a1, a2, "", "", "", "",
+                               val, pres]))  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_imagenet_subset_study_imports_with_no_disagreement(tmp_path):
+    store = Store(tmp_path / "db.duckdb")
+    res = import_csv(store, write_imagenet_csv(tmp_path / "inpi.csv"), "imagenet-pizza")
+    assert (res.rows, res.judgements, res.empty_cells) == (7, 13, 1)
+    assert res.disagreements.empty  # the file's own verdicts are exactly ours
+    j = ls.judgements(store, res.study_id).set_index("raw")["answer"]
+    assert j["963"].eq(0).all()  # ImageNet 963 is class 0 (pizza) of this subset
+    assert j["a different real world object"].eq(OTHER).all() and j["923"] == OTHER
+    assert j["not a real world object"].eq(INVALID).all()
+    t = report(store, res.study_id).set_index(["generator", "preset"])
+    cols = ["n", "valid", "preserved"]
+    assert t.loc[("gan", "high"), cols].tolist() == [3, 2, 1]
+    assert t.loc[("sd", "low"), cols].tolist() == [2, 0, 0]
+    assert ("vae", "low") not in t.index  # its only image lacks an answer
+
+
+def test_imagenet_answers_outside_the_taxonomy_are_refused(tmp_path):
+    rows = [("p1", "1", "INPI", "gan", "high", "1", "963", "942", "963", "1200", "", "")]
+    with pytest.raises(ConfigError, match=r"answer '1200' is neither a class of imagenet-pizza"):
+        import_csv(Store(), write_imagenet_csv(tmp_path / "x.csv", rows), "imagenet-pizza")
+    rows = [("p1", "1", "INPI", "gan", "high", "1", "850", "942", "963", "963", "", "")]
+    with pytest.raises(ConfigError, match=r"expected label '850' is not a class of imagenet"):
+        import_csv(Store(), write_imagenet_csv(tmp_path / "x.csv", rows), "imagenet-pizza")
+
+
+def test_unknown_dataset_is_one_line_listing_the_known_ones(tmp_path):
+    out = subprocess.run(
+        [*CLI, "labels", "import", str(write_imagenet_csv(tmp_path / "s.csv")),
+         "--dataset", "imagenet", "--home", str(tmp_path / "home")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "unknown dataset 'imagenet'" in out.stderr and "imagenet-pizza" in out.stderr
+    assert (
+        not (tmp_path / "home" / "latentfuzz.duckdb").exists()
+        or ls.studies(Store(tmp_path / "home" / "latentfuzz.duckdb")).empty
+    )
