@@ -1,14 +1,19 @@
 """Comparing campaigns in the ICST layout, with the significance marks of the paper.
 
-Best value per column in bold; values not significantly different from the best
-underlined. Tests, at alpha = 0.05: Fisher's exact test on the 2x2 counts for the
-proportions (viable of seeds, misclassified of viable, valid of labelled, preserved of
-valid), two-sided Mann-Whitney U on the iterations to failure (fewer is better).
+Campaigns are grouped into blocks of equal dataset, perturbation preset and generation
+budget, as the study compares generators within one dataset x perturbation block; marks
+never cross a block. Within a block: best value per column in bold, values not
+significantly different from the best underlined. Tests, at alpha = 0.05: Fisher's exact
+test on the 2x2 counts for the proportions (viable of seeds, misclassified of viable,
+valid of labelled, preserved of valid), two-sided Mann-Whitney U on the ICST iterations
+(every viable seed, survivors at the budget; fewer is better).
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
@@ -18,26 +23,38 @@ from store import Store, queries
 
 ALPHA = 0.05
 COLUMNS = {
-    "viable_pct": "max", "misclassified_pct": "max", "mean_iterations": "min",
+    "viable_pct": "max", "misclassified_pct": "max", "iterations_icst": "min",
     "valid_pct": "max", "preserved_pct": "max",
 }  # fmt: skip
+BLOCK = ["dataset", "preset", "budget"]
 
 
-def campaign_rows(store: Store, ids: list[str]) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
-    """One ICST row per campaign, and each campaign's iterations to failure."""
-    rows, iterations = [], {}
+def campaign_rows(
+    store: Store, ids: list[str]
+) -> tuple[pd.DataFrame, dict[str, pd.Series], dict[str, pd.Series]]:
+    """One ICST row per campaign (sorted into blocks); each campaign's ICST iterations
+    (one value per viable seed that finished: its first failure, or the budget); and the
+    iterations of its failing seeds."""
+    rows, iterations, failures = [], {}, {}
     for cid in ids:
         c = queries.campaign(store, cid)
         s = queries.seeds(store, cid)
-        viable, mis = int(s["viable"].sum()), int(s["misclassified"].fillna(False).sum())
-        it = s.loc[s["misclassified"].fillna(False).astype(bool), "iterations"].astype(float)
-        iterations[cid] = it
+        viable_seeds = s[s["viable"].astype(bool) & s["iterations"].notna()]
+        failing = s["misclassified"].fillna(False).astype(bool)
+        viable, mis = int(s["viable"].sum()), int(failing.sum())
+        icst = viable_seeds["iterations"].astype(float)
+        to_fail = s.loc[failing, "iterations"].astype(float)
+        iterations[cid], failures[cid] = icst, to_fail
         rows.append({
-            "campaign": cid, "name": c["name"], "generator": c["generator"], "preset": c["preset"],
+            "campaign": cid, "name": c["name"], "dataset": c["dataset"],
+            "generator": c["generator"], "preset": c["preset"],
+            "budget": (c["config"].get("strategy_params") or {}).get("generations"),
             "seeds": len(s), "viable": viable, "viable_pct": 100 * viable / max(1, len(s)),
             "misclassified": mis, "misclassified_pct": 100 * mis / viable if viable else None,
-            "mean_iterations": it.mean() if len(it) else None,
-            "std_iterations": it.std() if len(it) > 1 else None,
+            "iterations_icst": icst.mean() if len(icst) else None,
+            "iterations_icst_std": icst.std() if len(icst) > 1 else None,
+            "iterations_to_failure": to_fail.mean() if len(to_fail) else None,
+            "iterations_to_failure_std": to_fail.std() if len(to_fail) > 1 else None,
         })  # fmt: skip
     table = pd.DataFrame(rows)
     # Human labels, where a validity study covers these campaigns' failing images.
@@ -45,22 +62,37 @@ def campaign_rows(store: Store, ids: list[str]) -> tuple[pd.DataFrame, dict[str,
     table = table.merge(labels, on="campaign", how="left")
     for c in ("labelled", "valid", "preserved"):
         table[c] = table[c].fillna(0).astype(int)
-    return table, iterations
+    order = table[BLOCK].astype(str).apply(tuple, axis=1)
+    table = table.iloc[order.argsort(kind="stable")].reset_index(drop=True)
+    return table, iterations, failures
+
+
+def blocks(table: pd.DataFrame) -> list[tuple[tuple, pd.Index]]:
+    """(dataset, preset, budget) and the rows of each block, in table order."""
+    key = table[BLOCK].astype(str).apply(tuple, axis=1)
+    return [(k, table.index[key == k]) for k in dict.fromkeys(key)]
 
 
 def significance(table: pd.DataFrame, iterations: dict[str, pd.Series]) -> pd.DataFrame:
-    """Per cell: 'best', 'tied' (not significantly different from the best) or ''."""
+    """Per cell: 'best', 'tied' (not significantly different from the best of its block)
+    or ''."""
     marks = pd.DataFrame("", index=table.index, columns=list(COLUMNS))
+    for _, rows in blocks(table):
+        _mark_block(table.loc[rows], iterations, marks)
+    return marks
+
+
+def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.DataFrame) -> None:
     counts = {
         "viable_pct": ("viable", "seeds"), "misclassified_pct": ("misclassified", "viable"),
         "valid_pct": ("valid", "labelled"), "preserved_pct": ("preserved", "valid"),
     }  # fmt: skip
     for col, how in COLUMNS.items():
-        vals = table[col].astype(float)
+        vals = t[col].astype(float)
         if vals.notna().sum() == 0:
             continue
         best = vals.idxmax() if how == "max" else vals.idxmin()
-        for i in table.index:
+        for i in t.index:
             if pd.isna(vals[i]):
                 continue
             if i == best or vals[i] == vals[best]:
@@ -68,45 +100,70 @@ def significance(table: pd.DataFrame, iterations: dict[str, pd.Series]) -> pd.Da
                 continue
             if col in counts:
                 k, n = counts[col]
-                a, b = table.loc[best], table.loc[i]
+                a, b = t.loc[best], t.loc[i]
                 p = fisher_exact([[a[k], a[n] - a[k]], [b[k], b[n] - b[k]]])[1]
             else:
-                x, y = iterations[table.loc[best, "campaign"]], iterations[table.loc[i, "campaign"]]
+                x, y = iterations[t.loc[best, "campaign"]], iterations[t.loc[i, "campaign"]]
                 p = mannwhitneyu(x, y, alternative="two-sided")[1] if len(x) and len(y) else 0.0
             marks.loc[i, col] = "tied" if p >= ALPHA else ""
-    return marks
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|$~>])")
+
+
+def md_text(value: object) -> str:
+    """A user-supplied string as literal text inside Markdown with HTML allowed: no
+    markup, no column breaks, no math."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False)).replace("\n", " ")
+
+
+def block_title(key: tuple) -> str:
+    dataset, preset, budget = key
+    return f"{dataset}, {preset} perturbation, {budget} generations"
 
 
 def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
-    """The ICST table as markdown: bold best, underlined not significantly different."""
+    """The ICST table as markdown, one table per block: bold best, underlined not
+    significantly different from the best of the block."""
 
     def cell(i: int, col: str, text: str) -> str:
         mark = marks.loc[i, col]
         return f"**{text}**" if mark == "best" else f"<u>{text}</u>" if mark == "tied" else text
+
+    def num(v: float, fmt: str, empty: str = "n/a") -> str:
+        return empty if pd.isna(v) else f"{v:{fmt}}"
 
     def labelled(i: int, r: pd.Series, col: str, count: str) -> str:
         if pd.isna(r[col]):
             return "–"  # no validity study covers this campaign yet
         return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
 
-    lines = [
-        "| campaign | generator | perturbation | % viable seeds | % misclassification (#) "
-        "| iterations, mean (std) | % validity (#) | % label preservation (#) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for i, r in table.iterrows():
-        mis = "n/a" if pd.isna(r.misclassified_pct) else f"{r.misclassified_pct:.0f}"
-        it = "n/a" if pd.isna(r.mean_iterations) else f"{r.mean_iterations:.1f}"
-        sd = "-" if pd.isna(r.std_iterations) else f"{r.std_iterations:.1f}"
-        lines.append(
-            f"| {r['name']} | {r.generator} | {r.preset} | "
-            f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
-            f"{cell(i, 'misclassified_pct', mis)} ({r.misclassified}) | "
-            f"{cell(i, 'mean_iterations', it)} ({sd}) | "
-            f"{labelled(i, r, 'valid_pct', 'valid')} | "
-            f"{labelled(i, r, 'preserved_pct', 'preserved')} |"
-        )
-    return "\n".join(lines)
+    out = []
+    for key, rows in blocks(table):
+        out += [
+            f"**Block: {md_text(block_title(key))}**",
+            "",
+            "| campaign | generator | % viable seeds | % misclassification (#) "
+            "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
+            "| % validity (#) | % label preservation (#) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for i in rows:
+            r = table.loc[i]
+            icst = num(r.iterations_icst, ".1f")
+            out.append(
+                f"| {md_text(r['name'])} | {md_text(r.generator)} | "
+                f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
+                f"{cell(i, 'misclassified_pct', num(r.misclassified_pct, '.0f'))} "
+                f"({r.misclassified}) | "
+                f"{cell(i, 'iterations_icst', icst)} ({num(r.iterations_icst_std, '.1f', '-')}) | "
+                f"{num(r.iterations_to_failure, '.1f')} "
+                f"({num(r.iterations_to_failure_std, '.1f', '-')}) | "
+                f"{labelled(i, r, 'valid_pct', 'valid')} | "
+                f"{labelled(i, r, 'preserved_pct', 'preserved')} |"
+            )
+        out.append("")
+    return "\n".join(out)
 
 
 def config_diff(store: Store, ids: list[str]) -> pd.DataFrame:

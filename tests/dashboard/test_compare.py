@@ -1,20 +1,24 @@
-"""The Compare page's statistics: best and not-significantly-different marks."""
+"""The Compare page's statistics: blocks, best and not-significantly-different marks, and
+names that stay text."""
 
 from __future__ import annotations
 
 import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
 
-from dashboard.compare import markdown_table, significance
+from dashboard.compare import blocks, markdown_table, md_text, significance
 
 
-def table() -> tuple[pd.DataFrame, dict[str, pd.Series]]:
+def table(presets=("high", "high", "high")) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
     t = pd.DataFrame({
-        "campaign": ["a", "b", "c"], "name": ["A", "B", "C"], "generator": ["vae"] * 3,
-        "preset": ["low", "high", "strong"], "seeds": [20, 20, 20], "viable": [20, 19, 10],
+        "campaign": ["a", "b", "c"], "name": ["A", "B", "C"], "dataset": ["mnist"] * 3,
+        "generator": ["vae", "gan", "dm"], "preset": list(presets), "budget": [250] * 3,
+        "seeds": [20, 20, 20], "viable": [20, 19, 10],
         "viable_pct": [100.0, 95.0, 50.0], "misclassified": [2, 19, 9],
         "misclassified_pct": [10.0, 100.0, 90.0],
-        "mean_iterations": [120.0, 90.0, 10.0], "std_iterations": [5.0, 60.0, 3.0],
+        "iterations_icst": [120.0, 90.0, 10.0], "iterations_icst_std": [5.0, 60.0, 3.0],
+        "iterations_to_failure": [110.0, 90.0, 9.0],
+        "iterations_to_failure_std": [None, 60.0, 3.0],
         # human labels: C has no study yet
         "labelled": [10, 19, 0], "valid": [10, 5, 0], "valid_pct": [100.0, 100 * 5 / 19, None],
         "preserved": [5, 5, 0], "preserved_pct": [50.0, 100.0, None],
@@ -27,7 +31,7 @@ def table() -> tuple[pd.DataFrame, dict[str, pd.Series]]:
     return t, its
 
 
-def test_marks_follow_fisher_and_mann_whitney():
+def test_marks_follow_fisher_and_mann_whitney_within_a_block():
     t, its = table()
     m = significance(t, its)
     # viable: A best; B vs A 19/20 vs 20/20 is not significant; C 10/20 is.
@@ -35,8 +39,8 @@ def test_marks_follow_fisher_and_mann_whitney():
     assert fisher_exact([[20, 0], [19, 1]])[1] >= 0.05 > fisher_exact([[20, 0], [10, 10]])[1]
     # misclassified: B best (19/19); C 9/10 tied; A 2/20 not.
     assert m["misclassified_pct"].tolist() == ["", "best", "tied"]
-    # iterations: C best (fewest); B differs significantly, A too.
-    assert m["mean_iterations"].tolist() == ["", "", "best"]
+    # ICST iterations: C best (fewest); B differs significantly, A too.
+    assert m["iterations_icst"].tolist() == ["", "", "best"]
     assert mannwhitneyu(its["c"], its["b"])[1] < 0.05
     # validity: A best (10/10); B 5/19 differs (p < 0.05); C has no labels.
     assert m["valid_pct"].tolist() == ["best", "", ""]
@@ -45,11 +49,35 @@ def test_marks_follow_fisher_and_mann_whitney():
     assert m["preserved_pct"].tolist() == ["tied", "best", ""]
 
 
-def test_markdown_bolds_best_and_underlines_ties():
-    t, its = table()
+def test_marks_never_compare_across_blocks():
+    # A alone in the low block is the best of its block even where C (high) is better;
+    # wave 1 compared every selected campaign, presets mixed.
+    t, its = table(presets=("low", "high", "high"))
+    assert [k for k, _ in blocks(t)] == [("mnist", "low", "250"), ("mnist", "high", "250")]
+    m = significance(t, its)
+    assert m.loc[0].tolist() == ["best"] * 5  # alone in its block
+    assert m.loc[0, "iterations_icst"] == "best"
+    assert m.loc[[1, 2], "iterations_icst"].tolist() == ["", "best"]
+    t.loc[2, "budget"] = 100  # another budget is another block
+    assert len(blocks(t)) == 3 and significance(t, its)["iterations_icst"].eq("best").all()
+
+
+def test_markdown_has_one_table_per_block_with_both_iteration_columns():
+    t, its = table(presets=("low", "high", "high"))
     md = markdown_table(t, significance(t, its))
-    assert "| A | vae | low | **100** | 10 (2) | 120.0 (5.0) | **100** (10) | <u>50</u> (5) |" in md
-    assert (
-        "| B | vae | high | <u>95</u> | **100** (19) | 90.0 (60.0) | 26 (5) | **100** (5) |" in md
-    )
-    assert "| C | vae | strong | 50 | <u>90</u> (9) | **10.0** (3.0) | – | – |" in md
+    assert md.index("**Block: mnist, low perturbation, 250 generations**") < md.index("| A |")
+    assert md.index("**Block: mnist, high perturbation, 250 generations**") < md.index("| B |")
+    assert "| A | vae | **100** | **10** (2) | **120.0** (5.0) | 110.0 (-) | **100** (10) |" in md
+    assert "| B | gan | **95** | **100** (19) | 90.0 (60.0) | 90.0 (60.0) | **26** (5) |" in md
+    assert "| C | dm | 50 | <u>90</u> (9) | **10.0** (3.0) | 9.0 (3.0) | – | – |" in md
+
+
+def test_names_are_text_never_markup():
+    t, its = table()
+    t.loc[0, "name"] = "a | b *bold* <script>x</script> $x$"
+    md = markdown_table(t, significance(t, its))
+    row = next(line for line in md.splitlines() if line.startswith("| a"))
+    # The name stays in the first column: escaped pipes do not split cells.
+    assert row.replace("\\|", "").count("|") == 9
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    assert md_text("$x$") == "\\$x\\$" and md_text("*b*") == "\\*b\\*"

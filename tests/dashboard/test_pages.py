@@ -44,7 +44,7 @@ def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
     assert not at.exception
     assert at.title[0].value.startswith("Campaign")
     labels = [m.label for m in at.metric]
-    assert labels == ["viable seeds", "misclassified", "mean iterations to failure"]
+    assert labels == ["viable seeds", "misclassified", "iterations (ICST)", "iterations to failure"]
     assert at.metric[0].value.endswith("of 4")
     assert at.radio(key="x_axis").options == ["generation", "evaluations", "seconds"]
     assert len(at.get("vega_lite_chart")) >= 2  # convergence chart, top-2 probabilities
@@ -114,10 +114,13 @@ def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
     assert not at.exception
     assert set(at.multiselect[0].value) >= {first, second}
     table = at.markdown[0].value
-    assert table.startswith("| campaign | generator | perturbation | % viable seeds")
+    assert table.startswith("**Block: mnist, ")
+    assert "| campaign | generator | % viable seeds" in table
+    assert "| iterations (ICST), mean (std) | iterations to failure, mean (std) |" in table
     assert "**" in table  # a best value in bold
     assert len(at.get("vega_lite_chart")) >= 1
     assert "Fisher's exact test" in at.caption[0].value
+    assert "blocks of equal dataset, perturbation and generation budget" in at.caption[0].value
 
 
 def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
