@@ -62,6 +62,16 @@ def run(
         str | None, typer.Option(help="low | high | strong | custom [strong]")
     ] = None,
     step: Annotated[float | None, typer.Option(help="step when --perturbation custom")] = None,
+    reset_to: Annotated[
+        str | None,
+        typer.Option(help="step after an improvement: initial (2 x step, GIFTbench) | step"),
+    ] = None,
+    guidance: Annotated[
+        float | None, typer.Option(help="diffusion: guidance during the search [card's]")
+    ] = None,
+    seed_guidance: Annotated[
+        float | None, typer.Option(help="diffusion: guidance for the seed images [card's]")
+    ] = None,
     target_class: Annotated[int | None, typer.Option(help="seed class")] = None,
     seed: Annotated[int | None, typer.Option(help="random seed [0]")] = None,
     name: Annotated[str | None, typer.Option(help="campaign name")] = None,
@@ -104,6 +114,12 @@ def run(
         "best_left": best_left,
         "perturbation": perturbation,
         "step": step,
+        "reset_to": reset_to,
+    }
+    gp = {"guidance": guidance, "seed_guidance": seed_guidance}
+    raw["generator_params"] = {
+        **raw.get("generator_params", {}),
+        **{k: v for k, v in gp.items() if v is not None},
     }
     raw["strategy_params"] = {
         **raw.get("strategy_params", {}),

@@ -132,7 +132,8 @@ def run_campaign(
         "dataset": cfg.dataset, "generator": r.generator_name, "classifier": r.classifier_name,
         "strategy": cfg.strategy, "preset": r.preset, "n_seeds": cfg.seeds,
         "target_class": cfg.target_class, "random_seed": cfg.seed,
-        "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump()},
+        "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump(),
+                   "generator_params": r.generator.options()},
         "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
         "study": study,
     })  # fmt: skip
@@ -260,7 +261,8 @@ class Campaign:
         )
         self.labels = seeds.labels
         # Viable: the classifier gives the intended label to the generated seed image.
-        logits, images = self.evaluate(seeds.latents, seeds.labels)
+        with r.generator.seeding():
+            logits, images = self.evaluate(seeds.latents, seeds.labels)
         viable = logits.argmax(1) == seeds.labels
         paths = [f"{_seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
         self.sink.save(paths, images)

@@ -93,6 +93,26 @@ with st.form("campaign"):
     )
     target = g.selectbox("Target class", ["any", *ds.class_names])
     seed = h.number_input("Random seed", 0, 2**31 - 1, 0)
+    reset_to = st.radio(
+        "After an improvement the step returns to",
+        ["the preset's rule", "initial", "step"],
+        horizontal=True,
+        help="initial: 2 x step, as GIFTbench (the rule of low and high); step: the step "
+        "itself (the rule of strong and custom)",
+    )
+    gen_params = {}
+    card_params = zoo.load_card(generator)["params"]
+    if "guidance" in card_params:  # a diffusion model: seeds and search may differ
+        gl, gr = st.columns(2)
+        gen_params["seed_guidance"] = gl.number_input(
+            "Guidance for seed images", 0.0, 20.0,
+            float(card_params.get("seed_guidance") or card_params["guidance"]),
+            help="GIFTbench: 3.5; the default is the zoo card's measured best",
+        )  # fmt: skip
+        gen_params["guidance"] = gr.number_input(
+            "Guidance during the search", 0.0, 20.0, float(card_params["guidance"]),
+            help="GIFTbench: 1.4; the default is the zoo card's measured best",
+        )  # fmt: skip
     name = st.text_input("Name (optional)")
     submitted = st.form_submit_button("Launch", type="primary", disabled=not classifier_ok)
 
@@ -104,7 +124,10 @@ if submitted:
         "strategy_params": {"generations": int(generations), "population": int(population),
                             "best_left": int(best_left), "perturbation": perturbation,
                             **({"step": float(step)} if perturbation == "custom" else {}),
-                            **({"init_step": float(init_step)} if init_step > 0 else {})},
+                            **({"init_step": float(init_step)} if init_step > 0 else {}),
+                            **({"reset_to": reset_to} if reset_to in ("initial", "step")
+                               else {})},
+        "generator_params": gen_params,
     }  # fmt: skip
     try:
         cid = launch(parse_config(raw), home)

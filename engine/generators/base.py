@@ -9,6 +9,8 @@ generators sample a Gaussian latent with a class label.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -71,6 +73,16 @@ class Generator(nn.Module, ABC):
     def configure(self, **options) -> None:
         """Apply run-time options; validated by ``Options`` (unknown keys are errors)."""
         self.Options(**options)
+
+    def options(self) -> dict:
+        """The run-time options in force, every default filled in (recorded per campaign)."""
+        return {}
+
+    @contextmanager
+    def seeding(self) -> Iterator[None]:
+        """Seed images are decoded inside this block. A generator that makes seeds with
+        other settings than the search (the DM's seed guidance) switches them here."""
+        yield
 
     @property
     @abstractmethod

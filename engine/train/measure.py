@@ -5,6 +5,10 @@
 - Viability, the way a campaign checks a seed: the share of 1,000 seeds (encoded test
   images, or 100 samples per class) that the default classifier gives the intended label.
 - Inference time per image at batch 1 and 25 (`latentfuzz bench generators` refreshes it).
+- For generators with a guidance scale: viability at each scale of a grid, and the
+  defaults it implies. Seeds use the scale with the highest viability; the search uses the
+  lowest scale whose viability is within GUIDANCE_TOLERANCE of that best, as GIFTbench
+  lowers guidance for the search (3.5 for seeds, 1.4 during the search).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from engine.generators import Generator
 from engine.train.common import ms_per_image
 
 N_LATENTS = 1000
+GUIDANCE_GRID = (1.0, 1.4, 2.0, 3.5, 5.0)
+GUIDANCE_TOLERANCE = 0.05
 
 
 def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
@@ -63,6 +69,22 @@ def inference_ms(gen: Generator, batches: tuple[int, ...] = (1, 25)) -> dict[str
         for b in batches}  # fmt: skip
 
 
+def guidance_defaults(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> dict:
+    """Viability per guidance scale of GUIDANCE_GRID and the seed/search defaults."""
+    by_scale = {}
+    for g in GUIDANCE_GRID:
+        gen.configure(guidance=g, seed_guidance=g)
+        by_scale[g] = viability(gen, z, labels, clf)
+    best = max(by_scale.values())
+    seed = min(g for g, v in by_scale.items() if v == best)
+    search = min(g for g, v in by_scale.items() if v >= best - GUIDANCE_TOLERANCE)
+    gen.configure(guidance=search, seed_guidance=seed)
+    return {"viability_by_guidance": {str(g): v for g, v in by_scale.items()},
+            "seed_guidance": seed, "guidance": search,
+            "guidance_rule": f"seeds: highest viability on {list(GUIDANCE_GRID)}; search: "
+                             f"lowest scale within {GUIDANCE_TOLERANCE:.0%} of it"}  # fmt: skip
+
+
 def finish_generator_card(
     name: str, dataset: str, classifier: str | None, out: Path | None
 ) -> dict[str, Any]:
@@ -73,7 +95,17 @@ def finish_generator_card(
     card.update(latent_bounds(z))
     clf_name = zoo.resolve("classifier", dataset, classifier, out)
     clf = zoo.load_classifier(clf_name, dataset, root=out)
-    share = viability(gen, z, labels, clf)
+    if "seed_guidance" in gen.Options.model_fields:
+        chosen = guidance_defaults(gen, z, labels, clf)
+        card["params"].update(guidance=chosen["guidance"], seed_guidance=chosen["seed_guidance"])
+        card.setdefault("metrics", {})["guidance"] = chosen
+        card["sampler"] = (
+            f"DDIM, eta 0, {gen.steps} steps, classifier-free guidance {gen.seed_guidance} "
+            f"for seeds and {gen.guidance} during the search"
+        )
+    # Measured as a campaign checks a seed: with the seed settings.
+    with gen.seeding():
+        share = viability(gen, z, labels, clf)
     card.setdefault("metrics", {}).update({
         "viability": share,
         "viability_how": ("encoded test images whose reconstruction the classifier labels "

@@ -104,3 +104,37 @@ def test_gan_keeps_its_discriminator_for_validity_filtering(tiny_zoo: Path):
     x = gan.decode(gan.sample_prior(4, torch.Generator().manual_seed(0)), y)
     score = gan.realness(x, y)
     assert score.shape == (4,) and torch.isfinite(score).all()
+
+
+def test_dm_makes_seeds_with_seed_guidance_and_searches_with_search_guidance(
+    tiny_zoo: Path, tmp_path: Path
+):
+    # GIFTbench's DM: guidance 3.5 for the seed images, 1.4 while searching.
+    dm = zoo.load_generator("mnist-dm", root=tiny_zoo)
+    dm.configure(guidance=1.4, seed_guidance=3.5)
+    z, y = dm.sample_prior(3, torch.Generator().manual_seed(0)), torch.tensor([0, 1, 2])
+    search = dm.decode(z, y)
+    with dm.seeding():
+        seeds = dm.decode(z, y)
+    dm.configure(guidance=3.5)
+    assert torch.equal(seeds, dm.decode(z, y)) and not torch.equal(seeds, search)
+    assert dm.guidance == 3.5 and dm.seed_guidance == 3.5  # seeding() restored the search's
+
+    def campaign(**params) -> tuple[dict, list[bytes]]:
+        # The bundled DM: the untrained tiny one's images saturate to the same PNGs.
+        cfg = parse_config({"generator": "dm", "seeds": 3, "seed": 4,
+                            "generator_params": params,
+                            "strategy_params": {"generations": 2}})  # fmt: skip
+        res = run_campaign(cfg, tmp_path)
+        store = Store(tmp_path / "latentfuzz.duckdb")
+        seeds = queries.seeds(store, res.campaign_id)
+        images = [(tmp_path / p).read_bytes() for p in seeds["seed_image"]]
+        return queries.campaign(store, res.campaign_id)["config"]["generator_params"], images
+
+    a, seed_a = campaign(guidance=1.4, seed_guidance=3.5)
+    assert a == {"steps": 4, "guidance": 1.4, "seed_guidance": 3.5}  # both recorded
+    _, seed_b = campaign(guidance=1.4, seed_guidance=1.4)
+    _, seed_c = campaign(guidance=3.5, seed_guidance=3.5)
+    assert seed_a == seed_c != seed_b  # seed images follow the seed guidance alone
+    default, _ = campaign(guidance=1.4)
+    assert default["seed_guidance"] == 2.0  # the card's measured default, not the search's
