@@ -40,7 +40,8 @@ def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
     out = " ".join(p.stdout.split())
     m = re.search(
         r"viable seeds (\d) of 3, misclassified (\d) \(([\d.]+)% of viable\), "
-        r"mean iterations to failure ([\d.]+|n/a)",
+        r"mean iterations \(viable seeds, survivors at budget\) ([\d.]+), "
+        r"mean iterations to failure \(failing seeds\) ([\d.]+|n/a)",
         out,
     )
     assert m, out
