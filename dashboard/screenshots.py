@@ -4,6 +4,10 @@ Seeds a scratch home with two small campaigns (VAE and GAN) and a validity study
 failures whose answers are *simulated* (two made-up labellers, seeded: the expected class
 70%, "not a valid image" 20%, another class 10%), serves the app on a free local port and
 captures each page with Playwright driving Debian's Chromium (`make chromium` installs it).
+
+`python -m dashboard.screenshots OUT_DIR --home DIR --page compare` captures pages of an
+existing data directory instead (the README's Compare screenshot shows the effectiveness
+study's home), leaving it untouched.
 """
 
 from __future__ import annotations
@@ -49,18 +53,28 @@ def simulated_study(home: Path) -> tuple[str, str]:
     return sid, create_study(store, home, StudyConfig(campaigns=ids, name="to label", k=2))
 
 
-def main(out: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
+def seeded_home() -> tuple[Path, dict[str, str]]:
+    """A scratch home with two campaigns and two studies; the pages to capture."""
     from engine.config import parse_config
     from engine.runner import run_campaign
 
-    out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="latentfuzz-shots-"))
     for gen in ("gan", "vae"):  # the VAE campaign last: the one the Campaign page shows
         cfg = {"seeds": 8, "seed": 1, "generator": gen, "name": f"MNIST {gen.upper()}, strong"}
         cid = run_campaign(parse_config(cfg), home).campaign_id
     answered, sid = simulated_study(home)
+    return home, {
+        "campaigns": "", "new_campaign": "new_campaign", "campaign": f"campaign?id={cid}",
+        "compare": "compare", "studies": f"studies?study={answered}",
+        "label": f"label?study={sid}&labeller=you", "models": "models",
+    }  # fmt: skip
+
+
+def capture(home: Path, pages: dict[str, str], out: Path) -> None:
+    """Serve the app on `home` and save each page (name -> URL path) as OUT/name.png."""
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -74,15 +88,7 @@ def main(out: Path) -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            for name, path in (
-                ("campaigns", ""),
-                ("new_campaign", "new_campaign"),
-                ("campaign", f"campaign?id={cid}"),
-                ("compare", "compare"),
-                ("studies", f"studies?study={answered}"),
-                ("label", f"label?study={sid}&labeller=you"),
-                ("models", "models"),
-            ):
+            for name, path in pages.items():
                 page.goto(f"http://127.0.0.1:{port}/{path}")
                 page.wait_for_selector("h1", timeout=60_000)
                 time.sleep(3)  # charts and images settle
@@ -91,8 +97,26 @@ def main(out: Path) -> None:
             browser.close()
     finally:
         server.terminate()
+
+
+def main(argv: list[str]) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots")
+    ap.add_argument("out", nargs="?", type=Path, default=REPO / "docs" / "screenshots")
+    ap.add_argument("--home", type=Path, help="capture this data directory as it is")
+    ap.add_argument("--page", action="append", help="with --home: page name (repeatable)")
+    args = ap.parse_args(argv)
+    if args.home:
+        names = args.page or ["compare"]
+        capture(args.home, {n: "" if n == "campaigns" else n for n in names}, args.out)
+        return
+    home, pages = seeded_home()
+    try:
+        capture(home, pages, args.out)
+    finally:
         shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "docs" / "screenshots")
+    main(sys.argv[1:])

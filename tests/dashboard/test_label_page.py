@@ -166,3 +166,43 @@ def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
     created = new[~new["id"].isin(before)]
     assert len(created) == 1 and int(created["k"].iloc[0]) == 3
     assert any("Created" in s.value for s in at.success)
+
+
+def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
+    """An ImageNet-subset study: "a different real-world object" is one key (O) and is
+    stored as OTHER (valid, not the expected class); a closed dataset has no such button."""
+    import pandas as pd
+    from PIL import Image
+
+    from engine.agreement import OTHER
+
+    home = tmp_path / "home"
+    (home / "imgs").mkdir(parents=True)
+    Image.new("RGB", (32, 32), (200, 80, 10)).save(home / "imgs" / "a.png")
+    store = Store(home / "latentfuzz.duckdb")
+    sid = "study-imagenet"
+    ls.create_study(
+        store,
+        {"id": sid, "name": "pizza", "dataset": "imagenet-pizza", "source": "campaigns",
+         "k": 2, "rule": "icst", "seed": 0, "resamples": 100},
+        pd.DataFrame({"item_id": [0], "kind": ["result"], "image": ["imgs/a.png"],
+                      "expected": [0]}),
+    )  # fmt: skip
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("../pages/label.py")
+    at.query_params["study"] = sid
+    at.query_params["labeller"] = "dee"
+    at.run()
+    assert not at.exception
+    labels = {b.key: (b.label, b.proto.shortcut) for b in at.button}
+    assert labels["other"] == ("a different real-world object", "o")
+    assert labels["invalid"] == ("not a valid real-world object image", "x")
+    assert labels["class0"][0] == "pizza"
+    at.button(key="other").click().run()
+    assert mine(home, sid, "dee")["answer"].tolist() == [OTHER]
+
+
+def test_closed_dataset_has_no_other_class_button(page):
+    assert "other" not in {b.key for b in page("eve").button}
