@@ -52,7 +52,14 @@ def test_a_bad_cell_fails_before_any_campaign_runs(tiny_zoo: Path, tmp_path: Pat
 
 
 def test_same_seed_reproduces_the_table(tiny_zoo: Path, tmp_path: Path):
-    cols = ["generator", "preset", "viable", "misclassified", "mean_iterations"]
+    cols = [
+        "generator",
+        "preset",
+        "viable",
+        "misclassified",
+        "iterations_icst",
+        "iterations_to_failure",
+    ]
     tables = [
         run_study(tmp_path / name, seeds=3, generations=6, seed=2, generators=["mnist-gan"],
                   presets=("strong",), models_root=tiny_zoo)[1][cols]
