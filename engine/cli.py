@@ -514,10 +514,14 @@ def report_generator(card: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    from store import StoreBusy, StoreError
+
     try:
         app()
-    except LatentfuzzError as e:
-        err.print(f"[red]error:[/] {e}")
+    except (LatentfuzzError, StoreError, StoreBusy) as e:
+        # One line, no traceback; markup off so that paths with [brackets] print as they are.
+        err.print("[red]error:[/] ", end="")
+        err.print(str(e), markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

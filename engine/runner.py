@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
 from engine.fitness import top2
 from engine.home import campaign_dir, db_path
@@ -121,9 +122,13 @@ def run_campaign(
 
     The config is resolved and validated before the store is touched.
     """
+    if campaign_id is not None:
+        check_id_syntax(campaign_id)  # before anything is loaded or written
     r = resolve(cfg, models_root)
     store = Store(db_path(home))
+    store.require_writable()
     cid = campaign_id or new_campaign_id()
+    check_new_id(cid, store, home)
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
     rng = torch.Generator().manual_seed(cfg.seed)
     t0 = time.perf_counter()
