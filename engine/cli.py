@@ -121,8 +121,14 @@ def run(
         **raw.get("generator_params", {}),
         **{k: v for k, v in gp.items() if v is not None},
     }
+    given = raw.get("strategy_params", {})
+    if not isinstance(given, dict):
+        raise LatentfuzzError(
+            f"strategy_params is {given!r} ({type(given).__name__}), expected a mapping of "
+            "settings, e.g. strategy_params: {generations: 100, population: 25}"
+        )
     raw["strategy_params"] = {
-        **raw.get("strategy_params", {}),
+        **given,
         **{k: v for k, v in sp.items() if v is not None},
     }
     if step is not None and perturbation is None:
@@ -309,6 +315,7 @@ def study(
     home: HomeOpt = None,
 ) -> None:
     """Run the ICST effectiveness study: every bundled generator x preset, same seeds and budget."""
+    from engine.csv_io import to_csv
     from engine.study import run_study
     from store import queries
 
@@ -340,7 +347,7 @@ def study(
     )
     path = h / "studies" / f"{show}.csv"
     path.parent.mkdir(exist_ok=True)
-    table.to_csv(path, index=False)
+    to_csv(table, path)  # formula cells neutralised
     console.print(f"saved {path}")
 
 
@@ -540,10 +547,15 @@ def report_generator(card: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    from engine.datasets import DatasetError
+    from store import StoreBusy, StoreError
+
     try:
         app()
-    except LatentfuzzError as e:
-        err.print(f"[red]error:[/] {e}", soft_wrap=True)  # one line, however long
+    except (LatentfuzzError, DatasetError, StoreError, StoreBusy) as e:
+        # One line, no traceback; markup off so that paths with [brackets] print as they are.
+        err.print("[red]error:[/] ", end="")
+        err.print(str(e), markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

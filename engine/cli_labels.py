@@ -76,6 +76,10 @@ def import_cmd(
     dataset: Annotated[str, typer.Option(help="dataset whose classes the answers name")],
     mapping: Annotated[Path | None, typer.Option(help="YAML: columns and answer texts")] = None,
     name: Annotated[str | None, typer.Option(help="study name [file name]")] = None,
+    encoding: Annotated[
+        str | None, typer.Option(help="file encoding [from its byte-order mark, else utf-8]")
+    ] = None,
+    max_rows: Annotated[int, typer.Option(help="most data rows read", min=1)] = 100_000,
     home: HomeOpt = None,
 ) -> None:
     """Create a study from an external study's CSV and recompute its verdicts."""
@@ -84,7 +88,7 @@ def import_cmd(
     if not file.exists():
         raise LatentfuzzError(f"no file {file}")
     m = ImportMapping.from_yaml(mapping) if mapping else None
-    res = import_csv(_store(home), file, dataset, m, name)
+    res = import_csv(_store(home), file, dataset, m, name, encoding=encoding, max_rows=max_rows)
     console.print(
         f"imported {res.rows} images and {res.judgements} answers into {res.study_id} "
         f"({res.empty_cells} empty answer cells)"
@@ -158,6 +162,7 @@ def export_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Write the raw judgements and/or the wide per-image table."""
+    from engine.csv_io import to_csv
     from engine.labelling import raw_export, wide_export
 
     if raw is None and wide is None:
@@ -166,5 +171,5 @@ def export_cmd(
     for path, fn in ((raw, raw_export), (wide, wide_export)):
         if path is not None:
             df = fn(store, study)
-            df.to_csv(path, index=False)
+            to_csv(df, path)  # formula cells neutralised
             console.print(f"wrote {path} ({len(df)} rows)")

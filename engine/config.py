@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine import zoo
 from engine.classifiers import Classifier
@@ -26,7 +26,8 @@ from engine.strategies import STRATEGIES, SearchSpace, Strategy
 class CampaignConfig(BaseModel):
     """Everything that defines a campaign. Same config and seed, same stored results."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # No NaN or infinity in any float field (`flush_seconds: .nan` compares false to bounds).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str | None = Field(None, max_length=200)
     dataset: str = "mnist"
@@ -49,6 +50,21 @@ class CampaignConfig(BaseModel):
     flush_seconds: float = Field(
         2.0, gt=0, le=600, description="how often the store is written (live view latency)"
     )
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        """A device torch knows ('cpu', 'cuda', 'cuda:1', 'mps'), checked before any model
+        is loaded."""
+        import torch
+
+        try:
+            torch.device(v)
+        except (RuntimeError, ValueError):
+            raise ValueError(
+                f"device {v!r} is not a torch device; expected cpu, cuda, cuda:N or mps"
+            ) from None
+        return v
 
 
 def format_validation(e: ValidationError, where: str = "config") -> str:

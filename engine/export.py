@@ -6,6 +6,7 @@ import io
 import zipfile
 from pathlib import Path
 
+from engine.csv_io import to_csv
 from engine.errors import LatentfuzzError
 from store import Store, queries
 
@@ -15,7 +16,7 @@ def pair_stem(seed_idx: int, expected: int, predicted: int, iterations: int) -> 
 
 
 def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
-    zf.writestr("seeds.csv", seeds.to_csv(index=False))
+    zf.writestr("seeds.csv", to_csv(seeds))  # formula cells neutralised
     n = 0
     for r in seeds[seeds["result_image"].notna()].itertuples():
         stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), int(r.iterations))

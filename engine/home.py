@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from engine.errors import LatentfuzzError
+
 ENV_VAR = "LATENTFUZZ_HOME"
 DEFAULT_HOME = Path("~/.latentfuzz")
 DB_NAME = "latentfuzz.duckdb"
@@ -18,7 +20,18 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """Return the data directory, creating it if needed."""
     raw = home if home is not None else os.environ.get(ENV_VAR) or DEFAULT_HOME
     path = Path(raw).expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        raise LatentfuzzError(
+            f"data directory {path} is a file, expected a folder; move the file away or "
+            f"pick another --home / ${ENV_VAR}"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LatentfuzzError(
+            f"cannot create the data directory {path} ({e.strerror}); pick another --home "
+            f"/ ${ENV_VAR}"
+        ) from None
     return path
 
 

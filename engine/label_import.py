@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from engine.agreement import INVALID, OTHER, UNSURE
+from engine.csv_io import MAX_ROWS, read_table
 from engine.datasets import Dataset, get_dataset
 from engine.errors import ConfigError
 from engine.labelling import new_study_id, verdicts
@@ -128,11 +129,13 @@ def import_csv(
     mapping: ImportMapping | None = None,
     name: str | None = None,
     seed: int = 0,
+    encoding: str | None = None,
+    max_rows: int = MAX_ROWS,
 ) -> ImportResult:
     """Create a study from an external CSV; everything is checked before anything is written."""
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df = read_table(path, encoding, max_rows)  # streamed, bounded, encoding and rows checked
     # A trailing comma in the header gives an unnamed, empty column: drop it.
     df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
     needed = [m.image, m.id, m.generator, m.perturbation, m.expected, *m.assessors]

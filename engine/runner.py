@@ -8,12 +8,13 @@ classify them in bounded batches, score them, tell the strategy, record one row 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
+from engine.errors import ModelError
 from engine.fitness import top2
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink, to_uint8
@@ -95,13 +98,33 @@ class Evaluator:
         dev = self.gen.device
         for i in range(0, z.shape[0], self.batch):
             zb, yb = z[i : i + self.batch].to(dev), labels[i : i + self.batch].to(dev)
-            x = self.gen.decode(zb, yb if self.gen.conditional else None)
-            logits.append(self.clf.logits(x).cpu())
+            with model_errors("generator", zb.shape[0]):
+                x = self.gen.decode(zb, yb if self.gen.conditional else None)
+            with model_errors("classifier", zb.shape[0]):
+                logits.append(self.clf.logits(x).cpu())
             images.append(to_uint8(x).cpu())
             self.batch_sizes.append(int(zb.shape[0]))
         if len(logits) == 1:
             return logits[0], images[0]
         return torch.cat(logits), torch.cat(images)
+
+
+@contextlib.contextmanager
+def model_errors(what: str, n: int) -> Iterator[None]:
+    """Turn a model's own exception (a classifier that fails only on large batches, a
+    TorchScript error with its interpreter traceback) into one line that ends the campaign
+    `failed` with the model's message."""
+    try:
+        yield
+    except (ModelError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - any model failure ends the campaign the same way
+        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        msg = lines[-1] if lines else type(e).__name__
+        raise ModelError(
+            f"the {what} failed on a batch of {n} images: {msg}; fix the model, or lower "
+            "batch_size (--batch-size) if it only fails on large batches"
+        ) from e
 
 
 def _seed_dir(cid: str, s: int) -> str:
@@ -121,9 +144,13 @@ def run_campaign(
 
     The config is resolved and validated before the store is touched.
     """
+    if campaign_id is not None:
+        check_id_syntax(campaign_id)  # before anything is loaded or written
     r = resolve(cfg, models_root)
     store = Store(db_path(home))
+    store.require_writable()
     cid = campaign_id or new_campaign_id()
+    check_new_id(cid, store, home)
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
     rng = torch.Generator().manual_seed(cfg.seed)
     t0 = time.perf_counter()

@@ -6,6 +6,7 @@ import streamlit as st
 from dashboard.components import X_AXES, convergence_chart, gallery, load_image, status_bar
 from dashboard.data import get_home, get_store
 from dashboard.launch import launch_log, stop
+from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.export import zip_bytes
 from store import queries
@@ -117,6 +118,6 @@ with tab_table:
 
 a, b = st.columns(2)
 a.download_button(
-    "Download CSV", seeds.to_csv(index=False).encode(), f"{cid}-seeds.csv", "text/csv"
+    "Download CSV", to_csv_bytes(seeds), f"{cid}-seeds.csv", "text/csv"
 )
 b.download_button("Download zip", zip_bytes(store, home, cid), f"{cid}.zip", "application/zip")

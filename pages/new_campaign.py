@@ -1,12 +1,12 @@
 """New campaign: pick dataset, generator, classifier and search settings, then launch."""
 
-import hashlib
 from pathlib import Path
 
 import streamlit as st
 
 from dashboard.data import get_home
 from dashboard.launch import launch
+from dashboard.uploads import save_upload
 from engine import zoo
 from engine.classifiers import load_torchscript
 from engine.config import format_validation, parse_config
@@ -41,9 +41,7 @@ if choice == UPLOAD:
     classifier_ok = False
     if up is not None:
         data = up.getvalue()
-        path = home / "uploads" / f"{hashlib.sha256(data).hexdigest()[:16]}-{up.name}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        path = save_upload(home, up.name, data)  # a safe base name, inside the home
         try:
             load_torchscript(path, ds.shape, ds.num_classes, dataset)
             right.success(f"{up.name}: valid for {dataset}")

@@ -10,6 +10,7 @@ from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from engine import labelling
 from engine.agreement import sample_size
+from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
 from store import labels as ls
@@ -110,10 +111,10 @@ with tab_stats:
     )
     a, b = st.columns(2)
     a.download_button("Download raw judgements (CSV)",
-                      labelling.raw_export(store, sid).to_csv(index=False).encode(),
+                      to_csv_bytes(labelling.raw_export(store, sid)),
                       f"{sid}-judgements.csv", "text/csv")  # fmt: skip
     b.download_button("Download one row per image (CSV)",
-                      labelling.wide_export(store, sid).to_csv(index=False).encode(),
+                      to_csv_bytes(labelling.wide_export(store, sid)),
                       f"{sid}-images.csv", "text/csv")  # fmt: skip
 
 with tab_adj:

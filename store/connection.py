@@ -6,9 +6,11 @@ See CONTRACT.md in this folder for the rules every process follows.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +33,47 @@ class StoreBusy(TimeoutError):
 
 
 class StoreError(RuntimeError):
-    """The store file is not one this version can use."""
+    """The store file is not one this version can use (or cannot be written)."""
+
+
+#: How to get going again when the store file itself is damaged.
+FIX = "restore a backup, or move the file away to start a new store"
+# DuckDB's file: three 4 KiB headers, then whole blocks of 256 KiB; "DUCK" at byte 8.
+_HEADER, _BLOCK, _MAGIC = 3 * 4096, 256 * 1024, b"DUCK"
+
+
+def check_file(path: str) -> None:
+    """Raise StoreError with the fix when `path` is not a whole DuckDB file.
+
+    Cheap (a stat and 12 bytes): run on every open, so that an empty, garbage or
+    truncated file is named at once rather than by a failing CHECKPOINT at the end of a
+    campaign."""
+    p = Path(path)
+    if p.is_dir():
+        raise StoreError(f"store {p} is a directory, expected a DuckDB file; move it away")
+    size = p.stat().st_size
+    if size == 0:
+        raise StoreError(f"store {p} is empty (0 bytes), expected a DuckDB database; {FIX}")
+    with open(p, "rb") as f:
+        head = f.read(12)
+    if head[8:12] != _MAGIC:
+        raise StoreError(
+            f"store {p} is not a DuckDB database (no DUCK signature in its header); {FIX}"
+        )
+    if size < _HEADER or (size - _HEADER) % _BLOCK:
+        raise StoreError(
+            f"store {p} is truncated ({size:,} bytes, not its headers plus whole 256 KiB "
+            f"blocks); {FIX}"
+        )
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the store: the file and its folder (DuckDB writes a
+    WAL beside the file). EROFS counts too, which os.access reports for root as well."""
+    folder = path.parent
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return False
+    return not os.statvfs(folder).f_flag & os.ST_RDONLY
 
 
 def _lock_for(key: str) -> threading.RLock:
@@ -57,7 +99,7 @@ class _FileLock:
         if self.depth:  # this thread holds it already (the RLock guarantees it is ours)
             self.depth += 1
             return True
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = self._open(exclusive)
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -65,6 +107,21 @@ class _FileLock:
             return False
         self.fd, self.depth = fd, 1
         return True
+
+    def _open(self, exclusive: bool) -> int:
+        """A descriptor to lock. A read-only home cannot hold a new lock file, but flock
+        needs no write access: readers lock an existing lock file, or else the database
+        file itself (no writer can work in a read-only folder, so readers only meet
+        readers there)."""
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            if exclusive or e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+        try:
+            return os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return os.open(self.path[: -len(".lock")], os.O_RDONLY)
 
     def release(self) -> None:
         self.depth -= 1
@@ -76,9 +133,44 @@ class _FileLock:
 _FILE_LOCKS: dict[str, _FileLock] = {}
 
 
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def holders(path: str) -> list[int]:
+    """Pids holding a lock on the store or its lock file (Linux /proc/locks; [] elsewhere),
+    so that a waiting process can say whom it waits for."""
+    inodes = set()
+    for p in (path, path + ".lock"):
+        with contextlib.suppress(OSError):
+            inodes.add(os.stat(p).st_ino)
+    pids: list[int] = []
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return pids
+    for line in lines:
+        parts = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" ("->" marks a waiter)
+        if "->" in parts or len(parts) < 6:
+            continue
+        try:
+            pid, inode = int(parts[4]), int(parts[5].rsplit(":", 1)[1])
+        except (ValueError, IndexError):
+            continue
+        if inode in inodes and pid != os.getpid() and pid not in pids:
+            pids.append(pid)
+    return pids
+
+
 def _is_lock_conflict(e: Exception) -> bool:
     msg = str(e).lower()
-    return "lock" in msg or "different configuration" in msg or "resource temporarily" in msg
+    # "lock" as a word: "Could not read enough bytes ... block" is damage, not a conflict.
+    return (
+        re.search(r"\block\b", msg) is not None
+        or "different configuration" in msg
+        or "resource temporarily" in msg
+    )
 
 
 class Store:
@@ -97,8 +189,22 @@ class Store:
         with _LOCKS_GUARD:
             self._flock = None if self.memory else _FILE_LOCKS.setdefault(key, _FileLock(key))
         self._mem = duckdb.connect(":memory:") if self.memory else None
+        #: False where the file or its folder cannot be written: reads work, writes raise.
+        self.writable = True
         if not self.memory:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            path = Path(self.path)
+            if path.parent.exists() and not path.parent.is_dir():
+                raise StoreError(f"{path.parent} is a file, expected the data directory; "
+                                 "move it away or pick another --home")  # fmt: skip
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writable = _writable(path)
+            if path.exists():
+                check_file(self.path)
+            elif not self.writable:
+                raise StoreError(
+                    f"no store at {path} and {path.parent} is read-only; give write access "
+                    "or pick another --home"
+                )
         self._init_schema()
 
     @contextlib.contextmanager
@@ -110,6 +216,8 @@ class Store:
             if self._mem is not None:
                 yield self._mem.cursor()
                 return
+            if not read_only:
+                self.require_writable()
             deadline = time.monotonic() + timeout
             delay = 0.001
             while True:
@@ -122,12 +230,16 @@ class Store:
                         # the duckdb CLI) still holds the database: wait for it too.
                         self._flock.release()
                         if not _is_lock_conflict(e):
-                            raise
+                            raise StoreError(
+                                f"store {self.path} cannot be opened ({_first_line(e)}); {FIX}"
+                            ) from e
                 if con is not None:
                     break
                 if time.monotonic() >= deadline:
+                    pids = holders(self.path)
+                    who = f" (held by pid {', '.join(map(str, pids))})" if pids else ""
                     raise StoreBusy(
-                        f"store {self.path} stayed locked by another process for "
+                        f"store {self.path} stayed locked by another process{who} for "
                         f"{timeout:.1f}s; close other writers or retry"
                     )
                 # Short polls: holders keep the file for milliseconds, and a long sleep
@@ -141,6 +253,14 @@ class Store:
                     con.close()
                 finally:
                     self._flock.release()
+
+    def require_writable(self) -> None:
+        """Raise StoreError (one line, with the fix) when the store cannot be written."""
+        if not self.writable:
+            raise StoreError(
+                f"store {self.path} is read-only; listing, showing and exporting work, "
+                "changing it needs write access to the file and its folder"
+            )
 
     @contextlib.contextmanager
     def read(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -185,13 +305,19 @@ class Store:
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path} has schema version {version}, this latentfuzz knows "
-                    f"{SCHEMA_VERSION}; upgrade latentfuzz or use another --home"
+                    f"{SCHEMA_VERSION}; upgrade latentfuzz, or move the file away (or use "
+                    "another --home) to start a new store"
+                )
+            if not self.writable:
+                raise StoreError(
+                    f"store {self.path} has schema version {version} and needs upgrading "
+                    f"to {SCHEMA_VERSION}, but it is read-only; give write access once"
                 )
         with self.write() as con:
             if version:  # an older store: migrate it step by step, in this one transaction
                 for v in range(version + 1, SCHEMA_VERSION + 1):
                     for stmt in MIGRATIONS.get(v, []):
-                        con.execute(stmt)
+                        stmt(con) if callable(stmt) else con.execute(stmt)
             for stmt in DDL:
                 con.execute(stmt)
             con.execute(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS campaigns (
-        id VARCHAR NOT NULL,
+        id VARCHAR NOT NULL PRIMARY KEY,
         name VARCHAR,
-        status VARCHAR NOT NULL,          -- running | finished | interrupted | failed
+        status VARCHAR NOT NULL,          -- running | finished | interrupted | failed | crashed
         created_at TIMESTAMP NOT NULL,
         finished_at TIMESTAMP,
         dataset VARCHAR NOT NULL,
@@ -51,7 +51,8 @@ DDL = [
         seed_image VARCHAR,
         result_image VARCHAR,
         improvements_image VARCHAR,       -- strip of the best image at each improvement
-        elapsed_s DOUBLE
+        elapsed_s DOUBLE,
+        PRIMARY KEY (campaign_id, seed_idx)
     )""",
     """CREATE TABLE IF NOT EXISTS generations (
         campaign_id VARCHAR NOT NULL,
@@ -68,7 +69,8 @@ DDL = [
         evaluations BIGINT NOT NULL,      -- cumulative for this seed
         elapsed_s DOUBLE NOT NULL,        -- since campaign start
         image VARCHAR,                    -- when the best improved: the seed's strip PNG
-        image_frame INTEGER               -- ... and this generation's frame in it (0-based)
+        image_frame INTEGER,              -- ... and this generation's frame in it (0-based)
+        PRIMARY KEY (campaign_id, seed_idx, generation)
     )""",
     """CREATE TABLE IF NOT EXISTS individuals (
         campaign_id VARCHAR NOT NULL,
@@ -77,13 +79,15 @@ DDL = [
         individual INTEGER NOT NULL,      -- slot in the population
         fitness DOUBLE NOT NULL,
         pred INTEGER NOT NULL,
-        evaluated BOOLEAN NOT NULL        -- false for survivors carried with their score
+        evaluated BOOLEAN NOT NULL,       -- false for survivors carried with their score
+        PRIMARY KEY (campaign_id, seed_idx, generation, individual)
     )""",
     """CREATE TABLE IF NOT EXISTS images (
         campaign_id VARCHAR NOT NULL,
         seed_idx INTEGER NOT NULL,
         kind VARCHAR NOT NULL,            -- seed | result
-        path VARCHAR NOT NULL             -- relative to the home
+        path VARCHAR NOT NULL,            -- relative to the home
+        PRIMARY KEY (campaign_id, seed_idx, kind)
     )""",
     # Human labelling (validity and label preservation). Answers are class indices, or
     # -1 for "not a valid <domain> image" and -2 for "unsure" (engine/agreement.py).
@@ -152,8 +156,59 @@ DDL = [
 ]
 
 
-#: Statements that bring a store from version N - 1 to N, applied in order on open.
-MIGRATIONS: dict[int, list[str]] = {
+#: The key of every campaign table: no two rows share one (schema 4 on).
+KEYS: dict[str, str] = {
+    "campaigns": "id",
+    "seeds": "campaign_id, seed_idx",
+    "generations": "campaign_id, seed_idx, generation",
+    "individuals": "campaign_id, seed_idx, generation, individual",
+    "images": "campaign_id, seed_idx, kind",
+}
+
+
+def add_keys(con) -> None:
+    """Give every existing campaign table its primary key. Stores written before schema 4
+    may hold duplicates (a reused campaign id): the first row of each key is kept, as a
+    reader saw it first. Tables that do not exist yet are created with their key by DDL."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    keyed = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
+        ).fetchall()
+    }
+    for table, key in KEYS.items():
+        if table not in tables or table in keyed:
+            continue
+        n, distinct = con.execute(
+            f"SELECT count(*), count(DISTINCT ({key})) FROM {table}"
+        ).fetchone()
+        if n != distinct:
+            # DuckDB still sees rows deleted in this transaction when it builds the key, so
+            # the table is rebuilt from the first row of each key (NOT NULL put back).
+            nn = [
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                    "AND NOT is_nullable",
+                    [table],
+                ).fetchall()
+            ]
+            con.execute(
+                f"CREATE TABLE {table}__keyed AS SELECT * FROM {table} WHERE rowid IN "
+                f"(SELECT min(rowid) FROM {table} GROUP BY {key})"
+            )
+            con.execute(f"DROP TABLE {table}")
+            con.execute(f"ALTER TABLE {table}__keyed RENAME TO {table}")
+            for c in nn:
+                con.execute(f"ALTER TABLE {table} ALTER COLUMN {c} SET NOT NULL")
+        con.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key})")
+
+
+#: Statements (or functions of a connection) that bring a store from version N - 1 to N,
+#: applied in order on open.
+MIGRATIONS: dict[int, list] = {
     2: ["ALTER TABLE campaigns ADD COLUMN IF NOT EXISTS study VARCHAR"],
     3: [],  # labelling tables only: DDL creates them
+    4: [add_keys],  # keys on the campaign tables
 }

@@ -35,6 +35,28 @@ def read_idx(path: Path) -> np.ndarray:
     return data.reshape(dims)
 
 
+class SafeUnpickler(pickle.Unpickler):
+    """Unpickles only plain data: dicts, lists, bytes, strings, numbers and numpy arrays.
+
+    A CIFAR-10 batch is a pickle, and pickle.load runs whatever a crafted file names (os.system
+    via __reduce__). Plain containers need no global at all; numpy arrays need exactly the
+    reconstructors below, so every other global is refused before it is called."""
+
+    ALLOWED = frozenset({
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"), ("numpy", "dtype"),
+        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    })  # fmt: skip
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(
+                f"refusing {module}.{name}: only numpy arrays, lists, dicts, bytes and "
+                "strings are read"
+            )
+        return super().find_class(module, name)
+
+
 def _find(ds: Dataset, stem: str) -> Path:
     for name in (stem, stem + ".gz"):
         if (ds.root / name).exists():
@@ -86,7 +108,7 @@ class CIFAR10(Dataset):
         for path in self.require(*names):
             with open(path, "rb") as f:
                 try:
-                    batch = pickle.load(f, encoding="bytes")
+                    batch = SafeUnpickler(f, encoding="bytes").load()
                 except Exception as e:  # noqa: BLE001 - any unpickling failure means a bad file
                     raise DatasetError(f"{path}: not a CIFAR-10 pickle batch ({e})") from e
             if b"data" not in batch or b"labels" not in batch:

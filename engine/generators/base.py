@@ -53,7 +53,8 @@ def check_tensor(
 class GeneratorOptions(BaseModel):
     """Run-time options of a generator (a campaign's ``generator_params``); none by default."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # No NaN or infinity in any float: `step: .inf` would "find" a failure at once.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Generator(nn.Module, ABC):

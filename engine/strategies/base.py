@@ -21,7 +21,8 @@ from engine.registry import Registry
 class StrategyParams(BaseModel):
     """Base of every strategy's parameter model: frozen, no unknown keys."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # No NaN or infinity in any float: `step: .inf` would "find" a failure at once.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,167 @@
+"""Store integrity: keys, safe campaign ids, damaged store files, odd homes, read-only homes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import tempfile
+import zipfile
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from store import SCHEMA_VERSION, Store, StoreError, create_campaign, queries
+from tests.reliability.conftest import cli, one_line_error
+from tests.store.test_contract import campaign_row
+
+TINY = ["--seeds", "2", "--generations", "3", "--population", "6", "--best-left", "2",
+        "--seed", "1", "--quiet"]  # fmt: skip
+FIX = "restore a backup, or move the file away"
+
+
+def test_every_campaign_table_refuses_a_second_row_with_the_same_key(tmp_path: Path):
+    store = Store(tmp_path / "s.duckdb")
+    create_campaign(store, campaign_row("c1"))
+    with pytest.raises(duckdb.ConstraintException):
+        create_campaign(store, campaign_row("c1"))
+    for table, row in (
+        ("seeds", "('c1', 0, 0, 3, 3, 1.0, true, 'searching')"),
+        ("generations", "('c1', 0, 1, 1, 1, 3, 3, .9, 5, .1, .1, 25, .1)"),
+        ("individuals", "('c1', 0, 1, 0, 1.0, 3, true)"),
+        ("images", "('c1', 0, 'seed', 'x.png')"),
+    ):
+        cols = store.query(f"SELECT * FROM {table} LIMIT 0").columns
+        n = row.count(",") + 1
+        sql = f"INSERT INTO {table} ({', '.join(cols[:n])}) VALUES {row}"
+        with store.write() as con:
+            con.execute(sql)
+        with pytest.raises(duckdb.ConstraintException), store.write() as con:
+            con.execute(sql)
+        assert store.query(f"SELECT count(*) AS n FROM {table}")["n"][0] == 1
+
+
+def test_an_old_store_with_a_reused_id_gets_its_keys(tmp_path: Path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    con.execute("CREATE TABLE campaigns (id VARCHAR NOT NULL, status VARCHAR NOT NULL, "
+                "study VARCHAR)")  # fmt: skip
+    con.execute("INSERT INTO campaigns VALUES ('x', 'finished', NULL), ('x', 'running', NULL)")
+    con.execute("CREATE TABLE images (campaign_id VARCHAR, seed_idx INTEGER, kind VARCHAR, "
+                "path VARCHAR)")  # fmt: skip
+    con.execute("INSERT INTO images VALUES ('x', 0, 'seed', 'a'), ('x', 0, 'seed', 'b')")
+    con.close()
+    store = Store(path)
+    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "4"
+    assert store.query("SELECT id, status FROM campaigns").to_dict("records") == [
+        {"id": "x", "status": "finished"}
+    ]
+    assert store.query("SELECT path FROM images")["path"].tolist() == ["a"]
+    keys = store.query("SELECT table_name FROM duckdb_constraints() "
+                       "WHERE constraint_type = 'PRIMARY KEY'")["table_name"]  # fmt: skip
+    assert {"campaigns", "seeds", "generations", "individuals", "images"} <= set(keys)
+
+
+@pytest.mark.parametrize("bad", ["../../x", "a/b", ".hidden", "", "x" * 101, "a b", "é"])
+def test_an_unsafe_campaign_id_is_refused_before_anything_is_written(home: Path, env, bad):
+    p = cli(["run", *TINY, "--id", bad], env, ok=False)
+    one_line_error(p, f"campaign id {bad!r} is not allowed", "letters, digits")
+    assert list(home.iterdir()) == []  # no store, no folder
+    assert not (home.parent.parent / "x").exists()
+
+
+def test_a_reused_campaign_id_is_refused_and_the_first_campaign_is_untouched(home: Path, env):
+    cli(["run", *TINY, "--id", "mine"], env)
+    store = Store(home / "latentfuzz.duckdb")
+    before = {t: len(store.query(f"SELECT * FROM {t}")) for t in ("seeds", "generations")}
+    p = cli(["run", *TINY, "--id", "mine"], env, ok=False)
+    one_line_error(p, "campaign id 'mine' is taken", "latentfuzz delete mine")
+    assert {t: len(store.query(f"SELECT * FROM {t}")) for t in before} == before
+    assert queries.list_campaigns(store)["id"].tolist() == ["mine"]
+
+
+def _damage(path: Path, how: str) -> None:
+    if how == "empty":
+        path.write_bytes(b"")
+    elif how == "garbage":
+        path.write_bytes(os.urandom(300_000))
+    elif how == "truncated":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) - 100_000])
+    elif how == "newer":
+        con = duckdb.connect(str(path))
+        con.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+        con.close()
+
+
+@pytest.mark.parametrize("how,says", [
+    ("empty", "is empty (0 bytes)"), ("garbage", "is not a DuckDB database"),
+    ("truncated", "is truncated"), ("newer", "schema version 999"),
+])  # fmt: skip
+def test_a_damaged_store_is_named_with_the_fix(home: Path, env, how, says):
+    path = home / "latentfuzz.duckdb"
+    Store(path)  # a healthy, empty store
+    _damage(path, how)
+    size = path.stat().st_size
+    with pytest.raises(StoreError, match=re.escape(says)):
+        Store(path)
+    for args in (["campaigns"], ["show", "x"], ["run", *TINY]):
+        p = cli(args, env, ok=False)
+        line = one_line_error(p, says)
+        assert FIX in line or "move the file away" in line
+    assert path.stat().st_size == size  # never "repaired" by overwriting
+    assert not (home / "campaigns").exists()
+
+
+def test_a_home_that_is_a_file_is_named(tmp_path: Path, env):
+    f = tmp_path / "home-file"
+    f.write_text("not a folder")
+    p = cli(["campaigns", "--home", str(f)], env, ok=False)
+    one_line_error(p, "is a file, expected a folder")
+    p = cli(["campaigns", "--home", str(f / "sub")], env, ok=False)
+    one_line_error(p, "home-file")
+
+
+def _read_only_env(home: Path, env) -> tuple[list[str], dict[str, str]]:
+    """Make `home` read-only for the CLI: chmod, and for root (which ignores modes) run the
+    CLI as nobody."""
+    for p in [home, *home.rglob("*")]:
+        mode = p.stat().st_mode
+        p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) | stat.S_IROTH
+                | (stat.S_IXOTH if p.is_dir() else 0))  # fmt: skip
+    if os.geteuid() != 0:
+        return [], env
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], {
+        **env, "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
+
+
+def test_a_read_only_home_can_be_listed_shown_and_exported(env):
+    # Not under pytest's tmp_path: its folders are private to the test's user.
+    base = Path(tempfile.mkdtemp(prefix="lf-ro-"))
+    try:
+        base.chmod(0o777)
+        home = base / "home"
+        env = {**env, "LATENTFUZZ_HOME": str(home)}
+        cli(["run", *TINY, "--id", "ro"], env)
+        # A copied home without its lock file, the harder case: readers lock the store file.
+        (home / "latentfuzz.duckdb.lock").unlink()
+        prefix, ro_env = _read_only_env(home, env)
+        out = base / "out"
+        out.mkdir(mode=0o777)
+        out.chmod(0o777)
+        listing = cli(["campaigns"], {**ro_env, "COLUMNS": "200"}, prefix=prefix)
+        assert "ro" in listing.stdout and "finished" in listing.stdout
+        assert "viable seeds" in cli(["show", "ro"], ro_env, prefix=prefix).stdout
+        cli(["export", "ro", "--zip", str(out / "ro.zip")], ro_env, prefix=prefix)
+        with zipfile.ZipFile(out / "ro.zip") as zf:
+            assert "seeds.csv" in zf.namelist()
+        p = cli(["run", *TINY], ro_env, ok=False, prefix=prefix)
+        one_line_error(p, "read-only")
+    finally:
+        for p in [base, *base.rglob("*")]:
+            p.chmod(0o777)
+        shutil.rmtree(base)
