@@ -121,6 +121,18 @@ def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
     assert len(at.get("vega_lite_chart")) >= 1
     assert "Fisher's exact test" in at.caption[0].value
     assert "blocks of equal dataset, perturbation and generation budget" in at.caption[0].value
+    # The Mann-Whitney samples are ICST iterations: every viable seed, survivors at 30.
+    from dashboard.compare import campaign_rows
+    from store import Store, queries
+
+    store = Store(home / "latentfuzz.duckdb")
+    _, icst, failing = campaign_rows(store, [second])
+    seeds = queries.seeds(store, second)
+    viable = seeds[seeds["viable"]]
+    assert sorted(icst[second]) == sorted(viable["iterations"].astype(float))
+    survived = viable[~viable["misclassified"].astype(bool)]
+    assert (survived["iterations"] == 30).all()
+    assert len(failing[second]) == int(viable["misclassified"].sum())
 
 
 def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
