@@ -27,6 +27,8 @@ COLUMNS = {
     "valid_pct": "max", "preserved_pct": "max",
 }  # fmt: skip
 BLOCK = ["dataset", "preset", "budget"]
+#: Blocks come in the study's order: low before high, then latentfuzz's own presets.
+PRESET_ORDER = {"low": 0, "high": 1, "strong": 2, "custom": 3}
 
 
 def campaign_rows(
@@ -62,7 +64,10 @@ def campaign_rows(
     table = table.merge(labels, on="campaign", how="left")
     for c in ("labelled", "valid", "preserved"):
         table[c] = table[c].fillna(0).astype(int)
-    order = table[BLOCK].astype(str).apply(tuple, axis=1)
+    order = table.apply(
+        lambda r: (str(r.dataset), PRESET_ORDER.get(r.preset, 9), str(r.preset), str(r.budget)),
+        axis=1,
+    )
     table = table.iloc[order.argsort(kind="stable")].reset_index(drop=True)
     return table, iterations, failures
 
