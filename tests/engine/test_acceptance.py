@@ -21,9 +21,10 @@ def test_documented_command_is_complete_and_reproducible(tmp_path: Path, env):
                            text=True, timeout=600)  # fmt: skip
         assert p.returncode == 0, p.stderr
         out = " ".join(p.stdout.split())
-        assert re.search(r"viable seeds \d+ of 10, misclassified \d+ \([\d.]+% of viable\), "
-                         r"mean iterations \(viable seeds, survivors at budget\) [\d.]+, "
-                         r"mean iterations to failure \(failing seeds\) [\d.]+", out), out  # fmt: skip
+        status = (r"viable seeds \d+ of 10, misclassified \d+ \([\d.]+% of viable\), "
+                  r"mean iterations \(viable seeds, survivors at budget\) [\d.]+, "
+                  r"mean iterations to failure \(failing seeds\) [\d.]+")  # fmt: skip
+        assert re.search(status, out), out
         store = Store(home / "latentfuzz.duckdb")
         (cid,) = queries.list_campaigns(store)["id"]
         seeds = queries.seeds(store, cid)
