@@ -39,11 +39,12 @@ ROWS = [
 ]  # fmt: skip
 
 
-def write_csv(path: Path, rows=ROWS) -> Path:
-    lines = [HEADER]
+def write_csv(path: Path, rows=ROWS, trailing_comma: bool = True) -> Path:
+    """The study's layout; its MNIST and INPI files end every line with a comma, INTB not."""
+    lines = [HEADER if trailing_comma else HEADER.rstrip(",")]
     for url, id_, ds, tool, mut, it, exp, pred, a1, a2, val, pres in rows:
         lines.append(",".join([url, id_, ds, tool, mut, it, exp, pred, a1, a2, "", "", "", "",
-                               val, pres, ""]))  # fmt: skip
+                               val, pres, *([""] if trailing_comma else [])]))  # fmt: skip
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -109,8 +110,7 @@ def test_missing_columns_are_named(tmp_path):
 
 
 # The ICST ImageNet studies: answers are ImageNet ids, "not a real world object" (invalid)
-# or "a different real world object" (valid, another class); no trailing comma here.
-IMAGENET_HEADER = HEADER.rstrip(",")
+# or "a different real world object" (valid, another class).
 IMAGENET_ROWS = [
     # url, id, dataset, tool, mut, iter, expected, predicted, ass1, ass2, validity?, pres?
     ("p1", "1", "INPI", "gan", "high", "61", "963", "942", "963", "963", "yes", "yes"),
@@ -129,12 +129,7 @@ IMAGENET_ROWS = [
 
 
 def write_imagenet_csv(path: Path, rows=IMAGENET_ROWS) -> Path:
-    lines = [IMAGENET_HEADER]
-    for url, id_, ds, tool, mut, it, exp, pred, a1, a2, val, pres in rows:
-        lines.append(",".join([url, id_, ds, tool, mut, it, exp, pred, a1, a2, "", "", "", "",
-                               val, pres]))  # fmt: skip
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_csv(path, rows, trailing_comma=False)
 
 
 def test_imagenet_subset_study_imports_with_no_disagreement(tmp_path):
