@@ -61,8 +61,10 @@ def live() -> None:
         )
     )
     if now["status"] == "running" and right.button("Stop", type="secondary"):
-        stop(int(now["pid"]))
-        st.toast("Stopping after the current generation…")
+        if stop(home, cid):
+            st.toast("Stopping after the current generation…")
+        else:
+            st.toast("The campaign's process is gone; it is marked crashed.")
     if now["error"]:
         st.error(now["error"])
     status_bar(queries.summary(store, cid), int(now["n_seeds"]))
