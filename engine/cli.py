@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.cli_labels import labels_app
@@ -25,6 +26,7 @@ app = typer.Typer(
 train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
 app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
+register_campaign_commands(app)  # resume, delete, rename, doctor
 
 
 def status_line(s: dict[str, Any]) -> str:
