@@ -97,7 +97,7 @@ def doctor(
             console.print(f"fixed: {line}", markup=False)
     findings = doc.check(store, h)
     for f in findings:
-        console.print(f"{f.kind}\t{f.campaign or '-'}\t{f.detail}", markup=False, soft_wrap=True)
+        typer.echo(f"{f.kind}\t{f.campaign or '-'}\t{f.detail}")  # tab-separated, for scripts
     if findings:
         raise typer.Exit(1)
     console.print("no anomaly: store and home are consistent")
