@@ -14,6 +14,7 @@ from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.cli_labels import labels_app
+from engine.cli_ui import register as register_ui
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home
 
@@ -27,6 +28,7 @@ train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + 
 app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
 register_campaign_commands(app)  # resume, delete, rename, doctor
+register_ui(app)  # ui
 
 
 def status_line(s: dict[str, Any]) -> str:
