@@ -47,3 +47,15 @@ def stop(home: Path, cid: str) -> bool:
     only the campaign's own process, verified by its lock and start time, never a bare
     stored pid that may belong to another process by now (store/liveness.py)."""
     return liveness.stop(home, cid, signal.SIGTERM)
+
+
+def resume(home: Path, cid: str) -> None:
+    """Continue a crashed or interrupted campaign in its own process (`latentfuzz resume`)."""
+    folder = home / "launch"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{cid}.log", "a") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "resume", cid, "--home", str(home), "--quiet"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip

@@ -45,11 +45,12 @@ def warn_unfinished(home: Path | None, cid: str, stored: str) -> None:
     """One line on stderr when a campaign is not finished, so exports and studies say so."""
     st = shown_status(home, cid, stored)
     if st == "crashed":
-        err.print(f"warning: campaign {cid} crashed; using what it wrote (`latentfuzz resume "
-                  f"{cid}` continues it)", markup=False, highlight=False)  # fmt: skip
+        msg = f"campaign {cid} crashed; using what it wrote (`latentfuzz resume {cid}` resumes it)"
     elif st in ("running", "interrupted"):
-        err.print(f"warning: campaign {cid} is {st}; using what it has written so far",
-                  markup=False, highlight=False)  # fmt: skip
+        msg = f"campaign {cid} is {st}; using what it has written so far"
+    else:
+        return
+    err.print(f"warning: {msg}", markup=False, highlight=False, soft_wrap=True)
 
 
 def fmt(v: Any, spec: str = "") -> str:
