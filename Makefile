@@ -26,8 +26,11 @@ $(VENV)/.dev-installed: $(VENV)/.installed
 install: $(VENV)/.installed
 dev: $(VENV)/.dev-installed
 
+# Through `latentfuzz ui`: loopback, XSRF, no usage statistics, from any directory.
+# ADDRESS=0.0.0.0 listens beyond loopback (containers), with a warning.
+ADDRESS ?= 127.0.0.1
 run: install
-	$(BIN)/streamlit run dashboard/app.py --server.port $(PORT)
+	$(BIN)/latentfuzz ui --port $(PORT) --address $(ADDRESS)
 
 test: dev chromium
 	$(BIN)/python -m pytest -q

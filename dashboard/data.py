@@ -22,4 +22,12 @@ def _store(path: str) -> Store:
 
 
 def get_store() -> Store:
-    return _store(str(db_path(get_home())))
+    """The home's store, with dead `running` campaigns marked `crashed` on every rerun
+    (a few lock checks; store/liveness.py)."""
+    from store import recovery
+    from store.liveness import reap
+
+    store = _store(str(db_path(get_home())))
+    recovery.ingest(store)
+    reap(store)
+    return store

@@ -7,7 +7,6 @@ concurrency contract (store/CONTRACT.md) is the same as for a campaign started b
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import yaml
 
 from engine.config import CampaignConfig, resolve
 from engine.runner import new_campaign_id
+from store import liveness
 
 
 def launch(cfg: CampaignConfig, home: Path) -> str:
@@ -42,10 +42,20 @@ def launch_log(home: Path, cid: str) -> str:
     return path.read_text() if path.exists() else ""
 
 
-def stop(pid: int) -> bool:
-    """Ask a running campaign to stop cleanly (the CLI treats SIGTERM as Ctrl-C)."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-        return True
-    except ProcessLookupError:
-        return False
+def stop(home: Path, cid: str) -> bool:
+    """Ask a running campaign to stop cleanly (the CLI treats SIGTERM as Ctrl-C). Signals
+    only the campaign's own process, verified by its lock and start time, never a bare
+    stored pid that may belong to another process by now (store/liveness.py)."""
+    return liveness.stop(home, cid, signal.SIGTERM)
+
+
+def resume(home: Path, cid: str) -> None:
+    """Continue a crashed or interrupted campaign in its own process (`latentfuzz resume`)."""
+    folder = home / "launch"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{cid}.log", "a") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "resume", cid, "--home", str(home), "--quiet"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip

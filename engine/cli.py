@@ -10,9 +10,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from engine.cli_common import HomeOpt, console, err, fmt
+from engine.cli_campaigns import register as register_campaign_commands
+from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.cli_labels import labels_app
+from engine.cli_ui import register as register_ui
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home
 
@@ -25,6 +27,8 @@ app = typer.Typer(
 train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
 app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
+register_campaign_commands(app)  # resume, delete, rename, doctor
+register_ui(app)  # ui
 
 
 def status_line(s: dict[str, Any]) -> str:
@@ -158,7 +162,12 @@ def run(
                 info=f"active {p.active}/{p.viable}  failed {p.failed}  evals {p.evaluations}",
             )
 
-        result = run_campaign(cfg, h, progress=on_progress, campaign_id=campaign_id)
+        try:
+            result = run_campaign(cfg, h, progress=on_progress, campaign_id=campaign_id)
+        except KeyboardInterrupt:  # a second Ctrl-C, while the last rows waited for the store
+            err.print("interrupted while waiting for the store; the campaign's last rows are "
+                      "in a recovery file that the next command writes", markup=False)  # fmt: skip
+            raise typer.Exit(130) from None
     console.print(
         f"campaign [bold]{result.campaign_id}[/] {result.status} in {result.wall_seconds:.1f}s "
         f"({result.evaluations} evaluations)"
@@ -195,7 +204,7 @@ def campaigns(home: HomeOpt = None) -> None:
         pct = fmt(r.misclassified_pct, ".0f")
         t.add_row(
             r.id,
-            r.status,
+            shown_status(home, r.id, r.status),
             r.dataset,
             r.generator,
             str(r.classifier),
@@ -219,7 +228,8 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
     if c is None:
         raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
     console.print(
-        f"[bold]{c['id']}[/] {c['status']}  {c['dataset']} / {c['generator']} / "
+        f"[bold]{c['id']}[/] {shown_status(home, c['id'], c['status'])}  "
+        f"{c['dataset']} / {c['generator']} / "
         f"{c['classifier']} / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}"
     )
     df = queries.seeds(store, campaign_id)
@@ -246,6 +256,8 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         )
     console.print(t)
     console.print(status_line(queries.summary(store, campaign_id)))
+    if c["error"]:
+        console.print(f"error: {c['error']}", markup=False, highlight=False)
 
 
 @app.command()
@@ -256,9 +268,14 @@ def export(
 ) -> None:
     """Write seed/result image pairs and the per-seed CSV to a zip file."""
     from engine.export import export_zip
+    from store import queries
 
     h = resolve_home(home)
-    n = export_zip(_store(home), h, campaign_id, zip_path)
+    store = _store(home)
+    c = queries.campaign(store, campaign_id)
+    if c is not None:
+        warn_unfinished(home, campaign_id, c["status"])
+    n = export_zip(store, h, campaign_id, zip_path)
     console.print(f"wrote {zip_path} ({n} image pairs + seeds.csv)")
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from engine.cli_common import HomeOpt, console, fmt
+from engine.cli_common import HomeOpt, console, fmt, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home
@@ -38,8 +38,13 @@ def create_cmd(
 
     from engine.agreement import sample_size
     from engine.labelling import StudyConfig, create_study, failing_seeds
+    from store import queries
 
     store = _store(home)
+    for cid in campaign:
+        c = queries.campaign(store, cid)
+        if c is not None:
+            warn_unfinished(home, cid, c["status"])
     if plan:
         population = len(failing_seeds(store, campaign))
         sample = sample_size(population)

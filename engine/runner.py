@@ -9,6 +9,7 @@ classify them in bounded batches, score them, tell the strategy, record one row 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import platform
 import secrets
@@ -25,11 +26,12 @@ import torch
 
 from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
-from engine.errors import ModelError
+from engine.errors import LatentfuzzError, ModelError
 from engine.fitness import top2
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink, to_uint8
-from store import CampaignWriter, Store, create_campaign, queries
+from store import CampaignWriter, Store, create_campaign, queries, recovery
+from store.liveness import CampaignLock
 from store.writer import now
 
 
@@ -149,47 +151,85 @@ def run_campaign(
     r = resolve(cfg, models_root)
     store = Store(db_path(home))
     store.require_writable()
+    recovery.ingest(store)  # rows an earlier campaign saved when its user stopped it waiting
     cid = campaign_id or new_campaign_id()
     check_new_id(cid, store, home)
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
-    rng = torch.Generator().manual_seed(cfg.seed)
+    # Held for the campaign's life, taken before its row exists: a reader that finds the
+    # row `running` and the lock free knows the process is gone (store/liveness.py).
+    lock = CampaignLock(home, cid).acquire()
     t0 = time.perf_counter()
-    create_campaign(store, {
-        "id": cid, "name": cfg.name or cid, "status": "running", "created_at": now(),
-        "dataset": cfg.dataset, "generator": r.generator_name, "classifier": r.classifier_name,
-        "strategy": cfg.strategy, "preset": r.preset, "n_seeds": cfg.seeds,
-        "target_class": cfg.target_class, "random_seed": cfg.seed,
-        "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump(),
-                   "generator_params": r.generator.options()},
-        "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
-        "study": study,
-    })  # fmt: skip
+    try:
+        create_campaign(store, {
+            "id": cid, "name": cfg.name or cid, "status": "running", "created_at": now(),
+            "dataset": cfg.dataset, "generator": r.generator_name,
+            "classifier": r.classifier_name, "strategy": cfg.strategy, "preset": r.preset,
+            "n_seeds": cfg.seeds, "target_class": cfg.target_class, "random_seed": cfg.seed,
+            "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump(),
+                       "generator_params": r.generator.options()},
+            "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
+            "study": study,
+        })  # fmt: skip
+    except BaseException:
+        lock.release()
+        raise
+    return execute(r, store, home, cid, lock, t0, progress, evaluator)
+
+
+def execute(
+    r: Resolved,
+    store: Store,
+    home: Path,
+    cid: str,
+    lock: CampaignLock,
+    t0: float,
+    progress: Callable[[Progress], None] | None = None,
+    evaluator: type[Evaluator] | None = None,
+    wrap: Callable[[CampaignWriter], Any] | None = None,
+) -> CampaignResult:
+    """Search and close the campaign `cid`, whose row exists and whose lock this process
+    holds; releases the lock. `wrap` puts a filter between the search and the writer (a
+    resumed campaign's replay, engine/resume.py)."""
+    cfg = r.config
+    rng = torch.Generator().manual_seed(cfg.seed)
     writer = CampaignWriter(store, cid, cfg.flush_seconds)
     writer.seconds = time.perf_counter() - t0  # the campaign row is store time too
     sink = ImageSink(home)
     evaluate = (evaluator or Evaluator)(r)
-    status, error = "finished", None
+    status, error, failure = "finished", None, None
     try:
         # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
         with torch.inference_mode():
-            Campaign(r, cid, rng, writer, sink, evaluate, t0).run(progress)
+            Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0).run(
+                progress
+            )
     except KeyboardInterrupt:
         status = "interrupted"
     except Exception as e:
-        status, error = "failed", f"{type(e).__name__}: {e}"
-        raise
+        status, error, failure = "failed", describe(e), e
     finally:
         raw = evaluate.raw_seconds
         evals = int(sum(evaluate.batch_sizes))
         try:
-            sink.close()  # may raise a write error; the campaign is still closed below
-        finally:
-            wall = time.perf_counter() - t0 - raw
+            sink.close()  # every image on disk before the campaign is closed
+        except Exception as e:
+            if failure is None:
+                status, error, failure = "failed", describe(e), e
+        wall = time.perf_counter() - t0 - raw
+        try:
             writer.finish(
                 status,
                 {"wall_seconds": wall, "evaluations": evals, "store_seconds": writer.seconds},
                 error,
             )
+        except Exception as e:
+            # A full disk can refuse the closing write too: the rows written so far stay,
+            # and readers mark the campaign crashed once this process has gone.
+            failure = failure or e
+        finally:
+            lock.release()
+    if failure is not None:
+        raise user_error(failure, cid) from failure
     return CampaignResult(
         cid,
         status,
@@ -201,6 +241,31 @@ def run_campaign(
         evaluate.batch_sizes,
         raw,
     )
+
+
+def _disk_full(e: BaseException) -> bool:
+    return (isinstance(e, OSError) and e.errno == errno.ENOSPC) or (
+        "no space left on device" in str(e).lower()
+    )
+
+
+def describe(e: BaseException) -> str:
+    """The campaign row's error: one line."""
+    if _disk_full(e):
+        where = getattr(e, "filename", None)
+        return "no space left on device" + (f" (writing {where})" if where else "")
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def user_error(e: BaseException, cid: str) -> BaseException:
+    """What the caller sees: the model's or the disk's one-line message, else the error."""
+    if _disk_full(e):
+        return LatentfuzzError(
+            f"campaign {cid} failed: {describe(e)}; it keeps what it wrote. Free some space, "
+            f"then `latentfuzz resume {cid}` continues it"
+        )
+    return e
 
 
 @dataclass

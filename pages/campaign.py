@@ -61,8 +61,10 @@ def live() -> None:
         )
     )
     if now["status"] == "running" and right.button("Stop", type="secondary"):
-        stop(int(now["pid"]))
-        st.toast("Stopping after the current generation…")
+        if stop(home, cid):
+            st.toast("Stopping after the current generation…")
+        else:
+            st.toast("The campaign's process is gone; it is marked crashed.")
     if now["error"]:
         st.error(now["error"])
     status_bar(queries.summary(store, cid), int(now["n_seeds"]))
@@ -79,6 +81,32 @@ def live() -> None:
 live()
 if running:
     st.stop()
+
+
+@st.fragment
+def manage() -> None:
+    """Resume, rename, delete (the store-level functions do the work; store/admin.py)."""
+    from dashboard.launch import resume
+    from store.admin import delete_campaign, rename_campaign
+
+    with st.expander("Manage this campaign"):
+        if c["status"] in ("crashed", "interrupted") and st.button(
+            "Resume", help="continue from the last written generation to the same results"
+        ):
+            resume(home, cid)
+            st.toast("Resuming…")
+        new = st.text_input("Name", c["name"], key="rename")
+        if new != c["name"] and st.button("Rename"):
+            rename_campaign(store, cid, new)
+            st.rerun()
+        sure = st.checkbox(f"Yes, delete {cid} and its folder", key="confirm_delete")
+        if st.button("Delete", type="primary", disabled=not sure):
+            delete_campaign(store, home, cid)
+            st.query_params.clear()
+            st.rerun(scope="app")
+
+
+manage()
 
 seeds = queries.seeds(store, cid)
 tab_gallery, tab_seed, tab_table = st.tabs(["Gallery", "Seed detail", "Per-seed table"])
@@ -117,7 +145,5 @@ with tab_table:
     st.dataframe(seeds, hide_index=True, width="stretch")
 
 a, b = st.columns(2)
-a.download_button(
-    "Download CSV", to_csv_bytes(seeds), f"{cid}-seeds.csv", "text/csv"
-)
+a.download_button("Download CSV", to_csv_bytes(seeds), f"{cid}-seeds.csv", "text/csv")
 b.download_button("Download zip", zip_bytes(store, home, cid), f"{cid}.zip", "application/zip")

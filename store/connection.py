@@ -180,10 +180,13 @@ class Store:
     dashboard and the CLI can take turns on one file; memory stores keep one connection.
     """
 
-    def __init__(self, path: str | Path = ":memory:", timeout: float = 30.0) -> None:
+    def __init__(self, path: str | Path = ":memory:", timeout: float | None = None) -> None:
         self.path = str(path)
         self.memory = self.path == ":memory:"
-        self.timeout = timeout
+        # $LATENTFUZZ_STORE_TIMEOUT shortens the wait in tests (the final write retries).
+        self.timeout = (
+            float(os.environ.get("LATENTFUZZ_STORE_TIMEOUT", 30.0)) if timeout is None else timeout
+        )
         key = self.path if self.memory else str(Path(self.path).resolve())
         self._lock = _lock_for(key)
         with _LOCKS_GUARD:

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from store.connection import Store, StoreBusy
+from store.connection import Store, StoreBusy, holders
 
 Columns = dict[str, Any]
 
@@ -74,15 +76,51 @@ def create_campaign(store: Store, row: dict[str, Any]) -> None:
         con.execute("INSERT INTO campaigns BY NAME SELECT * FROM new_campaign")
 
 
+def insert_table(con, table: str, rows: pa.Table, campaign_id: str) -> None:
+    """Insert Arrow rows into a campaign table; the id is bound once, not sent per row."""
+    con.register("batch", rows)
+    con.execute(
+        f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS campaign_id, * FROM batch",
+        [campaign_id],
+    )
+    con.unregister("batch")
+
+
+def apply_seed_updates(con, upd: pa.Table, campaign_id: str) -> None:
+    """Final per-seed outcomes (seed_idx plus SEED_UPDATE_COLS columns)."""
+    cols = [c for c in SEED_UPDATE_COLS if c in upd.column_names]
+    con.register("upd", upd)
+    sets = ", ".join(f"{c} = upd.{c}" for c in cols)
+    con.execute(
+        f"UPDATE seeds SET {sets} FROM upd WHERE seeds.campaign_id = ? "
+        f"AND seeds.seed_idx = upd.seed_idx",
+        [campaign_id],
+    )
+    con.unregister("upd")
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 class CampaignWriter:
     def __init__(
-        self, store: Store, campaign_id: str, flush_seconds: float = 2.0, background: bool = True
+        self,
+        store: Store,
+        campaign_id: str,
+        flush_seconds: float = 2.0,
+        background: bool = True,
+        notify: Callable[[str], None] = _stderr,
     ) -> None:
         self.store = store
+        #: Where "waiting for the store" messages go (stderr by default).
+        self.notify = notify
         self.campaign_id = campaign_id
         self.flush_seconds = flush_seconds
         self._pending: dict[str, list[Columns]] = {t: [] for t in TABLES}
         self._seed_updates: list[Columns] = []
+        #: Appends and updates of the open batch() block, moved to pending when it ends.
+        self._staged: tuple[dict[str, list[Columns]], list[Columns]] | None = None
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._error: BaseException | None = None
@@ -105,13 +143,25 @@ class CampaignWriter:
         # Copy now: callers hand over views of tensors they may change before the flush.
         columns = {k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in columns.items()}
         with self._lock:
-            self._pending[table].append(columns)
+            (self._staged or (self._pending, None))[0][table].append(columns)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """Appends inside the block go to the store in the same flush (one generation)."""
+        """Appends inside the block go to the store in the same flush (one generation), or
+        not at all when the block is interrupted (Ctrl-C half-way through recording a
+        generation): the store only ever holds whole generations, which resume relies on."""
         with self._lock:
-            yield
+            if self._staged is not None:  # nested: the outer block decides
+                yield
+                return
+            self._staged = ({t: [] for t in TABLES}, [])
+            try:
+                yield
+                for t, chunks in self._staged[0].items():
+                    self._pending[t].extend(chunks)
+                self._seed_updates.extend(self._staged[1])
+            finally:
+                self._staged = None
 
     def update_seeds(self, **columns: Any) -> None:
         """Final per-seed outcomes: seed_idx plus columns among SEED_UPDATE_COLS."""
@@ -120,7 +170,7 @@ class CampaignWriter:
             raise ValueError(f"cannot update seed columns {sorted(unknown)}")
         columns = {k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in columns.items()}
         with self._lock:
-            self._seed_updates.append(columns)
+            (self._staged or (None, self._seed_updates))[1].append(columns)
 
     def maybe_flush(self) -> None:
         """Without a background thread: flush when due, never waiting for a lock."""
@@ -173,24 +223,9 @@ class CampaignWriter:
     def _write(self, con, pending: dict[str, list[Columns]], updates: list[Columns]) -> None:
         for table, chunks in pending.items():
             if chunks:
-                # The id is bound once rather than sent as a string on every row.
-                con.register("batch", frame(chunks))
-                con.execute(
-                    f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS campaign_id, * FROM batch",
-                    [self.campaign_id],
-                )
-                con.unregister("batch")
+                insert_table(con, table, frame(chunks), self.campaign_id)
         if updates:
-            upd = frame(updates)
-            cols = [c for c in SEED_UPDATE_COLS if c in upd.column_names]
-            con.register("upd", upd)
-            sets = ", ".join(f"{c} = upd.{c}" for c in cols)
-            con.execute(
-                f"UPDATE seeds SET {sets} FROM upd WHERE seeds.campaign_id = ? "
-                f"AND seeds.seed_idx = upd.seed_idx",
-                [self.campaign_id],
-            )
-            con.unregister("upd")
+            apply_seed_updates(con, frame(updates), self.campaign_id)
 
     def close(self) -> None:
         """Stop the background thread (the pending rows stay pending)."""
@@ -211,7 +246,8 @@ class CampaignWriter:
             self._pending, self._seed_updates = {t: [] for t in TABLES}, []
         cols = {"status": status, "finished_at": now(), "error": error, **(fields or {})}
         sets = ", ".join(f"{k} = ?" for k in cols)
-        with self.store.write(checkpoint=True) as con:
+
+        def close_campaign(con) -> None:
             self._write(con, pending, updates)
             if status in ("interrupted", "failed"):
                 con.execute(
@@ -222,4 +258,48 @@ class CampaignWriter:
             con.execute(
                 f"UPDATE campaigns SET {sets} WHERE id = ?", [*cols.values(), self.campaign_id]
             )
+
+        try:
+            self._write_until_it_lands(close_campaign)
+        except KeyboardInterrupt:
+            self._save_recovery(pending, updates, cols)
+            raise
         self.seconds += time.perf_counter() - t0
+
+    def _write_until_it_lands(self, block: Callable) -> None:
+        """The final write never gives up (CONTRACT rule 4): while another process holds the
+        store, wait (backoff up to 5 s between tries, each try as long as the store's
+        timeout) and say for whom, until the rows land or the user interrupts."""
+        delay, told = 0.1, None
+        while True:
+            try:
+                with self.store.write(checkpoint=True) as con:
+                    block(con)
+                if told is not None:
+                    self.notify("the store is free again; the campaign's last rows are written")
+                return
+            except StoreBusy:
+                pids = holders(self.store.path)
+                who = (
+                    f"held by pid {', '.join(map(str, pids))}"
+                    if pids
+                    else "held by another process"
+                )
+                msg = (f"waiting for the store ({who}) to write the campaign's last rows; "
+                       "Ctrl-C saves them to a recovery file instead")  # fmt: skip
+                if msg != told:
+                    self.notify(msg)
+                    told = msg
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _save_recovery(self, pending, updates, cols) -> None:
+        from store import recovery
+
+        path = recovery.save(
+            Path(self.store.path).parent, self.campaign_id,
+            {t: frame(chunks) for t, chunks in pending.items() if chunks},
+            frame(updates) if updates else None, cols,
+        )  # fmt: skip
+        self.notify(f"the campaign's last rows are saved in {path}; the next latentfuzz "
+                    "command that opens this store writes them")  # fmt: skip

@@ -1,0 +1,108 @@
+"""`latentfuzz resume | delete | rename | doctor`: looking after campaigns in the store."""
+
+from __future__ import annotations
+
+import signal
+from typing import Annotated
+
+import typer
+
+from engine.cli_common import HomeOpt, console, err
+from engine.cli_common import open_store as _store
+from engine.errors import LatentfuzzError
+from engine.home import resolve_home
+
+
+def _campaign(store, cid: str) -> dict:
+    from store import queries
+
+    c = queries.campaign(store, cid)
+    if c is None:
+        raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
+    return c
+
+
+def resume(
+    campaign_id: Annotated[str, typer.Argument(help="a crashed or interrupted campaign")],
+    home: HomeOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress line")] = False,
+) -> None:
+    """Continue a crashed or interrupted campaign from its last written generation, to the
+    same results an uninterrupted run gives."""
+    from engine.cli import status_line
+    from engine.resume import resume_campaign
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    def on_progress(p) -> None:
+        if not quiet:
+            err.print(f"gen {p.generation}/{p.generations} active {p.active}/{p.viable}",
+                      end="\r")  # fmt: skip
+
+    try:
+        res = resume_campaign(resolve_home(home), campaign_id, progress=on_progress)
+    except KeyboardInterrupt:
+        err.print("interrupted while waiting for the store; the last rows are in a recovery "
+                  "file that the next command writes", markup=False)  # fmt: skip
+        raise typer.Exit(130) from None
+    console.print(f"campaign [bold]{res.campaign_id}[/] {res.status} ({res.evaluations} "
+                  "evaluations in all)")  # fmt: skip
+    console.print(status_line(res.summary))
+    if res.status == "interrupted":
+        raise typer.Exit(130)
+
+
+def delete(
+    campaign_id: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Delete a campaign: its rows and its folder."""
+    from store.admin import delete_campaign
+
+    store = _store(home)
+    c = _campaign(store, campaign_id)
+    if not yes and not typer.confirm(
+        f"delete campaign {campaign_id} ({c['name']}, {c['status']}) and its folder?"
+    ):
+        raise LatentfuzzError("nothing deleted (answer y, or pass --yes)")
+    delete_campaign(store, resolve_home(home), campaign_id)
+    console.print(f"deleted {campaign_id}")
+
+
+def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:
+    """Give a campaign a new name (its id stays)."""
+    from store.admin import rename_campaign
+
+    store = _store(home)
+    _campaign(store, campaign_id)
+    rename_campaign(store, campaign_id, name)
+    console.print(f"{campaign_id} is now named {name!r}", markup=False)
+
+
+def doctor(
+    fix: Annotated[bool, typer.Option("--fix", help="do the safe repairs first")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Check the store and the home: keys, dead campaigns, orphan folders, missing images,
+    dangling strip frames. Exit code 1 while anything is found."""
+    from engine import doctor as doc
+    from store import Store
+
+    h = resolve_home(home)
+    store = Store(h / "latentfuzz.duckdb")  # not open_store: doctor reports before it fixes
+    if fix:
+        for line in doc.fix(store, h):
+            console.print(f"fixed: {line}", markup=False)
+    findings = doc.check(store, h)
+    for f in findings:
+        typer.echo(f"{f.kind}\t{f.campaign or '-'}\t{f.detail}")  # tab-separated, for scripts
+    if findings:
+        raise typer.Exit(1)
+    console.print("no anomaly: store and home are consistent")
+
+
+def register(app: typer.Typer) -> None:
+    for fn in (resume, delete, rename, doctor):
+        app.command()(fn)

@@ -1,0 +1,52 @@
+"""Deleting and renaming a campaign: the store's side (one transaction each).
+
+The campaign's folder goes after its rows: a crash in between leaves an orphan folder,
+which `latentfuzz doctor --fix` moves away, never rows that point at missing files.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from store.connection import Store, StoreError
+from store.liveness import alive
+
+CAMPAIGN_TABLES = ("individuals", "generations", "images", "seeds")
+
+
+def studies_using(store: Store, cid: str) -> list[str]:
+    """Label studies that show this campaign's images."""
+    df = store.query(
+        "SELECT DISTINCT study_id FROM label_items WHERE campaign_id = ? ORDER BY 1", [cid]
+    )
+    return df["study_id"].tolist()
+
+
+def delete_campaign(store: Store, home: Path, cid: str) -> None:
+    """Remove a campaign's rows and its folder. Refused while it runs or while a label
+    study shows its images (StoreError, one line)."""
+    if alive(home, cid):
+        raise StoreError(f"campaign {cid} is running; stop it first, then delete it")
+    used = studies_using(store, cid)
+    if used:
+        raise StoreError(
+            f"campaign {cid} has images in label studies {', '.join(used)}; deleting it would "
+            "break them, so it is kept"
+        )
+    with store.write(checkpoint=True) as con:
+        for table in CAMPAIGN_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE campaign_id = ?", [cid])
+        con.execute("DELETE FROM campaigns WHERE id = ?", [cid])
+    folder = Path(home) / "campaigns" / cid
+    if folder.is_dir():
+        shutil.rmtree(folder)
+
+
+def rename_campaign(store: Store, cid: str, name: str) -> None:
+    """Give a campaign a new display name (its id, folder and rows stay)."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise StoreError(f"name {name!r} must have 1-200 characters")
+    with store.write() as con:
+        con.execute("UPDATE campaigns SET name = ? WHERE id = ?", [name, cid])

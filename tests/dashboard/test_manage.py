@@ -1,0 +1,36 @@
+"""The Campaign page's Manage panel: rename and delete through the store functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from engine.config import parse_config
+from engine.runner import run_campaign
+from store import Store, queries
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+def test_rename_then_delete_from_the_campaign_page(tmp_path: Path, monkeypatch):
+    home = tmp_path / "home"
+    cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}})
+    cid = run_campaign(cfg, home).campaign_id
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("../pages/campaign.py")
+    at.query_params["id"] = cid
+    at.run()
+    at.text_input(key="rename").input("renamed here").run()
+    next(b for b in at.button if b.label == "Rename").click().run()
+    store = Store(home / "latentfuzz.duckdb")
+    assert queries.campaign(store, cid)["name"] == "renamed here"
+    delete = next(b for b in at.button if b.label == "Delete")
+    assert delete.disabled  # not before the confirmation
+    at.checkbox(key="confirm_delete").check().run()
+    next(b for b in at.button if b.label == "Delete").click().run()
+    assert queries.campaign(store, cid) is None
+    assert not (home / "campaigns" / cid).exists()

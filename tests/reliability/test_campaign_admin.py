@@ -1,0 +1,85 @@
+"""resume after Ctrl-C, delete, rename and doctor, through the command line."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pandas as pd
+import torch
+from PIL import Image
+
+from engine import doctor
+from engine.config import parse_config
+from engine.runner import run_campaign
+from store import Store, queries
+from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
+from tests.reliability.conftest import cli, one_line_error
+from tests.reliability.test_kill_resume import SETTINGS, outcomes
+
+SMALL = {"seeds": 2, "seed": 3, "strategy_params": {"generations": 4, "population": 6,
+                                                     "best_left": 2}}  # fmt: skip
+
+
+def test_an_interrupted_campaign_resumes_from_the_cli_to_the_same_outcomes(home, env, tmp_path):
+    import yaml
+
+    torch.set_num_threads(1)
+    env = {**env, "OMP_NUM_THREADS": "1"}
+    run_campaign(parse_config(SETTINGS), home, campaign_id="reference")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(SETTINGS))
+    store = db(home)
+    proc = start_cli(["run", "--config", str(cfg), "--id", "stopped", "--quiet"], env)
+    wait_for_campaign(store, proc)
+    wait_for_generation(store, "stopped", 2)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    status = queries.campaign(store, "stopped")["status"]
+    if status == "interrupted":  # (on a very fast machine it may have finished first)
+        p = cli(["resume", "stopped", "--quiet"], env)
+        assert "stopped finished" in " ".join(p.stdout.split())
+    pd.testing.assert_frame_equal(outcomes(store, "stopped"), outcomes(store, "reference"),
+                                  check_dtype=False)  # fmt: skip
+    p = cli(["resume", "stopped"], env, ok=False)
+    one_line_error(p, "campaign stopped is finished; only crashed or interrupted campaigns")
+    one_line_error(cli(["resume", "nope"], env, ok=False), "no campaign 'nope'")
+
+
+def test_rename_and_delete(home: Path, env):
+    run_campaign(parse_config(SMALL), home, campaign_id="c1")
+    run_campaign(parse_config(SMALL), home, campaign_id="c2")
+    cli(["rename", "c1", "my best run"], env)
+    store = db(home)
+    assert queries.campaign(store, "c1")["name"] == "my best run"
+    p = cli(["delete", "c1"], env, ok=False, input="n\n")
+    one_line_error(p, "nothing deleted")
+    assert queries.campaign(store, "c1") is not None and (home / "campaigns" / "c1").is_dir()
+    cli(["delete", "c1"], env, input="y\n")
+    cli(["delete", "c2", "--yes"], env)
+    assert queries.list_campaigns(store).empty and not list((home / "campaigns").iterdir())
+    for t in ("seeds", "generations", "individuals", "images"):
+        assert store.query(f"SELECT count(*) AS n FROM {t}")["n"][0] == 0
+    one_line_error(cli(["delete", "c1", "--yes"], env, ok=False), "no campaign 'c1'")
+    assert "no anomaly" in cli(["doctor"], env).stdout
+
+
+def test_doctor_lists_orphans_missing_images_and_short_strips_and_fixes_what_is_safe(home, env):
+    run_campaign(parse_config(SMALL), home, campaign_id="c1")
+    store = Store(home / "latentfuzz.duckdb")
+    seeds = queries.seeds(store, "c1")
+    searched = seeds[seeds.viable].iloc[0]
+    (home / searched.result_image).unlink()
+    strip = home / searched.improvements_image
+    Image.open(home / searched.seed_image).save(strip)  # one frame left of several
+    (home / "campaigns" / "ghost").mkdir()
+    kinds = {(f.kind, f.campaign) for f in doctor.check(store, home)}
+    assert kinds == {("missing-images", "c1"), ("dangling-frames", "c1"),
+                     ("orphan-folder", "ghost")}  # fmt: skip
+    p = cli(["doctor"], env, ok=False)
+    assert p.returncode == 1 and "orphan-folder\tghost" in p.stdout
+    p = cli(["doctor", "--fix"], env, ok=False)
+    assert "moved" in p.stdout and "ghost" in p.stdout
+    assert (home / "orphans" / "ghost").is_dir()
+    kinds = {(f.kind, f.campaign) for f in doctor.check(store, home)}
+    assert kinds == {("missing-images", "c1"), ("dangling-frames", "c1")}
