@@ -106,5 +106,6 @@ def test_kill_9_at_ten_seeded_moments_then_resume(home: Path, env, tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # forty kills and resumes outlast the suite's 600 s per test
 def test_kill_9_at_forty_seeded_moments_then_resume(home: Path, env, tmp_path: Path):
     kill_and_resume(40, home, env, tmp_path)
