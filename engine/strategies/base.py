@@ -41,6 +41,8 @@ class SearchSpace:
 class Strategy(ABC):
     name: ClassVar[str]
     Params: ClassVar[type[StrategyParams]]
+    #: The objective (engine/fitness.py) used when the campaign config names none.
+    default_fitness: ClassVar[str] = "margin"
 
     def __init__(self, params: StrategyParams, space: SearchSpace) -> None:
         self.params = params
@@ -80,6 +82,11 @@ class Strategy(ABC):
     @abstractmethod
     def advance(self, rng: torch.Generator) -> None:
         """Breed the next population from the evaluated one."""
+
+    def finished(self) -> torch.Tensor | None:
+        """Seeds (S,) whose search this strategy's own stop rule ends after the generation
+        just told, or None when it has no stop rule (the runner's rules still apply)."""
+        return None
 
     def max_generations(self) -> int:
         return int(getattr(self.params, "generations", 0))
