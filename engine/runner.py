@@ -29,7 +29,9 @@ from engine.errors import ModelError
 from engine.fitness import Context, margin, top2
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink, to_uint8
+from engine.metrics import MetricsTracker, test_gaps
 from store import CampaignWriter, Store, create_campaign, queries
+from store.metrics import write_metrics
 from store.writer import now
 
 
@@ -170,10 +172,11 @@ def run_campaign(
     sink = ImageSink(home)
     evaluate = (evaluator or Evaluator)(r)
     status, error = "finished", None
+    campaign = Campaign(r, cid, rng, writer, sink, evaluate, t0)
     try:
         # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
         with torch.inference_mode():
-            Campaign(r, cid, rng, writer, sink, evaluate, t0).run(progress)
+            campaign.run(progress)
     except KeyboardInterrupt:
         status = "interrupted"
     except Exception as e:
@@ -191,6 +194,10 @@ def run_campaign(
                 {"wall_seconds": wall, "evaluations": evals, "store_seconds": writer.seconds},
                 error,
             )
+    if status == "finished":
+        with torch.inference_mode():
+            gaps = test_gaps(r.dataset, r.classifier, cfg.batch_size)
+        write_metrics(store, cid, campaign.metrics.row(gaps))
     return CampaignResult(
         cid,
         status,
@@ -300,6 +307,7 @@ class Campaign:
         flat = seeds.latents.flatten(1).float()
         ctx = Context(seeds.labels, flat, flat, self.targets)
         viable = (logits.argmax(1) == seeds.labels) & ~r.criterion(logits, ctx)
+        self.metrics = MetricsTracker(cfg.seeds, images)
         paths = [f"{_seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
         self.sink.save(paths, images)
         idx = np.arange(cfg.seeds)
@@ -330,8 +338,11 @@ class Campaign:
         y = self.labels[self.active]
         logits, images = self.evaluate(cand.flatten(0, 1), y.repeat_interleave(m))
         logits, images = logits.view(s, m, -1), images.view(s, m, *images.shape[1:])
-        scores = r.fitness(logits.flatten(0, 1), self.context(cand)).view(s, m)
+        ctx = self.context(cand)
+        scores = r.fitness(logits.flatten(0, 1), ctx).view(s, m)
         self.strategy.tell(slots, scores, logits)
+        failing_now = r.criterion(logits.flatten(0, 1), ctx).view(s, m)
+        self.metrics.evaluated(self.active, logits, y, failing_now)
         self.evals = self.evals + m
 
         pop, scores, pop_logits = self.strategy.population()
@@ -412,7 +423,9 @@ class Campaign:
         probs, _ = top2(logits)
         results = [f"{_seed_dir(self.cid, int(i))}/result.png" for i in seed_idx]
         strips = [self.strips[int(i)] for i in seed_idx]
-        self.sink.save(results, self.images_of(gen, gen.result, gen.done)[d])
+        result_images = self.images_of(gen, gen.result, gen.done)[d]
+        self.sink.save(results, result_images)
+        self.metrics.finished(seed_idx, gen.failed[d], logits, result_images)
         self.sink.write_strips(strips, release=True)
         distance = (gen.pop[d, slot] - self.seed_latents[d].flatten(1)).norm(dim=1)
         self.writer.update_seeds(

@@ -162,3 +162,40 @@ def studies(store: Store) -> pd.DataFrame:
         "SELECT study, count(*) AS campaigns, min(created_at) AS started FROM campaigns "
         "WHERE study IS NOT NULL GROUP BY study ORDER BY started DESC"
     )
+
+
+#: Per-campaign metrics (engine/metrics.py), in display order with their labels.
+METRIC_LABELS: dict[str, str] = {
+    "error_rate": "error rate (failing / all evaluations)",
+    "success_rate": "success rate (seeds with a failure)",
+    "label_diversity": "label diversity (wrong labels per seed)",
+    "mean_mse": "MSE result vs seed",
+    "mean_ssim": "SSIM result vs seed",
+    "failures_per_1k": "failures per 1,000 evaluations",
+    "result_gap_median": "median top-2 gap, results",
+    "test_gap_median": "median top-2 gap, test images",
+}
+
+
+def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
+    """The campaign's metrics row, gap lists parsed; None before it finished."""
+    df = store.query("SELECT * FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
+    if df.empty:
+        return None
+    row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
+           for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
+    for c in ("result_gaps", "test_gaps"):
+        row[c] = json.loads(row[c])
+    return row
+
+
+def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """The metrics of several campaigns (those that have them), one row each."""
+    if not campaign_ids:
+        return pd.DataFrame(columns=["campaign_id", *METRIC_LABELS])
+    marks = ", ".join("?" * len(campaign_ids))
+    return store.query(
+        f"SELECT campaign_id, evaluations, {', '.join(METRIC_LABELS)} FROM campaign_metrics "
+        f"WHERE campaign_id IN ({marks})",
+        list(campaign_ids),
+    )
