@@ -222,7 +222,10 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
             f"generator {gen_name} has no measured latent bounds in its card; "
             f"run `latentfuzz zoo measure {gen_name}`"
         )
-    space = SearchSpace(gen.latent_shape, float(low), float(high))
+    space = SearchSpace(gen.latent_shape, float(low), float(high), ds.num_classes)
+    why = strategy_cls.check_generator(gen)
+    if why is not None:
+        raise ConfigError(why)
 
     hashes = {gen_name: zoo.load_card(gen_name, models_root)["sha256"]}
     hashes[clf_name] = (

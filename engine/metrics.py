@@ -87,14 +87,33 @@ class MetricsTracker:
         self.failed = torch.zeros(n_seeds, dtype=torch.bool)
         nan = torch.full((n_seeds,), float("nan"), dtype=torch.float64)
         self.mse, self.ssim, self.gap = nan.clone(), nan.clone(), nan.clone()
+        #: Per generation: evaluations, failing ones, the step (lambda for interpolate)
+        #: and, for strategies with image_metrics, the summed MSE and SSIM to the seed.
+        self.per_generation: dict[int, dict[str, float]] = {}
 
     def evaluated(
         self, seed_idx: torch.Tensor, logits: torch.Tensor, expected: torch.Tensor,
-        failing: torch.Tensor,
+        failing: torch.Tensor, generation: int = 0, step: float = float("nan"),
+        images: torch.Tensor | None = None,
     ) -> None:  # fmt: skip
         """One generation's evaluations: seed_idx (S,), logits (S, M, K), expected (S,),
-        failing (S, M) by the campaign's criterion."""
+        failing (S, M) by the campaign's criterion; with images (S, M, C, H, W) uint8, the
+        generation's MSE and SSIM to the seed images are measured too."""
         s, m, k = logits.shape
+        rec = self.per_generation.setdefault(
+            generation,
+            {"generation": generation, "step": step, "evaluations": 0, "failing": 0,
+             "mse_sum": 0.0, "ssim_sum": 0.0, "measured": 0},
+        )  # fmt: skip
+        rec["evaluations"] += s * m
+        rec["failing"] += int(failing.sum())
+        if images is not None:
+            flat = to_unit(images.flatten(0, 1))
+            seeds = to_unit(self.seed_images[seed_idx]).repeat_interleave(m, 0)
+            rec["mse_sum"] += float(mse(flat, seeds).sum())
+            if min(images.shape[-2:]) >= WIN:
+                rec["ssim_sum"] += float(ssim(flat, seeds).sum())
+            rec["measured"] += s * m
         if self.wrong is None:
             self.wrong = torch.zeros(len(self.viable), k, dtype=torch.bool)
         self.evaluations += s * m
@@ -147,11 +166,37 @@ class MetricsTracker:
             "test_gap_median": median(test_gaps.double()),
             "result_gaps": [round(float(x), 5) for x in self.gap[v] if not math.isnan(x)],
             "test_gaps": [round(float(x), 5) for x in test_gaps],
+            "per_generation": [self._generation(r) for _, r in sorted(self.per_generation.items())],
         }
 
+    @staticmethod
+    def _generation(r: dict[str, float]) -> dict[str, float | None]:
+        n, measured = r["evaluations"], r["measured"]
+        return {
+            "generation": r["generation"], "step": r["step"], "evaluations": n,
+            "error_rate": r["failing"] / n if n else None,
+            "mean_mse": r["mse_sum"] / measured if measured else None,
+            "mean_ssim": r["ssim_sum"] / measured if measured else None,
+        }  # fmt: skip
 
-def test_gaps(dataset, classifier, batch: int) -> torch.Tensor:
-    """Top-2 gap (T,) of the classifier on up to TEST_GAP_IMAGES evenly spaced test images."""
+
+_GAPS: dict[tuple[str, str], torch.Tensor] = {}
+
+
+def test_gaps(dataset, classifier, batch: int, key: tuple[str, str] | None = None) -> torch.Tensor:
+    """Top-2 gap (T,) of the classifier on up to TEST_GAP_IMAGES evenly spaced test images.
+
+    With a key (dataset, classifier hash) the result is kept for the process: a study's
+    campaigns share one classifier and dataset."""
+    if key is not None and key in _GAPS:
+        return _GAPS[key]
+    gaps = _test_gaps(dataset, classifier, batch)
+    if key is not None:
+        _GAPS[key] = gaps
+    return gaps
+
+
+def _test_gaps(dataset, classifier, batch: int) -> torch.Tensor:
     test = dataset.load("test")
     n = len(test)
     idx = torch.linspace(0, n - 1, min(n, TEST_GAP_IMAGES)).round().long().unique()

@@ -163,6 +163,7 @@ def run_campaign(
         "target_class": cfg.target_class, "random_seed": cfg.seed,
         "config": {**cfg.model_dump(), "fitness": r.fitness.name, "criterion": r.criterion.name,
                    "strategy_params": r.strategy.params.model_dump(),
+                   "evaluation_budget": r.strategy.evaluation_budget(),
                    "generator_params": r.generator.options()},
         "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
         "study": study,
@@ -196,7 +197,8 @@ def run_campaign(
             )
     if status == "finished":
         with torch.inference_mode():
-            gaps = test_gaps(r.dataset, r.classifier, cfg.batch_size)
+            key = (cfg.dataset, r.model_hashes[r.classifier_name])
+            gaps = test_gaps(r.dataset, r.classifier, cfg.batch_size, key)
         write_metrics(store, cid, campaign.metrics.row(gaps))
     return CampaignResult(
         cid,
@@ -261,6 +263,7 @@ class Campaign:
     def run(self, progress: Callable[[Progress], None] | None = None) -> None:
         if not self.draw_seeds():
             return
+        self.strategy.attach(self.r, self.labels[self.active])
         self.strategy.start(self.seed_latents, self.rng)
         G = self.strategy.max_generations()
         last_strips = time.perf_counter()
@@ -342,7 +345,10 @@ class Campaign:
         scores = r.fitness(logits.flatten(0, 1), ctx).view(s, m)
         self.strategy.tell(slots, scores, logits)
         failing_now = r.criterion(logits.flatten(0, 1), ctx).view(s, m)
-        self.metrics.evaluated(self.active, logits, y, failing_now)
+        self.metrics.evaluated(
+            self.active, logits, y, failing_now, g, float(self.strategy.step_size().mean()),
+            images if self.strategy.image_metrics else None,
+        )  # fmt: skip
         self.evals = self.evals + m
 
         pop, scores, pop_logits = self.strategy.population()

@@ -8,7 +8,7 @@ from typing import Any
 from store.connection import Store
 from store.writer import frame
 
-JSON_COLS = ("result_gaps", "test_gaps")
+JSON_COLS = ("result_gaps", "test_gaps", "per_generation")
 
 
 def write_metrics(store: Store, campaign_id: str, row: dict[str, Any]) -> None:

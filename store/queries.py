@@ -184,7 +184,7 @@ def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
         return None
     row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
            for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
-    for c in ("result_gaps", "test_gaps"):
+    for c in ("result_gaps", "test_gaps", "per_generation"):
         row[c] = json.loads(row[c])
     return row
 
@@ -198,4 +198,26 @@ def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
         f"SELECT campaign_id, evaluations, {', '.join(METRIC_LABELS)} FROM campaign_metrics "
         f"WHERE campaign_id IN ({marks})",
         list(campaign_ids),
+    )
+
+
+def strategy_table(store: Store, study: str) -> pd.DataFrame:
+    """One row per campaign of a study, with its ICST figures and stored metrics
+    (the equal-budget strategy comparison)."""
+    return store.query(
+        f"""
+        SELECT c.strategy, c.generator, c.id AS campaign, c.n_seeds AS seeds,
+               json_extract_string(c.config, '$.fitness') AS fitness,
+               json_extract(c.config, '$.evaluation_budget')::BIGINT AS budget,
+               s.viable,
+               CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
+                   AS misclassified_pct,
+               s.misclassified, s.iterations_icst, m.evaluations,
+               m.{", m.".join(METRIC_LABELS)}, c.wall_seconds, c.status
+        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
+        LEFT JOIN campaign_metrics m ON m.campaign_id = c.id
+        WHERE c.study = ?
+        ORDER BY c.created_at
+        """,
+        [study],
     )

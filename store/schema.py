@@ -168,7 +168,9 @@ DDL = [
         result_gap_median DOUBLE,         -- top-1 minus top-2 probability, result images
         test_gap_median DOUBLE,           -- the same on the dataset's test images
         result_gaps JSON NOT NULL,        -- per viable seed
-        test_gaps JSON NOT NULL
+        test_gaps JSON NOT NULL,
+        -- per generation: step (lambda), evaluations, error rate, MSE and SSIM to the seed
+        per_generation JSON NOT NULL
     )""",
 ]
 

@@ -16,7 +16,7 @@ dimension. tests/engine/test_fidelity.py holds one test per GIFTbench rule.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import Field, model_validator
@@ -145,6 +145,18 @@ class GeneticAlgorithm(Strategy):
     def __init__(self, params: GAParams, space: SearchSpace) -> None:
         super().__init__(params, space)
         self.base_step, self.init_step, self.cap = resolve_step(params, space)
+
+    @classmethod
+    def budget(cls, params: StrategyParams) -> int:
+        # The whole first population, then only the children of each later generation.
+        p = params
+        return p.population + (p.population - p.best_left) * (p.generations - 1)
+
+    @classmethod
+    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
+        p = cls.Params(**raw)
+        extra = max(0, evaluations - p.population) // (p.population - p.best_left)
+        return {**raw, "generations": 1 + extra}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params

@@ -9,6 +9,8 @@ when both use the same population and generations.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from pydantic import Field, model_validator
 
@@ -55,6 +57,15 @@ class RandomSearch(Strategy):
         super().__init__(params, space)
         p = params
         self.base_step = p.step if p.step is not None else space.range * PRESETS[p.perturbation]
+
+    @classmethod
+    def budget(cls, params: StrategyParams) -> int:
+        return params.population * params.generations
+
+    @classmethod
+    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
+        p = cls.Params(**raw)
+        return {**raw, "generations": max(1, evaluations // p.population)}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         self.seed = seeds.reshape(seeds.shape[0], -1).float()

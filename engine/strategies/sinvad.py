@@ -17,6 +17,8 @@ the seed whose class changes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from pydantic import Field, model_validator
 
@@ -79,6 +81,18 @@ class Sinvad(Strategy):
 
     def __init__(self, params: SinvadParams, space: SearchSpace) -> None:
         super().__init__(params, space)
+
+    @classmethod
+    def budget(cls, params: StrategyParams) -> int:
+        # The whole first population, then only the children of each later generation.
+        p = params
+        return p.population + (p.population - p.elites) * (p.generations - 1)
+
+    @classmethod
+    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
+        p = cls.Params(**raw)
+        extra = max(0, evaluations - p.population) // (p.population - p.elites)
+        return {**raw, "generations": 1 + extra}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params

@@ -14,7 +14,7 @@ ROW = {
     "evaluations": 100, "failing_evaluations": 7, "error_rate": 0.07, "success_rate": 0.5,
     "label_diversity": 1.5, "mean_mse": 0.02, "mean_ssim": 0.8, "failures_per_1k": 20.0,
     "result_gap_median": 0.1, "test_gap_median": 0.99, "result_gaps": [0.1, 0.2],
-    "test_gaps": [0.99],
+    "test_gaps": [0.99], "per_generation": [{"generation": 1, "error_rate": 0.5}],
 }  # fmt: skip
 
 
