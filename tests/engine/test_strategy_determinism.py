@@ -18,6 +18,7 @@ SMALL = {
     "ga": {"generations": 12, "perturbation": "custom", "step": 0.05},
     "random": {"generations": 12, "perturbation": "custom", "step": 0.3},
     "sinvad": {"generations": 12, "population": 12, "elites": 4},
+    "interpolate": {"k": 2, "lambda_steps": 4},
 }
 
 
