@@ -52,10 +52,12 @@ def metrics_panel(store: Store, campaign_id: str) -> None:
     if m is None:
         st.info("Metrics are stored when the campaign finishes.")
         return
-    keys = list(queries.METRIC_LABELS)
-    for row in (keys[:4], keys[4:]):
-        for col, k in zip(st.columns(len(row)), row, strict=True):
-            col.metric(queries.METRIC_LABELS[k], cell(m[k], k))
+    # A table rather than st.metric tiles: the status bar above keeps its four counters.
+    st.markdown(
+        "| " + " | ".join(queries.METRIC_LABELS.values()) + " |\n"
+        + "|---" * len(queries.METRIC_LABELS) + "|\n"
+        + "| " + " | ".join(cell(m[k], k) for k in queries.METRIC_LABELS) + " |"
+    )  # fmt: skip
     st.caption(
         f"Over {m['evaluations']:,} search evaluations. SSIM: Gaussian window 11x11, "
         "sigma 1.5, data range 1; a failure = a seed with at least one failing evaluation."
