@@ -34,17 +34,33 @@ RESET_DEFAULTS: dict[str, str] = {"low": "initial", "high": "initial", "strong":
 
 
 class GAParams(StrategyParams):
-    population: int = Field(25, ge=2, le=10_000, description="individuals per seed")
-    best_left: int = Field(10, ge=2, description="elites kept; two distinct parents need >= 2")
-    generations: int = Field(250, ge=1, le=1_000_000, description="generation budget")
-    perturbation: str = Field(
-        "strong", description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step"
+    generations: int = Field(
+        250, ge=1, le=1_000_000, title="Generations", description="generation budget"
     )
-    step: float | None = Field(None, gt=0, description="mutation step when perturbation=custom")
-    init_step: float | None = Field(None, gt=0, description="initial spread; default 2 x step")
+    population: int = Field(
+        25, ge=2, le=10_000, title="Population", description="individuals per seed"
+    )
+    best_left: int = Field(
+        10,
+        ge=2,
+        title="best_left (elites)",
+        description="elites kept; two distinct parents need >= 2",
+    )
+    perturbation: str = Field(
+        "strong", title="Step preset",
+        description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step",
+        json_schema_extra={"options": [*PRESETS, "custom"]},
+    )  # fmt: skip
+    step: float | None = Field(
+        None, gt=0, title="Custom step", description="mutation step when perturbation=custom"
+    )
+    init_step: float | None = Field(
+        None, gt=0, title="Initial step", description="initial spread; default 2 x step"
+    )
     max_step: float | None = Field(None, gt=0, description="cap on doubling; default latent range")
     reset_to: Literal["initial", "step"] | None = Field(
         None,
+        title="Reset to",
         description="step after the best fitness changes: 'initial' (2 x step, GIFTbench) or "
         "'step'; default initial for low/high, step for strong/custom",
     )

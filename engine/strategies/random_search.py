@@ -19,11 +19,15 @@ from engine.strategies.ga import PRESETS
 
 
 class RandomParams(StrategyParams):
-    population: int = Field(25, ge=1, le=10_000, description="candidates per seed and generation")
-    generations: int = Field(250, ge=1, le=1_000_000, description="generation budget")
-    perturbation: str = Field(
-        "strong", description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step"
+    generations: int = Field(
+        250, ge=1, le=1_000_000, title="Generations", description="generation budget"
     )
+    population: int = Field(25, ge=1, le=10_000, description="candidates per seed and generation")
+    perturbation: str = Field(
+        "strong", title="Step preset",
+        description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step",
+        json_schema_extra={"options": [*PRESETS, "custom"]},
+    )  # fmt: skip
     step: float | None = Field(None, gt=0, description="noise scale when perturbation=custom")
     stop_at_failure: bool = Field(True, description="stop a seed at its first failure")
 

@@ -29,9 +29,11 @@ from engine.strategies.ga import crossover, mutate, pick_parents, select_elite, 
 class SinvadParams(StrategyParams):
     """Defaults are the paper's (and its code's) values."""
 
+    generations: int = Field(
+        500, ge=1, le=1_000_000, title="Generations", description="generation budget"
+    )
     population: int = Field(50, ge=3, le=10_000, description="individuals per seed")
     elites: int = Field(20, ge=2, description="best individuals kept each generation")
-    generations: int = Field(500, ge=1, le=1_000_000, description="generation budget")
     init_noise: float = Field(0.7, gt=0, description="initial population: seed + this x N(0,1)")
     step: float = Field(0.1, gt=0, description="mutation step, and the step after improvement")
     decay: float = Field(0.7, gt=0, lt=1, description="step factor when the best is unchanged")
