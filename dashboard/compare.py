@@ -29,6 +29,16 @@ COLUMNS = {
 BLOCK = ["dataset", "preset", "budget"]
 #: Blocks come in the study's order: low before high, then latentfuzz's own presets.
 PRESET_ORDER = {"low": 0, "high": 1, "strong": 2, "custom": 3}
+#: Campaigns of different strategies share no preset or generation: they are compared at
+#: equal dataset and evaluation budget per seed (``latentfuzz study --strategies``).
+STRATEGY_BLOCK = ["dataset", "eval_budget"]
+
+
+def block_columns(table: pd.DataFrame) -> list[str]:
+    """BLOCK, or STRATEGY_BLOCK when the campaigns use more than one strategy."""
+    if "strategy" in table and table["strategy"].nunique() > 1:
+        return STRATEGY_BLOCK
+    return BLOCK
 
 
 def campaign_rows(
@@ -49,8 +59,9 @@ def campaign_rows(
         iterations[cid], failures[cid] = icst, to_fail
         rows.append({
             "campaign": cid, "name": c["name"], "dataset": c["dataset"],
-            "generator": c["generator"], "preset": c["preset"],
+            "generator": c["generator"], "preset": c["preset"], "strategy": c["strategy"],
             "budget": (c["config"].get("strategy_params") or {}).get("generations"),
+            "eval_budget": c["config"].get("evaluation_budget"),
             "seeds": len(s), "viable": viable, "viable_pct": 100 * viable / max(1, len(s)),
             "misclassified": mis, "misclassified_pct": 100 * mis / viable if viable else None,
             "iterations_icst": icst.mean() if len(icst) else None,
@@ -64,17 +75,23 @@ def campaign_rows(
     table = table.merge(labels, on="campaign", how="left")
     for c in ("labelled", "valid", "preserved"):
         table[c] = table[c].fillna(0).astype(int)
-    order = table.apply(
-        lambda r: (str(r.dataset), PRESET_ORDER.get(r.preset, 9), str(r.preset), str(r.budget)),
-        axis=1,
-    )
+    cols = block_columns(table)
+    if cols == BLOCK:  # the study's order: low before high, then latentfuzz's own presets
+        order = table.apply(
+            lambda r: (str(r.dataset), PRESET_ORDER.get(r.preset, 9), str(r.preset),
+                       str(r.budget)),
+            axis=1,
+        )  # fmt: skip
+    else:
+        order = table[cols].astype(str).apply(tuple, axis=1)
     table = table.iloc[order.argsort(kind="stable")].reset_index(drop=True)
     return table, iterations, failures
 
 
 def blocks(table: pd.DataFrame) -> list[tuple[tuple, pd.Index]]:
-    """(dataset, preset, budget) and the rows of each block, in table order."""
-    key = table[BLOCK].astype(str).apply(tuple, axis=1)
+    """(dataset, preset, budget), or (dataset, evaluation budget) across strategies, and
+    the rows of each block, in table order."""
+    key = table[block_columns(table)].astype(str).apply(tuple, axis=1)
     return [(k, table.index[key == k]) for k in dict.fromkeys(key)]
 
 
@@ -123,6 +140,8 @@ def md_text(value: object) -> str:
 
 
 def block_title(key: tuple) -> str:
+    if len(key) == 2:
+        return f"{key[0]}, {key[1]} evaluations per seed at most"
     dataset, preset, budget = key
     return f"{dataset}, {preset} perturbation, {budget} generations"
 
@@ -143,12 +162,14 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
             return "–"  # no validity study covers this campaign yet
         return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
 
+    by_strategy = block_columns(table) == STRATEGY_BLOCK
+    second = "strategy" if by_strategy else "generator"
     out = []
     for key, rows in blocks(table):
         out += [
             f"**Block: {md_text(block_title(key))}**",
             "",
-            "| campaign | generator | % viable seeds | % misclassification (#) "
+            f"| campaign | {second} | % viable seeds | % misclassification (#) "
             "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
             "| % validity (#) | % label preservation (#) |",
             "|---|---|---|---|---|---|---|---|",
@@ -157,7 +178,7 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
             r = table.loc[i]
             icst = num(r.iterations_icst, ".1f")
             out.append(
-                f"| {md_text(r['name'])} | {md_text(r.generator)} | "
+                f"| {md_text(r['name'])} | {md_text(r[second])} | "
                 f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
                 f"{cell(i, 'misclassified_pct', num(r.misclassified_pct, '.0f'))} "
                 f"({r.misclassified}) | "

@@ -329,6 +329,13 @@ def study(
     generators: Annotated[str | None, typer.Option(help="comma-separated [all bundled]")] = None,
     presets: Annotated[str, typer.Option(help="comma-separated presets")] = "low,high,strong",
     show: Annotated[str | None, typer.Option(help="only print the table of study ID")] = None,
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated strategies to compare at the GA's evaluation "
+            "budget, e.g. ga,sinvad,random (one generator: --generators, default vae)"
+        ),
+    ] = None,  # fmt: skip
     home: HomeOpt = None,
 ) -> None:
     """Run the ICST effectiveness study: every bundled generator x preset, same seeds and budget."""
@@ -337,6 +344,9 @@ def study(
     from store import queries
 
     h = resolve_home(home)
+    if strategies is not None or (show is not None and _is_strategy_study(home, show)):
+        _strategy_study(h, home, strategies, seeds, generations, seed, dataset, generators, show)
+        return
     if show is None:
 
         def done(g: str, p: str, res) -> None:
@@ -362,6 +372,36 @@ def study(
             table, show, seeds=int(table["seeds"].iloc[0]), seed=seed, generations=generations
         )
     )
+    path = h / "studies" / f"{show}.csv"
+    path.parent.mkdir(exist_ok=True)
+    to_csv(table, path)  # formula cells neutralised
+    console.print(f"saved {path}")
+
+
+def _is_strategy_study(home: Path | None, study_id: str) -> bool:
+    from store import queries
+
+    return queries.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
+
+
+def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
+                    show) -> None:  # fmt: skip
+    """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
+    from engine.csv_io import to_csv
+    from engine.strategy_study import print_table, run_strategy_study
+    from store import queries
+
+    if show is None:
+
+        def done(name: str, res) -> None:
+            err.print(f"{name}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)")
+
+        show, _ = run_strategy_study(
+            h, [s.strip() for s in strategies.split(",") if s.strip()], seeds, generations,
+            seed, dataset, (generators or "vae").split(",")[0], on_campaign=done,
+        )  # fmt: skip
+    table = queries.strategy_table(_store(home), show)
+    console.print(print_table(table, show))
     path = h / "studies" / f"{show}.csv"
     path.parent.mkdir(exist_ok=True)
     to_csv(table, path)  # formula cells neutralised

@@ -39,8 +39,15 @@ class CampaignConfig(BaseModel):
     classifier: str | None = Field(None, description="zoo name, or a TorchScript file path")
     strategy: str = "ga"
     strategy_params: dict[str, Any] = Field(default_factory=dict)
-    fitness: str = "margin"
-    criterion: str = "misclassified"
+    fitness: str | None = Field(
+        None, description="objective (margin, targeted, boundary); default: the strategy's"
+    )
+    criterion: str | None = Field(
+        None, description="failure criterion; default: the one that goes with the fitness"
+    )
+    target: int | None = Field(
+        None, ge=0, description="class a targeted search must reach (fitness 'targeted')"
+    )
     seeds: int = Field(10, ge=1, le=100_000)
     target_class: int | None = Field(None, ge=0)
     seed: int = Field(0, ge=0, lt=2**63)
@@ -117,23 +124,48 @@ class Resolved:
         return getattr(self.strategy.params, "perturbation", None)
 
 
+def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
+    """The fitness and criterion classes in force (defaults filled in), cross-checked with
+    the config: an objective that reads the target class needs ``target``."""
+    strategy_cls = STRATEGIES.get(cfg.strategy)
+    fitness = cfg.fitness or strategy_cls.default_fitness
+    if fitness not in FITNESS:
+        raise ConfigError(f"fitness {fitness!r} unknown; expected one of {FITNESS.names()}")
+    fitness_cls = FITNESS.get(fitness)
+    criterion = cfg.criterion or fitness_cls.criterion
+    if criterion not in CRITERIA:
+        raise ConfigError(f"criterion {criterion!r} unknown; expected one of {CRITERIA.names()}")
+    criterion_cls = CRITERIA.get(criterion)
+    needs_target = "target" in (*fitness_cls.requires, *criterion_cls.requires)
+    if needs_target and cfg.target is None:
+        raise ConfigError(
+            f"fitness {fitness!r} with criterion {criterion!r} needs a target class; "
+            "give target=<class> (--target C)"
+        )
+    if needs_target and cfg.target == cfg.target_class:
+        raise ConfigError(
+            f"target={cfg.target} equals target_class (the seeds' class); a targeted "
+            "search must escape to another class"
+        )
+    return fitness_cls, criterion_cls
+
+
 def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     """Load and cross-check every part. Raises ConfigError; writes nothing."""
     if cfg.dataset not in DATASETS:
         raise ConfigError(f"dataset {cfg.dataset!r} unknown; expected one of {DATASETS.names()}")
-    for reg, value, field in (
-        (STRATEGIES, cfg.strategy, "strategy"),
-        (FITNESS, cfg.fitness, "fitness"),
-        (CRITERIA, cfg.criterion, "criterion"),
-    ):
-        if value not in reg:
-            raise ConfigError(f"{field} {value!r} unknown; expected one of {reg.names()}")
-    ds = get_dataset(cfg.dataset, cfg.data_dir)
-    if cfg.target_class is not None and cfg.target_class >= ds.num_classes:
+    if cfg.strategy not in STRATEGIES:
         raise ConfigError(
-            f"target_class={cfg.target_class}, but {cfg.dataset} has classes "
-            f"0..{ds.num_classes - 1}"
+            f"strategy {cfg.strategy!r} unknown; expected one of {STRATEGIES.names()}"
         )
+    fitness_cls, criterion_cls = objectives(cfg)
+    ds = get_dataset(cfg.dataset, cfg.data_dir)
+    for name in ("target_class", "target"):
+        value = getattr(cfg, name)
+        if value is not None and value >= ds.num_classes:
+            raise ConfigError(
+                f"{name}={value}, but {cfg.dataset} has classes 0..{ds.num_classes - 1}"
+            )
     if cfg.device != "cpu":
         import torch
 
@@ -190,7 +222,10 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
             f"generator {gen_name} has no measured latent bounds in its card; "
             f"run `latentfuzz zoo measure {gen_name}`"
         )
-    space = SearchSpace(gen.latent_shape, float(low), float(high))
+    space = SearchSpace(gen.latent_shape, float(low), float(high), ds.num_classes)
+    why = strategy_cls.check_generator(gen)
+    if why is not None:
+        raise ConfigError(why)
 
     hashes = {gen_name: zoo.load_card(gen_name, models_root)["sha256"]}
     hashes[clf_name] = (
@@ -206,7 +241,7 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         classifier=clf,
         classifier_name=clf_name,
         strategy=strategy_cls(params, space),
-        fitness=FITNESS.get(cfg.fitness)(),
-        criterion=CRITERIA.get(cfg.criterion)(),
+        fitness=fitness_cls(),
+        criterion=criterion_cls(),
         model_hashes=hashes,
     )

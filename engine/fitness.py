@@ -1,30 +1,70 @@
 """Fitness functions and failure criteria: small composable objects with one call shape.
 
-Fitness: logits (N, K), expected labels (N,) -> scores (N,), minimised.
-Criterion: logits (N, K), expected labels (N,) -> bool (N,), True where the input fails.
+Both take the logits (N, K) of N evaluated individuals and one ``Context`` that says what
+else is known of them (expected labels, latents, seed latents, target class):
+
+- Fitness: ``fitness(logits, ctx) -> scores (N,)``, minimised.
+- Criterion: ``criterion(logits, ctx) -> bool (N,)``, True where the input fails.
+
+An objective that needs more than the expected labels names the context fields it reads in
+``requires``; the runner fills every field and ``resolve`` checks what the config must give
+(a target class), so no call site grows an argument when an objective needs something new.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
 from engine.registry import Registry
 
 
-class Fitness(ABC):
-    name: str
+@dataclass(frozen=True)
+class Context:
+    """What an objective may know of N individuals besides their logits.
+
+    expected: (N,) the seed's intended label. latents: (N, D) flattened latents.
+    seed_latents: (N, D) the seed latent of each individual. target: (N,) the class a
+    targeted search must reach (None when the campaign has no target).
+    """
+
+    expected: torch.Tensor
+    latents: torch.Tensor | None = None
+    seed_latents: torch.Tensor | None = None
+    target: torch.Tensor | None = None
+
+    def need(self, name: str) -> torch.Tensor:
+        """The field ``name``, or a ValueError naming the objective input that is missing."""
+        v = getattr(self, name)
+        if v is None:
+            raise ValueError(f"this objective needs context.{name}, which was not given")
+        return v
+
+
+class Objective(ABC):
+    name: ClassVar[str]
+    #: Context fields beyond ``expected`` that this objective reads.
+    requires: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
-    def __call__(self, logits: torch.Tensor, expected: torch.Tensor) -> torch.Tensor: ...
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor: ...
 
 
-class Criterion(ABC):
-    name: str
+class Fitness(Objective):
+    """Scores (N,), minimised."""
 
-    @abstractmethod
-    def __call__(self, logits: torch.Tensor, expected: torch.Tensor) -> torch.Tensor: ...
+    #: The failure criterion that goes with this fitness when the config names none.
+    criterion: ClassVar[str] = "misclassified"
+    #: True: a seed's search goes on after its first failure, refining the failing
+    #: individuals (SINVAD's boundary search); False: a failure ends the seed.
+    refines_failures: ClassVar[bool] = False
+
+
+class Criterion(Objective):
+    """bool (N,), True where the input fails."""
 
 
 FITNESS: Registry[type[Fitness]] = Registry("fitness")
@@ -44,8 +84,48 @@ class Margin(Fitness):
 
     name = "margin"
 
-    def __call__(self, logits: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
-        return margin(logits, expected)
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        return margin(logits, ctx.expected)
+
+
+@FITNESS.register("targeted")
+class Targeted(Fitness):
+    """Targeted class escape: max over classes other than t of logit - logit[t].
+
+    Minimised; negative once class t wins. Fails (criterion ``targeted``) when argmax == t.
+    """
+
+    name = "targeted"
+    requires = ("target",)
+    criterion = "targeted"
+
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        return -margin(logits, ctx.need("target"))
+
+
+#: SINVAD's score while the class is unchanged (its code uses 999). It must exceed every L1
+#: distance a search can reach: 1e6 > D x latent range for every bundled generator
+#: (400 genes x range < 20).
+BOUNDARY_UNCHANGED = 1e6
+
+
+@FITNESS.register("boundary")
+class Boundary(Fitness):
+    """SINVAD's boundary fitness: a large constant while the expected class still wins,
+    else the L1 distance between the latent and its seed latent (minimised).
+
+    A seed's search goes on after its first failure, pulling failing individuals towards
+    the seed; its result is the failing individual closest to the seed.
+    """
+
+    name = "boundary"
+    requires = ("latents", "seed_latents")
+    refines_failures = True
+
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        dist = (ctx.need("latents") - ctx.need("seed_latents")).abs().sum(1)
+        changed = logits.argmax(1) != ctx.expected
+        return torch.where(changed, dist.to(logits.dtype), BOUNDARY_UNCHANGED)
 
 
 @CRITERIA.register("misclassified")
@@ -54,8 +134,19 @@ class Misclassified(Criterion):
 
     name = "misclassified"
 
-    def __call__(self, logits: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
-        return logits.argmax(1) != expected
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        return logits.argmax(1) != ctx.expected
+
+
+@CRITERIA.register("targeted")
+class ReachedTarget(Criterion):
+    """The classifier's top class is the target class."""
+
+    name = "targeted"
+    requires = ("target",)
+
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        return logits.argmax(1) == ctx.need("target")
 
 
 def top2(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

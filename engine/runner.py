@@ -27,11 +27,13 @@ import torch
 from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
 from engine.errors import LatentfuzzError, ModelError
-from engine.fitness import top2
+from engine.fitness import Context, margin, top2
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink, to_uint8
+from engine.metrics import MetricsTracker, test_gaps
 from store import CampaignWriter, Store, create_campaign, queries, recovery
 from store.liveness import CampaignLock
+from store.metrics import write_metrics
 from store.writer import now
 
 
@@ -165,7 +167,10 @@ def run_campaign(
             "dataset": cfg.dataset, "generator": r.generator_name,
             "classifier": r.classifier_name, "strategy": cfg.strategy, "preset": r.preset,
             "n_seeds": cfg.seeds, "target_class": cfg.target_class, "random_seed": cfg.seed,
-            "config": {**cfg.model_dump(), "strategy_params": r.strategy.params.model_dump(),
+            "config": {**cfg.model_dump(), "fitness": r.fitness.name,
+                       "criterion": r.criterion.name,
+                       "strategy_params": r.strategy.params.model_dump(),
+                       "evaluation_budget": r.strategy.evaluation_budget(),
                        "generator_params": r.generator.options()},
             "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
             "study": study,
@@ -198,11 +203,10 @@ def execute(
     evaluate = (evaluator or Evaluator)(r)
     status, error, failure = "finished", None, None
     try:
+        campaign = Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0)
         # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
         with torch.inference_mode():
-            Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0).run(
-                progress
-            )
+            campaign.run(progress)
     except KeyboardInterrupt:
         status = "interrupted"
     except Exception as e:
@@ -230,6 +234,11 @@ def execute(
             lock.release()
     if failure is not None:
         raise user_error(failure, cid) from failure
+    if status == "finished":
+        with torch.inference_mode():
+            key = (cfg.dataset, r.model_hashes[r.classifier_name])
+            gaps = test_gaps(r.dataset, r.classifier, cfg.batch_size, key)
+        write_metrics(store, cid, campaign.metrics.row(gaps))
     return CampaignResult(
         cid,
         status,
@@ -307,13 +316,18 @@ class Campaign:
             evaluate,
         )
         self.cfg, self.strategy, self.t0 = r.config, r.strategy, t0
-        self.stop_at_failure = getattr(self.strategy.params, "stop_at_failure", True)
+        # A fitness that refines failures (SINVAD's boundary) keeps a failed seed searching.
+        self.stop_at_failure = (
+            getattr(self.strategy.params, "stop_at_failure", True)
+            and not r.fitness.refines_failures
+        )
         self.strips = [f"{_seed_dir(cid, i)}/improvements.png" for i in range(self.cfg.seeds)]
         self.n_failed = 0
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> None:
         if not self.draw_seeds():
             return
+        self.strategy.attach(self.r, self.labels[self.active])
         self.strategy.start(self.seed_latents, self.rng)
         G = self.strategy.max_generations()
         last_strips = time.perf_counter()
@@ -352,10 +366,15 @@ class Campaign:
             cfg.seeds, test.images, test.labels, self.rng, cfg.target_class
         )
         self.labels = seeds.labels
-        # Viable: the classifier gives the intended label to the generated seed image.
+        self.targets = None if cfg.target is None else torch.full_like(seeds.labels, cfg.target)
+        # Viable: the classifier gives the intended label to the generated seed image, and
+        # the seed does not already fail the criterion (a seed of the target class).
         with r.generator.seeding():
             logits, images = self.evaluate(seeds.latents, seeds.labels)
-        viable = logits.argmax(1) == seeds.labels
+        flat = seeds.latents.flatten(1).float()
+        ctx = Context(seeds.labels, flat, flat, self.targets)
+        viable = (logits.argmax(1) == seeds.labels) & ~r.criterion(logits, ctx)
+        self.metrics = MetricsTracker(cfg.seeds, images)
         paths = [f"{_seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
         self.sink.save(paths, images)
         idx = np.arange(cfg.seeds)
@@ -363,13 +382,15 @@ class Campaign:
             self.writer.append(
                 "seeds", seed_idx=idx, source_index=seeds.source_index.numpy(),
                 seed_label=seeds.labels.numpy(), seed_pred=logits.argmax(1).numpy(),
-                seed_margin=r.fitness(logits, seeds.labels).numpy(), viable=viable.numpy(),
+                seed_margin=margin(logits, seeds.labels).numpy(), viable=viable.numpy(),
                 status=np.where(viable.numpy(), "searching", "non_viable"), seed_image=paths,
             )  # fmt: skip
             self.writer.append("images", seed_idx=idx, kind="seed", path=paths)
         self.active = torch.nonzero(viable).flatten()  # dataset-order seed indices still searching
         self.n_viable = len(self.active)
         self.seed_latents = seeds.latents[self.active]
+        if self.targets is not None:
+            self.targets = self.targets[self.active]
         self.best_so_far = torch.full((self.n_viable,), float("inf"))
         self.evals = torch.zeros(self.n_viable, dtype=torch.long)
         # Generation of each seed's first failure (0: none yet); ICST's "iterations" is
@@ -384,13 +405,19 @@ class Campaign:
         y = self.labels[self.active]
         logits, images = self.evaluate(cand.flatten(0, 1), y.repeat_interleave(m))
         logits, images = logits.view(s, m, -1), images.view(s, m, *images.shape[1:])
-        scores = r.fitness(logits.flatten(0, 1), y.repeat_interleave(m)).view(s, m)
+        ctx = self.context(cand)
+        scores = r.fitness(logits.flatten(0, 1), ctx).view(s, m)
         self.strategy.tell(slots, scores, logits)
+        failing_now = r.criterion(logits.flatten(0, 1), ctx).view(s, m)
+        self.metrics.evaluated(
+            self.active, logits, y, failing_now, g, float(self.strategy.step_size().mean()),
+            images if self.strategy.image_metrics else None,
+        )  # fmt: skip
         self.evals = self.evals + m
 
         pop, scores, pop_logits = self.strategy.population()
         p = scores.shape[1]
-        failing = r.criterion(pop_logits.flatten(0, 1), y.repeat_interleave(p)).view(s, p)
+        failing = r.criterion(pop_logits.flatten(0, 1), self.context(pop)).view(s, p)
         best = scores.argmin(1)
         best_fit = scores.gather(1, best[:, None]).squeeze(1)
         improved = best_fit < self.best_so_far
@@ -400,8 +427,26 @@ class Campaign:
         # A failed seed's result is its best failing individual; otherwise its best.
         result = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
         done = (failed & self.stop_at_failure) | last
+        stop = self.strategy.finished()  # the strategy's own stop rule, if it has one
+        if stop is not None:
+            done = done | stop
         return Generation(
             g, slots, images, pop, scores, pop_logits, best, improved, failed, result, done
+        )
+
+    def context(self, z: torch.Tensor) -> Context:
+        """The objective context of latents (S, M, ...) of the active seeds, flattened to
+        N = S x M individuals."""
+        m = z.shape[1]
+
+        def rep(t: torch.Tensor) -> torch.Tensor:
+            return t.repeat_interleave(m, 0)
+
+        return Context(
+            expected=rep(self.labels[self.active]),
+            latents=z.flatten(2).flatten(0, 1).float(),
+            seed_latents=rep(self.seed_latents.flatten(1).float()),
+            target=None if self.targets is None else rep(self.targets),
         )
 
     def record(self, gen: Generation) -> None:
@@ -448,7 +493,9 @@ class Campaign:
         probs, _ = top2(logits)
         results = [f"{_seed_dir(self.cid, int(i))}/result.png" for i in seed_idx]
         strips = [self.strips[int(i)] for i in seed_idx]
-        self.sink.save(results, self.images_of(gen, gen.result, gen.done)[d])
+        result_images = self.images_of(gen, gen.result, gen.done)[d]
+        self.sink.save(results, result_images)
+        self.metrics.finished(seed_idx, gen.failed[d], logits, result_images)
         self.sink.write_strips(strips, release=True)
         distance = (gen.pop[d, slot] - self.seed_latents[d].flatten(1)).norm(dim=1)
         self.writer.update_seeds(
@@ -470,6 +517,8 @@ class Campaign:
         self.active, self.best_so_far = self.active[keep], self.best_so_far[keep]
         self.evals, self.seed_latents = self.evals[keep], self.seed_latents[keep]
         self.first_failure = self.first_failure[keep]
+        if self.targets is not None:
+            self.targets = self.targets[keep]
 
     def images_of(self, gen: Generation, want: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """uint8 images (S, C, H, W) of population slot want[i] where mask[i] (else zeros).

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table, significance
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store
+from dashboard.metrics import metrics_markdown
 from store import queries
 
 st.title("Compare")
@@ -33,15 +34,22 @@ table, iterations, failures = campaign_rows(store, ids)
 st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow_html=True)
 st.caption(
     f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
-    f"budget, as in the ICST study. Bold: best per column of a block. Underlined: not "
-    f"significantly different from that best (alpha {ALPHA}; Fisher's exact test for the "
-    f"proportions, two-sided Mann-Whitney U for the ICST iterations). "
+    f"budget, as in the ICST study; campaigns of different strategies, within blocks of "
+    f"equal dataset and evaluation budget per seed. Bold: best per column of a block. "
+    f"Underlined: not significantly different from that best (alpha {ALPHA}; Fisher's "
+    f"exact test for the proportions, two-sided Mann-Whitney U for the ICST iterations). "
     f"{queries.ICST_ITERATIONS.capitalize()}; the {queries.FAILURE_ITERATIONS} is shown "
     f"beside it, unmarked."
 )
 st.download_button(
     "Download table (CSV)", table.to_csv(index=False).encode(), "compare.csv", "text/csv"
 )
+
+st.subheader("Metrics")
+st.markdown(metrics_markdown(store, ids, labels))
+st.caption("Error rate, success rate, label diversity, MSE and SSIM (Gaussian 11x11, sigma "
+           "1.5, data range 1) of result vs seed images, failures per 1,000 evaluations, and "
+           "the median top-2 probability gap (SINVAD's boundary check).")  # fmt: skip
 
 left, right = st.columns(2)
 bands = pd.concat(

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.data import get_home
 from dashboard.launch import launch
+from dashboard.param_form import param_form
 from dashboard.uploads import save_upload
 from engine import zoo
 from engine.classifiers import load_torchscript
@@ -13,7 +14,6 @@ from engine.config import format_validation, parse_config
 from engine.datasets import get_dataset
 from engine.errors import ConfigError, ModelError
 from engine.strategies import STRATEGIES
-from engine.strategies.ga import PRESETS
 from engine.study import bundled_generators
 
 st.title("New campaign")
@@ -54,50 +54,32 @@ PRESET_SETTINGS = {
     "ICST, low perturbation": {"perturbation": "low"},
     "ICST, high perturbation": {"perturbation": "high"},
 }
-preset = st.radio(
-    "Settings",
-    list(PRESET_SETTINGS),
-    horizontal=True,
-    help="ICST presets reproduce the study: population 25, best_left 10, "
-    "250 generations, GIFTbench step sizes",
+strategy = st.selectbox(
+    "Search strategy",
+    STRATEGIES.names(),
+    index=STRATEGIES.names().index("ga"),
+    help="ga: GIFTbench's genetic algorithm, defects fixed; sinvad: SINVAD's boundary "
+    "search; random: the equal-budget baseline; interpolate: Argus (needs a VAE)",
 )
-with st.form("campaign"):
-    strategy = st.selectbox(
-        "Search strategy",
-        STRATEGIES.names(),
-        help="ga: GIFTbench's genetic algorithm, defects fixed",
-    )
-    a, b, c, d = st.columns(4)
-    seeds = a.number_input("Seeds", 1, 10_000, 10)
-    generations = b.number_input("Generations", 1, 100_000, 250)
-    population = c.number_input("Population", 2, 10_000, 25)
-    best_left = d.number_input("best_left (elites)", 2, 9_999, 10)
-    e, f, f2, g, h = st.columns(5)
-    perturbation = e.selectbox(
-        "Step preset",
-        [*PRESETS, "custom"],
-        index=[*PRESETS, "custom"].index(PRESET_SETTINGS[preset]["perturbation"]),
-    )
-    step = f.number_input(
-        "Custom step", 0.0, 100.0, 0.05, format="%.5f", help="used when the step preset is custom"
-    )
-    init_step = f2.number_input(
-        "Initial step",
-        0.0,
-        100.0,
-        0.0,
-        format="%.5f",
-        help="spread of the first population; 0 means 2 x step",
-    )
-    target = g.selectbox("Target class", ["any", *ds.class_names])
-    seed = h.number_input("Random seed", 0, 2**31 - 1, 0)
-    reset_to = st.radio(
-        "After an improvement the step returns to",
-        ["the preset's rule", "initial", "step"],
+Params = STRATEGIES.get(strategy).Params
+defaults, preset = {}, ""
+if "perturbation" in Params.model_fields:
+    preset = st.radio(
+        "Settings",
+        list(PRESET_SETTINGS),
         horizontal=True,
-        help="initial: 2 x step, as GIFTbench (the rule of low and high); step: the step "
-        "itself (the rule of strong and custom)",
+        help="ICST presets reproduce the study: population 25, best_left 10, "
+        "250 generations, GIFTbench step sizes",
     )
+    defaults = PRESET_SETTINGS[preset]
+with st.form("campaign"):
+    seeds = st.number_input("Seeds", 1, 10_000, 10)
+    # The strategy's own parameters, built from its model: a new strategy needs no code
+    # here. The preset is part of the keys, so picking another preset resets the fields.
+    strategy_params = param_form(st, Params, defaults, key=f"param.{strategy}.{preset}")
+    b, c = st.columns(2)
+    target = b.selectbox("Target class", ["any", *ds.class_names])
+    seed = c.number_input("Random seed", 0, 2**31 - 1, 0)
     gen_params = {}
     card_params = zoo.load_card(generator)["params"]
     if "guidance" in card_params:  # a diffusion model: seeds and search may differ
@@ -119,12 +101,7 @@ if submitted:
         "dataset": dataset, "generator": generator, "classifier": classifier,
         "seeds": int(seeds), "seed": int(seed), "name": name or None, "strategy": strategy,
         "target_class": None if target == "any" else ds.class_names.index(target),
-        "strategy_params": {"generations": int(generations), "population": int(population),
-                            "best_left": int(best_left), "perturbation": perturbation,
-                            **({"step": float(step)} if perturbation == "custom" else {}),
-                            **({"init_step": float(init_step)} if init_step > 0 else {}),
-                            **({"reset_to": reset_to} if reset_to in ("initial", "step")
-                               else {})},
+        "strategy_params": strategy_params,
         "generator_params": gen_params,
     }  # fmt: skip
     try:

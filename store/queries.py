@@ -162,3 +162,62 @@ def studies(store: Store) -> pd.DataFrame:
         "SELECT study, count(*) AS campaigns, min(created_at) AS started FROM campaigns "
         "WHERE study IS NOT NULL GROUP BY study ORDER BY started DESC"
     )
+
+
+#: Per-campaign metrics (engine/metrics.py), in display order with their labels.
+METRIC_LABELS: dict[str, str] = {
+    "error_rate": "error rate (failing / all evaluations)",
+    "success_rate": "success rate (seeds with a failure)",
+    "label_diversity": "label diversity (wrong labels per seed)",
+    "mean_mse": "MSE result vs seed",
+    "mean_ssim": "SSIM result vs seed",
+    "failures_per_1k": "failures per 1,000 evaluations",
+    "result_gap_median": "median top-2 gap, results",
+    "test_gap_median": "median top-2 gap, test images",
+}
+
+
+def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
+    """The campaign's metrics row, gap lists parsed; None before it finished."""
+    df = store.query("SELECT * FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
+    if df.empty:
+        return None
+    row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
+           for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
+    for c in ("result_gaps", "test_gaps", "per_generation"):
+        row[c] = json.loads(row[c])
+    return row
+
+
+def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """The metrics of several campaigns (those that have them), one row each."""
+    if not campaign_ids:
+        return pd.DataFrame(columns=["campaign_id", *METRIC_LABELS])
+    marks = ", ".join("?" * len(campaign_ids))
+    return store.query(
+        f"SELECT campaign_id, evaluations, {', '.join(METRIC_LABELS)} FROM campaign_metrics "
+        f"WHERE campaign_id IN ({marks})",
+        list(campaign_ids),
+    )
+
+
+def strategy_table(store: Store, study: str) -> pd.DataFrame:
+    """One row per campaign of a study, with its ICST figures and stored metrics
+    (the equal-budget strategy comparison)."""
+    return store.query(
+        f"""
+        SELECT c.strategy, c.generator, c.id AS campaign, c.n_seeds AS seeds,
+               json_extract_string(c.config, '$.fitness') AS fitness,
+               json_extract(c.config, '$.evaluation_budget')::BIGINT AS budget,
+               s.viable,
+               CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
+                   AS misclassified_pct,
+               s.misclassified, s.iterations_icst, m.evaluations,
+               m.{", m.".join(METRIC_LABELS)}, c.wall_seconds, c.status
+        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
+        LEFT JOIN campaign_metrics m ON m.campaign_id = c.id
+        WHERE c.study = ?
+        ORDER BY c.created_at
+        """,
+        [study],
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -153,6 +153,25 @@ DDL = [
         decided_at TIMESTAMP NOT NULL,
         PRIMARY KEY (study_id, item_id)
     )""",
+    # Schema 5 (issue 13): per-campaign metrics, written once when a campaign finishes
+    # (engine/metrics.py defines each figure).
+    """CREATE TABLE IF NOT EXISTS campaign_metrics (
+        campaign_id VARCHAR NOT NULL PRIMARY KEY,
+        evaluations BIGINT NOT NULL,      -- search evaluations (seed images not counted)
+        failing_evaluations BIGINT NOT NULL,
+        error_rate DOUBLE,                -- failing / all evaluations
+        success_rate DOUBLE,              -- viable seeds with a failure / viable seeds
+        label_diversity DOUBLE,           -- mean distinct wrong labels reached per seed
+        mean_mse DOUBLE,                  -- result vs seed image, pixels in [0, 1]
+        mean_ssim DOUBLE,                 -- Gaussian 11x11, sigma 1.5, data range 1
+        failures_per_1k DOUBLE,           -- seeds with a failure per 1,000 evaluations
+        result_gap_median DOUBLE,         -- top-1 minus top-2 probability, result images
+        test_gap_median DOUBLE,           -- the same on the dataset's test images
+        result_gaps JSON NOT NULL,        -- per viable seed
+        test_gaps JSON NOT NULL,
+        -- per generation: step (lambda), evaluations, error rate, MSE and SSIM to the seed
+        per_generation JSON NOT NULL
+    )""",
 ]
 
 
@@ -211,4 +230,5 @@ MIGRATIONS: dict[int, list] = {
     2: ["ALTER TABLE campaigns ADD COLUMN IF NOT EXISTS study VARCHAR"],
     3: [],  # labelling tables only: DDL creates them
     4: [add_keys],  # keys on the campaign tables
+    5: [],  # issue 13, per-campaign metrics: DDL creates campaign_metrics
 }

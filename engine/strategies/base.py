@@ -32,6 +32,8 @@ class SearchSpace:
     latent_shape: tuple[int, ...]
     low: float
     high: float
+    #: Classes of the dataset (0 where unknown, as in unit tests).
+    num_classes: int = 0
 
     @property
     def range(self) -> float:
@@ -41,6 +43,22 @@ class SearchSpace:
 class Strategy(ABC):
     name: ClassVar[str]
     Params: ClassVar[type[StrategyParams]]
+    #: The objective (engine/fitness.py) used when the campaign config names none.
+    default_fitness: ClassVar[str] = "margin"
+    #: True: MSE and SSIM of every evaluated image to its seed image are measured per
+    #: generation (engine/metrics.py); costly, so only where a generation is a setting
+    #: worth comparing (Argus's lambda).
+    image_metrics: ClassVar[bool] = False
+
+    @classmethod
+    def check_generator(cls, generator: Any) -> str | None:
+        """Why this strategy cannot search ``generator`` (one line), or None."""
+        return None
+
+    def attach(self, resolved: Any, labels: torch.Tensor) -> None:
+        """Called once before ``start`` with the campaign's resolved parts and the searched
+        seeds' labels (S,), for strategies that need more than the seed latents."""
+        return None  # most strategies need nothing beyond the seed latents
 
     def __init__(self, params: StrategyParams, space: SearchSpace) -> None:
         self.params = params
@@ -80,6 +98,26 @@ class Strategy(ABC):
     @abstractmethod
     def advance(self, rng: torch.Generator) -> None:
         """Breed the next population from the evaluated one."""
+
+    def finished(self) -> torch.Tensor | None:
+        """Seeds (S,) whose search this strategy's own stop rule ends after the generation
+        just told, or None when it has no stop rule (the runner's rules still apply)."""
+        return None
+
+    @classmethod
+    def budget(cls, params: StrategyParams) -> int:
+        """The most evaluations one seed can cost with these parameters."""
+        raise NotImplementedError(f"strategy {cls.name} does not state its budget")
+
+    @classmethod
+    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
+        """Raw parameters changed so that one seed costs at most ``evaluations`` (the
+        equal-budget comparison of ``latentfuzz study --strategies``)."""
+        return raw
+
+    def evaluation_budget(self) -> int:
+        """The most evaluations one seed can cost in this campaign."""
+        return type(self).budget(self.params)
 
     def max_generations(self) -> int:
         return int(getattr(self.params, "generations", 0))

@@ -16,7 +16,7 @@ dimension. tests/engine/test_fidelity.py holds one test per GIFTbench rule.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import Field, model_validator
@@ -34,17 +34,33 @@ RESET_DEFAULTS: dict[str, str] = {"low": "initial", "high": "initial", "strong":
 
 
 class GAParams(StrategyParams):
-    population: int = Field(25, ge=2, le=10_000, description="individuals per seed")
-    best_left: int = Field(10, ge=2, description="elites kept; two distinct parents need >= 2")
-    generations: int = Field(250, ge=1, le=1_000_000, description="generation budget")
-    perturbation: str = Field(
-        "strong", description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step"
+    generations: int = Field(
+        250, ge=1, le=1_000_000, title="Generations", description="generation budget"
     )
-    step: float | None = Field(None, gt=0, description="mutation step when perturbation=custom")
-    init_step: float | None = Field(None, gt=0, description="initial spread; default 2 x step")
+    population: int = Field(
+        25, ge=2, le=10_000, title="Population", description="individuals per seed"
+    )
+    best_left: int = Field(
+        10,
+        ge=2,
+        title="best_left (elites)",
+        description="elites kept; two distinct parents need >= 2",
+    )
+    perturbation: str = Field(
+        "strong", title="Step preset",
+        description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step",
+        json_schema_extra={"options": [*PRESETS, "custom"]},
+    )  # fmt: skip
+    step: float | None = Field(
+        None, gt=0, title="Custom step", description="mutation step when perturbation=custom"
+    )
+    init_step: float | None = Field(
+        None, gt=0, title="Initial step", description="initial spread; default 2 x step"
+    )
     max_step: float | None = Field(None, gt=0, description="cap on doubling; default latent range")
     reset_to: Literal["initial", "step"] | None = Field(
         None,
+        title="Reset to",
         description="step after the best fitness changes: 'initial' (2 x step, GIFTbench) or "
         "'step'; default initial for low/high, step for strong/custom",
     )
@@ -145,6 +161,18 @@ class GeneticAlgorithm(Strategy):
     def __init__(self, params: GAParams, space: SearchSpace) -> None:
         super().__init__(params, space)
         self.base_step, self.init_step, self.cap = resolve_step(params, space)
+
+    @classmethod
+    def budget(cls, params: StrategyParams) -> int:
+        # The whole first population, then only the children of each later generation.
+        p = params
+        return p.population + (p.population - p.best_left) * (p.generations - 1)
+
+    @classmethod
+    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
+        p = cls.Params(**raw)
+        extra = max(0, evaluations - p.population) // (p.population - p.best_left)
+        return {**raw, "generations": 1 + extra}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params

@@ -56,7 +56,7 @@ def test_an_old_store_with_a_reused_id_gets_its_keys(tmp_path: Path):
     con.execute("INSERT INTO images VALUES ('x', 0, 'seed', 'a'), ('x', 0, 'seed', 'b')")
     con.close()
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "4"
+    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     assert store.query("SELECT id, status FROM campaigns").to_dict("records") == [
         {"id": "x", "status": "finished"}
     ]

@@ -1,0 +1,91 @@
+"""Per-campaign metrics on the Campaign and Compare pages (engine/metrics.py defines them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from store import Store, queries
+
+FORMATS = {
+    "error_rate": ".3f", "success_rate": ".2f", "label_diversity": ".2f", "mean_mse": ".4f",
+    "mean_ssim": ".3f", "failures_per_1k": ".2f", "result_gap_median": ".3f",
+    "test_gap_median": ".3f",
+}  # fmt: skip
+
+
+def cell(v: Any, key: str) -> str:
+    return "–" if v is None or pd.isna(v) else format(v, FORMATS[key])
+
+
+def gap_histogram(m: dict[str, Any]) -> alt.Chart:
+    """Top-2 probability gaps of the result images against the test images (SINVAD's
+    boundary check), as shares of each group so different sizes compare."""
+    df = pd.concat([
+        pd.DataFrame({"gap": m["result_gaps"], "images": "results"}),
+        pd.DataFrame({"gap": m["test_gaps"], "images": "test images"}),
+    ])  # fmt: skip
+    return (
+        alt.Chart(df)
+        .transform_joinaggregate(total="count()", groupby=["images"])
+        .transform_calculate(share="1 / datum.total")
+        .mark_bar(opacity=0.6)
+        .encode(
+            x=alt.X(
+                "gap:Q",
+                bin=alt.Bin(extent=[0, 1], step=0.05),
+                title="top-1 minus top-2 probability",
+            ),
+            y=alt.Y("sum(share):Q", title="share of images", stack=None),
+            color="images:N",
+        )  # fmt: skip
+        .properties(height=220)
+    )
+
+
+def metrics_panel(store: Store, campaign_id: str) -> None:
+    """The metrics of a finished campaign, and its gap histogram."""
+    m = queries.metrics(store, campaign_id)
+    if m is None:
+        st.info("Metrics are stored when the campaign finishes.")
+        return
+    # A table rather than st.metric tiles: the status bar above keeps its four counters.
+    st.markdown(
+        "| " + " | ".join(queries.METRIC_LABELS.values()) + " |\n"
+        + "|---" * len(queries.METRIC_LABELS) + "|\n"
+        + "| " + " | ".join(cell(m[k], k) for k in queries.METRIC_LABELS) + " |"
+    )  # fmt: skip
+    st.caption(
+        f"Over {m['evaluations']:,} search evaluations. SSIM: Gaussian window 11x11, "
+        "sigma 1.5, data range 1; a failure = a seed with at least one failing evaluation."
+    )
+    if m["result_gaps"]:
+        st.altair_chart(gap_histogram(m), width="stretch")
+
+
+def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str:
+    """One markdown row of metrics per campaign (those finished)."""
+    df = queries.metrics_table(store, ids).set_index("campaign_id")
+    keys = list(queries.METRIC_LABELS)
+    out = [
+        "| campaign | strategy | evaluations | "
+        + " | ".join(queries.METRIC_LABELS.values())
+        + " |",
+        "|---" * (3 + len(keys)) + "|",
+    ]
+    from dashboard.compare import md_text
+
+    for cid in ids:
+        if cid not in df.index:
+            continue
+        r = df.loc[cid]
+        strategy = queries.campaign(store, cid)["strategy"]
+        out.append(
+            f"| {md_text(names.get(cid, cid))} | {md_text(strategy)} | {int(r['evaluations']):,} | "
+            + " | ".join(cell(r[k], k) for k in keys)
+            + " |"
+        )
+    return "\n".join(out)

@@ -1,0 +1,50 @@
+"""Compare across strategies: blocks of equal dataset and evaluation budget."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dashboard.compare import (
+    BLOCK,
+    STRATEGY_BLOCK,
+    block_columns,
+    blocks,
+    markdown_table,
+    significance,
+)
+
+
+def table(strategies: list[str], eval_budgets: list[int]) -> pd.DataFrame:
+    n = len(strategies)
+    return pd.DataFrame({
+        "campaign": list("abcd")[:n], "name": list("ABCD")[:n], "dataset": ["mnist"] * n,
+        "generator": ["mnist-vae"] * n, "preset": ["strong", None, "strong", "strong"][:n],
+        "budget": [250, 124, 150, 250][:n], "strategy": strategies,
+        "eval_budget": eval_budgets, "seeds": [30] * n, "viable": [27] * n,
+        "viable_pct": [90.0] * n, "misclassified": [27, 27, 3, 20][:n],
+        "misclassified_pct": [100.0, 100.0, 11.0, 74.0][:n],
+        "iterations_icst": [12.0, 1.0, 140.0, 50.0][:n],
+        "iterations_icst_std": [5.0] * n, "iterations_to_failure": [12.0] * n,
+        "iterations_to_failure_std": [5.0] * n, "labelled": [0] * n, "valid": [0] * n,
+        "valid_pct": [None] * n, "preserved": [0] * n, "preserved_pct": [None] * n,
+    })  # fmt: skip
+
+
+def test_one_strategy_keeps_the_icst_blocks():
+    t = table(["ga", "ga"], [3760, 3760])
+    assert block_columns(t) == BLOCK
+
+
+def test_strategies_are_compared_at_equal_dataset_and_evaluation_budget():
+    t = table(["ga", "sinvad", "random"], [3760, 3740, 3750])
+    assert block_columns(t) == STRATEGY_BLOCK
+    # Presets and generation budgets differ, the evaluation budgets too: three blocks.
+    assert len(blocks(t)) == 3
+    t["eval_budget"] = 3760
+    assert [k for k, _ in blocks(t)] == [("mnist", "3760")]
+    its = {c: pd.Series([1.0, 2.0, 3.0]) for c in "abc"}
+    marks = significance(t, its)
+    assert marks.loc[[0, 1], "misclassified_pct"].tolist() == ["best", "best"]
+    md = markdown_table(t, marks)
+    assert "**Block: mnist, 3760 evaluations per seed at most**" in md
+    assert "| campaign | strategy | % viable seeds" in md and "| B | sinvad |" in md

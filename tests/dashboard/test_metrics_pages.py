@@ -1,0 +1,62 @@
+"""AppTest: per-campaign metrics on the Campaign and Compare pages, strategies compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from engine.strategy_study import run_strategy_study
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> tuple[Path, list[str]]:
+    home = tmp_path_factory.mktemp("home")
+    _, table = run_strategy_study(home, ["ga", "sinvad"], seeds=3, generations=4)
+    return home, table["campaign"].tolist()
+
+
+@pytest.fixture
+def app(study, monkeypatch):
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(study[0]))
+    st.cache_resource.clear()
+
+    def open_page(page: str, **params: str) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page(f"../pages/{page}")
+        for k, v in params.items():
+            at.query_params[k] = v
+        return at.run()
+
+    return open_page
+
+
+def test_campaign_page_shows_metrics_and_the_gap_histogram(app, study):
+    _, (ga, sinvad) = study
+    at = app("campaign.py", id=sinvad)
+    assert not at.exception
+    assert "Metrics" in [h.value for h in at.subheader]
+    table = next(m.value for m in at.markdown if "error rate" in m.value)
+    assert "SSIM result vs seed" in table and "median top-2 gap, test images" in table
+    assert any("SSIM: Gaussian window 11x11, sigma 1.5" in c.value for c in at.caption)
+    # convergence, gap histogram, top-2 probabilities of a seed
+    assert len(at.get("vega_lite_chart")) >= 3
+    assert [m.label for m in at.metric][:2] == ["viable seeds", "misclassified"]
+
+
+def test_compare_page_blocks_strategies_by_evaluation_budget_and_shows_metrics(app, study):
+    _, ids = study
+    at = app("compare.py")
+    assert not at.exception
+    assert sorted(at.multiselect[0].value) == sorted(ids)  # the newest study by default
+    text = "\n".join(m.value for m in at.markdown)
+    # GA 70 and sinvad 50 evaluations per seed at most (4 GA generations): two blocks.
+    assert "**Block: mnist, 70 evaluations per seed at most**" in text
+    assert "**Block: mnist, 50 evaluations per seed at most**" in text
+    assert "| campaign | strategy | % viable seeds" in text
+    metrics = next(m.value for m in at.markdown if "failures per 1,000 evaluations" in m.value)
+    assert "| ga |" in metrics and "| sinvad |" in metrics

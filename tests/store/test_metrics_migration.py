@@ -1,0 +1,34 @@
+"""Schema 5 (issue 13): a version-4 store gains the campaign_metrics table on open, and a
+metrics row round-trips through store.metrics and the named queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from store import Store, queries
+from store.metrics import write_metrics
+
+ROW = {
+    "evaluations": 100, "failing_evaluations": 7, "error_rate": 0.07, "success_rate": 0.5,
+    "label_diversity": 1.5, "mean_mse": 0.02, "mean_ssim": 0.8, "failures_per_1k": 20.0,
+    "result_gap_median": 0.1, "test_gap_median": 0.99, "result_gaps": [0.1, 0.2],
+    "test_gaps": [0.99], "per_generation": [{"generation": 1, "error_rate": 0.5}],
+}  # fmt: skip
+
+
+def test_a_version_4_store_gets_the_metrics_table(tmp_path: Path):
+    path = tmp_path / "v4.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
+    con.close()
+    store = Store(path)
+    assert queries.schema_info(store)["schema_version"] == "5"
+    assert queries.metrics(store, "x") is None
+    write_metrics(store, "x", ROW)
+    write_metrics(store, "x", {**ROW, "evaluations": 200})  # replaces, never duplicates
+    m = queries.metrics(store, "x")
+    assert m["evaluations"] == 200 and m["result_gaps"] == [0.1, 0.2]
+    assert queries.metrics_table(store, ["x"])["error_rate"].tolist() == [0.07]
