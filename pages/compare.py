@@ -8,6 +8,7 @@ from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table,
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store
 from dashboard.metrics import metrics_markdown
+from engine.csv_io import to_csv_bytes
 from store import queries
 
 st.title("Compare")
@@ -42,7 +43,7 @@ st.caption(
     f"beside it, unmarked."
 )
 st.download_button(
-    "Download table (CSV)", table.to_csv(index=False).encode(), "compare.csv", "text/csv"
+    "Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv"
 )
 
 st.subheader("Metrics")
