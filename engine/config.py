@@ -93,6 +93,15 @@ def parse_config(raw: dict[str, Any]) -> CampaignConfig:
         raise ConfigError(format_validation(e)) from None
 
 
+#: Keys a campaign's stored config carries for readers but that are derived, not set.
+RECORD_ONLY = ("evaluation_budget",)
+
+
+def from_record(raw: dict[str, Any]) -> CampaignConfig:
+    """The config of a stored campaign (its `config` column), derived keys left out."""
+    return parse_config({k: v for k, v in raw.items() if k not in RECORD_ONLY})
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():

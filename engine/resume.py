@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.config import parse_config, resolve
+from engine.config import from_record, resolve
 from engine.errors import ConfigError, LatentfuzzError
 from engine.home import db_path
 from engine.runner import CampaignResult, Evaluator, Progress, execute
@@ -132,7 +132,7 @@ def resume_campaign(
             f"campaign {cid} is {c['status']}; only {' or '.join(RESUMABLE)} campaigns can "
             f"be resumed{hint}"
         )
-    r = resolve(parse_config(c["config"]), models_root)
+    r = resolve(from_record(c["config"]), models_root)
     if r.model_hashes != c["environment"].get("model_sha256"):
         raise ConfigError(
             f"campaign {cid} ran with models {c['environment'].get('model_sha256')}, now "
