@@ -86,7 +86,8 @@ def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
         page.goto(f"{server}/new_campaign")
         page.wait_for_selector("h1", timeout=60_000)
         for label, value in (("Seeds", "3"), ("Generations", "40")):
-            field = page.get_by_label(label)
+            # The number field itself, not its "Help for ..." tooltip button.
+            field = page.get_by_role("spinbutton", name=label, exact=True)
             field.fill(value)
             field.press("Enter")
         page.get_by_role("button", name="Launch").click()
