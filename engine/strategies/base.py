@@ -124,3 +124,31 @@ class Strategy(ABC):
 
 
 STRATEGIES: Registry[type[Strategy]] = Registry("search strategy")
+
+
+class PopulationStrategy(Strategy):
+    """A strategy whose state is a population of latents with a leading seed dimension:
+    ``pop`` (S, P, D), ``scores`` (S, P) NaN until evaluated, ``logits`` (S, P, K) or None
+    before the first tell. Subclasses list every other per-seed tensor in ``per_seed`` so
+    that ``keep`` drops finished seeds from all of them."""
+
+    per_seed: ClassVar[tuple[str, ...]] = ("seed", "pop", "scores", "logits")
+    pop: torch.Tensor
+    scores: torch.Tensor
+    logits: torch.Tensor | None
+
+    def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
+        if self.logits is None:
+            self.logits = torch.full((*self.scores.shape, logits.shape[-1]), float("nan"))
+        self.scores[:, slots] = scores.float().cpu()
+        self.logits[:, slots] = logits.float().cpu()
+
+    def population(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        assert self.logits is not None, "population() before tell()"
+        return self.pop, self.scores, self.logits
+
+    def keep(self, mask: torch.Tensor) -> None:
+        for name in self.per_seed:
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, value[mask])

@@ -21,7 +21,12 @@ from typing import Any, Literal
 import torch
 from pydantic import Field, model_validator
 
-from engine.strategies.base import STRATEGIES, SearchSpace, Strategy, StrategyParams
+from engine.strategies.base import (
+    STRATEGIES,
+    PopulationStrategy,
+    SearchSpace,
+    StrategyParams,
+)
 
 #: Step presets as fractions of the latent range r. low and high are GIFTbench's exactly;
 #: strong is the practitioner's default: it finds failures for most seeds of every bundled
@@ -154,9 +159,10 @@ def update_step(
 
 
 @STRATEGIES.register("ga")
-class GeneticAlgorithm(Strategy):
+class GeneticAlgorithm(PopulationStrategy):
     name = "ga"
     Params = GAParams
+    per_seed = ("seed", "pop", "scores", "logits", "step", "prev_best")
 
     def __init__(self, params: GAParams, space: SearchSpace) -> None:
         super().__init__(params, space)
@@ -193,22 +199,8 @@ class GeneticAlgorithm(Strategy):
         cand = self.pop[:, self.slots]
         return self.slots, cand.reshape(*cand.shape[:2], *self.space.latent_shape)
 
-    def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
-        if self.logits is None:
-            self.logits = torch.full((*self.scores.shape, logits.shape[-1]), float("nan"))
-        self.scores[:, slots] = scores.float().cpu()
-        self.logits[:, slots] = logits.float().cpu()
-
-    def population(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        assert self.logits is not None, "population() before tell()"
-        return self.pop, self.scores, self.logits
-
     def step_size(self) -> torch.Tensor:
         return self.step
-
-    def keep(self, mask: torch.Tensor) -> None:
-        for name in ("seed", "pop", "scores", "logits", "step", "prev_best"):
-            setattr(self, name, getattr(self, name)[mask])
 
     def advance(self, rng: torch.Generator) -> None:
         p = self.params

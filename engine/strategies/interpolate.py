@@ -16,7 +16,12 @@ from typing import Any
 import torch
 from pydantic import Field, model_validator
 
-from engine.strategies.base import STRATEGIES, SearchSpace, Strategy, StrategyParams
+from engine.strategies.base import (
+    STRATEGIES,
+    PopulationStrategy,
+    SearchSpace,
+    StrategyParams,
+)
 
 
 class InterpolateParams(StrategyParams):
@@ -68,9 +73,10 @@ def draw_others(
 
 
 @STRATEGIES.register("interpolate")
-class Interpolate(Strategy):
+class Interpolate(PopulationStrategy):
     name = "interpolate"
     Params = InterpolateParams
+    per_seed = ("seed", "others", "pop", "scores", "labels", "logits")
     image_metrics = True
 
     def __init__(self, params: InterpolateParams, space: SearchSpace) -> None:
@@ -127,22 +133,8 @@ class Interpolate(Strategy):
     def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.slots, self.pop.reshape(*self.pop.shape[:2], *self.space.latent_shape)
 
-    def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
-        self.scores[:, slots] = scores.float().cpu()
-        self.logits = logits.float().cpu()
-
-    def population(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        assert self.logits is not None, "population() before tell()"
-        return self.pop, self.scores, self.logits
-
     def step_size(self) -> torch.Tensor:
         return torch.full((self.seed.shape[0],), float(self.grid[self.g]))
-
-    def keep(self, mask: torch.Tensor) -> None:
-        self.seed, self.others = self.seed[mask], self.others[mask]
-        self.pop, self.scores, self.labels = self.pop[mask], self.scores[mask], self.labels[mask]
-        if self.logits is not None:
-            self.logits = self.logits[mask]
 
     def advance(self, rng: torch.Generator) -> None:
         self.g += 1

@@ -14,7 +14,12 @@ from typing import Any
 import torch
 from pydantic import Field, model_validator
 
-from engine.strategies.base import STRATEGIES, SearchSpace, Strategy, StrategyParams
+from engine.strategies.base import (
+    STRATEGIES,
+    PopulationStrategy,
+    SearchSpace,
+    StrategyParams,
+)
 from engine.strategies.ga import PRESETS
 
 
@@ -53,7 +58,7 @@ def draw(seed: torch.Tensor, n: int, step: float, rng: torch.Generator) -> torch
 
 
 @STRATEGIES.register("random")
-class RandomSearch(Strategy):
+class RandomSearch(PopulationStrategy):
     name = "random"
     Params = RandomParams
 
@@ -86,21 +91,8 @@ class RandomSearch(Strategy):
     def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.slots, self.pop.reshape(*self.pop.shape[:2], *self.space.latent_shape)
 
-    def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
-        self.scores[:, slots] = scores.float().cpu()
-        self.logits = logits.float().cpu()
-
-    def population(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        assert self.logits is not None, "population() before tell()"
-        return self.pop, self.scores, self.logits
-
     def step_size(self) -> torch.Tensor:
         return torch.full((self.seed.shape[0],), self.base_step)
-
-    def keep(self, mask: torch.Tensor) -> None:
-        self.seed, self.pop, self.scores = self.seed[mask], self.pop[mask], self.scores[mask]
-        if self.logits is not None:
-            self.logits = self.logits[mask]
 
     def advance(self, rng: torch.Generator) -> None:
         self._draw(rng)  # no selection: every generation starts afresh from the seed

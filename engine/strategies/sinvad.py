@@ -22,7 +22,12 @@ from typing import Any
 import torch
 from pydantic import Field, model_validator
 
-from engine.strategies.base import STRATEGIES, SearchSpace, Strategy, StrategyParams
+from engine.strategies.base import (
+    STRATEGIES,
+    PopulationStrategy,
+    SearchSpace,
+    StrategyParams,
+)
 from engine.strategies.ga import crossover, mutate, pick_parents, select_elite, take
 
 
@@ -76,9 +81,10 @@ def decay_step(
 
 
 @STRATEGIES.register("sinvad")
-class Sinvad(Strategy):
+class Sinvad(PopulationStrategy):
     name = "sinvad"
     Params = SinvadParams
+    per_seed = ("seed", "pop", "scores", "logits", "step", "prev_best")
     default_fitness = "boundary"
 
     def __init__(self, params: SinvadParams, space: SearchSpace) -> None:
@@ -114,10 +120,7 @@ class Sinvad(Strategy):
         return self.slots, cand.reshape(*cand.shape[:2], *self.space.latent_shape)
 
     def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
-        if self.logits is None:
-            self.logits = torch.full((*self.scores.shape, logits.shape[-1]), float("nan"))
-        self.scores[:, slots] = scores.float().cpu()
-        self.logits[:, slots] = logits.float().cpu()
+        super().tell(slots, scores, logits)
         # The generation is complete: apply the step rule now, so the stop rule below
         # sees this generation's step (the reference breaks right after the update).
         best = self.scores.min(dim=1).values
@@ -127,16 +130,8 @@ class Sinvad(Strategy):
     def finished(self) -> torch.Tensor:
         return self.step < self.params.min_step
 
-    def population(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        assert self.logits is not None, "population() before tell()"
-        return self.pop, self.scores, self.logits
-
     def step_size(self) -> torch.Tensor:
         return self.step
-
-    def keep(self, mask: torch.Tensor) -> None:
-        for name in ("seed", "pop", "scores", "logits", "step", "prev_best"):
-            setattr(self, name, getattr(self, name)[mask])
 
     def advance(self, rng: torch.Generator) -> None:
         p = self.params
