@@ -108,6 +108,17 @@ def resolve_step(p: GAParams, space: SearchSpace) -> tuple[float, float, float]:
     return float(reset), float(init), float(cap)
 
 
+def elitist_budget(population: int, elites: int, generations: int) -> int:
+    """Evaluations per seed of an elitist GA: the whole first population, then only the
+    children of each later generation (survivors keep their scores)."""
+    return population + (population - elites) * (generations - 1)
+
+
+def elitist_generations(evaluations: int, population: int, elites: int) -> int:
+    """The most generations whose elitist_budget fits in `evaluations` (at least 1)."""
+    return 1 + max(0, evaluations - population) // (population - elites)
+
+
 # Pure operators, each testable alone. Shapes: S seeds, E elites, C children, D genes.
 
 
@@ -170,15 +181,12 @@ class GeneticAlgorithm(PopulationStrategy):
 
     @classmethod
     def budget(cls, params: StrategyParams) -> int:
-        # The whole first population, then only the children of each later generation.
-        p = params
-        return p.population + (p.population - p.best_left) * (p.generations - 1)
+        return elitist_budget(params.population, params.best_left, params.generations)
 
     @classmethod
     def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
         p = cls.Params(**raw)
-        extra = max(0, evaluations - p.population) // (p.population - p.best_left)
-        return {**raw, "generations": 1 + extra}
+        return {**raw, "generations": elitist_generations(evaluations, p.population, p.best_left)}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params

@@ -28,7 +28,15 @@ from engine.strategies.base import (
     SearchSpace,
     StrategyParams,
 )
-from engine.strategies.ga import crossover, mutate, pick_parents, select_elite, take
+from engine.strategies.ga import (
+    crossover,
+    elitist_budget,
+    elitist_generations,
+    mutate,
+    pick_parents,
+    select_elite,
+    take,
+)
 
 
 class SinvadParams(StrategyParams):
@@ -92,15 +100,12 @@ class Sinvad(PopulationStrategy):
 
     @classmethod
     def budget(cls, params: StrategyParams) -> int:
-        # The whole first population, then only the children of each later generation.
-        p = params
-        return p.population + (p.population - p.elites) * (p.generations - 1)
+        return elitist_budget(params.population, params.elites, params.generations)
 
     @classmethod
     def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
         p = cls.Params(**raw)
-        extra = max(0, evaluations - p.population) // (p.population - p.elites)
-        return {**raw, "generations": 1 + extra}
+        return {**raw, "generations": elitist_generations(evaluations, p.population, p.elites)}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params
