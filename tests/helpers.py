@@ -41,3 +41,22 @@ def wait_for_generation(store: Store, cid: str, generation: int, timeout: float 
 
 def db(home: Path) -> Store:
     return Store(home / "latentfuzz.duckdb")
+
+
+def page_opener(home: Path, monkeypatch):
+    """open(page, **query) -> AppTest of `pages/<page>` in the app, served on `home`."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    app = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+
+    def open_page(page: str, **params: str) -> AppTest:
+        at = AppTest.from_file(app, default_timeout=60).run()
+        at.switch_page(f"../pages/{page}")
+        for k, v in params.items():
+            at.query_params[k] = v
+        return at.run()
+
+    return open_page

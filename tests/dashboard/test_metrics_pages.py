@@ -5,12 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import streamlit as st
-from streamlit.testing.v1 import AppTest
 
 from engine.strategy_study import run_strategy_study
-
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+from tests.helpers import page_opener
 
 
 @pytest.fixture(scope="module")
@@ -22,17 +19,7 @@ def study(tmp_path_factory) -> tuple[Path, list[str]]:
 
 @pytest.fixture
 def app(study, monkeypatch):
-    monkeypatch.setenv("LATENTFUZZ_HOME", str(study[0]))
-    st.cache_resource.clear()
-
-    def open_page(page: str, **params: str) -> AppTest:
-        at = AppTest.from_file(APP, default_timeout=60).run()
-        at.switch_page(f"../pages/{page}")
-        for k, v in params.items():
-            at.query_params[k] = v
-        return at.run()
-
-    return open_page
+    return page_opener(study[0], monkeypatch)
 
 
 def test_campaign_page_shows_metrics_and_the_gap_histogram(app, study):

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.config import parse_config
 from engine.runner import run_campaign
+from tests.helpers import page_opener
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -24,18 +25,7 @@ def seeded(tmp_path_factory) -> tuple[Path, str]:
 
 @pytest.fixture
 def app(seeded, monkeypatch):
-    home, _ = seeded
-    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
-    st.cache_resource.clear()
-
-    def open_page(page: str, **params: str) -> AppTest:
-        at = AppTest.from_file(APP, default_timeout=60).run()
-        at.switch_page(f"../pages/{page}")
-        for k, v in params.items():
-            at.query_params[k] = v
-        return at.run()
-
-    return open_page
+    return page_opener(seeded[0], monkeypatch)
 
 
 def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
