@@ -137,6 +137,23 @@ class PopulationStrategy(Strategy):
     scores: torch.Tensor
     logits: torch.Tensor | None
 
+    def spread(
+        self, seeds: torch.Tensor, population: int, scale: float, rng: torch.Generator
+    ) -> None:
+        """Start from `population` latents per seed, seed + scale x N(0, I), none scored.
+        Seeds (S, *L) are kept flat, (S, D); so is the population, (S, P, D)."""
+        s = seeds.shape[0]
+        self.seed = seeds.reshape(s, -1).float()
+        noise = torch.randn((s, population, self.seed.shape[1]), generator=rng)
+        self.pop = self.seed[:, None, :] + scale * noise.to(seeds.device)
+        self.scores = torch.full((s, population), float("nan"))
+        self.logits = None
+        self.slots = torch.arange(population)
+
+    def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
+        cand = self.pop[:, self.slots]
+        return self.slots, cand.reshape(*cand.shape[:2], *self.space.latent_shape)
+
     def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
         if self.logits is None:
             self.logits = torch.full((*self.scores.shape, logits.shape[-1]), float("nan"))

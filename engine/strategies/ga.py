@@ -189,23 +189,13 @@ class GeneticAlgorithm(PopulationStrategy):
         return {**raw, "generations": elitist_generations(evaluations, p.population, p.best_left)}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
-        p = self.params
-        s = seeds.shape[0]
-        self.seed = seeds.reshape(s, -1).float()
-        noise = torch.randn((s, p.population, self.seed.shape[1]), generator=rng)
-        self.pop = self._clamp(self.seed[:, None, :] + self.init_step * noise.to(seeds.device))
-        self.scores = torch.full((s, p.population), float("nan"))
-        self.logits: torch.Tensor | None = None
-        self.step = torch.full((s,), self.base_step)
-        self.prev_best = torch.full((s,), float("inf"))
-        self.slots = torch.arange(p.population)
+        self.spread(seeds, self.params.population, self.init_step, rng)
+        self.pop = self._clamp(self.pop)
+        self.step = torch.full((len(self.seed),), self.base_step)
+        self.prev_best = torch.full((len(self.seed),), float("inf"))
 
     def _clamp(self, z: torch.Tensor) -> torch.Tensor:
         return z.clamp(self.space.low, self.space.high)
-
-    def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
-        cand = self.pop[:, self.slots]
-        return self.slots, cand.reshape(*cand.shape[:2], *self.space.latent_shape)
 
     def step_size(self) -> torch.Tensor:
         return self.step

@@ -130,9 +130,6 @@ class Interpolate(PopulationStrategy):
         self.scores = torch.full(self.pop.shape[:2], float("nan"))
         self.logits: torch.Tensor | None = None
 
-    def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.slots, self.pop.reshape(*self.pop.shape[:2], *self.space.latent_shape)
-
     def step_size(self) -> torch.Tensor:
         return torch.full((self.seed.shape[0],), float(self.grid[self.g]))
 

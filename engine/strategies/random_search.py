@@ -88,9 +88,6 @@ class RandomSearch(PopulationStrategy):
         self.scores = torch.full((s, p), float("nan"))
         self.logits: torch.Tensor | None = None
 
-    def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.slots, self.pop.reshape(*self.pop.shape[:2], *self.space.latent_shape)
-
     def step_size(self) -> torch.Tensor:
         return torch.full((self.seed.shape[0],), self.base_step)
 

@@ -109,20 +109,10 @@ class Sinvad(PopulationStrategy):
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params
-        s = seeds.shape[0]
-        self.seed = seeds.reshape(s, -1).float()
-        noise = torch.randn((s, p.population, self.seed.shape[1]), generator=rng)
-        self.pop = self.seed[:, None, :] + p.init_noise * noise.to(seeds.device)
-        self.scores = torch.full((s, p.population), float("nan"))
-        self.logits: torch.Tensor | None = None
-        self.step = torch.full((s,), p.step)
+        self.spread(seeds, p.population, p.init_noise, rng)  # unclamped, as the reference
+        self.step = torch.full((len(self.seed),), p.step)
         # +inf: the first generation never counts as stagnation.
-        self.prev_best = torch.full((s,), float("inf"))
-        self.slots = torch.arange(p.population)
-
-    def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
-        cand = self.pop[:, self.slots]
-        return self.slots, cand.reshape(*cand.shape[:2], *self.space.latent_shape)
+        self.prev_best = torch.full((len(self.seed),), float("inf"))
 
     def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
         super().tell(slots, scores, logits)
