@@ -25,7 +25,6 @@ from pydantic import Field, model_validator
 from engine.strategies.base import (
     STRATEGIES,
     PopulationStrategy,
-    SearchSpace,
     StrategyParams,
 )
 from engine.strategies.ga import (
@@ -94,9 +93,6 @@ class Sinvad(PopulationStrategy):
     Params = SinvadParams
     per_seed = ("seed", "pop", "scores", "logits", "step", "prev_best")
     default_fitness = "boundary"
-
-    def __init__(self, params: SinvadParams, space: SearchSpace) -> None:
-        super().__init__(params, space)
 
     @classmethod
     def budget(cls, params: StrategyParams) -> int:
