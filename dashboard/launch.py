@@ -21,7 +21,7 @@ from store import liveness
 
 def launch(cfg: CampaignConfig, home: Path) -> str:
     """Validate cfg (ConfigError if invalid), start the campaign, return its id."""
-    resolve(cfg)
+    cfg = resolve(cfg).config  # with what resolve derives (an escape campaign's seeds)
     cid = new_campaign_id()
     folder = home / "launch"
     folder.mkdir(parents=True, exist_ok=True)

@@ -48,28 +48,68 @@ def bench_engine(
     repeats: int = 3,
     home: Path | None = None,
     console: Console | None = None,
-) -> dict[str, float]:
-    """Run `repeats` benchmark campaigns after one warm-up and report the median figures."""
+    strategies: tuple[str, ...] = ("ga",),
+) -> dict[str, dict[str, float]]:
+    """For each strategy, run `repeats` benchmark campaigns after one warm-up and report
+    the median figures; {strategy: figures}."""
     console = console or Console()
-    params = {"generations": generations, "perturbation": perturbation}
-    cfg = parse_config(
-        {"seeds": seeds, "generator": generator, "seed": 1, "strategy_params": params}
-    )
-    rows = []
+    results, runs = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         h = resolve_home(home) if home else Path(tmp)
-        run_campaign(cfg, h)  # warm-up: kernel selection for every batch size
-        for _ in range(repeats):
-            res = run_campaign(cfg, h, evaluator=PairedEvaluator)
-            rows.append({
-                "efficiency": res.raw_seconds / res.wall_seconds,
-                # The writer flushes on a clock, so it is busy for a share of elapsed time,
-                # which here includes the twins' time.
-                "store_share": res.store_seconds / (res.wall_seconds + res.raw_seconds),
-                "campaign_seconds": res.wall_seconds, "raw_seconds": res.raw_seconds,
-                "store_seconds": res.store_seconds, "model_seconds": res.model_seconds,
-                "evaluations": res.evaluations, "batches": len(res.batch_sizes),
-            })  # fmt: skip
+        for strategy in strategies:
+            results[strategy], runs[strategy] = _bench_strategy(
+                strategy, seeds, generations, perturbation, generator, repeats, h
+            )
+    t = Table(
+        "metric",
+        *(f"{s}, median of {repeats}" for s in strategies),
+        title=f"latentfuzz bench: {generator}, {seeds} seeds, {generations} generations, "
+        f"{perturbation} (where the strategy has presets), torch threads "
+        f"{torch.get_num_threads()}",
+    )
+    for k in results[strategies[0]]:
+        t.add_row(k, *(_cell(results[s][k]) for s in strategies))
+    console.print(t)
+    for s in strategies:
+        rows, out = runs[s], results[s]
+        console.print(
+            f"{s}: engine efficiency {out['efficiency']:.3f} (target >= 0.9), store share "
+            f"{100 * out['store_share']:.2f}% (target <= 5%); per run: efficiency "
+            + ", ".join(f"{r['efficiency']:.3f}" for r in rows)
+            + "; store share "
+            + ", ".join(f"{100 * r['store_share']:.2f}%" for r in rows)
+        )
+    return results
+
+
+def _cell(v: float | int) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _bench_strategy(
+    strategy: str, seeds: int, generations: int, perturbation: str, generator: str,
+    repeats: int, h: Path,
+) -> tuple[dict[str, float], list[dict[str, float]]]:  # fmt: skip
+    from engine.strategies import STRATEGIES
+
+    params: dict[str, object] = {"generations": generations}
+    if "perturbation" in STRATEGIES.get(strategy).Params.model_fields:
+        params["perturbation"] = perturbation
+    cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1,
+                        "strategy": strategy, "strategy_params": params})  # fmt: skip
+    rows = []
+    run_campaign(cfg, h)  # warm-up: kernel selection for every batch size
+    for _ in range(repeats):
+        res = run_campaign(cfg, h, evaluator=PairedEvaluator)
+        rows.append({
+            "efficiency": res.raw_seconds / res.wall_seconds,
+            # The writer flushes on a clock, so it is busy for a share of elapsed time,
+            # which here includes the twins' time.
+            "store_share": res.store_seconds / (res.wall_seconds + res.raw_seconds),
+            "campaign_seconds": res.wall_seconds, "raw_seconds": res.raw_seconds,
+            "store_seconds": res.store_seconds, "model_seconds": res.model_seconds,
+            "evaluations": res.evaluations, "batches": len(res.batch_sizes),
+        })  # fmt: skip
     med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
     n = rows[0]["evaluations"]
     out = {
@@ -85,26 +125,7 @@ def bench_engine(
         "batches": rows[0]["batches"],
         "mean_batch": n / rows[0]["batches"],
     }
-    t = Table(
-        "metric",
-        f"median of {repeats}",
-        title=f"latentfuzz bench: {generator}, {seeds} seeds, {generations} generations, "
-        f"{perturbation}, torch threads {torch.get_num_threads()}",
-    )
-    for k, v in out.items():
-        t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
-    console.print(t)
-    console.print(
-        "per run: efficiency "
-        + ", ".join(f"{r['efficiency']:.3f}" for r in rows)
-        + "; store share "
-        + ", ".join(f"{100 * r['store_share']:.2f}%" for r in rows)
-    )
-    console.print(
-        f"engine efficiency {out['efficiency']:.3f} (target >= 0.9), "
-        f"store share {100 * out['store_share']:.2f}% (target <= 5%)"
-    )
-    return out
+    return out, rows
 
 
 def bench_generators(

@@ -13,6 +13,7 @@ from rich.table import Table
 from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
+from engine.cli_escape import register as register_escape
 from engine.cli_labels import labels_app
 from engine.cli_ui import register as register_ui
 from engine.errors import LatentfuzzError
@@ -29,6 +30,7 @@ app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
 register_campaign_commands(app)  # resume, delete, rename, doctor
 register_ui(app)  # ui
+register_escape(app)  # escape
 
 
 def status_line(s: dict[str, Any]) -> str:
@@ -77,6 +79,17 @@ def run(
         float | None, typer.Option(help="diffusion: guidance for the seed images [card's]")
     ] = None,
     target_class: Annotated[int | None, typer.Option(help="seed class")] = None,
+    fitness: Annotated[
+        str | None, typer.Option(help="margin | targeted | boundary [the strategy's]")
+    ] = None,
+    criterion: Annotated[str | None, typer.Option(help="failure criterion [the fitness's]")] = None,
+    target: Annotated[
+        int | None, typer.Option(help="class a targeted search must reach (--fitness targeted)")
+    ] = None,
+    escape_per_pair: Annotated[
+        int | None,
+        typer.Option(help="class-escape matrix: N targeted searches per (source, target) pair"),
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="random seed [0]")] = None,
     name: Annotated[str | None, typer.Option(help="campaign name")] = None,
     batch_size: Annotated[int | None, typer.Option(help="max images per decode call")] = None,
@@ -89,7 +102,7 @@ def run(
     campaign_id: Annotated[
         str | None, typer.Option("--id", hidden=True, help="campaign id (the dashboard sets it)")
     ] = None,
-) -> None:
+) -> Any:
     """Run a campaign and print GIFTbench's status line."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -104,6 +117,10 @@ def run(
         "strategy": strategy,
         "seeds": seeds,
         "target_class": target_class,
+        "fitness": fitness,
+        "criterion": criterion,
+        "target": target,
+        "escape_per_pair": escape_per_pair,
         "seed": seed,
         "name": name,
         "batch_size": batch_size,
@@ -175,6 +192,7 @@ def run(
     console.print(status_line(result.summary))
     if result.status == "interrupted":
         raise typer.Exit(130)
+    return result
 
 
 @app.command()
@@ -291,12 +309,16 @@ def bench(
     perturbation: Annotated[str, typer.Option(help="step preset")] = "high",
     generator: Annotated[str, typer.Option(help="generator")] = "vae",
     repeats: Annotated[int, typer.Option(help="benchmark campaigns (median reported)")] = 3,
+    strategies: Annotated[
+        str, typer.Option(help="comma-separated strategies, one column each")
+    ] = "ga,sinvad,random",
     home: HomeOpt = None,
 ) -> None:
     """Engine efficiency (campaign vs raw decode+classify throughput) and store share."""
     if ctx.invoked_subcommand is not None:
         return
     from engine.bench import bench_engine
+    from engine.strategy_study import check_strategies
 
     bench_engine(
         seeds=seeds,
@@ -306,6 +328,7 @@ def bench(
         repeats=repeats,
         home=home,
         console=console,
+        strategies=tuple(check_strategies([s.strip() for s in strategies.split(",") if s.strip()])),
     )
 
 

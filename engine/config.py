@@ -50,6 +50,11 @@ class CampaignConfig(BaseModel):
     )
     seeds: int = Field(10, ge=1, le=100_000)
     target_class: int | None = Field(None, ge=0)
+    escape_per_pair: int | None = Field(
+        None, ge=1, le=1000,
+        description="class-escape matrix: this many targeted searches for every (source, "
+        "target) class pair; the seed count follows from it",
+    )  # fmt: skip
     seed: int = Field(0, ge=0, lt=2**63)
     batch_size: int = Field(2048, ge=1, le=1 << 20, description="max images per decode call")
     device: str = "cpu"
@@ -137,7 +142,8 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     """The fitness and criterion classes in force (defaults filled in), cross-checked with
     the config: an objective that reads the target class needs ``target``."""
     strategy_cls = STRATEGIES.get(cfg.strategy)
-    fitness = cfg.fitness or strategy_cls.default_fitness
+    escape = cfg.escape_per_pair is not None
+    fitness = cfg.fitness or ("targeted" if escape else strategy_cls.default_fitness)
     if fitness not in FITNESS:
         raise ConfigError(f"fitness {fitness!r} unknown; expected one of {FITNESS.names()}")
     fitness_cls = FITNESS.get(fitness)
@@ -146,6 +152,18 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
         raise ConfigError(f"criterion {criterion!r} unknown; expected one of {CRITERIA.names()}")
     criterion_cls = CRITERIA.get(criterion)
     needs_target = "target" in (*fitness_cls.requires, *criterion_cls.requires)
+    if escape:
+        if cfg.target is not None:
+            raise ConfigError(
+                f"escape_per_pair={cfg.escape_per_pair} searches towards every target class, "
+                f"but target={cfg.target} was given too; drop target (--target)"
+            )
+        if not needs_target:
+            raise ConfigError(
+                f"escape_per_pair needs a targeted objective, got fitness {fitness!r} with "
+                f"criterion {criterion!r}; use fitness 'targeted' (the default)"
+            )
+        return fitness_cls, criterion_cls
     if needs_target and cfg.target is None:
         raise ConfigError(
             f"fitness {fitness!r} with criterion {criterion!r} needs a target class; "
@@ -157,6 +175,21 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
             "search must escape to another class"
         )
     return fitness_cls, criterion_cls
+
+
+def escape_seeds(cfg: CampaignConfig, num_classes: int) -> CampaignConfig:
+    """An escape campaign's config with its seed count: escape_per_pair searches for every
+    (source, target) pair, over all sources or just target_class."""
+    if cfg.escape_per_pair is None:
+        return cfg
+    sources = 1 if cfg.target_class is not None else num_classes
+    n = cfg.escape_per_pair * sources * (num_classes - 1)
+    if "seeds" in cfg.model_fields_set and cfg.seeds != n:
+        raise ConfigError(
+            f"seeds={cfg.seeds}, but escape_per_pair={cfg.escape_per_pair} over {sources} "
+            f"source and {num_classes - 1} target classes makes {n}; leave seeds out"
+        )
+    return cfg.model_copy(update={"seeds": n})
 
 
 def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
@@ -180,6 +213,8 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
 
         if cfg.device.startswith("cuda") and not torch.cuda.is_available():
             raise ConfigError(f"device={cfg.device!r} but no CUDA device is available; use cpu")
+
+    cfg = escape_seeds(cfg, ds.num_classes)
 
     gen_name = zoo.resolve("generator", cfg.dataset, cfg.generator, models_root)
     clf_name = zoo.resolve("classifier", cfg.dataset, cfg.classifier, models_root)
@@ -213,7 +248,21 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
             if cfg.target_class is not None
             else len(test)
         )
-        if cfg.seeds > pool:
+        if cfg.escape_per_pair is not None:
+            import torch
+
+            # Each source class seeds escape_per_pair images (engine/seeding.py).
+            counts = torch.bincount(test.labels, minlength=ds.num_classes)
+            sources = [cfg.target_class] if cfg.target_class is not None else range(len(counts))
+            short = [c for c in sources if counts[c] < cfg.escape_per_pair]
+            if short:
+                c = short[0]
+                raise ConfigError(
+                    f"escape_per_pair={cfg.escape_per_pair} but {cfg.dataset} has only "
+                    f"{int(counts[c])} test images of class {c}; ask for at most "
+                    f"{int(counts[list(sources)].min())}"
+                )
+        elif cfg.seeds > pool:
             raise ConfigError(
                 f"seeds={cfg.seeds} but only {pool} {cfg.dataset} test images"
                 f"{'' if cfg.target_class is None else f' of class {cfg.target_class}'} "

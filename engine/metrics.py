@@ -29,6 +29,8 @@ from engine.fitness import top2
 WIN, SIGMA, K1, K2 = 11, 1.5, 0.01, 0.03
 #: Test images classified for the reference gap distribution (evenly spaced over the split).
 TEST_GAP_IMAGES = 1000
+#: Test images classified for the confusion matrix beside the class-escape matrix.
+TEST_CONFUSION_IMAGES = 10_000
 
 
 def _window(channels: int) -> torch.Tensor:
@@ -138,8 +140,11 @@ class MetricsTracker:
             self.ssim[seed_idx] = ssim(results, seeds)
         self.gap[seed_idx] = top2_gap(logits).double()
 
-    def row(self, test_gaps: torch.Tensor) -> dict[str, Any]:
-        """The campaign's metrics row; test_gaps (T,) of the dataset's test images."""
+    def row(
+        self, test_gaps: torch.Tensor, test_confusion: list[list[int]] | None = None
+    ) -> dict[str, Any]:
+        """The campaign's metrics row; test_gaps (T,) and confusion counts of the dataset's
+        test images (test_reference)."""
         v = self.viable
         n = int(v.sum())
         wrong = self.wrong[v].sum(1).double() if self.wrong is not None else torch.zeros(0)
@@ -167,6 +172,7 @@ class MetricsTracker:
             "result_gaps": [round(float(x), 5) for x in self.gap[v] if not math.isnan(x)],
             "test_gaps": [round(float(x), 5) for x in test_gaps],
             "per_generation": [self._generation(r) for _, r in sorted(self.per_generation.items())],
+            "test_confusion": test_confusion,
         }
 
     @staticmethod
@@ -180,29 +186,43 @@ class MetricsTracker:
         }  # fmt: skip
 
 
-_GAPS: dict[tuple[str, str], torch.Tensor] = {}
+_REFERENCE: dict[tuple[str, str], tuple[torch.Tensor, list[list[int]]]] = {}
 
 
-def test_gaps(dataset, classifier, batch: int, key: tuple[str, str] | None = None) -> torch.Tensor:
-    """Top-2 gap (T,) of the classifier on up to TEST_GAP_IMAGES evenly spaced test images.
+def test_reference(
+    dataset, classifier, batch: int, key: tuple[str, str] | None = None
+) -> tuple[torch.Tensor, list[list[int]]]:
+    """The classifier on the dataset's test images: top-2 gaps (T,) of up to
+    TEST_GAP_IMAGES of them and confusion counts [true][predicted] over up to
+    TEST_CONFUSION_IMAGES, both evenly spaced over the split.
 
     With a key (dataset, classifier hash) the result is kept for the process: a study's
     campaigns share one classifier and dataset."""
-    if key is not None and key in _GAPS:
-        return _GAPS[key]
-    gaps = _test_gaps(dataset, classifier, batch)
+    if key is not None and key in _REFERENCE:
+        return _REFERENCE[key]
+    ref = _test_reference(dataset, classifier, batch)
     if key is not None:
-        _GAPS[key] = gaps
-    return gaps
+        _REFERENCE[key] = ref
+    return ref
 
 
-def _test_gaps(dataset, classifier, batch: int) -> torch.Tensor:
+def _spaced(n: int, k: int) -> torch.Tensor:
+    return torch.linspace(0, n - 1, min(n, k)).round().long().unique()
+
+
+def _test_reference(dataset, classifier, batch: int) -> tuple[torch.Tensor, list[list[int]]]:
     test = dataset.load("test")
-    n = len(test)
-    idx = torch.linspace(0, n - 1, min(n, TEST_GAP_IMAGES)).round().long().unique()
-    gaps = []
+    k = dataset.num_classes
+    idx = _spaced(len(test), TEST_CONFUSION_IMAGES)
+    logits = []
     for i in range(0, len(idx), batch):
         x = test.images[idx[i : i + batch]]
         x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
-        gaps.append(top2_gap(classifier.logits(x.to(classifier.device)).cpu()))
-    return torch.cat(gaps) if gaps else torch.zeros(0)
+        logits.append(classifier.logits(x.to(classifier.device)).cpu())
+    if not logits:
+        return torch.zeros(0), [[0] * k for _ in range(k)]
+    logits = torch.cat(logits)
+    pairs = test.labels[idx].long() * k + logits.argmax(1)
+    confusion = torch.bincount(pairs, minlength=k * k).view(k, k)
+    gaps = top2_gap(logits[_spaced(len(idx), TEST_GAP_IMAGES)])
+    return gaps, confusion.tolist()

@@ -30,7 +30,8 @@ from engine.errors import LatentfuzzError, ModelError
 from engine.fitness import Context, margin, top2
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink, to_uint8
-from engine.metrics import MetricsTracker, test_gaps
+from engine.metrics import MetricsTracker, test_reference
+from engine.seeding import plan_seeds
 from store import CampaignWriter, Store, create_campaign, queries, recovery
 from store.liveness import CampaignLock
 from store.metrics import write_metrics
@@ -151,6 +152,7 @@ def run_campaign(
     if campaign_id is not None:
         check_id_syntax(campaign_id)  # before anything is loaded or written
     r = resolve(cfg, models_root)
+    cfg = r.config  # with what resolve derives (an escape campaign's seed count)
     store = Store(db_path(home))
     store.require_writable()
     recovery.ingest(store)  # rows an earlier campaign saved when its user stopped it waiting
@@ -237,8 +239,8 @@ def execute(
     if status == "finished":
         with torch.inference_mode():
             key = (cfg.dataset, r.model_hashes[r.classifier_name])
-            gaps = test_gaps(r.dataset, r.classifier, cfg.batch_size, key)
-        write_metrics(store, cid, campaign.metrics.row(gaps))
+            gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
+        write_metrics(store, cid, campaign.metrics.row(gaps, confusion))
     return CampaignResult(
         cid,
         status,
@@ -362,11 +364,10 @@ class Campaign:
         """Draw seeds, check viability, record them; False when none is viable."""
         cfg, r = self.cfg, self.r
         test = r.dataset.load("test")
-        seeds = r.generator.draw_seeds(
-            cfg.seeds, test.images, test.labels, self.rng, cfg.target_class
+        seeds, self.targets = plan_seeds(
+            cfg, r.generator, test.images, test.labels, r.dataset.num_classes, self.rng
         )
         self.labels = seeds.labels
-        self.targets = None if cfg.target is None else torch.full_like(seeds.labels, cfg.target)
         # Viable: the classifier gives the intended label to the generated seed image, and
         # the seed does not already fail the criterion (a seed of the target class).
         with r.generator.seeding():
@@ -384,6 +385,7 @@ class Campaign:
                 seed_label=seeds.labels.numpy(), seed_pred=logits.argmax(1).numpy(),
                 seed_margin=margin(logits, seeds.labels).numpy(), viable=viable.numpy(),
                 status=np.where(viable.numpy(), "searching", "non_viable"), seed_image=paths,
+                target=None if self.targets is None else self.targets.numpy(),
             )  # fmt: skip
             self.writer.append("images", seed_idx=idx, kind="seed", path=paths)
         self.active = torch.nonzero(viable).flatten()  # dataset-order seed indices still searching

@@ -31,17 +31,23 @@ def evaluation_budget(generations: int) -> int:
     return ga.budget(ga.Params(generations=generations))
 
 
-def strategy_configs(
-    strategies: list[str], seeds: int, seed: int, generations: int, dataset: str,
-    generator: str, study: str,
-) -> list[tuple[str, dict]]:  # fmt: skip
-    """One raw campaign config per strategy, all at the GA's evaluation budget."""
+def check_strategies(strategies: list[str]) -> list[str]:
+    """The names as given, or ConfigError naming the unknown ones and the known."""
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown or not strategies:
         raise ConfigError(
             f"--strategies {','.join(strategies)!s}: unknown {unknown}; expected a "
             f"comma-separated list of {', '.join(STRATEGIES.names())}"
         )
+    return strategies
+
+
+def strategy_configs(
+    strategies: list[str], seeds: int, seed: int, generations: int, dataset: str,
+    generator: str, study: str,
+) -> list[tuple[str, dict]]:  # fmt: skip
+    """One raw campaign config per strategy, all at the GA's evaluation budget."""
+    check_strategies(strategies)
     budget = evaluation_budget(generations)
     out = []
     for name in strategies:

@@ -42,9 +42,7 @@ st.caption(
     f"{queries.ICST_ITERATIONS.capitalize()}; the {queries.FAILURE_ITERATIONS} is shown "
     f"beside it, unmarked."
 )
-st.download_button(
-    "Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv"
-)
+st.download_button("Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv")
 
 st.subheader("Metrics")
 st.markdown(metrics_markdown(store, ids, labels))

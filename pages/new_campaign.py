@@ -72,13 +72,46 @@ if "perturbation" in Params.model_fields:
         "250 generations, GIFTbench step sizes",
     )
     defaults = PRESET_SETTINGS[preset]
+OBJECTIVES = {
+    f"default ({STRATEGIES.get(strategy).default_fitness})": {},
+    "margin: any misclassification": {"fitness": "margin"},
+    "targeted: reach one class": {"fitness": "targeted"},
+    "boundary: the failing latent closest to the seed (SINVAD)": {"fitness": "boundary"},
+    "class-escape matrix: targeted, every class pair": {"escape": True},
+}
+objective = st.radio(
+    "Objective",
+    list(OBJECTIVES),
+    horizontal=True,
+    help="what the search minimises and when an input counts as failing",
+)
+chosen = OBJECTIVES[objective]
 with st.form("campaign"):
-    seeds = st.number_input("Seeds", 1, 10_000, 10)
+    objective_fields: dict = {}
+    k = ds.num_classes
+    if chosen.get("escape"):
+        per_pair = st.number_input(
+            "Searches per class pair", 1, 1000, 5,
+            help=f"each source class seeds this many images, searched towards each of the "
+            f"other {k - 1} classes (SINVAD's analysis); seeds = this x sources x {k - 1}",
+        )  # fmt: skip
+        objective_fields["escape_per_pair"] = int(per_pair)
+        seeds = None
+    else:
+        seeds = st.number_input("Seeds", 1, 10_000, 10)
+        objective_fields.update(chosen)
+        if chosen.get("fitness") == "targeted":
+            reach = st.selectbox("Class to reach", ds.class_names)
+            objective_fields["target"] = ds.class_names.index(reach)
     # The strategy's own parameters, built from its model: a new strategy needs no code
     # here. The preset is part of the keys, so picking another preset resets the fields.
     strategy_params = param_form(st, Params, defaults, key=f"param.{strategy}.{preset}")
     b, c = st.columns(2)
-    target = b.selectbox("Target class", ["any", *ds.class_names])
+    target = b.selectbox(
+        "Seed class",
+        ["any", *ds.class_names],
+        help="seeds drawn from this class only (an escape matrix: this source row only)",
+    )
     seed = c.number_input("Random seed", 0, 2**31 - 1, 0)
     gen_params = {}
     card_params = zoo.load_card(generator)["params"]
@@ -99,7 +132,8 @@ with st.form("campaign"):
 if submitted:
     raw = {
         "dataset": dataset, "generator": generator, "classifier": classifier,
-        "seeds": int(seeds), "seed": int(seed), "name": name or None, "strategy": strategy,
+        **({} if seeds is None else {"seeds": int(seeds)}), **objective_fields,
+        "seed": int(seed), "name": name or None, "strategy": strategy,
         "target_class": None if target == "any" else ds.class_names.index(target),
         "strategy_params": strategy_params,
         "generator_params": gen_params,

@@ -316,6 +316,16 @@ class Store:
                     f"store {self.path} has schema version {version} and needs upgrading "
                     f"to {SCHEMA_VERSION}, but it is read-only; give write access once"
                 )
+            from store.liveness import live_campaigns  # it imports this module
+
+            if version and (live := live_campaigns(Path(self.path).parent)):
+                # The older latentfuzz of a running campaign would refuse the upgraded
+                # store at its next write and end the campaign: wait for it instead.
+                raise StoreError(
+                    f"store {self.path} needs upgrading from schema {version} to "
+                    f"{SCHEMA_VERSION}, but campaign {', '.join(live[:3])} is still running "
+                    "with the older latentfuzz; let it finish (or stop it), then retry"
+                )
         with self.write() as con:
             if version:  # an older store: migrate it step by step, in this one transaction
                 for v in range(version + 1, SCHEMA_VERSION + 1):

@@ -100,6 +100,13 @@ def alive(home: Path, cid: str) -> bool:
     return holder_of(lock_path(home, cid)) is not None
 
 
+def live_campaigns(home: Path) -> list[str]:
+    """Ids of the campaigns whose process is alive now."""
+    return sorted(
+        p.parent.name for p in Path(home).glob(f"campaigns/*/{LOCK_NAME}") if holder_of(p)
+    )
+
+
 def status(home: Path, cid: str, stored: str) -> str:
     """The status to show: `crashed` for a `running` row whose process is gone."""
     return "crashed" if stored == "running" and not alive(home, cid) else stored

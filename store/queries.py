@@ -184,9 +184,31 @@ def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
         return None
     row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
            for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
-    for c in ("result_gaps", "test_gaps", "per_generation"):
-        row[c] = json.loads(row[c])
+    for c in ("result_gaps", "test_gaps", "per_generation", "test_confusion"):
+        row[c] = None if row[c] is None else json.loads(row[c])
     return row
+
+
+def escape_matrix(store: Store, campaign_id: str) -> pd.DataFrame:
+    """SINVAD's class-escape matrix of a targeted campaign: one row per (source, target)
+    pair with its attempts (seeds), viable ones, successes (reached the target), the
+    success rate over viable attempts and the median iterations of the successes.
+    Empty for a campaign without per-seed targets."""
+    return store.query(
+        """
+        SELECT seed_label AS source, target, count(*) AS attempts,
+               count(*) FILTER (WHERE viable) AS viable,
+               count(*) FILTER (WHERE viable AND misclassified) AS successes,
+               CASE WHEN count(*) FILTER (WHERE viable) > 0 THEN
+                   (count(*) FILTER (WHERE viable AND misclassified))::DOUBLE
+                   / count(*) FILTER (WHERE viable) END AS success_rate,
+               median(iterations) FILTER (WHERE viable AND misclassified)
+                   AS median_iterations
+        FROM seeds WHERE campaign_id = ? AND target IS NOT NULL
+        GROUP BY seed_label, target ORDER BY source, target
+        """,
+        [campaign_id],
+    )
 
 
 def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -52,6 +52,7 @@ DDL = [
         result_image VARCHAR,
         improvements_image VARCHAR,       -- strip of the best image at each improvement
         elapsed_s DOUBLE,
+        target INTEGER,                   -- class a targeted search must reach (schema 6)
         PRIMARY KEY (campaign_id, seed_idx)
     )""",
     """CREATE TABLE IF NOT EXISTS generations (
@@ -170,7 +171,9 @@ DDL = [
         result_gaps JSON NOT NULL,        -- per viable seed
         test_gaps JSON NOT NULL,
         -- per generation: step (lambda), evaluations, error rate, MSE and SSIM to the seed
-        per_generation JSON NOT NULL
+        per_generation JSON NOT NULL,
+        -- schema 6: the classifier's test-set confusion counts [true][predicted]
+        test_confusion JSON
     )""",
 ]
 
@@ -224,6 +227,14 @@ def add_keys(con) -> None:
         con.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key})")
 
 
+def add_column(con, table: str, column: str) -> None:
+    """Add a column to a table that an older store may not have yet (DDL, which runs
+    after the migrations, then creates the table with the column)."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if table in tables:
+        con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}")
+
+
 #: Statements (or functions of a connection) that bring a store from version N - 1 to N,
 #: applied in order on open.
 MIGRATIONS: dict[int, list] = {
@@ -231,4 +242,8 @@ MIGRATIONS: dict[int, list] = {
     3: [],  # labelling tables only: DDL creates them
     4: [add_keys],  # keys on the campaign tables
     5: [],  # issue 13, per-campaign metrics: DDL creates campaign_metrics
+    6: [  # class-escape matrix: a target per seed, the test-set confusion beside it
+        lambda con: add_column(con, "seeds", "target INTEGER"),
+        lambda con: add_column(con, "campaign_metrics", "test_confusion JSON"),
+    ],
 }

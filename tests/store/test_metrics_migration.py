@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
-from store import Store, queries
+from store import SCHEMA_VERSION, Store, queries
 from store.metrics import write_metrics
 
 ROW = {
@@ -25,10 +26,49 @@ def test_a_version_4_store_gets_the_metrics_table(tmp_path: Path):
     con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
     con.close()
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == "5"
+    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     assert queries.metrics(store, "x") is None
     write_metrics(store, "x", ROW)
     write_metrics(store, "x", {**ROW, "evaluations": 200})  # replaces, never duplicates
     m = queries.metrics(store, "x")
     assert m["evaluations"] == 200 and m["result_gaps"] == [0.1, 0.2]
     assert queries.metrics_table(store, ["x"])["error_rate"].tolist() == [0.07]
+
+
+def test_no_upgrade_under_a_running_campaign(tmp_path: Path):
+    """A campaign run by an older latentfuzz would refuse the upgraded store at its next
+    write; the upgrade waits until no campaign of the home is running."""
+    from store import StoreError
+    from store.liveness import CampaignLock
+
+    path = tmp_path / "latentfuzz.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
+    con.close()
+    lock = CampaignLock(tmp_path, "20260101-000000-beef").acquire()
+    try:
+        with pytest.raises(StoreError, match="campaign 20260101-000000-beef is still running"):
+            Store(path)
+        con = duckdb.connect(str(path), read_only=True)
+        assert con.execute("SELECT value FROM meta").fetchone() == ("4",)  # untouched
+        con.close()
+    finally:
+        lock.release()
+    assert queries.schema_info(Store(path))["schema_version"] == str(SCHEMA_VERSION)
+
+
+def test_schema_6_adds_the_target_and_confusion_columns(tmp_path: Path):
+    path = tmp_path / "v5.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '5')")
+    con.execute("CREATE TABLE seeds (campaign_id VARCHAR, seed_idx INTEGER)")
+    con.execute("CREATE TABLE campaign_metrics (campaign_id VARCHAR PRIMARY KEY)")
+    con.execute("INSERT INTO seeds VALUES ('old', 0)")
+    con.close()
+    store = Store(path)
+    assert store.query("SELECT target FROM seeds")["target"].isna().all()
+    cols = store.query("SELECT column_name FROM duckdb_columns() WHERE table_name = "
+                       "'campaign_metrics'")["column_name"].tolist()  # fmt: skip
+    assert "test_confusion" in cols

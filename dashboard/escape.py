@@ -1,0 +1,70 @@
+"""The class-escape matrix on the Campaign page, beside the test-set confusion matrix."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from engine.csv_io import to_csv_bytes
+from engine.escape import confusion_rates, escape_table
+from store import Store, queries
+
+#: Both heatmaps share this colour scale, so a cell means the same in each.
+SCALE = alt.Scale(domain=[0, 1], scheme="orangered")
+
+
+def heatmap(df: pd.DataFrame, value: str, title: str, names: list[str], tip: list) -> alt.Chart:
+    """A source x target heatmap of `value` in [0, 1], the value printed in each cell."""
+    df = df.assign(
+        source_name=[names[int(i)] for i in df["source"]],
+        target_name=[names[int(i)] for i in df["target"]],
+    )
+    axis = {"sort": names}
+    base = alt.Chart(df, title=title).encode(
+        x=alt.X("target_name:O", title="target class", **axis),
+        y=alt.Y("source_name:O", title="source class", **axis),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", scale=SCALE, title="rate"), tooltip=tip
+    )
+    text = base.mark_text(fontSize=10).encode(
+        text=alt.Text(f"{value}:Q", format=".2f"),
+        color=alt.condition(f"datum.{value} > 0.6", alt.value("white"), alt.value("black")),
+    )
+    return (rect + text).properties(width=320, height=320)
+
+
+def escape_panel(store: Store, campaign_id: str, names: list[str]) -> None:
+    """Nothing for a campaign without per-seed targets."""
+    df = escape_table(store, campaign_id, names)
+    if df.empty:
+        return
+    st.subheader("Class escape")
+    st.caption(
+        "Left: of the viable targeted searches from each source class, the share that "
+        "reached each target class (SINVAD's escape matrix). Right: the classifier's "
+        "test-set confusion, each row divided by its class's test images. Same colour "
+        "scale; the diagonal is left out of both."
+    )
+    left, right = st.columns(2)
+    left.altair_chart(
+        heatmap(df, "success_rate", "escape success rate", names,
+                ["source_name", "target_name", "attempts", "viable", "successes",
+                 "success_rate", "median_iterations"]),
+    )  # fmt: skip
+    m = queries.metrics(store, campaign_id)
+    if m is None or m.get("test_confusion") is None:
+        right.info("The test-set confusion matrix is stored when the campaign finishes.")
+    else:
+        conf = confusion_rates(m["test_confusion"])
+        right.altair_chart(
+            heatmap(conf, "rate", "test-set confusion rate", names,
+                    ["source_name", "target_name", "count", "rate"]),
+        )  # fmt: skip
+    with st.expander("Per pair: attempts, successes, median iterations"):
+        st.dataframe(df, hide_index=True, width="stretch")
+    st.download_button(
+        "Download escape matrix (CSV)", to_csv_bytes(df), f"{campaign_id}-escape.csv",
+        "text/csv",
+    )  # fmt: skip
