@@ -7,7 +7,8 @@ captures each page with Playwright driving Debian's Chromium (`make chromium` in
 
 `python -m dashboard.screenshots OUT_DIR --home DIR --page compare` captures pages of an
 existing data directory instead (the README's Compare screenshot shows the effectiveness
-study's home), leaving it untouched.
+study's home), leaving it untouched. `--page escape='campaign?id=ID' --section "Class
+escape"` saves just that section of a page as escape.png.
 """
 
 from __future__ import annotations
@@ -70,8 +71,11 @@ def seeded_home() -> tuple[Path, dict[str, str]]:
     }  # fmt: skip
 
 
-def capture(home: Path, pages: dict[str, str], out: Path) -> None:
-    """Serve the app on `home` and save each page (name -> URL path) as OUT/name.png."""
+def capture(
+    home: Path, pages: dict[str, str], out: Path, section: str | None = None, height: int = 560
+) -> None:
+    """Serve the app on `home` and save each page (name -> URL path) as OUT/name.png; with
+    `section`, only the `height` pixels from the heading of that text down."""
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -92,7 +96,18 @@ def capture(home: Path, pages: dict[str, str], out: Path) -> None:
                 page.goto(f"http://127.0.0.1:{port}/{path}")
                 page.wait_for_selector("h1", timeout=60_000)
                 time.sleep(3)  # charts and images settle
-                page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+                clip = None
+                if section:
+                    head = page.get_by_role("heading", name=section).first
+                    head.wait_for(timeout=60_000)
+                    time.sleep(2)
+                    # Streamlit scrolls an inner container, not the window: bring the
+                    # heading to the top of the viewport and clip the viewport.
+                    head.evaluate("e => e.scrollIntoView({block: 'start'})")
+                    time.sleep(1)
+                    y = max(0, head.bounding_box()["y"] - 10)
+                    clip = {"x": 0, "y": y, "width": 1400, "height": min(height, 1000 - y)}
+                page.screenshot(path=str(out / f"{name}.png"), full_page=clip is None, clip=clip)
                 print(out / f"{name}.png")
             browser.close()
     finally:
@@ -105,11 +120,16 @@ def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots")
     ap.add_argument("out", nargs="?", type=Path, default=REPO / "docs" / "screenshots")
     ap.add_argument("--home", type=Path, help="capture this data directory as it is")
-    ap.add_argument("--page", action="append", help="with --home: page name (repeatable)")
+    ap.add_argument("--page", action="append",
+                    help="with --home: page name, or NAME=URL-PATH (repeatable)")  # fmt: skip
+    ap.add_argument("--section", help="only the part of the page from this heading down")
     args = ap.parse_args(argv)
     if args.home:
-        names = args.page or ["compare"]
-        capture(args.home, {n: "" if n == "campaigns" else n for n in names}, args.out)
+        pages = {}
+        for n in args.page or ["compare"]:
+            name, _, path = n.partition("=")
+            pages[name] = path or ("" if name == "campaigns" else name)
+        capture(args.home, pages, args.out, args.section)
         return
     home, pages = seeded_home()
     try:

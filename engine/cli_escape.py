@@ -78,11 +78,13 @@ def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
             f"campaign {cid} has no per-seed targets, so no escape matrix; run "
             "`latentfuzz escape` (or give escape_per_pair) to make one"
         )
-    rate = grid(df, "success_rate", names)
-    its = grid(df, "median_iterations", names)
-    table = _table(rate, its)
-    table.title = "class escape: success rate (median iterations), from source to target"
-    console.print(table)
+    # Two tables, not one of "rate (iterations)" cells: ten classes fit 80 columns.
+    for column, title, spec in (
+        ("success_rate", "class escape: success rate, from source (rows) to target", ".2f"),
+        ("median_iterations", "median iterations of the successful searches", ".0f"),
+    ):
+        console.print(title, soft_wrap=True)  # a table title as wide would widen its columns
+        console.print(_table(grid(df, column, names), spec))
     console.print(
         f"campaign {cid}: mean success rate {df['success_rate'].mean():.2f} over "
         f"{len(df)} pairs, {int(df['viable'].sum())} viable searches",
@@ -93,18 +95,15 @@ def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
         err.print(f"wrote {csv} ({len(df)} pairs)", markup=False, highlight=False, soft_wrap=True)
 
 
-def _table(rate, its):
+def _table(g, spec: str):
     import pandas as pd
+    from rich import box
     from rich.table import Table
 
-    t = Table()
+    t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
     t.add_column("from \\ to", no_wrap=True)
-    for col in rate.columns:
-        t.add_column(str(col), justify="right")
-    for src in rate.index:
-        cells = []
-        for tgt in rate.columns:
-            r, i = rate.loc[src, tgt], its.loc[src, tgt]
-            cells.append("" if pd.isna(r) else f"{r:.2f}" + ("" if pd.isna(i) else f" ({i:.0f})"))
-        t.add_row(str(src), *cells)
+    for col in g.columns:
+        t.add_column(str(col), justify="right", no_wrap=True)
+    for src in g.index:
+        t.add_row(str(src), *("" if pd.isna(v) else format(v, spec) for v in g.loc[src]))
     return t

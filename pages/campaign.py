@@ -1,6 +1,7 @@
 """Campaign: live while it runs, then its status, convergence, gallery and per-seed detail."""
 
 import altair as alt
+import pandas as pd
 import streamlit as st
 
 from dashboard.components import X_AXES, convergence_chart, gallery, load_image, status_bar
@@ -124,10 +125,12 @@ with tab_seed:
     else:
         s = st.selectbox("Seed", searched["seed_idx"].tolist())
         row = searched.set_index("seed_idx").loc[s]
+        # A seed stopped mid-search (an interrupted or crashed campaign) has no outcome yet.
+        final = "–" if pd.isna(row.final_pred) else class_names[int(row.final_pred)]
+        its = "–" if pd.isna(row.iterations) else int(row.iterations)
         st.markdown(
             f"expected **{class_names[int(row.seed_label)]}**, final prediction "
-            f"**{class_names[int(row.final_pred)]}**, {int(row.iterations)} iterations, "
-            f"status {row.status}"
+            f"**{final}**, {its} iterations, status {row.status}"
         )
         strip = load_image(home, row.improvements_image, scale=2)
         if strip is not None:

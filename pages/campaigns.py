@@ -23,7 +23,9 @@ for col, chosen in (("status", status), ("generator", generator), ("classifier",
     if chosen:
         df = df[df[col].isin(chosen)]
 if text:
-    df = df[df["name"].str.contains(text, case=False) | df["id"].str.contains(text, case=False)]
+    # Plain text, not a regular expression: "(" or "[" in a search must not raise.
+    hit = [df[c].str.contains(text, case=False, regex=False, na=False) for c in ("name", "id")]
+    df = df[hit[0] | hit[1]]
 
 view = df.assign(
     open="/campaign?id=" + df["id"],

@@ -70,7 +70,15 @@ def diagnose(page, shots: Path, name: str, server_log: Path, home: Path) -> str:
     )
 
 
-def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
+def pick(page, label: str, option: str) -> None:
+    """Choose `option` in the Streamlit selectbox labelled `label`."""
+    page.locator("[data-testid=stSelectbox]").filter(has_text=label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    page.wait_for_function(IDLE, timeout=60_000)
+
+
+@pytest.mark.parametrize("strategy", ["ga", "sinvad"])
+def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, server_log: Path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -85,6 +93,10 @@ def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.goto(f"{server}/new_campaign")
         page.wait_for_selector("h1", timeout=60_000)
+        page.wait_for_function(IDLE, timeout=60_000)
+        if strategy != "ga":  # the form is rebuilt from the strategy's parameter model
+            pick(page, "Search strategy", strategy)
+            page.get_by_role("spinbutton", name="Elites", exact=True).wait_for(timeout=30_000)
         for label, value in (("Seeds", "3"), ("Generations", "40")):
             # The number field itself, not its "Help for ..." tooltip button.
             field = page.get_by_role("spinbutton", name=label, exact=True)
@@ -94,6 +106,7 @@ def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
         page.wait_for_url("**/campaign?id=*", timeout=60_000)
         cid = page.url.split("id=")[1]
         try:
+            page.wait_for_selector(f"text={strategy}", timeout=60_000)  # the caption
             page.wait_for_selector("text=Status: finished", timeout=180_000)
             page.wait_for_selector(".vega-embed", timeout=30_000)
             # The gallery shows a seed/result pair for every seed with a result image.
@@ -109,8 +122,10 @@ def test_launch_and_watch_a_campaign(server: str, home: Path, server_log: Path):
             raise AssertionError(f"{e}{diagnose(page, shots, 'campaign', server_log, home)}") from e
         assert page.locator(".vega-embed").count() >= 1  # convergence chart rendered
         page.wait_for_function(IDLE, timeout=60_000)  # the run has finished painting
-        page.screenshot(path=str(shots / "browser-campaign.png"), full_page=True)
+        page.screenshot(path=str(shots / f"browser-campaign-{strategy}.png"), full_page=True)
         browser.close()
+    c = queries.campaign(Store(home / "latentfuzz.duckdb"), cid)
+    assert c["strategy"] == strategy and c["status"] == "finished"
 
 
 def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_log: Path):

@@ -122,7 +122,8 @@ def test_escape_cli_prints_the_matrix_and_writes_the_csv(home: Path, env, tmp_pa
         env=env, capture_output=True, text=True,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert "class escape: success rate (median iterations)" in run.stdout
+    assert "class escape: success rate, from source (rows) to target" in run.stdout
+    assert "median iterations of the successful searches" in run.stdout
     assert "from \\ to" in run.stdout and "mean success rate" in run.stdout
     df = pd.read_csv(out)
     assert list(df.columns[:4]) == ["source", "source_name", "target", "target_name"]

@@ -1,0 +1,51 @@
+"""AppTests for crashes users met in the browser (issue 11): each failed before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.config import parse_config
+from engine.runner import run_campaign
+from store import Store
+from tests.helpers import page_opener
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory) -> tuple[Path, str]:
+    """A campaign stopped mid-search: its searching seeds have no outcome."""
+    home = tmp_path_factory.mktemp("home")
+    cfg = {"seeds": 3, "seed": 1, "name": "paren (test) [x]", "strategy_params": {"generations": 5}}
+    cid = run_campaign(parse_config(cfg), home).campaign_id
+    with Store(home / "latentfuzz.duckdb").write() as con:
+        con.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", [cid])
+        con.execute(
+            "UPDATE seeds SET status = 'interrupted', final_pred = NULL, iterations = NULL, "
+            "misclassified = NULL, result_image = NULL WHERE campaign_id = ? AND viable",
+            [cid],
+        )
+    return home, cid
+
+
+@pytest.fixture
+def app(stopped, monkeypatch):
+    return page_opener(stopped[0], monkeypatch)
+
+
+def test_the_page_of_an_interrupted_campaign_opens(app, stopped):
+    _, cid = stopped
+    at = app("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert any("final prediction **–**, – iterations, status interrupted" in m.value
+               for m in at.markdown)  # fmt: skip
+    assert len(at.get("download_button")) == 2  # results and downloads stay reachable
+
+
+@pytest.mark.parametrize("text", ["(", "[", "paren (test) [x]", "*"])
+def test_campaign_search_takes_any_text(app, text):
+    at = app("campaigns.py")
+    at.text_input[0].set_value(text).run()
+    assert not at.exception, at.exception
+    shown = at.dataframe[0].value
+    assert len(shown) == (1 if text in "paren (test) [x]" else 0)
