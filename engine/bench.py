@@ -62,10 +62,10 @@ def bench_engine(
             )
     t = Table(
         "metric",
-        *(f"{s}, median of {repeats}" for s in strategies),
+        *strategies,
         title=f"latentfuzz bench: {generator}, {seeds} seeds, {generations} generations, "
         f"{perturbation} (where the strategy has presets), torch threads "
-        f"{torch.get_num_threads()}",
+        f"{torch.get_num_threads()}; median of {repeats} runs",
     )
     for k in results[strategies[0]]:
         t.add_row(k, *(_cell(results[s][k]) for s in strategies))
