@@ -11,13 +11,12 @@ valid of labelled, preserved of valid), two-sided Mann-Whitney U on the ICST ite
 
 from __future__ import annotations
 
-import html
 import json
-import re
 
 import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
 
+from dashboard.text import md_text
 from engine.labelling import campaign_validity
 from store import Store, queries
 
@@ -128,15 +127,6 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
                 x, y = iterations[t.loc[best, "campaign"]], iterations[t.loc[i, "campaign"]]
                 p = mannwhitneyu(x, y, alternative="two-sided")[1] if len(x) and len(y) else 0.0
             marks.loc[i, col] = "tied" if p >= ALPHA else ""
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|$~>])")
-
-
-def md_text(value: object) -> str:
-    """A user-supplied string as literal text inside Markdown with HTML allowed: no
-    markup, no column breaks, no math."""
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False)).replace("\n", " ")
 
 
 def block_title(key: tuple) -> str:

@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from dashboard.text import md_text
 from store import Store, queries
 
 FORMATS = {
@@ -76,8 +77,6 @@ def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str
         + " |",
         "|---" * (3 + len(keys)) + "|",
     ]
-    from dashboard.compare import md_text
-
     for cid in ids:
         if cid not in df.index:
             continue

@@ -9,6 +9,7 @@ from dashboard.data import get_home, get_store
 from dashboard.escape import escape_panel
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
+from dashboard.text import md_text
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.export import zip_bytes
@@ -41,9 +42,9 @@ if c is None:
     wait_for_start()
     st.stop()
 
-st.title(f"Campaign {c['name']}")
+st.title(f"Campaign {md_text(c['name'])}")
 st.caption(
-    f"{c['dataset']} · generator {c['generator']} · classifier {c['classifier']} · "
+    f"{c['dataset']} · generator {c['generator']} · classifier {md_text(c['classifier'])} · "
     f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
 )
 class_names = get_dataset(c["dataset"]).class_names

@@ -8,6 +8,7 @@ from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table,
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store
 from dashboard.metrics import metrics_markdown
+from dashboard.text import md_text
 from engine.csv_io import to_csv_bytes
 from store import queries
 
@@ -104,7 +105,7 @@ shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
 show = st.slider("Seeds shown", 1, max(1, len(shared)), min(6, max(1, len(shared))))
 cols = st.columns(len(ids))
 for col, c in zip(cols, ids, strict=True):
-    col.markdown(f"**{labels[c]}**")
+    col.markdown(f"**{md_text(labels[c])}**")
 for s in shared[:show]:
     cols = st.columns(len(ids))
     for col, c in zip(cols, ids, strict=True):

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard.components import load_image
 from dashboard.data import get_home, get_store
+from dashboard.text import md_text
 from engine.datasets import get_dataset
 from engine.labelling import marker_choices
 from store import StoreBusy
@@ -95,7 +96,7 @@ p = ls.progress(store, sid, who)
 a, b = st.columns([1, 3])
 a.metric("my answers", p["mine"])
 b.progress(p["done"] / max(1, p["wanted"]), text=f"study: {p['done']} of {p['wanted']} answers")
-st.caption(f"labelling as **{who}**")
+st.caption(f"labelling as **{md_text(who)}**")
 
 if state["item"] is None:
     st.success("Nothing left for you in this study. Thank you!")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
 
-from dashboard.compare import blocks, markdown_table, md_text, significance
+from dashboard.compare import blocks, markdown_table, significance
+from dashboard.text import md_text
 
 
 def table(presets=("high", "high", "high")) -> tuple[pd.DataFrame, dict[str, pd.Series]]:

@@ -49,3 +49,16 @@ def test_campaign_search_takes_any_text(app, text):
     assert not at.exception, at.exception
     shown = at.dataframe[0].value
     assert len(shown) == (1 if text in "paren (test) [x]" else 0)
+
+
+def test_names_are_text_on_the_campaign_page(stopped, monkeypatch):
+    home, _ = stopped
+    name = "a|b *c* <script>alert(1)</script> $x$"
+    cfg = {"seeds": 2, "seed": 1, "name": name, "strategy_params": {"generations": 2}}
+    cid = run_campaign(parse_config(cfg), home).campaign_id
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    title = at.title[0].value
+    assert "<script>" not in title and "&lt;script&gt;" in title
+    for raw in ("|", "*", "$"):
+        assert f"\\{raw}" in title and title.count(raw) == title.count(f"\\{raw}")
