@@ -79,12 +79,18 @@ class CampaignConfig(BaseModel):
         return v
 
 
-def format_validation(e: ValidationError, where: str = "config") -> str:
+def format_validation(
+    e: ValidationError, where: str = "config", known: list[str] | None = None
+) -> str:
+    """One line per error; `known`: the settings the model has, named when one is not."""
     lines = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"]) or where
         got = err.get("input")
         got_txt = "" if isinstance(got, dict) else f" (got {got!r})"
+        if err["type"] == "extra_forbidden" and known is not None:
+            lines.append(f"{where}.{loc}: not a setting here{got_txt}; expected one of {known}")
+            continue
         lines.append(
             f"{where}.{loc}: {err['msg']}{got_txt}" if err["loc"] else f"{where}: {err['msg']}"
         )
@@ -95,7 +101,7 @@ def parse_config(raw: dict[str, Any]) -> CampaignConfig:
     try:
         return CampaignConfig(**raw)
     except ValidationError as e:
-        raise ConfigError(format_validation(e)) from None
+        raise ConfigError(format_validation(e, known=list(CampaignConfig.model_fields))) from None
 
 
 #: Keys a campaign's stored config carries for readers but that are derived, not set.
@@ -273,7 +279,11 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     try:
         params = strategy_cls.parse_params(cfg.strategy_params)
     except ValidationError as e:
-        raise ConfigError(format_validation(e, where="strategy_params")) from None
+        known = list(strategy_cls.Params.model_fields)
+        raise ConfigError(
+            format_validation(e, where="strategy_params", known=known)
+            + f" (strategy {cfg.strategy!r})"
+        ) from None
     low, high = gen.latent_bounds
     if not high - low < float("inf"):
         raise ConfigError(
