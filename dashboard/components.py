@@ -58,16 +58,37 @@ def convergence_frame(gens: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def convergence_chart(gens: pd.DataFrame, x_axis: str = "generation") -> alt.Chart:
+#: What each objective's fitness measures, for the chart's axis.
+FITNESS_TITLES = {
+    "margin": "best fitness (margin of the expected class)",
+    "targeted": "best fitness (how far the target trails the top other class)",
+    "boundary": "best fitness (L1 distance to the seed, once the class changed)",
+}
+
+
+def convergence_chart(
+    gens: pd.DataFrame, x_axis: str = "generation", fitness: str = "margin"
+) -> alt.Chart:
     """Best fitness per generation for each seed, plus median and inter-quartile band."""
+    from engine.fitness import BOUNDARY_UNCHANGED
+
+    if fitness == "boundary":
+        # Until a seed's class changes its fitness is a 1e6 constant, which would flatten
+        # every distance to the axis: only generations with a changed class are drawn.
+        gens = gens[gens["best_fitness"] < BOUNDARY_UNCHANGED]
     x = X_AXES[x_axis]
+    # Whole generations on the axis; points, so a seed with one row still shows.
+    whole = alt.Axis(format="d", tickMinStep=1) if x != "elapsed_s" else alt.Axis()
+    x_enc = alt.X(f"{x}:Q", title=x_axis, axis=whole)
     band = convergence_frame(gens)
     lines = (
         alt.Chart(gens)
-        .mark_line(opacity=0.35, strokeWidth=1)
+        .mark_line(opacity=0.35, strokeWidth=1, point=alt.OverlayMarkDef(size=12, opacity=0.5))
         .encode(
-            x=alt.X(f"{x}:Q", title=x_axis),
-            y=alt.Y("best_fitness:Q", title="best fitness (margin)"),
+            x=x_enc,
+            y=alt.Y(
+                "best_fitness:Q", title=FITNESS_TITLES.get(fitness, f"best fitness ({fitness})")
+            ),
             detail="seed_idx:N",
             tooltip=["seed_idx", "generation", "best_fitness", "best_pred"],
         )

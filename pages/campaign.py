@@ -77,7 +77,8 @@ def live() -> None:
     if gens.empty:
         st.info("No generation written yet.")
     else:
-        st.altair_chart(convergence_chart(gens, x_axis), width="stretch")
+        fitness = (now["config"] or {}).get("fitness") or "margin"
+        st.altair_chart(convergence_chart(gens, x_axis, fitness), width="stretch")
     if running and now["status"] != "running":
         st.rerun()  # finished: render the final page once, without the timer
 

@@ -1,4 +1,5 @@
-"""AppTests for crashes users met in the browser (issue 11): each failed before its fix."""
+"""AppTests for defects users met in the browser (issue 11): crashes, names rendered as
+markup, charts that hide data. Each failed before its fix."""
 
 from __future__ import annotations
 
@@ -62,3 +63,23 @@ def test_names_are_text_on_the_campaign_page(stopped, monkeypatch):
     assert "<script>" not in title and "&lt;script&gt;" in title
     for raw in ("|", "*", "$"):
         assert f"\\{raw}" in title and title.count(raw) == title.count(f"\\{raw}")
+
+
+def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
+    import pandas as pd
+
+    from dashboard.components import convergence_chart
+    from engine.fitness import BOUNDARY_UNCHANGED
+
+    one = pd.DataFrame({"seed_idx": [0], "generation": [1], "evaluations": [25],
+                        "elapsed_s": [0.1], "best_fitness": [0.5], "best_pred": [3]})  # fmt: skip
+    spec = convergence_chart(one).to_dict()
+    line = spec["layer"][0]
+    assert line["mark"]["point"]  # one row still draws a visible mark
+    assert line["encoding"]["x"]["axis"]["format"] == "d"  # whole generations
+    assert "margin" in line["encoding"]["y"]["title"]
+    two = pd.concat([one, one.assign(generation=2, best_fitness=BOUNDARY_UNCHANGED)])
+    spec = convergence_chart(two, fitness="boundary").to_dict()
+    assert "L1 distance" in spec["layer"][0]["encoding"]["y"]["title"]
+    data = spec["datasets"][spec["layer"][0]["data"]["name"]]
+    assert [r["best_fitness"] for r in data] == [0.5]  # the 1e6 placeholder is not drawn
