@@ -100,6 +100,16 @@ with right:
         )
 
 st.subheader("Results by seed")
+# Seed i is the same starting point in two campaigns only when both drew their seeds the
+# same way: same dataset, generator, random seed and seed class.
+DRAW = ("dataset", "generator", "random_seed", "target_class")
+draws = {c: tuple(None if pd.isna(v := queries.campaign(store, c)[k]) else v for k in DRAW)
+         for c in ids}  # fmt: skip
+if len(set(draws.values())) > 1:
+    st.info(
+        "These campaigns drew their seeds differently (dataset, generator, random seed or "
+        "seed class differ), so a row shows unrelated seeds side by side, not the same seed."
+    )
 seeds = {c: queries.seeds(store, c).set_index("seed_idx") for c in ids}
 shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
 show = st.slider("Seeds shown", 1, max(1, len(shared)), min(6, max(1, len(shared))))

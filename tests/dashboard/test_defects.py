@@ -83,3 +83,18 @@ def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
     assert "L1 distance" in spec["layer"][0]["encoding"]["y"]["title"]
     data = spec["datasets"][spec["layer"][0]["data"]["name"]]
     assert [r["best_fitness"] for r in data] == [0.5]  # the 1e6 placeholder is not drawn
+
+
+def test_compare_says_when_rows_are_not_the_same_seeds(stopped, monkeypatch):
+    home, first = stopped
+    cfg = {"seeds": 3, "seed": 2, "strategy_params": {"generations": 2}}  # another draw
+    other = run_campaign(parse_config(cfg), home).campaign_id
+    at = page_opener(home, monkeypatch)("compare.py")
+    at.multiselect[0].set_value([first, other]).run()
+    assert not at.exception, at.exception
+    assert any("drew their seeds differently" in i.value for i in at.info)
+    same = run_campaign(parse_config({**cfg, "seed": 1}), home).campaign_id
+    at = page_opener(home, monkeypatch)("compare.py")  # its options now include `same`
+    at.multiselect[0].set_value([first, same]).run()
+    assert not at.exception, at.exception
+    assert not any("drew their seeds differently" in i.value for i in at.info)
