@@ -627,12 +627,12 @@ def report_generator(card: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    from engine.datasets import DatasetError
+    # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch.
     from store import StoreBusy, StoreError
 
     try:
         app()
-    except (LatentfuzzError, DatasetError, StoreError, StoreBusy) as e:
+    except (LatentfuzzError, StoreError, StoreBusy) as e:
         # One line, no traceback; markup off so that paths with [brackets] print as they are.
         err.print("[red]error:[/] ", end="")
         err.print(str(e), markup=False, highlight=False, soft_wrap=True)

@@ -94,7 +94,7 @@ def doctor(
     store = Store(h / "latentfuzz.duckdb")  # not open_store: doctor reports before it fixes
     if fix:
         for line in doc.fix(store, h):
-            console.print(f"fixed: {line}", markup=False)
+            console.print(f"fixed: {line}", markup=False, soft_wrap=True)  # paths stay whole
     findings = doc.check(store, h)
     for f in findings:
         typer.echo(f"{f.kind}\t{f.campaign or '-'}\t{f.detail}")  # tab-separated, for scripts

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
-from diffusers import DDIMScheduler, UNet2DModel
 from pydantic import Field
 
 from engine.generators.base import GENERATORS, Generator, GeneratorOptions
@@ -52,6 +51,8 @@ class DiffusionModel(Generator):
         sample_side: int | None = None,
         seed_guidance: float | None = None,
     ) -> None:
+        from diffusers import UNet2DModel  # here, not at the top: a fast start for vae/gan
+
         super().__init__(tuple(image_shape), num_classes)
         c, h, _ = image_shape
         self.side = sample_side or h
@@ -79,6 +80,8 @@ class DiffusionModel(Generator):
         return x * 2 - 1
 
     def configure(self, **options) -> None:
+        from diffusers import DDIMScheduler
+
         current = self.options() if hasattr(self, "steps") else {}
         opts = DMOptions(**{**current, **options})
         self.steps, self.guidance = opts.steps, opts.guidance

@@ -6,6 +6,7 @@ import csv
 import io
 import re
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -115,3 +116,21 @@ def test_every_bundled_generator_runs_like_the_vae(home: Path, env):
         gens = queries.generations(store, cid)
         assert (seeds["source_index"] == -1).all()  # sampled seeds with a class label
         assert len(gens) == int(seeds[seeds.viable]["iterations"].sum())
+
+
+def imports(args: list[str], env: dict[str, str]) -> set[str]:
+    """Top-level packages that `latentfuzz ARGS` imports (`python -X importtime`)."""
+    p = subprocess.run([sys.executable, "-X", "importtime", *CLI[1:], *args], env=env,
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    rows = (x.split("|")[-1].strip() for x in p.stderr.splitlines() if x.startswith("import time:"))
+    return {name.split(".")[0] for name in rows}
+
+
+def test_fast_start_store_commands_skip_torch_and_a_vae_campaign_skips_diffusers(env):
+    """Commands that only read the store start without torch; diffusers loads only for a dm."""
+    for args in (["--help"], ["campaigns"], ["doctor"]):
+        assert not {"torch", "diffusers"} & imports(args, env), args
+    run = imports(["run", "--seeds", "1", "--generations", "1", "--population", "4",
+                   "--best-left", "2", "--quiet"], env)  # fmt: skip
+    assert "torch" in run and "diffusers" not in run
