@@ -60,3 +60,17 @@ def page_opener(home: Path, monkeypatch):
         return at.run()
 
     return open_page
+
+
+def old_store(path: Path, version: int, *statements: str) -> Path:
+    """A store file as an older latentfuzz left it: schema `version` in its meta table,
+    plus whatever tables and rows `statements` create."""
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(version)])
+    for sql in statements:
+        con.execute(sql)
+    con.close()
+    return path

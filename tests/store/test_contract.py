@@ -10,6 +10,7 @@ import pytest
 
 from store import SCHEMA_VERSION, CampaignWriter, Store, StoreError, create_campaign, queries
 from store.writer import now
+from tests.helpers import old_store
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -148,13 +149,11 @@ def test_writer_keeps_what_it_was_given_not_what_the_array_became(store: Store):
 
 
 def test_a_version_1_store_is_migrated(tmp_path: Path):
-    path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    con.execute("CREATE TABLE campaigns (id VARCHAR NOT NULL, status VARCHAR NOT NULL)")
-    con.execute("INSERT INTO campaigns VALUES ('old', 'finished')")
-    con.close()
+    path = old_store(
+        tmp_path / "old.duckdb", 1,
+        "CREATE TABLE campaigns (id VARCHAR NOT NULL, status VARCHAR NOT NULL)",
+        "INSERT INTO campaigns VALUES ('old', 'finished')",
+    )  # fmt: skip
     store = Store(path)
     assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     df = store.query("SELECT id, status, study FROM campaigns")

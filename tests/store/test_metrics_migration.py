@@ -10,6 +10,7 @@ import pytest
 
 from store import SCHEMA_VERSION, Store, queries
 from store.metrics import write_metrics
+from tests.helpers import old_store
 
 ROW = {
     "evaluations": 100, "failing_evaluations": 7, "error_rate": 0.07, "success_rate": 0.5,
@@ -20,11 +21,7 @@ ROW = {
 
 
 def test_a_version_4_store_gets_the_metrics_table(tmp_path: Path):
-    path = tmp_path / "v4.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
-    con.close()
+    path = old_store(tmp_path / "v4.duckdb", 4)
     store = Store(path)
     assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     assert queries.metrics(store, "x") is None
@@ -41,11 +38,7 @@ def test_no_upgrade_under_a_running_campaign(tmp_path: Path):
     from store import StoreError
     from store.liveness import CampaignLock
 
-    path = tmp_path / "latentfuzz.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
-    con.close()
+    path = old_store(tmp_path / "latentfuzz.duckdb", 4)
     lock = CampaignLock(tmp_path, "20260101-000000-beef").acquire()
     try:
         with pytest.raises(StoreError, match="campaign 20260101-000000-beef is still running"):
@@ -59,14 +52,12 @@ def test_no_upgrade_under_a_running_campaign(tmp_path: Path):
 
 
 def test_schema_6_adds_the_target_and_confusion_columns(tmp_path: Path):
-    path = tmp_path / "v5.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    con.execute("INSERT INTO meta VALUES ('schema_version', '5')")
-    con.execute("CREATE TABLE seeds (campaign_id VARCHAR, seed_idx INTEGER)")
-    con.execute("CREATE TABLE campaign_metrics (campaign_id VARCHAR PRIMARY KEY)")
-    con.execute("INSERT INTO seeds VALUES ('old', 0)")
-    con.close()
+    path = old_store(
+        tmp_path / "v5.duckdb", 5,
+        "CREATE TABLE seeds (campaign_id VARCHAR, seed_idx INTEGER)",
+        "CREATE TABLE campaign_metrics (campaign_id VARCHAR PRIMARY KEY)",
+        "INSERT INTO seeds VALUES ('old', 0)",
+    )  # fmt: skip
     store = Store(path)
     assert store.query("SELECT target FROM seeds")["target"].isna().all()
     cols = store.query("SELECT column_name FROM duckdb_columns() WHERE table_name = "
