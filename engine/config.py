@@ -91,9 +91,9 @@ def format_validation(
         if err["type"] == "extra_forbidden" and known is not None:
             lines.append(f"{where}.{loc}: not a setting here{got_txt}; expected one of {known}")
             continue
-        lines.append(
-            f"{where}.{loc}: {err['msg']}{got_txt}" if err["loc"] else f"{where}: {err['msg']}"
-        )
+        # A model's own check raises ValueError("..."), which pydantic prefixes.
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}.{loc}: {msg}{got_txt}" if err["loc"] else f"{where}: {msg}")
     return "; ".join(lines)
 
 

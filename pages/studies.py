@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+from pydantic import ValidationError
 
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from engine import labelling
 from engine.agreement import sample_size
+from engine.config import format_validation
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
@@ -57,8 +59,10 @@ with tab_new:
                         seed_images=seed_images, gold_rate=gold, seed=seed,
                     )  # fmt: skip
                     sid = labelling.create_study(store, home, cfg)
+                except ValidationError as err:  # a sentence, not pydantic's dump
+                    st.error(f"Cannot create the study: {format_validation(err, 'study')}")
                 except (ConfigError, ValueError) as err:
-                    st.error(str(err))
+                    st.error(f"Cannot create the study: {err}")
                 else:
                     st.success(f"Created {sid}.")
                     st.page_link("../pages/label.py", label="Open the Label page",

@@ -98,3 +98,20 @@ def test_compare_says_when_rows_are_not_the_same_seeds(stopped, monkeypatch):
     at.multiselect[0].set_value([first, same]).run()
     assert not at.exception, at.exception
     assert not any("drew their seeds differently" in i.value for i in at.info)
+
+
+def test_an_invalid_study_reads_as_a_sentence(monkeypatch, tmp_path):
+    home = tmp_path / "home"
+    cfg = {"seeds": 4, "seed": 1, "strategy_params": {"generations": 30}}
+    run_campaign(parse_config(cfg), home)  # the strong GA fails its viable seeds
+    at = page_opener(home, monkeypatch)("studies.py")
+    assert not at.exception, at.exception
+    next(s for s in at.selectbox if s.label == "Verdict rule").set_value("majority")
+    next(n for n in at.number_input if n.label == "Labellers per image (k)").set_value(2)
+    next(b for b in at.button if b.label == "Create study").click().run()
+    assert not at.exception, at.exception
+    (error,) = at.error
+    assert error.value.startswith("Cannot create the study: study")
+    assert "k >= 3" in error.value or "k>=3" in error.value
+    for dump in ("validation error", "For further information", "Value error", "type="):
+        assert dump not in error.value
