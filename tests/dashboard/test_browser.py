@@ -155,6 +155,9 @@ def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_l
             page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
             page.goto(f"{server}/label?study={sid}&labeller={who}")
             page.get_by_text("Which class is this?").wait_for(timeout=60_000)
+            # The first render is on screen before its key shortcuts are bound: a key
+            # pressed then is dropped by the browser (the store never sees it).
+            page.wait_for_load_state("networkidle")
             pages[who] = page
         pages["ann"].screenshot(path=str(shots / "browser-label.png"))
         try:
@@ -162,6 +165,9 @@ def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_l
                 for page in pages.values():  # a labeller answers once the page is idle
                     page.wait_for_function(IDLE, timeout=60_000)
                 for who, key in keys.items():  # both presses land before either page updates
+                    # Each labeller's own browser has focus; here one browser holds both
+                    # pages, and a page without focus drops Streamlit's key shortcuts.
+                    pages[who].bring_to_front()
                     pages[who].keyboard.press(key)
                 for page in pages.values():
                     page.wait_for_function(
@@ -173,8 +179,12 @@ def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_l
             for page in pages.values():
                 page.get_by_text("Nothing left for you").wait_for(timeout=30_000)
         except PlaywrightTimeout as e:
+            shown = {w: pg.locator("[data-testid=stMetricValue]").first.inner_text()
+                     for w, pg in pages.items()}  # fmt: skip
+            stored = ls.judgements(store, sid).groupby("labeller").size().to_dict()
             raise AssertionError(
-                f"{e}{diagnose(pages['ann'], shots, 'label', server_log, home)}"
+                f"{e} at step {step}: answers shown {shown}, stored {stored}"
+                f"{diagnose(pages['ann'], shots, 'label', server_log, home)}"
             ) from e
         browser.close()
     j = ls.judgements(store, sid)
