@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from store import Store, queries
@@ -18,8 +19,24 @@ def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     )
 
 
+def wait_for_files(ready: Callable[[], bool], proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Wait for a file-system sign that the campaign process has started (it makes its
+    folder just before its row). The file system costs nothing to poll, while each look at
+    the store opens a connection (tens of ms of CPU), and the CLI spends seconds importing
+    first: polling the store all that time takes a core from the process the test awaits."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            raise AssertionError(f"CLI exited early: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError("the campaign process never started its campaign")
+        time.sleep(0.01)
+
+
 def wait_for_campaign(store: Store, proc: subprocess.Popen, timeout: float = 60) -> str:
     deadline = time.monotonic() + timeout
+    campaigns = Path(store.path).parent / "campaigns"
+    wait_for_files(lambda: campaigns.is_dir() and any(campaigns.iterdir()), proc, timeout)
     while time.monotonic() < deadline:
         df = queries.list_campaigns(store)
         if not df.empty:
