@@ -1,4 +1,4 @@
-"""Helpers for tests that drive the CLI in a real second process."""
+"""Helpers for tests that drive the CLI, or the store, from a real second process."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from store import Store, queries
+from store import labels as ls
 
 CLI = [sys.executable, "-m", "engine.cli"]
 
@@ -54,6 +56,17 @@ def wait_for_generation(store: Store, cid: str, generation: int, timeout: float 
             return
         time.sleep(0.05)
     raise AssertionError(f"campaign {cid} never reached generation {generation}")
+
+
+def label_all(db: str, name: str, answer: int) -> int:
+    """Join study "s" of the store `db` as `name` and answer every item it serves; returns
+    how many answers landed. Run in spawned workers, which import only this module (the
+    store, no torch), not the test module that starts them."""
+    store, n = Store(db), 0
+    ls.join(store, "s", name)
+    while (item := ls.next_item(store, "s", name)) is not None:
+        n += ls.answer(store, "s", item, name, answer, datetime.now())
+    return n
 
 
 def db(home: Path) -> Store:
