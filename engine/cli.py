@@ -104,6 +104,10 @@ def run(
     ] = None,
 ) -> Any:
     """Run a campaign and print GIFTbench's status line."""
+    from engine.campaign_id import check_id_syntax
+
+    if campaign_id is not None:
+        check_id_syntax(campaign_id)  # refused before torch and the models are even imported
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from engine.config import load_yaml, parse_config

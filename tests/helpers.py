@@ -1,13 +1,16 @@
-"""Helpers for tests that drive the CLI in a real second process."""
+"""Helpers for tests that drive the CLI, or the store, from a real second process."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from store import Store, queries
+from store import labels as ls
 
 CLI = [sys.executable, "-m", "engine.cli"]
 
@@ -18,8 +21,24 @@ def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     )
 
 
+def wait_for_files(ready: Callable[[], bool], proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Wait for a file-system sign that the campaign process has started (it makes its
+    folder just before its row). The file system costs nothing to poll, while each look at
+    the store opens a connection (tens of ms of CPU), and the CLI spends seconds importing
+    first: polling the store all that time takes a core from the process the test awaits."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            raise AssertionError(f"CLI exited early: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError("the campaign process never started its campaign")
+        time.sleep(0.01)
+
+
 def wait_for_campaign(store: Store, proc: subprocess.Popen, timeout: float = 60) -> str:
     deadline = time.monotonic() + timeout
+    campaigns = Path(store.path).parent / "campaigns"
+    wait_for_files(lambda: campaigns.is_dir() and any(campaigns.iterdir()), proc, timeout)
     while time.monotonic() < deadline:
         df = queries.list_campaigns(store)
         if not df.empty:
@@ -37,6 +56,17 @@ def wait_for_generation(store: Store, cid: str, generation: int, timeout: float 
             return
         time.sleep(0.05)
     raise AssertionError(f"campaign {cid} never reached generation {generation}")
+
+
+def label_all(db: str, name: str, answer: int) -> int:
+    """Join study "s" of the store `db` as `name` and answer every item it serves; returns
+    how many answers landed. Run in spawned workers, which import only this module (the
+    store, no torch), not the test module that starts them."""
+    store, n = Store(db), 0
+    ls.join(store, "s", name)
+    while (item := ls.next_item(store, "s", name)) is not None:
+        n += ls.answer(store, "s", item, name, answer, datetime.now())
+    return n
 
 
 def db(home: Path) -> Store:

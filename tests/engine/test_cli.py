@@ -107,7 +107,7 @@ def test_every_bundled_generator_runs_like_the_vae(home: Path, env):
     store = Store(home / "latentfuzz.duckdb")
     for gen in ("gan", "dm"):
         p = cli(["run", "--generator", gen, "--seeds", "3", "--generations", "4", "--seed", "2",
-                 "--quiet"], env)  # fmt: skip
+                 "--population", "6", "--best-left", "2", "--quiet"], env)  # fmt: skip
         assert "viable seeds" in " ".join(p.stdout.split())
         cid = queries.list_campaigns(store)["id"].iloc[0]
         c = queries.campaign(store, cid)

@@ -121,10 +121,12 @@ def test_dm_makes_seeds_with_seed_guidance_and_searches_with_search_guidance(
     assert dm.guidance == 3.5 and dm.seed_guidance == 3.5  # seeding() restored the search's
 
     def campaign(**params) -> tuple[dict, list[bytes]]:
-        # The bundled DM: the untrained tiny one's images saturate to the same PNGs.
+        # The bundled DM: the untrained tiny one's images saturate to the same PNGs. The
+        # seed images are the subject, so the search is as small as the GA allows.
         cfg = parse_config({"generator": "dm", "seeds": 3, "seed": 4,
                             "generator_params": params,
-                            "strategy_params": {"generations": 2}})  # fmt: skip
+                            "strategy_params": {"generations": 1, "population": 3,
+                                                "best_left": 2}})  # fmt: skip
         res = run_campaign(cfg, tmp_path)
         store = Store(tmp_path / "latentfuzz.duckdb")
         seeds = queries.seeds(store, res.campaign_id)

@@ -30,6 +30,7 @@ from engine.labelling import (
 from engine.runner import run_campaign
 from store import Store
 from store import labels as ls
+from tests.helpers import label_all
 
 
 @pytest.fixture(scope="module")
@@ -123,20 +124,12 @@ def test_order_is_fixed_per_labeller_and_differs_between_labellers():
     assert ls.next_item(store, sid, "ann") == orders[0][0]
 
 
-def _label_all(db: str, name: str, answer: int) -> int:
-    store, n = Store(db), 0
-    ls.join(store, "s", name)
-    while (item := ls.next_item(store, "s", name)) is not None:
-        n += ls.answer(store, "s", item, name, answer, datetime.now())
-    return n
-
-
 def test_two_processes_labelling_at_once_lose_nothing_and_never_double(tmp_path):
     db = str(tmp_path / "db.duckdb")
     make_study(Store(db), n=30, k=2)
     ctx = mp.get_context("spawn")
     with ctx.Pool(3) as pool:
-        counts = pool.starmap(_label_all, [(db, "ann", 3), (db, "bob", 3), (db, "cy", 4)])
+        counts = pool.starmap(label_all, [(db, "ann", 3), (db, "bob", 3), (db, "cy", 4)])
     j = ls.judgements(Store(db), "s")
     assert sum(counts) == len(j) == 60  # every item has its k answers, no more
     assert not j.duplicated(["item_id", "labeller"]).any()

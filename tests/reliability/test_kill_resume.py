@@ -19,7 +19,7 @@ from engine.config import parse_config
 from engine.resume import resume_campaign
 from engine.runner import run_campaign
 from store import Store, queries
-from tests.helpers import CLI
+from tests.helpers import CLI, wait_for_files
 from tests.reliability.conftest import cli
 
 # Small: a few seconds of search on a loaded 2-core machine, so ten kills and resumes
@@ -62,6 +62,7 @@ def kill_and_resume(n: int, home: Path, env, tmp_path: Path) -> None:
         proc = subprocess.Popen([*CLI, "run", "--config", str(cfg), "--id", cid, "--quiet"],
                                 env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        wait_for_files((home / "campaigns" / cid).exists, proc)
         while queries.campaign(store, cid) is None:
             assert proc.poll() is None, f"{cid} exited before its row appeared"
             time.sleep(0.01)
