@@ -97,6 +97,11 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
         if strategy != "ga":  # the form is rebuilt from the strategy's parameter model
             pick(page, "Search strategy", strategy)
             page.get_by_role("spinbutton", name="Elites", exact=True).wait_for(timeout=30_000)
+            # The GA form's stale fields linger for a moment after the rerun.
+            page.wait_for_function(
+                "document.querySelectorAll('input[aria-label=Seeds]').length === 1",
+                timeout=30_000,
+            )
         for label, value in (("Seeds", "3"), ("Generations", "40")):
             # The number field itself, not its "Help for ..." tooltip button.
             field = page.get_by_role("spinbutton", name=label, exact=True)
