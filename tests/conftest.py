@@ -13,6 +13,18 @@ from engine.home import MODELS_DIR
 REPO = Path(__file__).resolve().parent.parent
 
 
+#: Modules holding the suite's longest tests (a minute or more each on the 2-core machine:
+#: the documented campaign twice, the live readers, ten kills, the browser). They start
+#: first, so that `make test`'s two workers (pytest-xdist) share them and neither is left
+#: running one alone at the end. Only the order changes; every test stays independent.
+LONGEST_FIRST = ("test_acceptance.py", "test_concurrency.py", "test_kill_resume.py",
+                 "test_browser.py", "test_pages.py", "test_cli.py")  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable sort
+
+
 @pytest.fixture(autouse=True)
 def _threads():
     # Keep CI's 2 cores predictable and tests deterministic.
