@@ -32,8 +32,10 @@ ADDRESS ?= 127.0.0.1
 run: install
 	$(BIN)/latentfuzz ui --port $(PORT) --address $(ADDRESS)
 
+# Two workers (pytest-xdist): while one test waits on a campaign process, a browser or a
+# store lock, the other runs. `pytest -q` alone runs the same tests one at a time.
 test: dev chromium
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 test-slow: dev
 	$(BIN)/python -m pytest -q -m slow
