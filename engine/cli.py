@@ -13,6 +13,8 @@ from rich.table import Table
 from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
+from engine.cli_diff import register as register_diff
+from engine.cli_diff import register_zoo as register_diff_zoo
 from engine.cli_escape import register as register_escape
 from engine.cli_labels import labels_app
 from engine.cli_ui import register as register_ui
@@ -31,6 +33,7 @@ app.add_typer(labels_app, name="labels")
 register_campaign_commands(app)  # resume, delete, rename, doctor
 register_ui(app)  # ui
 register_escape(app)  # escape
+register_diff(app)  # validate, diff-study, zoo compress
 
 
 def status_line(s: dict[str, Any]) -> str:
@@ -57,6 +60,16 @@ def run(
     classifier: Annotated[
         str | None, typer.Option(help="zoo classifier or TorchScript file")
     ] = None,
+    classifier_b: Annotated[
+        str | None,
+        typer.Option(help="a second classifier: differential testing (fitness divergence)"),
+    ] = None,
+    validator: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="validity filter NAME or NAME=THRESHOLD (repeat); default: all that apply"
+        ),
+    ] = None,
     strategy: Annotated[str | None, typer.Option(help="search strategy [ga]")] = None,
     seeds: Annotated[int | None, typer.Option(help="number of seeds [10]")] = None,
     generations: Annotated[
@@ -80,7 +93,7 @@ def run(
     ] = None,
     target_class: Annotated[int | None, typer.Option(help="seed class")] = None,
     fitness: Annotated[
-        str | None, typer.Option(help="margin | targeted | boundary [the strategy's]")
+        str | None, typer.Option(help="margin | targeted | boundary | divergence [the strategy's]")
     ] = None,
     criterion: Annotated[str | None, typer.Option(help="failure criterion [the fitness's]")] = None,
     target: Annotated[
@@ -118,6 +131,7 @@ def run(
         "dataset": dataset,
         "generator": generator,
         "classifier": classifier,
+        "classifier_b": classifier_b,
         "strategy": strategy,
         "seeds": seeds,
         "target_class": target_class,
@@ -133,6 +147,10 @@ def run(
     raw.update({k: v for k, v in flat.items() if v is not None})
     if no_individuals:
         raw["record_individuals"] = False
+    if validator:
+        from engine.cli_diff import parse_validators
+
+        raw["validators"] = parse_validators(validator)
     sp = {
         "generations": generations,
         "population": population,
@@ -577,6 +595,7 @@ def train_dm_cmd(
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The model zoo: list and measure models.")
 app.add_typer(zoo_app, name="zoo")
+register_diff_zoo(zoo_app)  # zoo compress
 
 
 @zoo_app.command("list")

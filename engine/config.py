@@ -37,6 +37,19 @@ class CampaignConfig(BaseModel):
         default_factory=dict, description="generator options, e.g. {steps: 8} for a dm"
     )
     classifier: str | None = Field(None, description="zoo name, or a TorchScript file path")
+    classifier_b: str | None = Field(
+        None, description="a second classifier under test (differential testing): zoo name "
+        "or TorchScript file; every image is classified by both",
+    )  # fmt: skip
+    archive: bool | None = Field(
+        None, description="keep every distinct failing input the search evaluates, not only "
+        "each seed's result; default: on for differential campaigns (classifier_b)",
+    )  # fmt: skip
+    validators: dict[str, float | None] | None = Field(
+        None, description="validity filters scored on archived and result images when the "
+        "campaign ends, each with its threshold (null: the filter's default), e.g. "
+        "{ssim-nearest: 0.4}; default: every applicable one for differential campaigns",
+    )  # fmt: skip
     strategy: str = "ga"
     strategy_params: dict[str, Any] = Field(default_factory=dict)
     fitness: str | None = Field(
@@ -138,10 +151,30 @@ class Resolved:
     fitness: Fitness
     criterion: Criterion
     model_hashes: dict[str, str]
+    #: The second classifier of a differential campaign, else None.
+    classifier_b: Classifier | None = None
+    classifier_b_name: str | None = None
 
     @property
     def preset(self) -> str | None:
         return getattr(self.strategy.params, "perturbation", None)
+
+    @property
+    def validators(self) -> dict[str, float | None]:
+        """The validity filters run when the campaign ends, with their thresholds."""
+        if self.config.validators is not None:
+            return dict(self.config.validators)
+        if self.classifier_b is None:
+            return {}
+        from engine.validators import default_validators
+
+        return default_validators(self.generator)
+
+    @property
+    def archive(self) -> bool:
+        """Whether every distinct failing input is kept (engine/archive.py)."""
+        on = self.config.archive
+        return self.classifier_b is not None if on is None else on
 
 
 def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
@@ -149,7 +182,9 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     the config: an objective that reads the target class needs ``target``."""
     strategy_cls = STRATEGIES.get(cfg.strategy)
     escape = cfg.escape_per_pair is not None
-    fitness = cfg.fitness or ("targeted" if escape else strategy_cls.default_fitness)
+    # Naming a second classifier makes a differential campaign: DiffGAN's objective.
+    default = "divergence" if cfg.classifier_b is not None else strategy_cls.default_fitness
+    fitness = cfg.fitness or ("targeted" if escape else default)
     if fitness not in FITNESS:
         raise ConfigError(f"fitness {fitness!r} unknown; expected one of {FITNESS.names()}")
     fitness_cls = FITNESS.get(fitness)
@@ -157,7 +192,13 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     if criterion not in CRITERIA:
         raise ConfigError(f"criterion {criterion!r} unknown; expected one of {CRITERIA.names()}")
     criterion_cls = CRITERIA.get(criterion)
-    needs_target = "target" in (*fitness_cls.requires, *criterion_cls.requires)
+    reads = (*fitness_cls.requires, *criterion_cls.requires)
+    if "logits_b" in reads and cfg.classifier_b is None:
+        raise ConfigError(
+            f"fitness {fitness!r} with criterion {criterion!r} compares two classifiers; "
+            "name the second one with classifier_b (--classifier-b)"
+        )
+    needs_target = "target" in reads
     if escape:
         if cfg.target is not None:
             raise ConfigError(
@@ -224,11 +265,29 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
 
     gen_name = zoo.resolve("generator", cfg.dataset, cfg.generator, models_root)
     clf_name = zoo.resolve("classifier", cfg.dataset, cfg.classifier, models_root)
+    clf_b_name = (
+        None
+        if cfg.classifier_b is None
+        else zoo.resolve("classifier", cfg.dataset, cfg.classifier_b, models_root)
+    )
+    if clf_b_name is not None and clf_b_name == clf_name:
+        raise ConfigError(
+            f"classifier_b is {clf_b_name}, the same model as classifier; differential "
+            "testing compares two different classifiers"
+        )
     try:
         gen = zoo.load_generator(gen_name, cfg.device, models_root)
         clf = zoo.load_classifier(clf_name, cfg.dataset, cfg.device, models_root)
+        clf_b = (
+            None
+            if clf_b_name is None
+            else zoo.load_classifier(clf_b_name, cfg.dataset, cfg.device, models_root)
+        )
     except ModelError as e:
         raise ConfigError(str(e)) from None
+    from engine.validators import check_validators
+
+    check_validators(cfg.validators, gen)
     try:
         gen.configure(**cfg.generator_params)
     except ValidationError as e:
@@ -296,11 +355,13 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         raise ConfigError(why)
 
     hashes = {gen_name: zoo.load_card(gen_name, models_root)["sha256"]}
-    hashes[clf_name] = (
-        zoo.sha256(Path(clf_name))
-        if Path(clf_name).is_file()
-        else zoo.load_card(clf_name, models_root)["sha256"]
-    )
+    for name in (clf_name, clf_b_name):
+        if name is not None:
+            hashes[name] = (
+                zoo.sha256(Path(name))
+                if Path(name).is_file()
+                else zoo.load_card(name, models_root)["sha256"]
+            )
     return Resolved(
         config=cfg,
         dataset=ds,
@@ -312,4 +373,6 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         fitness=fitness_cls(),
         criterion=criterion_cls(),
         model_hashes=hashes,
+        classifier_b=clf_b,
+        classifier_b_name=clf_b_name,
     )

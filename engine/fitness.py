@@ -28,13 +28,15 @@ class Context:
 
     expected: (N,) the seed's intended label. latents: (N, D) flattened latents.
     seed_latents: (N, D) the seed latent of each individual. target: (N,) the class a
-    targeted search must reach (None when the campaign has no target).
+    targeted search must reach (None when the campaign has no target). logits_b: (N, K)
+    the second classifier's logits of the same images (differential campaigns only).
     """
 
     expected: torch.Tensor
     latents: torch.Tensor | None = None
     seed_latents: torch.Tensor | None = None
     target: torch.Tensor | None = None
+    logits_b: torch.Tensor | None = None
 
     def need(self, name: str) -> torch.Tensor:
         """The field ``name``, or a ValueError naming the objective input that is missing."""
@@ -147,6 +149,38 @@ class ReachedTarget(Criterion):
 
     def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
         return logits.argmax(1) == ctx.need("target")
+
+
+def divergence(logits_a: torch.Tensor, logits_b: torch.Tensor) -> torch.Tensor:
+    """DiffGAN's divergence (N,): the Euclidean distance between the two classifiers'
+    softmax probability vectors, plus 1 where their top classes differ. In [0, 1 + sqrt 2]."""
+    pa, pb = torch.softmax(logits_a.float(), 1), torch.softmax(logits_b.float(), 1)
+    differ = logits_a.argmax(1) != logits_b.argmax(1)
+    return (pa - pb).norm(dim=1) + differ.float()
+
+
+@FITNESS.register("divergence")
+class Divergence(Fitness):
+    """Differential testing (DiffGAN): minus the divergence of classifiers A and B, so that
+    minimising it drives the two apart. A failure is an input they label differently."""
+
+    name = "divergence"
+    requires = ("logits_b",)
+    criterion = "disagree"
+
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        return -divergence(logits, ctx.need("logits_b"))
+
+
+@CRITERIA.register("disagree")
+class Disagree(Criterion):
+    """A triggering input: classifier A's top class differs from classifier B's."""
+
+    name = "disagree"
+    requires = ("logits_b",)
+
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        return logits.argmax(1) != ctx.need("logits_b").argmax(1)
 
 
 def top2(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.archive import Archive
 from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
 from engine.errors import LatentfuzzError, ModelError
@@ -50,6 +51,9 @@ class CampaignResult:
     batch_sizes: list[int] = field(default_factory=list)
     #: Benchmark runs only: time of the bare-forward twin of every batch (not in wall_seconds).
     raw_seconds: float = 0.0
+    #: Time in the strategy's own work (see, tell, advance): NSGA-II's sorting, crowding
+    #: and diversity update, the GA's breeding.
+    strategy_seconds: float = 0.0
 
 
 @dataclass
@@ -81,10 +85,16 @@ def environment(r: Resolved) -> dict[str, Any]:
 
 
 class Evaluator:
-    """Decode + classify in bounded batches; keeps the batch sizes for benchmarks."""
+    """Decode + classify in bounded batches; keeps the batch sizes for benchmarks.
+
+    A differential campaign's images are decoded once and classified by both classifiers:
+    the logits returned are A's (N, K) then B's, side by side (N, 2K); ``Campaign.split``
+    takes them apart. Strategies carry them with each individual without reading them.
+    """
 
     def __init__(self, r: Resolved) -> None:
         self.gen, self.clf, self.batch = r.generator, r.classifier, r.config.batch_size
+        self.clf_b = r.classifier_b
         self.batch_sizes: list[int] = []
         self.seconds = 0.0
         #: Benchmark twins' time (engine/bench.py); zero in an ordinary campaign.
@@ -106,7 +116,11 @@ class Evaluator:
             with model_errors("generator", zb.shape[0]):
                 x = self.gen.decode(zb, yb if self.gen.conditional else None)
             with model_errors("classifier", zb.shape[0]):
-                logits.append(self.clf.logits(x).cpu())
+                out = self.clf.logits(x).cpu()
+            if self.clf_b is not None:
+                with model_errors("classifier B", zb.shape[0]):
+                    out = torch.cat([out, self.clf_b.logits(x).cpu()], 1)
+            logits.append(out)
             images.append(to_uint8(x).cpu())
             self.batch_sizes.append(int(zb.shape[0]))
         if len(logits) == 1:
@@ -167,9 +181,10 @@ def run_campaign(
         create_campaign(store, {
             "id": cid, "name": cfg.name or cid, "status": "running", "created_at": now(),
             "dataset": cfg.dataset, "generator": r.generator_name,
-            "classifier": r.classifier_name, "strategy": cfg.strategy, "preset": r.preset,
+            "classifier": r.classifier_name, "classifier_b": r.classifier_b_name,
+            "strategy": cfg.strategy, "preset": r.preset,
             "n_seeds": cfg.seeds, "target_class": cfg.target_class, "random_seed": cfg.seed,
-            "config": {**cfg.model_dump(), "fitness": r.fitness.name,
+            "config": {**cfg.model_dump(), "fitness": r.fitness.name, "archive": r.archive,
                        "criterion": r.criterion.name,
                        "strategy_params": r.strategy.params.model_dump(),
                        "evaluation_budget": r.strategy.evaluation_budget(),
@@ -240,7 +255,12 @@ def execute(
         with torch.inference_mode():
             key = (cfg.dataset, r.model_hashes[r.classifier_name])
             gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
-        write_metrics(store, cid, campaign.metrics.row(gaps, confusion))
+        row = campaign.metrics.row(gaps, confusion)
+        write_metrics(store, cid, row)
+        if r.archive or r.validators:
+            from engine import differential
+
+            differential.close(r, store, home, cid, row["evaluations"])
     return CampaignResult(
         cid,
         status,
@@ -251,6 +271,7 @@ def execute(
         evaluate.seconds - raw,
         evaluate.batch_sizes,
         raw,
+        campaign.strategy_seconds,
     )
 
 
@@ -288,7 +309,9 @@ class Generation:
     images: torch.Tensor  # (S, M, C, H, W) uint8, of those slots
     pop: torch.Tensor  # (S, P, D) latents
     scores: torch.Tensor  # (S, P) fitness, minimised
-    logits: torch.Tensor  # (S, P, K)
+    logits: torch.Tensor  # (S, P, K) classifier A's
+    logits_b: torch.Tensor | None  # (S, P, K) classifier B's (differential campaigns)
+    objective2: torch.Tensor | None  # (S, P) a multi-objective strategy's second objective
     best: torch.Tensor  # (S,) slot of the lowest fitness
     improved: torch.Tensor  # (S,) best fitness dropped this generation
     failed: torch.Tensor  # (S,) some individual fails the criterion
@@ -325,6 +348,15 @@ class Campaign:
         )
         self.strips = [f"{_seed_dir(cid, i)}/improvements.png" for i in range(self.cfg.seeds)]
         self.n_failed = 0
+        self.strategy_seconds = 0.0
+        self.k = r.classifier.num_classes
+        self.archive = Archive(cid, writer, sink) if r.archive else None
+
+    def split(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The evaluator's logits (..., K) or (..., 2K) -> A's (..., K) and B's or None."""
+        if self.r.classifier_b is None:
+            return logits, None
+        return logits[..., : self.k], logits[..., self.k :]
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> None:
         if not self.draw_seeds():
@@ -358,7 +390,9 @@ class Campaign:
                 break
             if gen.done.any():
                 self.retire(~gen.done)
+            t = time.perf_counter()
             self.strategy.advance(self.rng)
+            self.strategy_seconds += time.perf_counter() - t
 
     def draw_seeds(self) -> bool:
         """Draw seeds, check viability, record them; False when none is viable."""
@@ -371,9 +405,10 @@ class Campaign:
         # Viable: the classifier gives the intended label to the generated seed image, and
         # the seed does not already fail the criterion (a seed of the target class).
         with r.generator.seeding():
-            logits, images = self.evaluate(seeds.latents, seeds.labels)
+            both, images = self.evaluate(seeds.latents, seeds.labels)
+        logits, logits_b = self.split(both)
         flat = seeds.latents.flatten(1).float()
-        ctx = Context(seeds.labels, flat, flat, self.targets)
+        ctx = Context(seeds.labels, flat, flat, self.targets, logits_b)
         viable = (logits.argmax(1) == seeds.labels) & ~r.criterion(logits, ctx)
         self.metrics = MetricsTracker(cfg.seeds, images)
         paths = [f"{_seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
@@ -383,6 +418,7 @@ class Campaign:
             self.writer.append(
                 "seeds", seed_idx=idx, source_index=seeds.source_index.numpy(),
                 seed_label=seeds.labels.numpy(), seed_pred=logits.argmax(1).numpy(),
+                seed_pred_b=None if logits_b is None else logits_b.argmax(1).numpy(),
                 seed_margin=margin(logits, seeds.labels).numpy(), viable=viable.numpy(),
                 status=np.where(viable.numpy(), "searching", "non_viable"), seed_image=paths,
                 target=None if self.targets is None else self.targets.numpy(),
@@ -405,21 +441,33 @@ class Campaign:
         slots, cand = self.strategy.ask()
         s, m = cand.shape[:2]
         y = self.labels[self.active]
-        logits, images = self.evaluate(cand.flatten(0, 1), y.repeat_interleave(m))
-        logits, images = logits.view(s, m, -1), images.view(s, m, *images.shape[1:])
-        ctx = self.context(cand)
+        both, images = self.evaluate(cand.flatten(0, 1), y.repeat_interleave(m))
+        both, images = both.view(s, m, -1), images.view(s, m, *images.shape[1:])
+        logits, logits_b = self.split(both)
+        ctx = self.context(cand, logits_b)
         scores = r.fitness(logits.flatten(0, 1), ctx).view(s, m)
-        self.strategy.tell(slots, scores, logits)
         failing_now = r.criterion(logits.flatten(0, 1), ctx).view(s, m)
+        t = time.perf_counter()
+        self.strategy.see(slots, images, failing_now)
+        self.strategy.tell(slots, scores, both)
+        self.strategy_seconds += time.perf_counter() - t
+        if self.archive is not None:
+            self.archive.add(
+                g, self.active.repeat_interleave(m), y.repeat_interleave(m),
+                images.flatten(0, 1), logits.flatten(0, 1),
+                None if logits_b is None else logits_b.flatten(0, 1),
+                scores.flatten(), failing_now.flatten(),
+            )  # fmt: skip
         self.metrics.evaluated(
             self.active, logits, y, failing_now, g, float(self.strategy.step_size().mean()),
             images if self.strategy.image_metrics else None,
         )  # fmt: skip
         self.evals = self.evals + m
 
-        pop, scores, pop_logits = self.strategy.population()
+        pop, scores, pop_both = self.strategy.population()
         p = scores.shape[1]
-        failing = r.criterion(pop_logits.flatten(0, 1), self.context(pop)).view(s, p)
+        pop_logits, pop_logits_b = self.split(pop_both)
+        failing = r.criterion(pop_logits.flatten(0, 1), self.context(pop, pop_logits_b)).view(s, p)
         best = scores.argmin(1)
         best_fit = scores.gather(1, best[:, None]).squeeze(1)
         improved = best_fit < self.best_so_far
@@ -433,11 +481,13 @@ class Campaign:
         if stop is not None:
             done = done | stop
         return Generation(
-            g, slots, images, pop, scores, pop_logits, best, improved, failed, result, done
-        )
+            g, slots, images, pop, scores, pop_logits, pop_logits_b,
+            self.strategy.objective2(), best, improved, failed, result, done,
+        )  # fmt: skip
 
-    def context(self, z: torch.Tensor) -> Context:
-        """The objective context of latents (S, M, ...) of the active seeds, flattened to
+    def context(self, z: torch.Tensor, logits_b: torch.Tensor | None = None) -> Context:
+        """The objective context of latents (S, M, ...) of the active seeds, and of
+        classifier B's logits (S, M, K) where there is a second classifier, flattened to
         N = S x M individuals."""
         m = z.shape[1]
 
@@ -449,6 +499,7 @@ class Campaign:
             latents=z.flatten(2).flatten(0, 1).float(),
             seed_latents=rep(self.seed_latents.flatten(1).float()),
             target=None if self.targets is None else rep(self.targets),
+            logits_b=None if logits_b is None else logits_b.flatten(0, 1),
         )
 
     def record(self, gen: Generation) -> None:
@@ -456,6 +507,7 @@ class Campaign:
         s, p = gen.scores.shape
         rows = torch.arange(s)
         best_logits = gen.logits[rows, gen.best]
+        best_b = None if gen.logits_b is None else gen.logits_b[rows, gen.best].argmax(1).numpy()
         probs, top = top2(best_logits)
         image = np.full(s, None, dtype=object)
         frame = np.full(s, None, dtype=object)
@@ -471,6 +523,7 @@ class Campaign:
             best_fitness=gen.scores[rows, gen.best].numpy(),
             mean_fitness=gen.scores.mean(1).numpy(),
             best_pred=best_logits.argmax(1).numpy(),
+            best_pred_b=best_b,
             top1_label=top[:, 0].numpy(), top1_prob=probs[:, 0].numpy(),
             top2_label=top[:, 1].numpy(), top2_prob=probs[:, 1].numpy(),
             step=self.strategy.step_size().numpy(), evaluations=self.evals.numpy(),
@@ -484,6 +537,8 @@ class Campaign:
                 generation=gen.g, individual=np.tile(np.arange(p), s),
                 fitness=gen.scores.flatten().numpy(), pred=gen.logits.argmax(2).flatten().numpy(),
                 evaluated=evaluated.repeat(s).numpy(),
+                pred_b=None if gen.logits_b is None else gen.logits_b.argmax(2).flatten().numpy(),
+                objective2=None if gen.objective2 is None else gen.objective2.flatten().numpy(),
             )  # fmt: skip
 
     def finish_seeds(self, gen: Generation) -> None:
@@ -505,6 +560,7 @@ class Campaign:
             misclassified=gen.failed[d].numpy(),
             iterations=torch.where(self.first_failure[d] > 0, self.first_failure[d], gen.g).numpy(),
             evaluations=self.evals[d].numpy(), final_pred=logits.argmax(1).numpy(),
+            final_pred_b=None if gen.logits_b is None else gen.logits_b[d, slot].argmax(1).numpy(),
             final_fitness=gen.scores[d, slot].numpy(), final_top1=probs[:, 0].numpy(),
             final_top2=probs[:, 1].numpy(), latent_distance=distance.numpy(),
             result_image=results, improvements_image=strips,

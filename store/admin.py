@@ -12,7 +12,9 @@ from pathlib import Path
 from store.connection import Store, StoreError
 from store.liveness import alive
 
-CAMPAIGN_TABLES = ("individuals", "generations", "images", "seeds")
+CAMPAIGN_TABLES = (
+    "individuals", "generations", "images", "seeds", "archive", "validity", "campaign_metrics",
+)  # fmt: skip
 
 
 def studies_using(store: Store, cid: str) -> list[str]:

@@ -109,7 +109,8 @@ def generations(store: Store, campaign_id: str, seed_idx: int | None = None) -> 
 
 def individuals(store: Store, campaign_id: str, seed_idx: int) -> pd.DataFrame:
     return store.query(
-        "SELECT generation, individual, fitness, pred, evaluated FROM individuals "
+        "SELECT generation, individual, fitness, pred, evaluated, pred_b, objective2 "
+        "FROM individuals "
         "WHERE campaign_id = ? AND seed_idx = ? ORDER BY generation, individual",
         [campaign_id, seed_idx],
     )
@@ -184,8 +185,8 @@ def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
         return None
     row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
            for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
-    for c in ("result_gaps", "test_gaps", "per_generation", "test_confusion"):
-        row[c] = None if row[c] is None else json.loads(row[c])
+    for c in ("result_gaps", "test_gaps", "per_generation", "test_confusion", "differential"):
+        row[c] = None if row.get(c) is None else json.loads(row[c])
     return row
 
 

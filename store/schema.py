@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -15,6 +15,7 @@ DDL = [
         dataset VARCHAR NOT NULL,
         generator VARCHAR NOT NULL,       -- zoo name
         classifier VARCHAR NOT NULL,      -- zoo name or TorchScript path
+        classifier_b VARCHAR,             -- differential campaigns: the second classifier
         strategy VARCHAR NOT NULL,
         preset VARCHAR,                   -- the strategy's perturbation preset, if any
         n_seeds INTEGER NOT NULL,
@@ -36,6 +37,7 @@ DDL = [
         source_index INTEGER,             -- dataset test index, -1 when sampled
         seed_label INTEGER NOT NULL,      -- intended (expected) label
         seed_pred INTEGER NOT NULL,       -- classifier's label for the seed image
+        seed_pred_b INTEGER,              -- classifier B's (differential campaigns)
         seed_margin DOUBLE NOT NULL,
         viable BOOLEAN NOT NULL,
         -- non_viable | searching | failed | survived | interrupted
@@ -44,6 +46,7 @@ DDL = [
         iterations INTEGER,               -- generations run (to the first failure, or budget)
         evaluations BIGINT,
         final_pred INTEGER,
+        final_pred_b INTEGER,             -- classifier B's label for the result (schema 7)
         final_fitness DOUBLE,
         final_top1 DOUBLE,
         final_top2 DOUBLE,
@@ -62,6 +65,7 @@ DDL = [
         best_fitness DOUBLE NOT NULL,
         mean_fitness DOUBLE NOT NULL,
         best_pred INTEGER NOT NULL,
+        best_pred_b INTEGER,              -- classifier B's label for the best (schema 7)
         top1_label INTEGER NOT NULL,
         top1_prob DOUBLE NOT NULL,
         top2_label INTEGER NOT NULL,
@@ -81,6 +85,8 @@ DDL = [
         fitness DOUBLE NOT NULL,
         pred INTEGER NOT NULL,
         evaluated BOOLEAN NOT NULL,       -- false for survivors carried with their score
+        pred_b INTEGER,                   -- classifier B's label (schema 7)
+        objective2 DOUBLE,                -- a multi-objective strategy's second objective
         PRIMARY KEY (campaign_id, seed_idx, generation, individual)
     )""",
     """CREATE TABLE IF NOT EXISTS images (
@@ -173,7 +179,33 @@ DDL = [
         -- per generation: step (lambda), evaluations, error rate, MSE and SSIM to the seed
         per_generation JSON NOT NULL,
         -- schema 6: the classifier's test-set confusion counts [true][predicted]
-        test_confusion JSON
+        test_confusion JSON,
+        -- schema 7: differential campaigns' figures (engine/differential_metrics.py)
+        differential JSON
+    )""",
+    # Schema 7 (issue 14): every distinct failing input of a campaign with `archive` on.
+    """CREATE TABLE IF NOT EXISTS archive (
+        campaign_id VARCHAR NOT NULL,
+        entry INTEGER NOT NULL,           -- 0-based, in the order found
+        seed_idx INTEGER NOT NULL,        -- the search (seed) that found it
+        generation INTEGER NOT NULL,
+        label INTEGER NOT NULL,           -- the seed's intended label
+        pred INTEGER NOT NULL,            -- classifier A's label
+        pred_b INTEGER,                   -- classifier B's label (differential campaigns)
+        fitness DOUBLE NOT NULL,
+        image VARCHAR NOT NULL,           -- relative to the home
+        PRIMARY KEY (campaign_id, entry)
+    )""",
+    # Validity filters' scores (engine/validators/), per archived or result image.
+    """CREATE TABLE IF NOT EXISTS validity (
+        campaign_id VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,            -- archive | result
+        ref INTEGER NOT NULL,             -- archive entry, or seed_idx for a result
+        validator VARCHAR NOT NULL,
+        score DOUBLE NOT NULL,
+        threshold DOUBLE NOT NULL,
+        valid BOOLEAN NOT NULL,           -- score >= threshold
+        PRIMARY KEY (campaign_id, kind, ref, validator)
     )""",
 ]
 
@@ -185,6 +217,7 @@ KEYS: dict[str, str] = {
     "generations": "campaign_id, seed_idx, generation",
     "individuals": "campaign_id, seed_idx, generation, individual",
     "images": "campaign_id, seed_idx, kind",
+    "archive": "campaign_id, entry",
 }
 
 
@@ -246,4 +279,13 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "seeds", "target INTEGER"),
         lambda con: add_column(con, "campaign_metrics", "test_confusion JSON"),
     ],
+    7: [  # differential testing: a second classifier's labels, a second objective
+        lambda con: add_column(con, "campaigns", "classifier_b VARCHAR"),
+        lambda con: add_column(con, "seeds", "seed_pred_b INTEGER"),
+        lambda con: add_column(con, "seeds", "final_pred_b INTEGER"),
+        lambda con: add_column(con, "generations", "best_pred_b INTEGER"),
+        lambda con: add_column(con, "individuals", "pred_b INTEGER"),
+        lambda con: add_column(con, "individuals", "objective2 DOUBLE"),
+        lambda con: add_column(con, "campaign_metrics", "differential JSON"),
+    ],  # archive and validity: DDL creates them
 }

@@ -26,12 +26,12 @@ from store.connection import Store, StoreBusy, holders
 
 Columns = dict[str, Any]
 
-TABLES = ("seeds", "generations", "individuals", "images")
+TABLES = ("seeds", "generations", "individuals", "images", "archive")
 BUSY_FACTOR = 30  # the next flush waits at least 30x the last flush's duration
 SEED_UPDATE_COLS = (
     "status", "misclassified", "iterations", "evaluations", "final_pred", "final_fitness",
     "final_top1", "final_top2", "latent_distance", "result_image", "elapsed_s",
-    "improvements_image",
+    "improvements_image", "final_pred_b",
 )  # fmt: skip
 
 

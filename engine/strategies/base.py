@@ -99,6 +99,17 @@ class Strategy(ABC):
     def advance(self, rng: torch.Generator) -> None:
         """Breed the next population from the evaluated one."""
 
+    def see(self, slots: torch.Tensor, images: torch.Tensor, failing: torch.Tensor) -> None:
+        """Called before ``tell`` with the uint8 images (S, M, C, H, W) of the slots just
+        evaluated and whether each fails the criterion (S, M), for strategies whose
+        objectives depend on the images (NSGA-II's diversity); most need neither."""
+        return None
+
+    def objective2(self) -> torch.Tensor | None:
+        """A multi-objective strategy's second objective of the population (S, P), for the
+        record (the Pareto front on the Campaign page); None for single-objective ones."""
+        return None
+
     def finished(self) -> torch.Tensor | None:
         """Seeds (S,) whose search this strategy's own stop rule ends after the generation
         just told, or None when it has no stop rule (the runner's rules still apply)."""

@@ -12,6 +12,7 @@ from engine.config import parse_config
 from engine.runner import run_campaign
 from engine.strategies import STRATEGIES
 from store import Store, queries
+from store import differential as sd
 
 #: Small settings per strategy; a new strategy must add its own here.
 SMALL = {
@@ -19,7 +20,10 @@ SMALL = {
     "random": {"generations": 12, "perturbation": "custom", "step": 0.3},
     "sinvad": {"generations": 12, "population": 12, "elites": 4},
     "interpolate": {"k": 2, "lambda_steps": 4},
+    "nsga2": {"generations": 8, "population": 12, "cluster_every": 2},
 }
+#: Campaign settings a strategy needs beyond its own (NSGA-II compares two classifiers).
+EXTRA = {"nsga2": {"classifier_b": "lenet5", "validators": {}}}
 
 
 def test_every_strategy_has_a_determinism_case():
@@ -28,8 +32,9 @@ def test_every_strategy_has_a_determinism_case():
 
 def outcome(home: Path, strategy: str, seed: int = 1) -> tuple[pd.DataFrame, ...]:
     cfg = parse_config(
-        {"strategy": strategy, "seeds": 3, "seed": seed, "strategy_params": SMALL[strategy]}
-    )
+        {"strategy": strategy, "seeds": 3, "seed": seed, "strategy_params": SMALL[strategy],
+         **EXTRA.get(strategy, {})}
+    )  # fmt: skip
     cid = run_campaign(cfg, home).campaign_id
     store = Store(home / "latentfuzz.duckdb")
     s = queries.seeds(store, cid).drop(columns=["elapsed_s"])
@@ -38,6 +43,8 @@ def outcome(home: Path, strategy: str, seed: int = 1) -> tuple[pd.DataFrame, ...
         for c in cols:
             df[c] = df[c].str.replace(cid, "ID")
     ind = pd.concat([queries.individuals(store, cid, i) for i in range(3)])
+    arch = sd.archive(store, cid).drop(columns=["image"])
+    ind = pd.concat([ind, arch])  # NSGA-II's archive of triggering inputs (empty elsewhere)
     images = tuple(
         (home / p).read_bytes() for p in queries.seeds(store, cid)["result_image"].dropna()
     )

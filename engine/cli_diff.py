@@ -1,0 +1,150 @@
+"""Differential testing commands: `validate`, `diff-study`, `zoo compress`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from engine.cli_common import HomeOpt, console, fmt
+from engine.cli_common import open_store as _store
+from engine.errors import LatentfuzzError
+
+#: diff-study's default pairs: a different architecture, and the compressed twin.
+PAIRS = ("mnist-convnet:mnist-lenet5", "mnist-convnet:mnist-convnet-pruned80")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(validate)
+    app.command("diff-study")(diff_study)
+
+
+def parse_validators(items: list[str]) -> dict[str, float | None]:
+    """['ssim-nearest=0.4', 'discriminator'] -> {'ssim-nearest': 0.4, 'discriminator': None}."""
+    out: dict[str, float | None] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            threshold = float(value) if value else None
+        except ValueError:
+            raise LatentfuzzError(
+                f"--validator {item!r}: the threshold {value!r} is not a number; "
+                "expected NAME or NAME=THRESHOLD, e.g. ssim-nearest=0.4"
+            ) from None
+        if threshold is not None and not math.isfinite(threshold):
+            raise LatentfuzzError(f"--validator {item!r}: the threshold must be finite")
+        out[name.strip()] = threshold
+    return out
+
+
+def validate(
+    campaign: Annotated[str, typer.Argument(help="campaign id")],
+    validator: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME or NAME=THRESHOLD (repeat) [the campaign's, else all that apply]"),
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Score a campaign's archived and result images with validity filters and recompute
+    its differential figures."""
+    from engine import differential
+    from engine.config import from_record, resolve
+    from engine.home import resolve_home
+    from engine.validators import check_validators, default_validators
+    from store import queries
+
+    store = _store(home)
+    row = queries.campaign(store, campaign)
+    if row is None:
+        raise LatentfuzzError(f"no campaign {campaign!r}; `latentfuzz list` shows the ids")
+    r = resolve(from_record(row["config"]))
+    chosen = parse_validators(validator) if validator else r.validators
+    chosen = chosen or default_validators(r.generator)
+    check_validators(chosen, r.generator)
+    rows = differential.validate(
+        store, resolve_home(home), campaign, r.generator, r.dataset, chosen
+    )
+    for (kind, name), part in rows.groupby(["kind", "validator"]):
+        console.print(
+            f"{kind} images, {name}: {int(part['valid'].sum())} of {len(part)} valid "
+            f"(threshold {part['threshold'].iloc[0]:.3f})"
+        )
+    metrics = queries.metrics(store, campaign)
+    if metrics is not None and r.archive:
+        clf = differential.feature_classifier(r)
+        figs = differential.figures(
+            store, resolve_home(home), campaign, int(metrics["evaluations"]),
+            lambda x: differential.penultimate(clf, x), r.config.seed, True,
+        )  # fmt: skip
+        from store.differential import write_differential
+
+        write_differential(store, campaign, figs)
+        console.print(
+            f"triggering inputs {figs['triggering']}, valid {figs['valid_triggering']}, "
+            f"geometric diversity {fmt(figs['geometric_diversity'], '.1f')}"
+        )
+
+
+def diff_study(
+    pairs: Annotated[str, typer.Option(help="comma-separated A:B classifier pairs")] = ",".join(
+        PAIRS
+    ),
+    generator: Annotated[str, typer.Option(help="zoo generator")] = "gan",
+    seeds: Annotated[int, typer.Option(help="searches (seeds) per campaign")] = 4,
+    evaluations: Annotated[int, typer.Option(help="evaluations per search, both methods")] = 1500,
+    population: Annotated[int, typer.Option(help="NSGA-II and GA population")] = 50,
+    repetitions: Annotated[int, typer.Option(help="campaigns per method and pair")] = 3,
+    embedding: Annotated[str, typer.Option(help="NSGA-II's embedding: pca | umap")] = "pca",
+    name: Annotated[str | None, typer.Option(help="study name [diff-<time>]")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """NSGA-II (DiffGAN) against a single-objective GA with the divergence fitness, at
+    equal evaluation budget, on each classifier pair; prints triggering inputs, valid ones
+    and geometric diversity (mean and standard deviation over repetitions)."""
+    from engine.diff_study import run_diff_study
+
+    table = run_diff_study(
+        [p.split(":", 1) for p in pairs.split(",")], generator, seeds, evaluations, population,
+        repetitions, embedding, name, home,
+    )  # fmt: skip
+    print_study(table)
+
+
+def print_study(df: Any) -> None:
+    t = Table("A vs B", "method", "runs", "triggering", "valid triggering",
+              "geometric diversity (valid)", "label entropy (valid)")  # fmt: skip
+    for _, r in df.iterrows():
+        t.add_row(
+            f"{r['classifier']} vs {r['classifier_b']}", r["strategy"], str(r["runs"]),
+            f"{r['triggering_mean']:.0f} ± {fmt(r['triggering_sd'], '.0f')}",
+            f"{r['valid_triggering_mean']:.0f} ± {fmt(r['valid_triggering_sd'], '.0f')}",
+            f"{fmt(r['geometric_diversity_mean'], '.1f')} ± "
+            f"{fmt(r['geometric_diversity_sd'], '.1f')}",
+            f"{fmt(r['label_entropy_mean'], '.2f')} ± {fmt(r['label_entropy_sd'], '.2f')}",
+        )  # fmt: skip
+    console.print(t)
+
+
+def register_zoo(zoo_app: typer.Typer) -> None:
+    zoo_app.command("compress")(zoo_compress)
+
+
+def zoo_compress(
+    name: Annotated[str, typer.Argument(help="zoo classifier")] = "mnist-convnet",
+    amount: Annotated[float, typer.Option(help="share of weights pruned")] = 0.8,
+    dataset: str = "mnist",
+    out: Annotated[Path | None, typer.Option(help="zoo folder [the bundled models/]")] = None,
+) -> None:
+    """Make a compressed twin of a zoo classifier (global magnitude pruning) and card it."""
+    from engine.train.compress import compress_classifier
+
+    card = compress_classifier(name, amount, dataset, out)
+    m = card["metrics"]
+    console.print(
+        f"{card['name']}: sparsity {card['compression']['sparsity']:.3f}, test accuracy "
+        f"{m['test_accuracy']:.3f} (original {fmt(m['original_test_accuracy'], '.3f')}), "
+        f"agrees with {name} on {m['agreement_with_original']:.1%} of test images"
+    )

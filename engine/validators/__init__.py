@@ -1,0 +1,30 @@
+"""Validity filters: importing this package registers every bundled filter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.validators import discriminator, ssim_nearest  # noqa: F401  (registration)
+from engine.validators.base import VALIDATORS, Validator
+
+
+def check_validators(chosen: dict[str, float | None] | None, generator: Any) -> None:
+    """ConfigError (one line) for a filter that does not exist or cannot score this
+    generator's images."""
+    for name in chosen or {}:
+        if name not in VALIDATORS:
+            raise ConfigError(
+                f"validity filter {name!r} unknown; expected one of {VALIDATORS.names()}"
+            )
+        why = VALIDATORS.get(name).check(generator)
+        if why is not None:
+            raise ConfigError(why)
+
+
+def default_validators(generator: Any) -> dict[str, float | None]:
+    """Every filter that can score this generator's images, at its default threshold."""
+    return {n: None for n in VALIDATORS.names() if VALIDATORS.get(n).check(generator) is None}
+
+
+__all__ = ["VALIDATORS", "Validator", "check_validators", "default_validators"]

@@ -1,0 +1,141 @@
+"""Differential campaigns end to end on the bundled GAN: two classifiers, the archive of
+triggering inputs, validity filters, the differential figures, and their errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.config import parse_config, resolve
+from engine.errors import ConfigError
+from engine.runner import run_campaign
+from store import Store, queries
+from store import differential as sd
+
+
+def diff_campaign(home: Path, strategy: str = "ga", **params):
+    cfg = parse_config({
+        "generator": "gan", "classifier": "convnet", "classifier_b": "lenet5",
+        "strategy": strategy, "seeds": 3, "seed": 3,
+        "strategy_params": {"generations": 6, "population": 20, "stop_at_failure": False,
+                            **({"best_left": 5} if strategy == "ga" else {}), **params},
+    })  # fmt: skip
+    return run_campaign(cfg, home).campaign_id, Store(home / "latentfuzz.duckdb")
+
+
+@pytest.fixture(scope="module")
+def ga_diff(tmp_path_factory):
+    home = tmp_path_factory.mktemp("diff")
+    cid, store = diff_campaign(home)
+    return home, cid, store
+
+
+def test_both_classifiers_labels_are_stored_where_one_is_today(ga_diff):
+    home, cid, store = ga_diff
+    c = queries.campaign(store, cid)
+    assert c["classifier"] == "mnist-convnet" and c["classifier_b"] == "mnist-lenet5"
+    assert c["config"]["fitness"] == "divergence" and c["config"]["archive"] is True
+    seeds = queries.seeds(store, cid)
+    assert seeds["seed_pred_b"].notna().all() and seeds["final_pred_b"].notna().all()
+    gens = queries.generations(store, cid)
+    assert gens["best_pred_b"].notna().all()
+    ind = queries.individuals(store, cid, 0)
+    assert ind["pred_b"].notna().all()
+    # A seed that failed ends on an input the two label differently.
+    failed = seeds[seeds["misclassified"].astype(bool)]
+    assert len(failed) and (failed["final_pred"] != failed["final_pred_b"]).all()
+
+
+def test_every_distinct_triggering_input_is_archived_and_scored(ga_diff):
+    home, cid, store = ga_diff
+    arch = sd.archive(store, cid)
+    assert len(arch) > 3  # not only each seed's first
+    assert (arch["pred"] != arch["pred_b"]).all()
+    assert arch["image"].map(lambda p: (home / p).is_file()).all()
+    assert {"score_ssim-nearest", "score_discriminator"} <= set(arch.columns)
+    assert arch["score_ssim-nearest"].between(-1, 1).all()
+    v = sd.validity(store, cid)
+    assert set(v["kind"]) == {"archive", "result"}
+    assert v.loc[v.validator == "ssim-nearest", "threshold"].eq(0.4).all()
+    figs = queries.metrics(store, cid)["differential"]
+    assert figs["triggering"] == len(arch)
+    assert figs["valid_triggering"] == int(arch["valid"].sum())
+    assert figs["triggering_per_1k"] == pytest.approx(1000 * len(arch) / figs["evaluations"])
+    assert sum(figs[k] for k in ("all_only_a_right", "all_only_b_right", "all_both_wrong")) == len(
+        arch
+    )
+
+
+def test_validate_rescores_with_another_threshold(ga_diff, capsys):
+    from engine.cli import app
+
+    home, cid, store = ga_diff
+    from typer.testing import CliRunner
+
+    out = CliRunner().invoke(
+        app, ["validate", cid, "--validator", "ssim-nearest=0.0", "--home", str(home)]
+    )
+    assert out.exit_code == 0, out.output
+    v = sd.validity(store, cid)
+    assert v.loc[v.validator == "ssim-nearest", "valid"].all()
+    # Only the filter named is rescored: an input is valid when it passes every filter,
+    # so now exactly those the discriminator lets through.
+    arch = sd.archive(store, cid)
+    assert arch["valid_ssim-nearest"].all()
+    figs = queries.metrics(store, cid)["differential"]
+    assert figs["valid_triggering"] == int(arch["valid_discriminator"].sum()) < figs["triggering"]
+
+
+def test_single_classifier_campaigns_keep_their_shape(tmp_path: Path):
+    cfg = parse_config({"seeds": 2, "strategy_params": {"generations": 3}})
+    cid = run_campaign(cfg, tmp_path).campaign_id
+    store = Store(tmp_path / "latentfuzz.duckdb")
+    assert queries.seeds(store, cid)["seed_pred_b"].isna().all()
+    assert sd.archive(store, cid).empty and sd.validity(store, cid).empty
+    assert queries.metrics(store, cid)["differential"] is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"fitness": "divergence"}, "compares two classifiers; name the second one"),
+        ({"criterion": "disagree"}, "compares two classifiers"),
+        ({"classifier": "convnet", "classifier_b": "mnist-convnet"}, "the same model"),
+        ({"classifier_b": "lenet5", "validators": {"nope": None}}, "filter 'nope' unknown"),
+        ({"generator": "vae", "classifier_b": "lenet5", "validators": {"discriminator": None}},
+         "needs a GAN with its discriminator"),
+        ({"classifier_b": "nonesuch"}, "no classifier 'nonesuch'"),
+    ],
+)  # fmt: skip
+def test_differential_config_errors_are_one_line(raw: dict, message: str):
+    with pytest.raises(ConfigError, match=message) as e:
+        resolve(parse_config({"generator": "gan", **raw}))
+    assert "\n" not in str(e.value)
+
+
+def test_default_filters_follow_the_generator():
+    def chosen(generator: str) -> set[str]:
+        cfg = parse_config({"generator": generator, "classifier_b": "lenet5"})
+        return set(resolve(cfg).validators)
+
+    assert chosen("gan") == {"discriminator", "ssim-nearest"}
+    assert chosen("vae") == {"ssim-nearest"}
+    assert resolve(parse_config({"generator": "gan"})).validators == {}
+
+
+def test_discriminator_scores_real_digits_above_noise():
+    from engine.validators import VALIDATORS
+
+    r = resolve(parse_config({"generator": "gan"}))
+    f = VALIDATORS.get("discriminator")(r.generator, r.dataset)
+    test = r.dataset.load("test")
+    real = (test.images[:200] * 255).round().to(torch.uint8)
+    noise = torch.randint(0, 256, real.shape, generator=torch.Generator().manual_seed(0),
+                          dtype=torch.uint8)  # fmt: skip
+    labels = test.labels[:200]
+    s_real, s_noise = f.score(real, labels), f.score(noise, labels)
+    assert 0 < f.threshold < 1  # calibrated: 95% of real training digits reach it
+    assert float((s_real >= f.threshold).float().mean()) > 0.8
+    assert float((s_noise >= f.threshold).float().mean()) < 0.2
