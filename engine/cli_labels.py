@@ -27,6 +27,9 @@ def create_cmd(
     sample: Annotated[int | None, typer.Option(help="result images to draw [all]")] = None,
     plan: Annotated[bool, typer.Option(help="sample size for 95% confidence, 5% margin")] = False,
     seed_images: Annotated[bool, typer.Option(help="also show the seed images")] = False,
+    triggering: Annotated[
+        bool, typer.Option(help="label differential campaigns' triggering inputs")
+    ] = False,
     gold_rate: Annotated[float, typer.Option(help="share of gold (real) images")] = 0.1,
     rule: Annotated[str, typer.Option(help="icst | majority (k >= 3)")] = "icst",
     seed: Annotated[int, typer.Option(help="random seed of sampling, orders, bootstrap")] = 0,
@@ -51,7 +54,8 @@ def create_cmd(
         console.print(f"planner: {sample} of {population} failing images (95% confidence, 5%)")
     try:
         cfg = StudyConfig(campaigns=campaign, k=k, sample=sample, seed_images=seed_images,
-                          gold_rate=gold_rate, rule=rule, seed=seed, name=name)  # fmt: skip
+                          gold_rate=gold_rate, rule=rule, seed=seed, name=name,
+                          triggering=triggering)  # fmt: skip
     except ValidationError as e:
         raise LatentfuzzError(f"invalid study settings: {e}") from e
     sid = create_study(store, resolve_home(home), cfg)

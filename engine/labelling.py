@@ -35,6 +35,10 @@ class StudyConfig(BaseModel, frozen=True):
     rule: str = Field("icst", pattern="^(icst|majority)$")
     sample: int | None = Field(None, ge=1, description="result images drawn; None: all")
     seed_images: bool = False
+    triggering: bool = Field(
+        False, description="label the campaigns' archived triggering inputs (differential "
+        "campaigns: images two classifiers label differently) instead of failing seeds",
+    )  # fmt: skip
     gold_rate: float = Field(0.1, ge=0, lt=1, description="share of gold items in the study")
     seed: int = Field(0, ge=0)
     resamples: int = Field(1000, ge=100)
@@ -68,9 +72,40 @@ def failing_seeds(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """The archived triggering inputs of differential campaigns: the population a
+    differential study samples from."""
+    from store import differential as sd
+
+    frames = []
+    for cid in campaign_ids:
+        c = queries.campaign(store, cid)
+        if c is None:
+            raise ConfigError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
+        a = sd.archive(store, cid)
+        a = a[a["pred_b"].notna()]
+        frames.append(a.assign(campaign_id=cid, generator=c["generator"], preset=c["preset"],
+                               dataset=c["dataset"]))  # fmt: skip
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _triggering_rows(pool: pd.DataFrame) -> list[dict]:
+    return [{
+        "kind": "triggering", "campaign_id": r.campaign_id, "seed_idx": r.seed_idx,
+        "generator": r.generator, "preset": r.preset, "image": r.image, "expected": r.label,
+        "predicted": r.pred, "predicted_b": int(r.pred_b), "iterations": r.generation,
+        "external_id": f"archive:{r.entry}",
+    } for r in pool.itertuples()]  # fmt: skip
+
+
 def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
     """Draw the study's images, write its gold images and store it; returns its id."""
-    pool = failing_seeds(store, cfg.campaigns)
+    pool = (triggering_inputs if cfg.triggering else failing_seeds)(store, cfg.campaigns)
+    if pool.empty and cfg.triggering:
+        raise ConfigError(
+            f"campaigns {cfg.campaigns} have no archived triggering input: nothing to label. "
+            "Run a differential campaign (a second classifier) first."
+        )
     if pool.empty:
         raise ConfigError(
             f"campaigns {cfg.campaigns} have no misclassified seed with a result image: "
@@ -86,8 +121,8 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
     if cfg.sample is not None and cfg.sample < len(pool):
         pool = pool.iloc[np.sort(rng.choice(len(pool), cfg.sample, replace=False))]
     dataset = get_dataset(datasets.pop())
-    rows = []
-    for kind in ("result", "seed") if cfg.seed_images else ("result",):
+    rows = _triggering_rows(pool) if cfg.triggering else []
+    for kind in () if cfg.triggering else ("result", "seed") if cfg.seed_images else ("result",):
         for r in pool.itertuples():
             rows.append({
                 "kind": kind, "campaign_id": r.campaign_id, "seed_idx": r.seed_idx,
@@ -262,6 +297,36 @@ def report(store: Store, study_id: str, by: tuple[str, ...] = ("generator", "pre
     """The per generator x perturbation table of a study (see group_table)."""
     s, v, _ = load(store, study_id)
     return group_table(v, list(by), int(s["seed"]), int(s["resamples"]))
+
+
+def model_agreement(v: pd.DataFrame, rule: str) -> pd.DataFrame:
+    """Which classifier people agree with on triggering inputs, per campaign: of the
+    complete items judged valid, how many the labellers give A's label, B's label, or
+    another (each under the study's rule, as preservation; undecided ones apart)."""
+    cols = ["campaign_id", "labelled", "valid", "humans_agree_a", "humans_agree_b",
+            "humans_agree_neither", "undecided"]  # fmt: skip
+    t = v[(v["kind"] == "triggering") & v["complete"]] if "kind" in v else v.iloc[:0]
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for cid, g in t.groupby("campaign_id"):
+        valid = g[g["validity"].map(lambda x: x is True)]
+        side_a = side_b = neither = undecided_ = 0
+        for it in valid.itertuples():
+            a = agreement.preservation(it.answers, int(it.predicted), rule)
+            b = agreement.preservation(it.answers, int(it.predicted_b), rule)
+            if a:
+                side_a += 1
+            elif b:
+                side_b += 1
+            elif a is False and b is False:
+                neither += 1
+            else:
+                undecided_ += 1
+        rows.append({"campaign_id": cid, "labelled": len(g), "valid": len(valid),
+                     "humans_agree_a": side_a, "humans_agree_b": side_b,
+                     "humans_agree_neither": neither, "undecided": undecided_})  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
 
 
 def campaign_validity(store: Store, campaign_ids: list[str]) -> pd.DataFrame:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.components import X_AXES, convergence_chart, gallery, load_image, status_bar
 from dashboard.data import get_home, get_store
+from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
@@ -116,6 +117,7 @@ manage()
 st.subheader("Metrics")
 metrics_panel(store, cid)
 escape_panel(store, cid, class_names)
+differential_panel(store, home, cid, class_names)
 seeds = queries.seeds(store, cid)
 tab_gallery, tab_seed, tab_table = st.tabs(["Gallery", "Seed detail", "Per-seed table"])
 with tab_gallery:

@@ -49,6 +49,14 @@ if choice == UPLOAD:
         except ModelError as e:
             right.error(str(e))
 
+second = right.selectbox(
+    "Second classifier (differential testing)",
+    ["none", *[c for c in zoo_classifiers if c != classifier]],
+    help="classify every image with both and search where they disagree (DiffGAN); "
+    "the objective becomes divergence and the campaign keeps every triggering input",
+)
+classifier_b = None if second == "none" else second
+
 PRESET_SETTINGS = {
     "strong (default)": {"perturbation": "strong"},
     "ICST, low perturbation": {"perturbation": "low"},
@@ -59,7 +67,8 @@ strategy = st.selectbox(
     STRATEGIES.names(),
     index=STRATEGIES.names().index("ga"),
     help="ga: GIFTbench's genetic algorithm, defects fixed; sinvad: SINVAD's boundary "
-    "search; random: the equal-budget baseline; interpolate: Argus (needs a VAE)",
+    "search; random: the equal-budget baseline; interpolate: Argus (needs a VAE); "
+    "nsga2: DiffGAN's two-objective search (pick a second classifier)",
 )
 Params = STRATEGIES.get(strategy).Params
 defaults, preset = {}, ""
@@ -73,7 +82,7 @@ if "perturbation" in Params.model_fields:
     )
     defaults = PRESET_SETTINGS[preset]
 OBJECTIVES = {
-    f"default ({STRATEGIES.get(strategy).default_fitness})": {},
+    f"default ({'divergence' if classifier_b else STRATEGIES.get(strategy).default_fitness})": {},
     "margin: any misclassification": {"fitness": "margin"},
     "targeted: reach one class": {"fitness": "targeted"},
     "boundary: the failing latent closest to the seed (SINVAD)": {"fitness": "boundary"},
@@ -132,6 +141,7 @@ with st.form("campaign"):
 if submitted:
     raw = {
         "dataset": dataset, "generator": generator, "classifier": classifier,
+        "classifier_b": classifier_b,
         **({} if seeds is None else {"seeds": int(seeds)}), **objective_fields,
         "seed": int(seed), "name": name or None, "strategy": strategy,
         "target_class": None if target == "any" else ds.class_names.index(target),

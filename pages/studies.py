@@ -51,12 +51,18 @@ with tab_new:
                 help="share of the study; measures each labeller's accuracy",
             )  # fmt: skip
             seed_images = f.checkbox("Also show the seed images", False)
+            triggering = f.checkbox(
+                "Triggering inputs instead (differential campaigns)", False,
+                help="the images two classifiers label differently; the statistics then "
+                "say which classifier people agree with",
+            )  # fmt: skip
             seed = g.number_input("Random seed", 0, 2**31 - 1, 0)
             if st.form_submit_button("Create study", type="primary", disabled=not chosen):
                 try:
                     cfg = labelling.StudyConfig(
                         campaigns=chosen, name=name or None, k=k, rule=rule, sample=sample,
                         seed_images=seed_images, gold_rate=gold, seed=seed,
+                        triggering=triggering,
                     )  # fmt: skip
                     sid = labelling.create_study(store, home, cfg)
                 except ValidationError as err:  # a sentence, not pydantic's dump
@@ -99,6 +105,12 @@ with tab_stats:
             st.info("No image has all its answers yet.")
             break
         st.dataframe(study_table(t, by), hide_index=True, width="stretch")
+    sides = labelling.model_agreement(v, s["rule"])
+    if len(sides):
+        st.subheader("Which classifier people agree with")
+        st.caption("triggering inputs of differential campaigns: of the images judged valid, "
+                   "those the labellers give classifier A's label, B's, or another")  # fmt: skip
+        st.dataframe(sides, hide_index=True, width="stretch")
     st.subheader("Agreement and labellers")
     ag = labelling.agreement_table(j, v)
     a, b, c = st.columns(3)

@@ -117,3 +117,13 @@ def differential_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
 def flat(figures: dict[str, Any]) -> dict[str, Any]:
     """The scalar figures of a differential dict (lists and matrices left out)."""
     return {k: v for k, v in figures.items() if not isinstance(v, (list, dict))}
+
+
+def triggering_studies(store: Store, campaign_id: str) -> list[str]:
+    """Label studies that show this campaign's triggering inputs."""
+    df = store.query(
+        "SELECT DISTINCT study_id FROM label_items WHERE campaign_id = ? AND kind = 'triggering' "
+        "ORDER BY 1",
+        [campaign_id],
+    )
+    return df["study_id"].tolist()

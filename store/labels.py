@@ -46,9 +46,10 @@ def create_study(
     """Insert a study, its items (item_id 0..n-1) and any judgements it comes with
     (imports) in one transaction: all of it or nothing."""
     cols = ["study_id", "item_id", "kind", "campaign_id", "seed_idx", "generator", "preset",
-            "image", "expected", "predicted", "iterations", "external_id"]  # fmt: skip
+            "image", "expected", "predicted", "iterations", "external_id",
+            "predicted_b"]  # fmt: skip
     frame = items.reindex(columns=cols).assign(study_id=study["id"])
-    for c in ("seed_idx", "expected", "predicted", "iterations"):
+    for c in ("seed_idx", "expected", "predicted", "iterations", "predicted_b"):
         frame[c] = frame[c].astype("Int64")
     with store.write() as con:
         con.execute(
@@ -58,7 +59,9 @@ def create_study(
              json.dumps(study.get("config", {}))],
         )  # fmt: skip
         con.register("new_items", frame)
-        con.execute(f"INSERT INTO label_items SELECT {', '.join(cols)} FROM new_items")
+        con.execute(
+            f"INSERT INTO label_items ({', '.join(cols)}) SELECT {', '.join(cols)} FROM new_items"
+        )
         con.unregister("new_items")
         if judgements is not None and len(judgements):
             j = judgements.reindex(columns=JUDGEMENT_COLUMNS).assign(study_id=study["id"])

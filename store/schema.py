@@ -123,6 +123,7 @@ DDL = [
         predicted INTEGER,                -- the classifier's label (never shown)
         iterations INTEGER,
         external_id VARCHAR,              -- the ID column of an imported study
+        predicted_b INTEGER,              -- classifier B's label (triggering inputs, schema 7)
         PRIMARY KEY (study_id, item_id)
     )""",
     """CREATE TABLE IF NOT EXISTS labellers (
@@ -287,5 +288,6 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "individuals", "pred_b INTEGER"),
         lambda con: add_column(con, "individuals", "objective2 DOUBLE"),
         lambda con: add_column(con, "campaign_metrics", "differential JSON"),
+        lambda con: add_column(con, "label_items", "predicted_b INTEGER"),
     ],  # archive and validity: DDL creates them
 }

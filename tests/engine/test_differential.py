@@ -139,3 +139,27 @@ def test_discriminator_scores_real_digits_above_noise():
     assert 0 < f.threshold < 1  # calibrated: 95% of real training digits reach it
     assert float((s_real >= f.threshold).float().mean()) > 0.8
     assert float((s_noise >= f.threshold).float().mean()) < 0.2
+
+
+def test_a_study_of_triggering_inputs_says_which_classifier_people_agree_with(ga_diff):
+    from datetime import datetime
+
+    from engine import labelling
+    from store import labels as ls
+
+    home, cid, store = ga_diff
+    cfg = labelling.StudyConfig(campaigns=[cid], k=2, gold_rate=0.0, triggering=True, sample=6)
+    sid = labelling.create_study(store, home, cfg)
+    items = ls.items(store, sid).set_index("item_id")
+    assert (items["kind"] == "triggering").all() and len(items) == 6
+    assert (items["predicted"] != items["predicted_b"]).all()
+    # Both labellers give A's label to the first four items, B's to the last two.
+    for who in ("ann", "bob"):
+        ls.join(store, sid, who)
+        while (item := ls.next_item(store, sid, who)) is not None:
+            row = items.loc[item]
+            answer = row["predicted"] if item < 4 else row["predicted_b"]
+            ls.answer(store, sid, item, who, int(answer), datetime.now())
+    s, v, _ = labelling.load(store, sid)
+    sides = labelling.model_agreement(v, s["rule"]).iloc[0]
+    assert (sides["valid"], sides["humans_agree_a"], sides["humans_agree_b"]) == (6, 4, 2)

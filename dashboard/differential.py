@@ -1,0 +1,201 @@
+"""A differential campaign on the Campaign page: its figures, who is right, where the two
+classifiers disagree, the Pareto front per generation and the triggering inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard.components import load_image
+from engine.csv_io import to_csv_bytes
+from store import Store, queries
+from store import differential as sd
+
+PAGE = 24  # triggering inputs per gallery page
+PER_ROW = 6
+SPLIT = {"only_a_right": "only A right", "only_b_right": "only B right",
+         "both_wrong": "both wrong"}  # fmt: skip
+
+
+def figures_row(figs: dict) -> None:
+    cols = st.columns(5)
+    cols[0].metric("triggering inputs", figs["triggering"],
+                   help="distinct images A and B label differently")  # fmt: skip
+    cols[1].metric("per 1,000 evaluations", f"{figs['triggering_per_1k']:.1f}")
+    valid = figs.get("valid_triggering")
+    cols[2].metric("valid (all filters)", "–" if valid is None else valid)
+    geo = figs.get("geometric_diversity")
+    cols[3].metric(
+        "geometric diversity", "–" if geo is None else f"{geo:.1f}",
+        help=f"log det of the Gram matrix of {figs.get('geometric_subset')} valid triggering "
+        "inputs' normalised features (penultimate layer of the default classifier); "
+        "higher is more diverse, 0 at most",
+    )  # fmt: skip
+    ent = figs.get("label_entropy")
+    cols[4].metric("label-pair entropy", "–" if ent is None else f"{ent:.2f} bits")
+
+
+def split_chart(arch: pd.DataFrame) -> alt.Chart:
+    y, a, b = arch["label"], arch["pred"], arch["pred_b"]
+    counts = {
+        "only A right": int(((a == y) & (b != y)).sum()),
+        "only B right": int(((b == y) & (a != y)).sum()),
+        "both wrong": int(((a != y) & (b != y)).sum()),
+    }
+    df = pd.DataFrame({"who": list(counts), "inputs": list(counts.values())})
+    return (
+        alt.Chart(df, title="who is right (against the generator's intended label)")
+        .mark_bar()
+        .encode(
+            x=alt.X("inputs:Q"),
+            y=alt.Y("who:N", sort=list(counts), title=None),
+            tooltip=["who", "inputs"],
+        )  # fmt: skip
+        .properties(height=120)
+    )
+
+
+def disagreement_heatmap(arch: pd.DataFrame, names: list[str]) -> alt.Chart:
+    df = arch.groupby(["pred", "pred_b"]).size().rename("inputs").reset_index()
+    df["A"] = [names[int(i)] for i in df["pred"]]
+    df["B"] = [names[int(i)] for i in df["pred_b"]]
+    base = alt.Chart(df, title="label A x label B").encode(
+        x=alt.X("B:O", sort=names, title="classifier B's label"),
+        y=alt.Y("A:O", sort=names, title="classifier A's label"),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("inputs:Q", scale=alt.Scale(scheme="orangered")),
+        tooltip=["A", "B", "inputs"],
+    )
+    text = base.mark_text(fontSize=10).encode(text="inputs:Q")
+    return (rect + text).properties(width=300, height=300)
+
+
+def pareto_front(f1: np.ndarray, f2: np.ndarray) -> np.ndarray:
+    """Mask of the non-dominated points, both objectives maximised."""
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
+    if not len(f1):
+        return np.zeros(0, bool)
+    front = NonDominatedSorting().do(-np.stack([f1, f2], 1), only_non_dominated_front=True)
+    mask = np.zeros(len(f1), bool)
+    mask[front] = True
+    return mask
+
+
+def pareto_panel(store: Store, cid: str, seeds: list[int]) -> None:
+    left, right = st.columns([1, 3])
+    seed = left.selectbox("Search", seeds, key="pareto_seed",
+                          help="each seed is one NSGA-II run")  # fmt: skip
+    df = sd.pareto(store, cid, int(seed))
+    if df.empty:
+        right.info("No generation recorded yet.")
+        return
+    gens = sorted(df["generation"].unique())
+    g = gens[0] if len(gens) == 1 else left.select_slider("Generation", gens, value=gens[-1])
+    now = df[df["generation"] == g].copy()
+    now["divergence"] = -now["fitness"]
+    now["diversity"] = now["objective2"]
+    now["on the front"] = pareto_front(now["divergence"].to_numpy(), now["diversity"].to_numpy())
+    now["disagree"] = now["pred"] != now["pred_b"]
+    chart = (
+        alt.Chart(now, title=f"generation {g}: divergence vs diversity")
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=alt.X("divergence:Q", title="divergence (A vs B)"),
+            y=alt.Y("diversity:Q", title="diversity (cosine distance to finds)"),
+            color=alt.Color("on the front:N", scale=alt.Scale(range=["#bbbbbb", "#d55e00"])),
+            shape=alt.Shape("disagree:N", title="A ≠ B"),
+            tooltip=["individual", "divergence", "diversity", "pred", "pred_b"],
+        )
+        .properties(height=300)
+    )
+    right.altair_chart(chart, width="stretch")
+
+
+def triggering_gallery(home: Path, arch: pd.DataFrame, names: list[str], filters: list[str]):
+    n = len(arch)
+    if not n:
+        st.info("No triggering input matches.")
+        return
+    pages = (n + PAGE - 1) // PAGE
+    page = st.number_input(f"Page (of {pages})", 1, pages, 1, key="trig_page") if pages > 1 else 1
+    chunk = arch.iloc[(page - 1) * PAGE : page * PAGE]
+    for start in range(0, len(chunk), PER_ROW):
+        cols = st.columns(PER_ROW)
+        for col, r in zip(cols, chunk.iloc[start : start + PER_ROW].itertuples(), strict=False):
+            img = load_image(home, r.image, scale=3)
+            if img is not None:
+                col.image(img, width="stretch")
+            scores = " · ".join(
+                f"{f} {getattr(r, 'score_' + f.replace('-', '_'), float('nan')):.2f}"
+                for f in filters
+            )
+            col.caption(
+                f"#{r.entry}: A **{names[int(r.pred)]}**, B **{names[int(r.pred_b)]}** "
+                f"(intended {names[int(r.label)]}){' · ' + scores if scores else ''}"
+            )
+
+
+def human_split(store: Store, cid: str, where) -> None:
+    """Which classifier labellers side with, from every study of this campaign's
+    triggering inputs (engine.labelling.model_agreement)."""
+    from engine import labelling
+
+    frames = []
+    for sid in sd.triggering_studies(store, cid):
+        s, v, _ = labelling.load(store, sid)
+        t = labelling.model_agreement(v[v["campaign_id"] == cid], s["rule"])
+        frames.append(t.assign(study=s["name"]))
+    if not frames:
+        where.caption("No validity study covers these inputs yet: the split above is "
+                      "against the generator's intended label only.")  # fmt: skip
+        return
+    where.markdown("**Against human labels** (valid inputs, the study's rule)")
+    cols = ["study", "labelled", "valid", "humans_agree_a", "humans_agree_b",
+            "humans_agree_neither", "undecided"]  # fmt: skip
+    where.dataframe(pd.concat(frames)[cols], hide_index=True, width="stretch")
+
+
+def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> None:
+    """Nothing for a campaign with one classifier."""
+    c = queries.campaign(store, cid)
+    if c is None or not c.get("classifier_b"):
+        return
+    st.subheader("Differential testing")
+    st.caption(f"A = {c['classifier']}, B = {c['classifier_b']}")
+    m = queries.metrics(store, cid)
+    if m is not None and m.get("differential"):
+        figures_row(m["differential"])
+    arch = sd.archive(store, cid)
+    arch = arch[arch["pred_b"].notna()]
+    arch.columns = [col.replace("-", "_") for col in arch.columns]
+    filters = sorted(col.removeprefix("valid_") for col in arch.columns
+                     if col.startswith("valid_"))  # fmt: skip
+    only_valid = st.toggle(
+        "Valid inputs only", value=False, disabled=not filters,
+        help="keep the inputs every validity filter accepts"
+        + (f" ({', '.join(filters)})" if filters else " (no filter has scored them yet)"),
+    )  # fmt: skip
+    shown = arch[arch["valid"]] if only_valid and filters else arch
+    if shown.empty:
+        st.info("No triggering input yet." if arch.empty else "No valid triggering input.")
+    else:
+        left, right = st.columns(2)
+        left.altair_chart(disagreement_heatmap(shown, names))
+        right.altair_chart(split_chart(shown), width="stretch")
+        human_split(store, cid, right)
+    seeds = sorted(queries.seeds(store, cid).query("viable")["seed_idx"].tolist())
+    if c["strategy"] == "nsga2" and seeds:
+        with st.expander("Pareto front per generation", expanded=True):
+            pareto_panel(store, cid, seeds)
+    with st.expander(f"Triggering inputs ({len(shown)})", expanded=True):
+        triggering_gallery(home, shown, names, [f.replace("_", "-") for f in filters])
+    st.download_button(
+        "Download triggering inputs (CSV)", to_csv_bytes(shown), f"{cid}-triggering.csv",
+        "text/csv",
+    )  # fmt: skip

@@ -1,0 +1,86 @@
+"""AppTest: a differential campaign's page (figures, heatmap, split, Pareto front with its
+generation slider, the triggering gallery with its filter toggle) and New campaign's
+second-classifier picker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.config import parse_config
+from engine.runner import run_campaign
+from store import Store
+from store import differential as sd
+from tests.helpers import page_opener
+
+
+@pytest.fixture(scope="module")
+def diffed(tmp_path_factory) -> tuple[Path, str]:
+    home = tmp_path_factory.mktemp("home")
+    cfg = parse_config({
+        "generator": "gan", "classifier": "convnet", "classifier_b": "lenet5",
+        "strategy": "nsga2", "seeds": 2, "seed": 1,
+        "strategy_params": {"generations": 4, "population": 16, "cluster_every": 2},
+    })  # fmt: skip
+    return home, run_campaign(cfg, home).campaign_id
+
+
+@pytest.fixture
+def app(diffed, monkeypatch):
+    return page_opener(diffed[0], monkeypatch)
+
+
+def test_the_differential_panel_shows_figures_heatmap_front_and_gallery(app, diffed):
+    home, cid = diffed
+    arch = sd.archive(Store(home / "latentfuzz.duckdb"), cid)
+    assert len(arch) > 0 and (~arch["valid"]).any()  # the toggle has something to hide
+    at = app("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert any(s.value == "Differential testing" for s in at.subheader)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["triggering inputs"] == str(len(arch))
+    assert metrics["valid (all filters)"] == str(int(arch["valid"].sum()))
+    gallery = next(e for e in at.expander if e.label.startswith("Triggering inputs"))
+    assert gallery.label == f"Triggering inputs ({len(arch)})"
+    captions = [c.value for c in gallery.caption]
+    assert captions and "ssim-nearest" in captions[0] and "A **" in captions[0]
+    # The filter toggle keeps only inputs every filter accepts.
+    at.toggle[0].set_value(True).run()
+    assert not at.exception, at.exception
+    gallery = next(e for e in at.expander if e.label.startswith("Triggering inputs"))
+    assert gallery.label == f"Triggering inputs ({int(arch['valid'].sum())})"
+    # The Pareto front, with a generation slider.
+    slider = at.select_slider[0]
+    assert slider.label == "Generation" and slider.value == 4
+    slider.set_value(2).run()
+    assert not at.exception, at.exception
+
+
+def test_a_single_classifier_campaign_has_no_differential_panel(tmp_path, monkeypatch):
+    cid = run_campaign(parse_config({"seeds": 2, "strategy_params": {"generations": 2}}),
+                       tmp_path).campaign_id  # fmt: skip
+    at = page_opener(tmp_path, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception
+    assert not any(s.value == "Differential testing" for s in at.subheader)
+
+
+def test_new_campaign_launches_a_differential_campaign(app, monkeypatch):
+    at = app("new_campaign.py")
+    next(s for s in at.selectbox if s.label == "Generator").set_value("mnist-gan").run()
+    second = next(s for s in at.selectbox if s.label.startswith("Second classifier"))
+    assert "mnist-convnet" not in second.options  # never the classifier under test itself
+    second.set_value("mnist-convnet-pruned80").run()
+    next(s for s in at.selectbox if s.label == "Search strategy").set_value("nsga2").run()
+    objective = next(r for r in at.radio if r.label == "Objective")
+    assert objective.value == "default (divergence)"
+    launched = []
+    monkeypatch.setattr(
+        "dashboard.launch.subprocess.Popen", lambda args, **k: launched.append(args)
+    )
+    at.button[0].click().run()
+    assert not at.exception and not at.error, at.error
+    (args,) = launched
+    cfg = yaml.safe_load(Path(args[args.index("--config") + 1]).read_text())
+    assert cfg["classifier_b"] == "mnist-convnet-pruned80" and cfg["strategy"] == "nsga2"
