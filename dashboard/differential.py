@@ -199,3 +199,30 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
         "Download triggering inputs (CSV)", to_csv_bytes(shown), f"{cid}-triggering.csv",
         "text/csv",
     )  # fmt: skip
+
+
+#: Compare's columns for differential campaigns, in order, with their headers.
+COMPARE_COLUMNS = {
+    "classifier": "A", "classifier_b": "B", "strategy": "strategy",
+    "evaluations": "evaluations", "triggering": "triggering",
+    "triggering_per_1k": "triggering / 1k evals", "valid_triggering": "valid",
+    "valid_triggering_per_1k": "valid / 1k evals",
+    "geometric_diversity": "geometric diversity (valid)", "geometric_subset": "subset",
+    "label_entropy": "label entropy (valid)", "only_a_right": "only A right",
+    "only_b_right": "only B right", "both_wrong": "both wrong",
+}  # fmt: skip
+
+
+def differential_table(store: Store, ids: list[str], labels: dict[str, str]) -> None:
+    """Compare's own table for the differential campaigns among `ids` (nothing if none)."""
+    df = sd.differential_table(store, ids)
+    if df.empty:
+        return
+    st.subheader("Differential testing")
+    out = df.reindex(columns=["campaign_id", *COMPARE_COLUMNS]).rename(columns=COMPARE_COLUMNS)
+    out.insert(0, "campaign", [labels.get(c, c) for c in df["campaign_id"]])
+    st.dataframe(out.drop(columns=["campaign_id"]), hide_index=True, width="stretch")
+    st.caption("Triggering inputs: distinct images A and B label differently. Valid: every "
+               "validity filter accepts them. Geometric diversity: log det of the Gram matrix "
+               "of normalised penultimate features of a random subset (its size beside it); "
+               "compare it only at equal subset size.")  # fmt: skip

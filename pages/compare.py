@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table, significance
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store
+from dashboard.differential import differential_table
 from dashboard.metrics import metrics_markdown
 from dashboard.text import md_text
 from engine.csv_io import to_csv_bytes
@@ -50,6 +51,8 @@ st.markdown(metrics_markdown(store, ids, labels))
 st.caption("Error rate, success rate, label diversity, MSE and SSIM (Gaussian 11x11, sigma "
            "1.5, data range 1) of result vs seed images, failures per 1,000 evaluations, and "
            "the median top-2 probability gap (SINVAD's boundary check).")  # fmt: skip
+
+differential_table(store, ids, labels)
 
 left, right = st.columns(2)
 bands = pd.concat(

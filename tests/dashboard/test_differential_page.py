@@ -84,3 +84,19 @@ def test_new_campaign_launches_a_differential_campaign(app, monkeypatch):
     (args,) = launched
     cfg = yaml.safe_load(Path(args[args.index("--config") + 1]).read_text())
     assert cfg["classifier_b"] == "mnist-convnet-pruned80" and cfg["strategy"] == "nsga2"
+
+
+def test_compare_gives_differential_campaigns_their_own_columns(app, diffed):
+    home, cid = diffed
+    other = run_campaign(parse_config({"seeds": 2, "strategy_params": {"generations": 2}}),
+                         home).campaign_id  # fmt: skip
+    at = app("compare.py")
+    at.multiselect[0].set_value([cid, other]).run()
+    assert not at.exception, at.exception
+    assert any(s.value == "Differential testing" for s in at.subheader)
+    table = next(d.value for d in at.dataframe if "triggering" in d.value.columns)
+    assert len(table) == 1 and table["B"].iloc[0] == "mnist-lenet5"
+    figs = Store(home / "latentfuzz.duckdb").query(
+        "SELECT differential FROM campaign_metrics WHERE campaign_id = ?", [cid]
+    )
+    assert table["triggering"].iloc[0] == yaml.safe_load(figs["differential"][0])["triggering"]
