@@ -51,7 +51,8 @@ def metrics_panel(store: Store, campaign_id: str) -> None:
     """The metrics of a finished campaign, and its gap histogram."""
     m = queries.metrics(store, campaign_id)
     if m is None:
-        st.info("Metrics are stored when the campaign finishes.")
+        st.info("Metrics are stored when the campaign finishes (a differential campaign "
+                "scores its validity filters first: a few seconds); reload then.")  # fmt: skip
         return
     # A table rather than st.metric tiles: the status bar above keeps its four counters.
     st.markdown(

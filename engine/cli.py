@@ -14,6 +14,7 @@ from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.cli_diff import register as register_diff
+from engine.cli_diff import register_bench as register_diff_bench
 from engine.cli_diff import register_zoo as register_diff_zoo
 from engine.cli_escape import register as register_escape
 from engine.cli_labels import labels_app
@@ -321,6 +322,7 @@ def export(
 
 bench_app = typer.Typer(help="Benchmarks: engine efficiency, generator inference time.")
 app.add_typer(bench_app, name="bench")
+register_diff_bench(bench_app)  # bench nsga2, bench ssim
 
 
 @bench_app.callback(invoke_without_command=True)

@@ -148,3 +148,51 @@ def zoo_compress(
         f"{m['test_accuracy']:.3f} (original {fmt(m['original_test_accuracy'], '.3f')}), "
         f"agrees with {name} on {m['agreement_with_original']:.1%} of test images"
     )
+
+
+def register_bench(bench_app: typer.Typer) -> None:
+    bench_app.command("nsga2")(bench_nsga2_cmd)
+    bench_app.command("ssim")(bench_ssim_cmd)
+
+
+def bench_nsga2_cmd(
+    embeddings: Annotated[str, typer.Option(help="comma-separated: pca, umap")] = "pca,umap",
+    seeds: Annotated[int, typer.Option(help="NSGA-II runs")] = 4,
+    generations: Annotated[int, typer.Option(help="generations per run")] = 20,
+    population: Annotated[int, typer.Option(help="population per run")] = 50,
+) -> None:
+    """NSGA-II's own share of a generation's time, and PCA vs UMAP for its diversity
+    objective at equal budget (GAN, convnet vs LeNet-5)."""
+    from engine.bench_diff import bench_nsga2
+
+    rows = bench_nsga2(tuple(embeddings.split(",")), seeds, generations, population)
+    t = Table("embedding", "s / generation", "NSGA-II share", "models share", "command s",
+              "triggering", "geometric diversity", "label entropy",
+              title=f"NSGA-II, {seeds} runs x {population}, {generations} generations")  # fmt: skip
+    for r in rows:
+        t.add_row(
+            r["embedding"], f"{r['seconds_per_generation']:.3f}", f"{r['nsga2_share']:.1%}",
+            f"{r['model_share']:.1%}", f"{r['command_seconds']:.1f}", str(r["triggering"]),
+            f"{fmt(r['geometric_diversity'], '.1f')} (n={r['geometric_subset']})",
+            fmt(r["label_entropy"], ".2f"),
+        )  # fmt: skip
+    console.print(t)
+
+
+def bench_ssim_cmd(
+    queries: Annotated[int, typer.Option(help="generated images scored")] = 1000,
+    recall: Annotated[int, typer.Option(help="of them, checked against brute force")] = 50,
+) -> None:
+    """The ssim-nearest filter: N GAN images against the training split (timed), and how
+    often the L2 pre-selection finds the brute-force best."""
+    from engine.bench_diff import bench_ssim
+
+    r = bench_ssim(queries, recall)
+    console.print(
+        f"ssim-nearest: {r['queries']} images x {r['references']} references, "
+        f"{r['candidates']} candidates each: {r['seconds']:.2f} s "
+        f"(+{r['setup_seconds']:.2f} s once for the references); brute force "
+        f"{r['brute_force_seconds_per_query'] * r['queries']:.0f} s estimated; recall "
+        f"{r['recall']:.2f} on {r['recall_queries']} images (largest shortfall "
+        f"{r['max_shortfall']:.4f})"
+    )

@@ -45,7 +45,8 @@ if c is None:
 
 st.title(f"Campaign {md_text(c['name'])}")
 st.caption(
-    f"{c['dataset']} · generator {c['generator']} · classifier {md_text(c['classifier'])} · "
+    f"{c['dataset']} · generator {c['generator']} · classifier {md_text(c['classifier'])}"
+    f"{' vs ' + md_text(c['classifier_b']) if c.get('classifier_b') else ''} · "
     f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
 )
 class_names = get_dataset(c["dataset"]).class_names

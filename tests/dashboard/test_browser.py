@@ -6,6 +6,7 @@ from the New campaign page and watches it finish on the Campaign page.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -77,8 +78,14 @@ def pick(page, label: str, option: str) -> None:
     page.wait_for_function(IDLE, timeout=60_000)
 
 
-@pytest.mark.parametrize("strategy", ["ga", "sinvad"])
+#: The field that shows once the strategy's own form is built (the GA's is there at first).
+OWN_FIELD = {"sinvad": "Elites", "nsga2": "SBX eta"}
+
+
+@pytest.mark.parametrize("strategy", ["ga", "sinvad", "nsga2"])
 def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, server_log: Path):
+    """nsga2: a differential campaign of two zoo classifiers on the GAN, whose triggering
+    gallery must show."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -94,15 +101,22 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
         page.goto(f"{server}/new_campaign")
         page.wait_for_selector("h1", timeout=60_000)
         page.wait_for_function(IDLE, timeout=60_000)
+        if strategy == "nsga2":
+            pick(page, "Generator", "mnist-gan")
+            pick(page, "Second classifier", "mnist-lenet5")
         if strategy != "ga":  # the form is rebuilt from the strategy's parameter model
             pick(page, "Search strategy", strategy)
-            page.get_by_role("spinbutton", name="Elites", exact=True).wait_for(timeout=30_000)
+            field = page.get_by_role("spinbutton", name=OWN_FIELD[strategy], exact=True)
+            field.wait_for(timeout=30_000)
             # The GA form's stale fields linger for a moment after the rerun.
             page.wait_for_function(
                 "document.querySelectorAll('input[aria-label=Seeds]').length === 1",
                 timeout=30_000,
             )
-        for label, value in (("Seeds", "3"), ("Generations", "40")):
+        sizes = {"Seeds": "3", "Generations": "40"}
+        if strategy == "nsga2":
+            sizes = {"Seeds": "2", "Generations": "4", "Population": "20"}
+        for label, value in sizes.items():
             # The number field itself, not its "Help for ..." tooltip button.
             field = page.get_by_role("spinbutton", name=label, exact=True)
             field.fill(value)
@@ -123,6 +137,12 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
             page.wait_for_function(
                 f"document.querySelectorAll('img').length >= {2 * len(shown)}", timeout=30_000
             )
+            if strategy == "nsga2":
+                page.get_by_text("Differential testing").wait_for(timeout=60_000)
+                page.get_by_text(re.compile(r"^Triggering inputs \(\d+\)$")).wait_for(
+                    timeout=30_000
+                )
+                page.get_by_text("#0: A ").wait_for(timeout=30_000)  # the gallery's first
         except (PlaywrightTimeout, AssertionError) as e:
             raise AssertionError(f"{e}{diagnose(page, shots, 'campaign', server_log, home)}") from e
         assert page.locator(".vega-embed").count() >= 1  # convergence chart rendered
@@ -131,6 +151,8 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
         browser.close()
     c = queries.campaign(Store(home / "latentfuzz.duckdb"), cid)
     assert c["strategy"] == strategy and c["status"] == "finished"
+    if strategy == "nsga2":
+        assert c["classifier_b"] == "mnist-lenet5" and c["generator"] == "mnist-gan"
 
 
 def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_log: Path):
