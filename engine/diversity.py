@@ -43,7 +43,8 @@ def embed(features: np.ndarray, how: str, seed: int) -> np.ndarray:
             "embedding 'pca'"
         ) from None
     n = len(features)
-    reducer = umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), random_state=seed)
+    # Seeded, UMAP runs on one thread (n_jobs=1 said explicitly, or it warns).
+    reducer = umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), random_state=seed, n_jobs=1)
     return reducer.fit_transform(features)
 
 

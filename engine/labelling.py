@@ -77,16 +77,11 @@ def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     differential study samples from."""
     from store import differential as sd
 
-    frames = []
-    for cid in campaign_ids:
-        c = queries.campaign(store, cid)
-        if c is None:
-            raise ConfigError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
-        a = sd.archive(store, cid)
-        a = a[a["pred_b"].notna()]
-        frames.append(a.assign(campaign_id=cid, generator=c["generator"], preset=c["preset"],
-                               dataset=c["dataset"]))  # fmt: skip
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    df = sd.triggering(store, campaign_ids)
+    missing = sorted(set(campaign_ids) - set(sd.known_campaigns(store, campaign_ids)))
+    if missing:
+        raise ConfigError(f"no campaign {missing[0]!r}; `latentfuzz campaigns` lists them")
+    return df
 
 
 def _triggering_rows(pool: pd.DataFrame) -> list[dict]:

@@ -127,3 +127,28 @@ def triggering_studies(store: Store, campaign_id: str) -> list[str]:
         [campaign_id],
     )
     return df["study_id"].tolist()
+
+
+def known_campaigns(store: Store, campaign_ids: list[str]) -> list[str]:
+    """Those of `campaign_ids` that exist."""
+    if not campaign_ids:
+        return []
+    marks = ", ".join("?" * len(campaign_ids))
+    return store.query(f"SELECT id FROM campaigns WHERE id IN ({marks})", list(campaign_ids))[
+        "id"
+    ].tolist()
+
+
+def triggering(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """The archived triggering inputs (two labels) of several campaigns, in one query, with
+    each campaign's generator, preset and dataset."""
+    if not campaign_ids:
+        return pd.DataFrame()
+    marks = ", ".join("?" * len(campaign_ids))
+    return store.query(
+        f"SELECT a.* EXCLUDE (campaign_id), a.campaign_id, c.generator, c.preset, c.dataset "
+        f"FROM archive a JOIN campaigns c ON c.id = a.campaign_id "
+        f"WHERE a.campaign_id IN ({marks}) AND a.pred_b IS NOT NULL "
+        f"ORDER BY a.campaign_id, a.entry",
+        list(campaign_ids),
+    )

@@ -137,6 +137,22 @@ class Strategy(ABC):
 STRATEGIES: Registry[type[Strategy]] = Registry("search strategy")
 
 
+class EveryGenerationBudget:
+    """The budget of a strategy that evaluates `population` new candidates every
+    generation (nothing carried over with its score): population x generations."""
+
+    Params: ClassVar[type[StrategyParams]]
+
+    @classmethod
+    def budget(cls, params: StrategyParams) -> int:
+        return params.population * params.generations
+
+    @classmethod
+    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
+        p = cls.Params(**raw)
+        return {**raw, "generations": max(1, evaluations // p.population)}
+
+
 class PopulationStrategy(Strategy):
     """A strategy whose state is a population of latents with a leading seed dimension:
     ``pop`` (S, P, D), ``scores`` (S, P) NaN until evaluated, ``logits`` (S, P, K) or None

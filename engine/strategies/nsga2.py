@@ -24,14 +24,19 @@ gets then depends on the machine).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 import torch
 from pydantic import Field
 
 from engine.diversity import EMBEDDINGS, DiversityArchive, image_features
-from engine.strategies.base import STRATEGIES, PopulationStrategy, SearchSpace, StrategyParams
+from engine.strategies.base import (
+    STRATEGIES,
+    EveryGenerationBudget,
+    PopulationStrategy,
+    SearchSpace,
+    StrategyParams,
+)
 
 
 class NSGA2Params(StrategyParams):
@@ -113,7 +118,7 @@ def rank_and_crowding(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @STRATEGIES.register("nsga2")
-class NSGA2(PopulationStrategy):
+class NSGA2(EveryGenerationBudget, PopulationStrategy):
     name = "nsga2"
     Params = NSGA2Params
     default_fitness = "divergence"
@@ -123,15 +128,6 @@ class NSGA2(PopulationStrategy):
         super().__init__(params, space)
         self.generation = 0
         self.started = time.monotonic()
-
-    @classmethod
-    def budget(cls, params: StrategyParams) -> int:
-        return params.population * params.generations
-
-    @classmethod
-    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        p = cls.Params(**raw)
-        return {**raw, "generations": max(1, evaluations // p.population)}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p, s = self.params.population, seeds.shape[0]

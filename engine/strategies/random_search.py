@@ -9,13 +9,12 @@ when both use the same population and generations.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from pydantic import Field, model_validator
 
 from engine.strategies.base import (
     STRATEGIES,
+    EveryGenerationBudget,
     PopulationStrategy,
     SearchSpace,
     StrategyParams,
@@ -58,7 +57,7 @@ def draw(seed: torch.Tensor, n: int, step: float, rng: torch.Generator) -> torch
 
 
 @STRATEGIES.register("random")
-class RandomSearch(PopulationStrategy):
+class RandomSearch(EveryGenerationBudget, PopulationStrategy):
     name = "random"
     Params = RandomParams
 
@@ -66,15 +65,6 @@ class RandomSearch(PopulationStrategy):
         super().__init__(params, space)
         p = params
         self.base_step = p.step if p.step is not None else space.range * PRESETS[p.perturbation]
-
-    @classmethod
-    def budget(cls, params: StrategyParams) -> int:
-        return params.population * params.generations
-
-    @classmethod
-    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        p = cls.Params(**raw)
-        return {**raw, "generations": max(1, evaluations // p.population)}
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         self.seed = seeds.reshape(seeds.shape[0], -1).float()
