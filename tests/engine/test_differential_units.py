@@ -191,3 +191,17 @@ def test_nearest_ssim_matches_scikit_image_and_brute_force():
     few, _ = NearestSSIM(refs, candidates=5).best(queries)
     assert few.numpy() == pytest.approx(brute.max(1), abs=1e-6)
     assert NearestSSIM(refs).best(refs[:3])[0].tolist() == pytest.approx([1.0] * 3)
+
+
+@pytest.mark.parametrize("shape", [(60, 30), (20, 50)])
+def test_pca_embedding_is_the_projection_on_the_two_principal_axes(shape):
+    from engine.diversity import embed
+
+    x = np.random.default_rng(1).random(shape)
+    xc = x - x.mean(0)
+    _, _, vt = np.linalg.svd(xc, full_matrices=False)
+    ref = xc @ vt[:2].T
+    got = embed(x, "pca", 0)
+    # Same axes up to order and sign (clustering sees the same picture).
+    assert np.allclose(np.sort(np.abs(got), 1), np.sort(np.abs(ref), 1), atol=1e-8)
+    assert np.array_equal(got, embed(x, "pca", 0))  # deterministic
