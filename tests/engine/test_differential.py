@@ -163,3 +163,24 @@ def test_a_study_of_triggering_inputs_says_which_classifier_people_agree_with(ga
     s, v, _ = labelling.load(store, sid)
     sides = labelling.model_agreement(v, s["rule"]).iloc[0]
     assert (sides["valid"], sides["humans_agree_a"], sides["humans_agree_b"]) == (6, 4, 2)
+
+
+def test_the_cli_names_a_missing_second_classifier_in_one_line(tmp_path: Path):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "run", "--fitness", "divergence", "--seeds", "1",
+         "--home", str(tmp_path), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--classifier-b" in lines[0] and "Traceback" not in out.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "run", "--classifier-b", "lenet5", "--validator",
+         "ssim-nearest=abc", "--home", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "is not a number" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
