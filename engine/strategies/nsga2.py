@@ -171,7 +171,10 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
     def advance(self, rng: torch.Generator) -> None:
         p = self.params
         self.generation += 1
-        if self.generation % p.cluster_every == 0:
+        # Also as soon as the first finds exist: until then every image's diversity is 1
+        # and the second objective would not steer anything.
+        first = len(self.archive) > 0 and len(self.archive.reps) == 0
+        if first or self.generation % p.cluster_every == 0:
             self.archive.recluster()
         self.div = self.archive.diversity(self.feat)  # representatives may have moved
         s, n = self.scores.shape
