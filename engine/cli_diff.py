@@ -115,10 +115,11 @@ def diff_study(
 
 def print_study(df: Any) -> None:
     t = Table("A vs B", "method", "runs", "triggering", "valid triggering",
-              "geometric diversity (valid)", "label entropy (valid)")  # fmt: skip
+              "geometric diversity (valid)", "label entropy (valid)",
+              caption="mean ± SD over runs")  # fmt: skip
     for _, r in df.iterrows():
         t.add_row(
-            f"{r['classifier']} vs {r['classifier_b']}", r["strategy"], str(r["runs"]),
+            f"{r['classifier']}\nvs {r['classifier_b']}", r["strategy"], str(r["runs"]),
             f"{r['triggering_mean']:.0f} ± {fmt(r['triggering_sd'], '.0f')}",
             f"{r['valid_triggering_mean']:.0f} ± {fmt(r['valid_triggering_sd'], '.0f')}",
             f"{fmt(r['geometric_diversity_mean'], '.1f')} ± "

@@ -30,8 +30,8 @@ EXPECTED = torch.tensor([1, 0])
 
 
 def test_registered_with_their_names():
-    assert FITNESS.names() == ["boundary", "margin", "targeted"]
-    assert CRITERIA.names() == ["misclassified", "targeted"]
+    assert FITNESS.names() == ["boundary", "divergence", "margin", "targeted"]
+    assert CRITERIA.names() == ["disagree", "misclassified", "targeted"]
     for reg in (FITNESS, CRITERIA):
         for name in reg:
             assert reg.get(name).name == name
