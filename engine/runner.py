@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.batching import batch_record
+from engine.batching import choose as choose_batch
 from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
 from engine.errors import LatentfuzzError, ModelError
@@ -158,6 +160,10 @@ def run_campaign(
     recovery.ingest(store)  # rows an earlier campaign saved when its user stopped it waiting
     cid = campaign_id or new_campaign_id()
     check_new_id(cid, store, home)
+    # The measured batch size goes into the stored config, so `resume` replays the search
+    # with the very batches it ran with (results can differ in the last bit between sizes).
+    batch = choose_batch(r, home, cfg.batch_memory_mb)
+    r.config = cfg = cfg.model_copy(update={"batch_size": batch.batch_size})
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
     # Held for the campaign's life, taken before its row exists: a reader that finds the
     # row `running` and the lock free knows the process is gone (store/liveness.py).
@@ -174,7 +180,8 @@ def run_campaign(
                        "strategy_params": r.strategy.params.model_dump(),
                        "evaluation_budget": r.strategy.evaluation_budget(),
                        "generator_params": r.generator.options()},
-            "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
+            "environment": {**environment(r), "batch": batch_record(batch)},
+            "dir": f"campaigns/{cid}", "pid": os.getpid(),
             "study": study,
         })  # fmt: skip
     except BaseException:
