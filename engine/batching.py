@@ -99,11 +99,13 @@ def sweep(
     budget_s: float = BUDGET_S,
     candidates: tuple[int, ...] = CANDIDATES,
     clock: Callable[[], float] = time.perf_counter,
+    reps: int = 2,
+    stop_past_peak: bool = True,
 ) -> dict[int, float]:
     """Items per second of `fn(n)` (runs the models on n items) for candidate sizes up to
     `max_batch`, smallest first, within about `budget_s`: a size whose predicted time no
-    longer fits is not tried, and the sweep stops once two sizes in a row were slower than
-    the best (throughput rises, then falls)."""
+    longer fits is not tried, and (`stop_past_peak`) the sweep stops once two sizes in a row
+    were slower than the best (throughput rises, then falls)."""
     start = clock()
     fn(2)  # first-call overheads (allocations, kernel choice) out of the timings
     sizes = [b for b in candidates if b <= max_batch] or [max(1, max_batch)]
@@ -111,17 +113,17 @@ def sweep(
     per_item, worse = None, 0
     for b in sizes:
         left = budget_s - (clock() - start)
-        if out and per_item is not None and 2 * per_item * b > left:
+        if out and per_item is not None and reps * per_item * b > left:
             break
         best_t = float("inf")
-        for _ in range(2):  # the faster of two runs: less noise from a shared machine
+        for _ in range(reps):  # the fastest run: less noise from a shared machine
             t = clock()
             fn(b)
             best_t = min(best_t, clock() - t)
         out[b] = b / max(best_t, 1e-9)
         per_item = best_t / b
         worse = worse + 1 if out[b] < max(out.values()) else 0
-        if worse >= 2:
+        if stop_past_peak and worse >= 2:
             break
     return out
 
