@@ -41,15 +41,22 @@ def block_columns(table: pd.DataFrame) -> list[str]:
 
 
 def campaign_rows(
-    store: Store, ids: list[str]
-) -> tuple[pd.DataFrame, dict[str, pd.Series], dict[str, pd.Series]]:
+    store: Store, ids: list[str], camps: pd.DataFrame | None = None,
+    seeds: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, dict[str, pd.Series], dict[str, pd.Series]]:  # fmt: skip
     """One ICST row per campaign (sorted into blocks); each campaign's ICST iterations
     (one value per viable seed that finished: its first failure, or the budget); and the
-    iterations of its failing seeds."""
+    iterations of its failing seeds. `camps` (queries.campaigns_by_id) and `seeds`
+    (queries.seeds_of) may come from the dashboard's cache; otherwise one query each."""
+    camps = queries.campaigns_by_id(store, ids) if camps is None else camps
+    seeds = queries.seeds_of(store, ids) if seeds is None else seeds
+    by_id = camps.set_index("id")
+    per = dict(tuple(seeds.groupby("campaign_id", sort=False)))
+    empty = seeds.iloc[:0]
     rows, iterations, failures = [], {}, {}
     for cid in ids:
-        c = queries.campaign(store, cid)
-        s = queries.seeds(store, cid)
+        c = by_id.loc[cid]
+        s = per.get(cid, empty)
         viable_seeds = s[s["viable"].astype(bool) & s["iterations"].notna()]
         failing = s["misclassified"].fillna(False).astype(bool)
         viable, mis = int(s["viable"].sum()), int(failing.sum())
@@ -182,11 +189,13 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def config_diff(store: Store, ids: list[str]) -> pd.DataFrame:
+def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None) -> pd.DataFrame:
     """Settings that differ between the campaigns (flattened config keys)."""
-    flat = {}
-    for cid in ids:
-        cfg = queries.campaign(store, cid)["config"]
-        flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
+    camps = queries.campaigns_by_id(store, ids) if camps is None else camps
+    configs = dict(zip(camps["id"], camps["config"], strict=True))
+    flat = {
+        cid: pd.json_normalize(json.loads(json.dumps(configs[cid]))).iloc[0].astype(str)
+        for cid in ids
+    }
     df = pd.DataFrame(flat)
     return df[df.nunique(axis=1) > 1]

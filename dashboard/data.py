@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from engine.home import db_path, resolve_home
-from store import Store
+from store import Store, queries
 
 
 def get_home() -> Path:
@@ -31,3 +32,37 @@ def get_store() -> Store:
     recovery.ingest(store)
     reap(store)
     return store
+
+
+#: Statuses whose rows never change (store/CONTRACT.md, rule 5): safe to cache for good.
+FINAL = ("finished", "failed")
+_SET_QUERIES = {
+    "campaigns": queries.campaigns_by_id,
+    "seeds": queries.seeds_of,
+    "best_fitness": queries.best_fitness_of,
+}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _cached_set(path: str, kind: str, key: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    # Keyed by (campaign id, status) pairs: a campaign that finishes gets a new key.
+    return _SET_QUERIES[kind](_store(path), [cid for cid, _ in key])
+
+
+def read_set(kind: str, ids: list[str], status: dict[str, str]) -> pd.DataFrame:
+    """`kind` ('campaigns', 'seeds' or 'best_fitness') of several campaigns: finished
+    and failed ones from the cache (one query the first time), the others in one query
+    every rerun; rows in the order of `ids`. `status` maps id -> stored status."""
+    key = tuple((cid, status.get(cid, "")) for cid in dict.fromkeys(ids))
+    done = tuple(k for k in key if k[1] in FINAL)
+    live = [cid for cid, s in key if s not in FINAL]
+    path = str(db_path(get_home()))
+    parts = [_cached_set(path, kind, done)] if done else []
+    if live:
+        parts.append(_SET_QUERIES[kind](_store(path), live))
+    if len(parts) == 1:
+        return parts[0]
+    df = pd.concat(parts, ignore_index=True)
+    col = "id" if kind == "campaigns" else "campaign_id"
+    order = {cid: i for i, (cid, _) in enumerate(key)}
+    return df.iloc[df[col].map(order).argsort(kind="stable")].reset_index(drop=True)

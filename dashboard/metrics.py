@@ -71,6 +71,7 @@ def metrics_panel(store: Store, campaign_id: str) -> None:
 def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str:
     """One markdown row of metrics per campaign (those finished)."""
     df = queries.metrics_table(store, ids).set_index("campaign_id")
+    strategies = queries.campaigns_by_id(store, ids).set_index("id")["strategy"]
     keys = list(queries.METRIC_LABELS)
     out = [
         "| campaign | strategy | evaluations | "
@@ -82,7 +83,7 @@ def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str
         if cid not in df.index:
             continue
         r = df.loc[cid]
-        strategy = queries.campaign(store, cid)["strategy"]
+        strategy = strategies[cid]
         out.append(
             f"| {md_text(names.get(cid, cid))} | {md_text(strategy)} | {int(r['evaluations']):,} | "
             + " | ".join(cell(r[k], k) for k in keys)

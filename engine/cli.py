@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -193,8 +195,14 @@ def run(
         disable=quiet,
     ) as bar:
         task = bar.add_task("campaign", total=None, info="starting")
+        # `latentfuzz bench` times start-up (command to first generation) through this file.
+        stamp = os.environ.get("LATENTFUZZ_FIRST_GENERATION_FILE")
 
         def on_progress(p) -> None:
+            nonlocal stamp
+            if stamp:
+                Path(stamp).write_text(repr(time.time()))
+                stamp = None
             bar.update(
                 task,
                 completed=p.generation,
@@ -328,32 +336,47 @@ register_diff_bench(bench_app)  # bench nsga2, bench ssim
 @bench_app.callback(invoke_without_command=True)
 def bench(
     ctx: typer.Context,
-    seeds: Annotated[int, typer.Option(help="seeds in the benchmark campaign")] = 10,
+    seeds: Annotated[int, typer.Option(help="seeds in the paired per-strategy campaigns")] = 10,
     generations: Annotated[int, typer.Option(help="generation budget")] = 250,
     perturbation: Annotated[str, typer.Option(help="step preset")] = "high",
     generator: Annotated[str, typer.Option(help="generator")] = "vae",
     repeats: Annotated[int, typer.Option(help="benchmark campaigns (median reported)")] = 3,
     strategies: Annotated[
-        str, typer.Option(help="comma-separated strategies, one column each")
+        str,
+        typer.Option(help="comma-separated strategies, one paired column each ('' skips)"),
     ] = "ga,sinvad,random",
+    sizes: Annotated[
+        str, typer.Option(help="seed counts measured against the physical limit ('' skips)")
+    ] = "10,100,1000",
+    large_generations: Annotated[
+        int, typer.Option(help="generation budget from 1,000 seeds on")
+    ] = 25,
     home: HomeOpt = None,
 ) -> None:
-    """Engine efficiency (campaign vs raw decode+classify throughput) and store share."""
+    """The physical limit (raw decode+classify at the best batch size), each size's engine
+    efficiency against it, start-up and --help time; then per strategy, efficiency paired
+    with a bare twin of every batch, and store share."""
     if ctx.invoked_subcommand is not None:
         return
     from engine.bench import bench_engine
+    from engine.bench_scale import bench_scale
     from engine.strategy_study import check_strategies
 
-    bench_engine(
-        seeds=seeds,
-        generations=generations,
-        perturbation=perturbation,
-        generator=generator,
-        repeats=repeats,
-        home=home,
-        console=console,
-        strategies=tuple(check_strategies([s.strip() for s in strategies.split(",") if s.strip()])),
-    )
+    counts = tuple(int(x) for x in sizes.split(",") if x.strip())
+    if counts:
+        bench_scale(counts, generations, large_generations, generator, console, perturbation)
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    if names:
+        bench_engine(
+            seeds=seeds,
+            generations=generations,
+            perturbation=perturbation,
+            generator=generator,
+            repeats=repeats,
+            home=home,
+            console=console,
+            strategies=tuple(check_strategies(names)),
+        )
 
 
 @bench_app.command("generators")

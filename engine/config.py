@@ -69,7 +69,14 @@ class CampaignConfig(BaseModel):
         "target) class pair; the seed count follows from it",
     )  # fmt: skip
     seed: int = Field(0, ge=0, lt=2**63)
-    batch_size: int = Field(2048, ge=1, le=1 << 20, description="max images per decode call")
+    batch_size: int | None = Field(
+        None, ge=1, le=1 << 20,
+        description="max images per decode call; unset: the fastest size on this machine, "
+        "measured at start-up and cached (engine/batching.py)",
+    )  # fmt: skip
+    batch_memory_mb: int = Field(
+        1024, ge=16, le=1 << 20, description="memory cap of one batch when the size is measured"
+    )
     device: str = "cpu"
     record_individuals: bool = True
     flush_seconds: float = Field(

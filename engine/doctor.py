@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from engine.images import frame_count
 from store import Store, liveness, queries, recovery
 from store.schema import KEYS
 
@@ -50,9 +51,10 @@ def _files(store: Store, home: Path, cid: str) -> tuple[list[str], int]:
     seed_img = dict(zip(s["seed_idx"], s["seed_image"], strict=True))
     dangling = 0
     for r in g.itertuples():
-        strip = _width(home / r.image)
         frame = _width(home / seed_img[r.seed_idx]) if seed_img.get(r.seed_idx) else None
-        if strip is None or frame is None or (int(r.last) + 1) * frame > strip:
+        # A crashed seed's frames are still in the strip's sidecar (engine/images.py).
+        n = frame_count(home / r.image, frame) if frame else None
+        if n is None or int(r.last) + 1 > n:
             dangling += 1
     return missing, dangling
 

@@ -5,20 +5,36 @@ the best fitness dropped, often nearly every generation) go into one horizontal 
 PNG per seed: creating a file costs more than encoding a small image, and one file per
 improvement slowed campaigns by about 8% on a 2-core machine. A generation row refers to
 its image as (strip path, frame index); ``read_frame`` cuts it out.
+
+While a seed searches, its frames are appended raw to a sidecar next to the strip
+(``improvements.frames``: a 10-byte header, then C*H*W bytes per frame), and the PNG is
+assembled once, when the seed finishes or the campaign closes. Re-encoding the growing
+PNG at every flush made strip work quadratic in generations (a run with flushes disabled
+was 36% faster); appending costs each frame once. ``read_frame`` and ``frame_count`` read
+the sidecar while it exists, so a running seed's frames are readable as before.
 """
 
 from __future__ import annotations
 
+import struct
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from PIL import Image
+
+if TYPE_CHECKING:  # `doctor` reads strips without importing torch (fast start)
+    import torch
+
+_MAGIC = b"LFFR"
+_HEADER = struct.Struct("<4sHHH")  # magic, C, H, W
 
 
 def to_uint8(x: torch.Tensor) -> torch.Tensor:
     """Images (B, C, H, W) in [0, 1] -> uint8 (B, C, H, W), rounded as PNG will store them."""
+    import torch
+
     return x.mul(255.0).round_().clamp_(0, 255).to(torch.uint8)
 
 
@@ -27,53 +43,103 @@ def to_pil(img: np.ndarray) -> Image.Image:
     return Image.fromarray(img[0] if img.shape[0] == 1 else np.transpose(img, (1, 2, 0)))
 
 
+def sidecar(path: str | Path) -> Path:
+    """The raw frame file of a strip that is still being written."""
+    return Path(path).with_suffix(".frames")
+
+
+def _read_sidecar(path: Path) -> tuple[tuple[int, int, int], int]:
+    """((C, H, W), whole frames held) of a sidecar."""
+    with open(path, "rb") as f:
+        magic, c, h, w = _HEADER.unpack(f.read(_HEADER.size))
+    if magic != _MAGIC:
+        raise OSError(f"{path} is not a latentfuzz frame file")
+    # A crash can cut the last frame short: only whole frames count.
+    return (c, h, w), (path.stat().st_size - _HEADER.size) // (c * h * w)
+
+
 def read_frame(path: str | Path, frame: int, width: int) -> Image.Image:
-    """Frame `frame` (0-based) of a strip whose frames are `width` pixels wide."""
+    """Frame `frame` (0-based) of a strip whose frames are `width` pixels wide (from its
+    sidecar while the seed still searches)."""
+    side = sidecar(path)
+    if side.exists():
+        (c, h, w), n = _read_sidecar(side)
+        if frame >= n:
+            raise IndexError(f"{side} holds {n} frames, frame {frame} asked")
+        size = c * h * w
+        with open(side, "rb") as f:
+            f.seek(_HEADER.size + frame * size)
+            img = np.frombuffer(f.read(size), dtype=np.uint8).reshape(c, h, w)
+        return to_pil(img)
     with Image.open(path) as strip:
         if (frame + 1) * width > strip.width:
             raise IndexError(f"{path} holds {strip.width // width} frames, frame {frame} asked")
         return strip.crop((frame * width, 0, (frame + 1) * width, strip.height))
 
 
+def frame_count(path: str | Path, width: int) -> int | None:
+    """Frames a strip (or its sidecar) holds; None when neither is readable."""
+    try:
+        side = sidecar(path)
+        if side.exists():
+            return _read_sidecar(side)[1]
+        with Image.open(path) as im:  # reads the header only
+            return im.width // width
+    except OSError:
+        return None
+
+
 class ImageSink:
-    """Writes PNGs under ``home`` on one worker thread; paths given relative to home."""
+    """Writes PNGs under ``home`` on one worker thread; paths given relative to home.
+
+    Strip work is counted, not timed: ``strip_bytes`` holds the raw bytes each
+    ``write_strips`` call of running seeds queued (tests/engine/test_strips.py).
+    """
 
     def __init__(self, home: Path) -> None:
         self.home = home
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png")
         self._futures: list[Future] = []
-        self._strips: dict[str, list[np.ndarray]] = {}
-        self._dirty: set[str] = set()
+        self._pending: dict[str, list[np.ndarray]] = {}  # frames not yet appended
+        self._count: dict[str, int] = {}  # frames so far, per open strip
+        self.strip_bytes: list[int] = []
 
     def add_frames(self, strips: list[str], images: torch.Tensor) -> list[int]:
         """Append uint8 images (B, C, H, W), one to each strip; returns their frame indices."""
         arr = images.cpu().numpy()
         index = []
         for strip, img in zip(strips, arr, strict=True):
-            frames = self._strips.setdefault(strip, [])
-            index.append(len(frames))
-            frames.append(img)
-            self._dirty.add(strip)
+            n = self._count.get(strip, 0)
+            index.append(n)
+            self._count[strip] = n + 1
+            self._pending.setdefault(strip, []).append(img)
         return index
 
     def write_strips(self, only: list[str] | None = None, release: bool = False) -> None:
-        """Queue a rewrite of strips with new frames (all, or `only`); `release` drops
-        their frames from memory afterwards (the seed is finished)."""
-        names = [s for s in (only if only is not None else list(self._dirty)) if s in self._dirty]
+        """Queue the append of new frames to the sidecars of strips (all, or `only`);
+        `release` (the seed is finished) assembles their PNG once and forgets them."""
+        names = list(self._count) if only is None else [s for s in only if s in self._count]
+        queued = 0
         for name in names:
-            frames = self._strips[name]
-            strip = np.concatenate(frames, axis=2)  # (C, H, n*W)
-            self._futures.append(self._pool.submit(self._write, [name], strip[None]))
-            self._dirty.discard(name)
+            frames = self._pending.pop(name, None)
+            if frames is not None:
+                fresh = self._count[name] == len(frames)  # first write in this process
+                self._submit(self._append, name, np.stack(frames), fresh)
+                queued += sum(f.nbytes for f in frames)
             if release:
-                del self._strips[name]
+                self._submit(self._assemble, name)
+                del self._count[name]
+        if not release:
+            self.strip_bytes.append(queued)
 
     def save(self, rel_paths: list[str], images: torch.Tensor) -> None:
         """Queue uint8 images (B, C, H, W) for writing to rel_paths."""
         if not rel_paths:
             return
-        arr = images.cpu().numpy()
-        self._futures.append(self._pool.submit(self._write, rel_paths, arr))
+        self._submit(self._write, rel_paths, images.cpu().numpy())
+
+    def _submit(self, fn, *args) -> None:
+        self._futures.append(self._pool.submit(fn, *args))
         self._futures = [f for f in self._futures if not f.done() or f.exception()]
 
     def _write(self, rel_paths: list[str], arr: np.ndarray) -> None:
@@ -82,9 +148,30 @@ class ImageSink:
             path.parent.mkdir(parents=True, exist_ok=True)
             to_pil(img).save(path, compress_level=1)
 
+    def _append(self, rel: str, frames: np.ndarray, fresh: bool) -> None:
+        """frames (n, C, H, W) to the strip's sidecar; `fresh` starts it over (a resumed
+        campaign replays from the first generation)."""
+        side = sidecar(self.home / rel)
+        side.parent.mkdir(parents=True, exist_ok=True)
+        with open(side, "wb" if fresh else "ab") as f:
+            if fresh:
+                f.write(_HEADER.pack(_MAGIC, *frames.shape[1:]))
+            f.write(np.ascontiguousarray(frames).tobytes())
+
+    def _assemble(self, rel: str) -> None:
+        """The strip PNG from its sidecar, written once; the sidecar goes after it."""
+        path = self.home / rel
+        side = sidecar(path)
+        (c, h, w), n = _read_sidecar(side)
+        raw = np.fromfile(side, dtype=np.uint8, offset=_HEADER.size, count=n * c * h * w)
+        strip = raw.reshape(n, c, h, w).transpose(1, 2, 0, 3).reshape(c, h, n * w)
+        to_pil(strip).save(path, compress_level=1)
+        side.unlink()
+
     def close(self) -> None:
-        """Write pending strips, wait for every queued image; re-raise the first error."""
-        self.write_strips()
+        """Append pending frames, assemble every open strip (an interrupted campaign's
+        seeds keep a PNG), wait for every queued image; re-raise the first error."""
+        self.write_strips(release=True)
         self._pool.shutdown(wait=True)
         for f in self._futures:
             f.result()

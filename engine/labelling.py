@@ -56,20 +56,20 @@ def new_study_id() -> str:
 
 def failing_seeds(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     """Misclassified seeds with a result image, over the campaigns: the population a study
-    samples from (its size feeds the sample-size planner)."""
-    frames = []
-    for cid in campaign_ids:
-        c = queries.campaign(store, cid)
-        if c is None:
-            raise ConfigError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
-        s = queries.seeds(store, cid)
-        s = s[s["misclassified"].fillna(False).astype(bool) & s["result_image"].notna()]
-        frames.append(
-            s.assign(
-                campaign_id=cid, generator=c["generator"], preset=c["preset"], dataset=c["dataset"]
-            )  # fmt: skip
-        )
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    samples from (its size feeds the sample-size planner). Two queries whatever the number
+    of campaigns (one per campaign took 7.9 s over 175 campaigns)."""
+    if not campaign_ids:
+        return pd.DataFrame()
+    c = queries.campaigns_by_id(store, campaign_ids)
+    missing = [cid for cid in campaign_ids if cid not in set(c["id"])]
+    if missing:
+        raise ConfigError(f"no campaign {missing[0]!r}; `latentfuzz campaigns` lists them")
+    s = queries.seeds_of(store, campaign_ids, "misclassified AND result_image IS NOT NULL")
+    meta = c[["id", "generator", "preset", "dataset"]].rename(columns={"id": "campaign_id"})
+    out = s.merge(meta, on="campaign_id", how="left")
+    # The per-seed columns first, as the one-campaign-at-a-time version returned them.
+    return out[[*[x for x in s.columns if x != "campaign_id"], "campaign_id", "generator",
+                "preset", "dataset"]]  # fmt: skip
 
 
 def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 
 from engine.archive import Archive
+from engine.batching import batch_record
+from engine.batching import choose as choose_batch
 from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
 from engine.errors import LatentfuzzError, ModelError
@@ -172,6 +174,10 @@ def run_campaign(
     recovery.ingest(store)  # rows an earlier campaign saved when its user stopped it waiting
     cid = campaign_id or new_campaign_id()
     check_new_id(cid, store, home)
+    # The measured batch size goes into the stored config, so `resume` replays the search
+    # with the very batches it ran with (results can differ in the last bit between sizes).
+    batch = choose_batch(r, home, cfg.batch_memory_mb)
+    r.config = cfg = cfg.model_copy(update={"batch_size": batch.batch_size})
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
     # Held for the campaign's life, taken before its row exists: a reader that finds the
     # row `running` and the lock free knows the process is gone (store/liveness.py).
@@ -189,7 +195,8 @@ def run_campaign(
                        "strategy_params": r.strategy.params.model_dump(),
                        "evaluation_budget": r.strategy.evaluation_budget(),
                        "generator_params": r.generator.options()},
-            "environment": environment(r), "dir": f"campaigns/{cid}", "pid": os.getpid(),
+            "environment": {**environment(r), "batch": batch_record(batch)},
+            "dir": f"campaigns/{cid}", "pid": os.getpid(),
             "study": study,
         })  # fmt: skip
     except BaseException:
@@ -373,7 +380,8 @@ class Campaign:
                     self.finish_seeds(gen)
             self.writer.maybe_flush()
             if time.perf_counter() - last_strips >= self.cfg.flush_seconds:
-                self.sink.write_strips()  # running seeds' strips about as fresh as the store
+                # Appends only the new frames: strip work per flush does not grow with g.
+                self.sink.write_strips()  # running seeds' frames about as fresh as the store
                 last_strips = time.perf_counter()
             if progress:
                 progress(

@@ -17,6 +17,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from engine.classifiers import ARCHITECTURES, Classifier, ModuleClassifier, load_torchscript
+from engine.classifiers.fold import fold_batch_norm
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
 from engine.generators import GENERATORS, Generator
@@ -109,6 +110,7 @@ def load_classifier(
         raise ConfigError(f"zoo model {ref!r} is a {card.get('kind')}, not a classifier")
     module = build_classifier_module(card)
     _load_state(module, (root or models_dir()) / ref)
+    fold_batch_norm(module.eval())  # inference only: one pass less per conv block
     return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref).to(device)
 
 

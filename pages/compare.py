@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table, significance
 from dashboard.components import convergence_frame, load_image
-from dashboard.data import get_home, get_store
+from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
 from dashboard.metrics import metrics_markdown
 from dashboard.text import md_text
@@ -33,7 +33,11 @@ if len(ids) < 2:
     st.info("Choose at least two campaigns.")
     st.stop()
 
-table, iterations, failures = campaign_rows(store, ids)
+# Set-based reads: a few queries for any number of campaigns, finished ones cached.
+status = dict(zip(campaigns["id"], campaigns["status"], strict=True))
+camps = read_set("campaigns", ids, status)
+seed_rows = read_set("seeds", ids, status)
+table, iterations, failures = campaign_rows(store, ids, camps, seed_rows)
 st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow_html=True)
 st.caption(
     f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
@@ -55,9 +59,9 @@ st.caption("Error rate, success rate, label diversity, MSE and SSIM (Gaussian 11
 differential_table(store, ids, labels)
 
 left, right = st.columns(2)
-bands = pd.concat(
-    [convergence_frame(queries.generations(store, c)).assign(campaign=labels[c]) for c in ids]
-)
+best = dict(tuple(read_set("best_fitness", ids, status).groupby("campaign_id", sort=False)))
+empty = pd.DataFrame(columns=["seed_idx", "generation", "best_fitness", "evaluations", "elapsed_s"])
+bands = pd.concat([convergence_frame(best.get(c, empty)).assign(campaign=labels[c]) for c in ids])
 with left:
     st.subheader("Convergence")
     base = alt.Chart(bands).encode(x="generation:Q", color="campaign:N")
@@ -106,14 +110,16 @@ st.subheader("Results by seed")
 # Seed i is the same starting point in two campaigns only when both drew their seeds the
 # same way: same dataset, generator, random seed and seed class.
 DRAW = ("dataset", "generator", "random_seed", "target_class")
-draws = {c: tuple(None if pd.isna(v := queries.campaign(store, c)[k]) else v for k in DRAW)
+by_id = camps.set_index("id")
+draws = {c: tuple(None if pd.isna(v := by_id.loc[c, k]) else v for k in DRAW)
          for c in ids}  # fmt: skip
 if len(set(draws.values())) > 1:
     st.info(
         "These campaigns drew their seeds differently (dataset, generator, random seed or "
         "seed class differ), so a row shows unrelated seeds side by side, not the same seed."
     )
-seeds = {c: queries.seeds(store, c).set_index("seed_idx") for c in ids}
+per_campaign = dict(tuple(seed_rows.groupby("campaign_id", sort=False)))
+seeds = {c: per_campaign.get(c, seed_rows.iloc[:0]).set_index("seed_idx") for c in ids}
 shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
 show = st.slider("Seeds shown", 1, max(1, len(shared)), min(6, max(1, len(shared))))
 cols = st.columns(len(ids))
@@ -141,4 +147,4 @@ for s in shared[:show]:
         )
 
 st.subheader("Settings that differ")
-st.dataframe(config_diff(store, ids).rename(columns=labels), width="stretch")
+st.dataframe(config_diff(store, ids, camps).rename(columns=labels), width="stretch")

@@ -89,6 +89,50 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
     return row
 
 
+def _marks(ids: list[str]) -> str:
+    """Placeholders for an IN list; never empty (an empty list matches no row)."""
+    return ", ".join("?" * len(ids)) or "NULL"
+
+
+def campaigns_by_id(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """The campaign rows of several campaigns in one query, config and environment parsed,
+    in the order asked (ids that do not exist are left out)."""
+    ids = list(dict.fromkeys(campaign_ids))
+    df = store.query(f"SELECT * FROM campaigns WHERE id IN ({_marks(ids)})", ids)
+    for c in ("config", "environment"):
+        df[c] = [json.loads(v) if isinstance(v, str) else v for v in df[c]]
+    order = {cid: i for i, cid in enumerate(ids)}
+    return df.sort_values("id", key=lambda col: col.map(order)).reset_index(drop=True)
+
+
+def seeds_of(store: Store, campaign_ids: list[str], where: str = "") -> pd.DataFrame:
+    """The per-seed tables of several campaigns in one query, with their campaign_id,
+    ordered by campaign (as asked) and seed; `where` is an extra SQL condition."""
+    ids = list(dict.fromkeys(campaign_ids))
+    cond = f" AND ({where})" if where else ""
+    df = store.query(
+        f"SELECT * FROM seeds WHERE campaign_id IN ({_marks(ids)}){cond} "
+        "ORDER BY campaign_id, seed_idx",
+        ids,
+    )
+    order = {cid: i for i, cid in enumerate(ids)}
+    return df.sort_values(
+        ["campaign_id", "seed_idx"], key=lambda c: c.map(order) if c.name == "campaign_id" else c
+    ).reset_index(drop=True)
+
+
+def best_fitness_of(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """What convergence charts need of several campaigns' generation rows, in one query:
+    campaign_id, seed_idx, generation, best_fitness, evaluations, elapsed_s."""
+    ids = list(dict.fromkeys(campaign_ids))
+    return store.query(
+        "SELECT campaign_id, seed_idx, generation, best_fitness, evaluations, elapsed_s "
+        f"FROM generations WHERE campaign_id IN ({_marks(ids)}) "
+        "ORDER BY campaign_id, seed_idx, generation",
+        ids,
+    )
+
+
 def seeds(store: Store, campaign_id: str) -> pd.DataFrame:
     """The per-seed table."""
     return store.query(

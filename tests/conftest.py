@@ -30,6 +30,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # processes, a second xdist worker and a browser on 2 cores: with two threads each, OpenMP's
 # workers spin waiting on each other, and the engine tests took 132 s instead of 59 s.
 os.environ["OMP_NUM_THREADS"] = "1"
+# Campaigns in the suite keep one fixed batch size instead of measuring it: hundreds of
+# campaigns would each pay the start-up sweep (engine/batching.py), and tests that compare
+# runs in different homes need the same batches. tests/engine/test_batching.py unsets it.
+os.environ["LATENTFUZZ_BATCH_SIZE"] = "2048"
 
 
 @pytest.fixture(autouse=True)

@@ -35,3 +35,22 @@ def test_bench_reports_every_strategy(tmp_path: Path):
 def test_bench_rejects_an_unknown_strategy():
     with pytest.raises(ConfigError, match=r"unknown \['nope'\]"):
         check_strategies(["ga", "nope"])
+
+
+def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
+    from engine.bench_scale import bench_scale
+
+    console = Console(record=True, width=250)
+    out = bench_scale((3,), generations=2, large_generations=1, console=console,
+                      help_runs=1, limit_budget_s=2.0)  # fmt: skip
+    limit = out["limit"][out["best_batch"]]
+    assert out["best_batch"] == max(out["limit"], key=out["limit"].get)
+    assert [r["seeds"] for r in out["sizes"]] == [3]
+    for r in out["sizes"]:
+        # Efficiency is against the best batch's raw throughput, not the campaign's own.
+        assert r["efficiency"] == pytest.approx(r["campaign_evals_per_s"] / limit)
+        assert r["evaluations"] > 0 and 0 <= r["store_share"] < 1
+        assert r["startup_s"] > 0 and r["peak_memory_gb"] > 0
+    assert out["help_seconds"] > 0
+    text = console.export_text()
+    assert "physical limit" in text and "latentfuzz --help" in text

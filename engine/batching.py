@@ -1,0 +1,198 @@
+"""Adaptive batching: the decode+classify batch size that runs fastest on this machine.
+
+Large batches are not free: on a 2-core CPU a 100-seed campaign ran twice as fast with
+batches of 256 as with 2,048 (cache-sized working sets), while a GPU wants large ones. So
+unless the config (``batch_size``) or ``$LATENTFUZZ_BATCH_SIZE`` names a size, the engine
+sweeps a few sizes at start-up, within about 0.8 s, and keeps the fastest. The result is
+cached in ``<home>/cache/batch_sizes.json`` per model pair, generator options, device and
+machine, so only the first campaign of a pair pays for the sweep.
+
+Memory cap: the sizes tried are bounded by ``batch_memory_mb`` (config, 1,024 MiB by
+default) divided by an upper bound of one image's working memory: the sum of every layer's
+output bytes, counted with forward hooks on a batch of 2 (inference frees most of them
+at once, so the real peak is lower). Models without visible layers (TorchScript) are
+bounded by 64 times their input and output bytes instead.
+
+The sweep decodes latents drawn from its own fixed generator, never from the campaign's:
+a campaign's search does not depend on whether a sweep ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+ENV_VAR = "LATENTFUZZ_BATCH_SIZE"
+CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048)
+BUDGET_S = 0.8
+CACHE = "cache/batch_sizes.json"
+
+
+@dataclass
+class BatchChoice:
+    """The batch size in force and where it came from: config, env, cache or sweep."""
+
+    batch_size: int
+    source: str
+    #: Measured raw evaluations per second by batch size (a sweep or its cache).
+    evals_per_s: dict[int, float] = field(default_factory=dict)
+    #: Largest batch the memory cap allows.
+    max_batch: int | None = None
+    sweep_seconds: float = 0.0
+
+
+def machine_key() -> str:
+    """What makes timings comparable: host, CPU model and count, threads, torch."""
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return "|".join(
+        map(str, (platform.node(), cpu, os.cpu_count(), torch.get_num_threads(), torch.__version__))
+    )
+
+
+def cache_key(model_hashes: list[str], options: dict, device: str) -> str:
+    raw = json.dumps([sorted(model_hashes), options, device, machine_key()], sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def item_bytes(fn: Callable[[int], object], modules: list[object], io_bytes: int) -> int:
+    """Upper bound of one item's working memory: every leaf layer's output bytes for a
+    batch of 2, halved; `fn(n)` runs the models on n items."""
+    seen = [0]
+
+    def hook(_m, _i, out) -> None:
+        if isinstance(out, torch.Tensor):
+            seen[0] += out.numel() * out.element_size()
+
+    handles = []
+    for m in modules:
+        if isinstance(m, nn.Module) and not isinstance(m, torch.jit.ScriptModule):
+            leaves = [x for x in m.modules() if not list(x.children())]
+            handles += [x.register_forward_hook(hook) for x in leaves]
+    try:
+        fn(2)
+    finally:
+        for h in handles:
+            h.remove()
+    return max(seen[0] // 2, 64 * io_bytes) if seen[0] else 64 * io_bytes
+
+
+def sweep(
+    fn: Callable[[int], object],
+    max_batch: int,
+    budget_s: float = BUDGET_S,
+    candidates: tuple[int, ...] = CANDIDATES,
+    clock: Callable[[], float] = time.perf_counter,
+    reps: int = 2,
+    stop_past_peak: bool = True,
+) -> dict[int, float]:
+    """Items per second of `fn(n)` (runs the models on n items) for candidate sizes up to
+    `max_batch`, smallest first, within about `budget_s`: a size whose predicted time no
+    longer fits is not tried, and (`stop_past_peak`) the sweep stops once two sizes in a row
+    were slower than the best (throughput rises, then falls)."""
+    start = clock()
+    fn(2)  # first-call overheads (allocations, kernel choice) out of the timings
+    sizes = [b for b in candidates if b <= max_batch] or [max(1, max_batch)]
+    out: dict[int, float] = {}
+    per_item, worse = None, 0
+    for b in sizes:
+        left = budget_s - (clock() - start)
+        if out and per_item is not None and reps * per_item * b > left:
+            break
+        best_t = float("inf")
+        for _ in range(reps):  # the fastest run: less noise from a shared machine
+            t = clock()
+            fn(b)
+            best_t = min(best_t, clock() - t)
+        out[b] = b / max(best_t, 1e-9)
+        per_item = best_t / b
+        worse = worse + 1 if out[b] < max(out.values()) else 0
+        if stop_past_peak and worse >= 2:
+            break
+    return out
+
+
+def choose(r, home: Path, cap_mb: int) -> BatchChoice:
+    """The batch size for campaign `r` (engine.config.Resolved): config, else env, else
+    the cache, else a sweep (then cached)."""
+    cfg = r.config
+    if cfg.batch_size is not None:
+        return BatchChoice(cfg.batch_size, "config")
+    if os.environ.get(ENV_VAR):
+        return BatchChoice(int(os.environ[ENV_VAR]), "env")
+    gen, clf = r.generator, r.classifier
+    key = cache_key(list(r.model_hashes.values()), gen.options(), str(gen.device))
+    path = home / CACHE
+    cache = _read(path)
+    if key in cache:
+        c = cache[key]
+        eps = {int(k): v for k, v in c["evals_per_s"].items()}
+        return BatchChoice(int(c["batch_size"]), "cache", eps, c.get("max_batch"))
+    t0 = time.perf_counter()
+    io = 4 * (math.prod(gen.latent_shape) + math.prod(gen.image_shape))
+    module = getattr(clf, "module", None)
+    max_batch = max(1, cap_mb * 2**20 // item_bytes(raw_forward(gen, clf, 2), [gen, module], io))
+    eps = sweep(raw_forward(gen, clf, min(max_batch, max(CANDIDATES))), max_batch)
+    best = max(eps, key=eps.get)
+    choice = BatchChoice(best, "sweep", eps, max_batch, time.perf_counter() - t0)
+    cache[key] = {k: v for k, v in asdict(choice).items() if k != "source"}
+    _write(path, cache)
+    return choice
+
+
+def batch_record(c: BatchChoice) -> dict:
+    """What the campaign row's environment keeps of the choice."""
+    return {
+        "batch_size": c.batch_size, "source": c.source, "max_batch": c.max_batch,
+        "evals_per_s": {str(k): round(v, 1) for k, v in c.evals_per_s.items()},
+        "sweep_seconds": round(c.sweep_seconds, 3),
+    }  # fmt: skip
+
+
+def raw_forward(gen, clf, n_max: int) -> Callable[[int], object]:
+    """n <= n_max -> the bare decode+classify of n latents drawn once from a fixed
+    generator (seeded 0); the logits come back to the CPU, which also waits for a GPU."""
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn((n_max, *gen.latent_shape), generator=g).to(gen.device)
+    y = torch.zeros(n_max, dtype=torch.long, device=gen.device)
+
+    def fn(n: int) -> object:
+        with torch.inference_mode():
+            x = gen._decode(z[:n], y[:n] if gen.conditional else None)
+            return clf._logits(x).cpu()
+
+    return fn
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}  # no cache yet, or a damaged one: measure again
+
+
+def _write(path: Path, cache: dict) -> None:
+    # Written whole and renamed: two campaigns starting at once never leave half a file.
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home: the choice holds for this campaign only

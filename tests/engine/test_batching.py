@@ -1,0 +1,115 @@
+"""Adaptive batching: the choice logic, the memory cap and the cache (no timing asserts:
+the sweep runs on a fake clock, and real sweeps are only checked for what they record)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from engine import batching
+from engine.config import parse_config, resolve
+from engine.runner import run_campaign
+from store import Store, queries
+
+
+class FakeClock:
+    """A clock that `work(n)` advances by a cost model instead of real time."""
+
+    def __init__(self, cost) -> None:
+        self.t, self.cost, self.calls = 0.0, cost, []
+
+    def __call__(self) -> float:
+        return self.t
+
+    def work(self, n: int) -> None:
+        self.calls.append(n)
+        self.t += self.cost(n)
+
+
+def peaked(n: int) -> float:
+    """Seconds for n items: fastest per item at 256, as on a CPU whose cache fills."""
+    per_item = 1e-5 * (1 + abs(torch.log2(torch.tensor(n / 256.0)).item()))
+    return n * per_item
+
+
+def test_the_sweep_keeps_the_fastest_size_and_stops_past_the_peak():
+    clock = FakeClock(peaked)
+    eps = batching.sweep(clock.work, max_batch=1 << 20, budget_s=10.0, clock=clock)
+    assert max(eps, key=eps.get) == 256
+    # Two sizes slower than the best in a row end it: 512 and 1024 tried, 2048 not.
+    assert list(eps) == [16, 32, 64, 128, 256, 512, 1024]
+
+
+def test_the_sweep_respects_the_memory_cap_and_the_time_budget():
+    clock = FakeClock(peaked)
+    eps = batching.sweep(clock.work, max_batch=100, budget_s=10.0, clock=clock)
+    assert list(eps) == [16, 32, 64] and max(clock.calls) <= 100
+    slow = FakeClock(lambda n: 0.01 * n)  # 10 ms per item
+    eps = batching.sweep(slow.work, max_batch=1 << 20, budget_s=0.8, clock=slow)
+    # 16 items x 2 runs = 0.32 s, then 32 x 2 = 0.64 s would overrun the 0.8 s budget.
+    assert list(eps) == [16] and slow.t < 0.8
+
+
+def test_item_bytes_counts_every_layer_output():
+    net = nn.Sequential(nn.Linear(8, 100), nn.ReLU(), nn.Linear(100, 10))
+    x = torch.zeros(1000, 8)
+    n = batching.item_bytes(lambda b: net(x[:b]), [net], io_bytes=4)
+    assert n == 4 * (100 + 100 + 10)  # float32 outputs of the three layers, per item
+    # A model without visible layers (TorchScript) falls back to 64 x its I/O bytes.
+    assert batching.item_bytes(lambda b: None, [None], io_bytes=10) == 640
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    monkeypatch.delenv(batching.ENV_VAR, raising=False)
+
+
+def test_config_and_env_override_the_measurement(tmp_path: Path, monkeypatch, measured):
+    r = resolve(parse_config({"seeds": 2, "batch_size": 77}))
+    assert batching.choose(r, tmp_path, 1024).source == "config"
+    r = resolve(parse_config({"seeds": 2}))
+    monkeypatch.setenv(batching.ENV_VAR, "99")
+    c = batching.choose(r, tmp_path, 1024)
+    assert (c.batch_size, c.source) == (99, "env")
+    assert not (tmp_path / batching.CACHE).exists()
+
+
+def test_a_sweep_is_cached_per_model_pair_and_machine(tmp_path: Path, measured):
+    r = resolve(parse_config({"seeds": 2}))
+    first = batching.choose(r, tmp_path, 1024)
+    assert first.source == "sweep" and first.batch_size in first.evals_per_s
+    assert first.batch_size == max(first.evals_per_s, key=first.evals_per_s.get)
+    assert first.batch_size <= first.max_batch
+    again = batching.choose(r, tmp_path, 1024)
+    assert (again.source, again.batch_size) == ("cache", first.batch_size)
+    # Another model pair gets its own entry; the first stays.
+    gan = resolve(parse_config({"seeds": 2, "generator": "gan"}))
+    assert batching.choose(gan, tmp_path, 1024).source == "sweep"
+    assert len(json.loads((tmp_path / batching.CACHE).read_text())) == 2
+    # A damaged cache is measured again, not an error.
+    (tmp_path / batching.CACHE).write_text("{not json")
+    assert batching.choose(r, tmp_path, 1024).source == "sweep"
+
+
+def test_a_tight_memory_cap_bounds_the_sizes_tried(tmp_path: Path, measured):
+    r = resolve(parse_config({"seeds": 2}))
+    c = batching.choose(r, tmp_path, 16)  # 16 MiB
+    assert c.max_batch is not None and max(c.evals_per_s) <= max(c.max_batch, 16)
+    assert c.batch_size <= max(c.max_batch, 1)
+
+
+def test_a_campaign_stores_its_measured_batch_in_the_config_resume_replays(home: Path, measured):
+    cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 2}})
+    res = run_campaign(cfg, home)
+    c = queries.campaign(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    b = c["environment"]["batch"]
+    assert b["source"] == "sweep" and c["config"]["batch_size"] == b["batch_size"]
+    assert set(res.batch_sizes) <= {b["batch_size"], *range(1, b["batch_size"])}
+    res2 = run_campaign(cfg, home)
+    c2 = queries.campaign(Store(home / "latentfuzz.duckdb"), res2.campaign_id)
+    assert c2["environment"]["batch"]["source"] == "cache"
+    assert c2["config"]["batch_size"] == b["batch_size"]

@@ -1,0 +1,85 @@
+"""Improvement strips cost linear work: each flush appends only new frames, counted in bytes
+(not timed), and the strip PNG is assembled once per seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import engine.runner as runner
+from engine.config import parse_config
+from engine.images import ImageSink, frame_count, read_frame, sidecar
+from store import Store, queries
+
+FRAME = 28 * 28  # bytes of one MNIST frame
+
+
+def frames(n: int, start: int = 0) -> torch.Tensor:
+    """n distinct uint8 frames (n, 1, 28, 28)."""
+    return (torch.arange(start, start + n, dtype=torch.uint8)[:, None, None, None]
+            .expand(n, 1, 28, 28).clone())  # fmt: skip
+
+
+def test_per_flush_strip_work_does_not_grow_with_the_generation(tmp_path: Path):
+    sink = ImageSink(tmp_path)
+    strips = ["a/improvements.png", "b/improvements.png"]
+    for g in range(200):
+        sink.add_frames(strips, frames(2, g))
+        sink.write_strips()
+    sink._pool.shutdown(wait=True)  # let the appends land, without closing the strips
+    # Generation 200's flush queues exactly as much as generation 1's: two new frames.
+    assert sink.strip_bytes == [2 * FRAME] * 200
+    # A running seed's frames are readable from the sidecar, in order.
+    assert frame_count(tmp_path / strips[0], 28) == 200
+    assert np.asarray(read_frame(tmp_path / strips[0], 150, 28)).max() == 150
+    with pytest.raises(IndexError):
+        read_frame(tmp_path / strips[0], 200, 28)
+
+
+def test_the_strip_png_is_assembled_once_and_the_sidecar_removed(tmp_path: Path):
+    sink = ImageSink(tmp_path)
+    for g in range(5):
+        sink.add_frames(["s/improvements.png"], frames(1, 10 * g))
+        if g % 2:
+            sink.write_strips()
+    sink.write_strips(["s/improvements.png"], release=True)
+    sink.close()
+    png = tmp_path / "s/improvements.png"
+    assert not sidecar(png).exists()
+    strip = np.asarray(Image.open(png))
+    assert strip.shape == (28, 5 * 28)
+    assert [int(strip[0, 28 * i]) for i in range(5)] == [0, 10, 20, 30, 40]
+    assert frame_count(png, 28) == 5
+    assert np.asarray(read_frame(png, 3, 28)).max() == 30
+
+
+def test_a_campaign_flushing_every_generation_appends_only_new_frames(home: Path, monkeypatch):
+    sinks: list[ImageSink] = []
+
+    class Counting(ImageSink):
+        def __init__(self, h: Path) -> None:
+            super().__init__(h)
+            sinks.append(self)
+
+    monkeypatch.setattr(runner, "ImageSink", Counting)
+    cfg = parse_config({"seeds": 4, "seed": 1, "flush_seconds": 1e-6, "strategy_params": {
+        "generations": 60, "perturbation": "custom", "step": 0.01}})  # fmt: skip
+    res = runner.run_campaign(cfg, home)
+    (sink,) = sinks
+    gens = queries.generations(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    # One flush per generation; each flush at most one frame per seed, whatever g is.
+    assert len(sink.strip_bytes) == gens["generation"].max()
+    assert max(sink.strip_bytes) <= 4 * FRAME
+    # Every frame was appended exactly once over the campaign: linear in improvements.
+    improvements = int(gens["image"].notna().sum())
+    # (the flushes' share; a finishing seed's last frames go with its release)
+    assert sum(sink.strip_bytes) <= improvements * FRAME
+    seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    for row in seeds[seeds.viable].itertuples():
+        n = int(gens[gens.seed_idx == row.seed_idx]["image"].notna().sum())
+        assert frame_count(home / row.improvements_image, 28) == n
+        assert not sidecar(home / row.improvements_image).exists()
