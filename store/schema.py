@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -38,7 +38,7 @@ DDL = [
         seed_pred INTEGER NOT NULL,       -- classifier's label for the seed image
         seed_margin DOUBLE NOT NULL,
         viable BOOLEAN NOT NULL,
-        -- non_viable | searching | failed | survived | interrupted
+        -- non-viable | searching | misclassified | survived | interrupted (SEED_STATUSES)
         status VARCHAR NOT NULL,
         misclassified BOOLEAN,
         iterations INTEGER,               -- generations run (to the first failure, or budget)
@@ -235,6 +235,24 @@ def add_column(con, table: str, column: str) -> None:
         con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}")
 
 
+#: A seed's status, in the words the dashboard and exports show. Until schema 7 a seed the
+#: classifier got wrong was `failed`, which read as "the campaign failed", and a seed the
+#: classifier got wrong from the start was `non_viable`.
+SEED_STATUSES = ("non-viable", "searching", "misclassified", "survived", "interrupted")
+#: Seed statuses as schema 6 and older stored them, and what they are now.
+OLD_SEED_STATUSES = {"failed": "misclassified", "non_viable": "non-viable"}
+
+
+def rename_seed_statuses(con) -> None:
+    """Schema 7: old seed statuses in the words of SEED_STATUSES (campaign statuses,
+    where `failed` means the campaign failed, stay as they are)."""
+    sql = "SELECT column_name FROM duckdb_columns() WHERE table_name = 'seeds'"
+    cols = {r[0] for r in con.execute(sql).fetchall()}
+    if "status" in cols:  # a store too old (or too partial) to have seed statuses has none
+        for old, new in OLD_SEED_STATUSES.items():
+            con.execute("UPDATE seeds SET status = ? WHERE status = ?", [new, old])
+
+
 #: Statements (or functions of a connection) that bring a store from version N - 1 to N,
 #: applied in order on open.
 MIGRATIONS: dict[int, list] = {
@@ -246,4 +264,5 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "seeds", "target INTEGER"),
         lambda con: add_column(con, "campaign_metrics", "test_confusion JSON"),
     ],
+    7: [rename_seed_statuses],  # issue 11, clear words: misclassified, non-viable
 }
