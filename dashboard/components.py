@@ -1,4 +1,5 @@
-"""Shared dashboard components: status bar, convergence chart, gallery, image helpers."""
+"""Shared dashboard components: status bar, convergence chart, image helpers (the gallery
+is dashboard/gallery.py)."""
 
 from __future__ import annotations
 
@@ -115,36 +116,6 @@ def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | Non
         return None
     img = Image.open(home / rel)
     return img.resize((img.width * scale, img.height * scale), Image.NEAREST)
-
-
-def gallery(
-    seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_row: int = 4
-) -> None:
-    """Seed image beside result image, with expected and predicted label and iterations."""
-    done = seeds[seeds["result_image"].notna()]
-    if done.empty:
-        st.info("No finished seed yet.")
-        return
-    rows = [done.iloc[i : i + per_row] for i in range(0, len(done), per_row)]
-    for chunk in rows:
-        cols = st.columns(per_row)
-        for col, r in zip(cols, chunk.itertuples(), strict=False):
-            with col:
-                pair = st.columns(2)
-                seed_img, result_img = (
-                    load_image(home, r.seed_image),
-                    load_image(home, r.result_image),
-                )
-                if seed_img is not None:
-                    pair[0].image(seed_img, caption="seed", width="stretch")
-                if result_img is not None:
-                    pair[1].image(result_img, caption="result", width="stretch")
-                verdict = "misclassified" if r.misclassified else "survived"
-                st.caption(
-                    f"seed {r.seed_idx}: expected **{class_names[int(r.seed_label)]}**, "
-                    f"predicted **{class_names[int(r.final_pred)]}** after "
-                    f"{int(r.iterations)} iterations ({verdict})"
-                )
 
 
 def study_table(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -4,9 +4,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from dashboard.components import X_AXES, convergence_chart, gallery, load_image, status_bar
+from dashboard.components import X_AXES, convergence_chart, load_image, status_bar
 from dashboard.data import get_home, get_store
 from dashboard.escape import escape_panel
+from dashboard.gallery import gallery
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
 from dashboard.text import md_text
