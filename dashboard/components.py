@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
+from dashboard.palette import categorical
 from store import queries
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
@@ -108,6 +109,34 @@ def convergence_chart(
         .encode(y="y:Q")
     )
     return (lines + area + median + zero).properties(height=320)
+
+
+def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:
+    """The two most likely classes' probabilities over generations, one line per class,
+    named in the legend (a class that leaves the top two leaves a gap in its line)."""
+    parts = [
+        gens[["generation", f"top{r}_label", f"top{r}_prob"]].set_axis(
+            ["generation", "label", "probability"], axis=1).assign(rank=f"top-{r}")
+        for r in (1, 2)
+    ]  # fmt: skip
+    probs = pd.concat(parts).dropna(subset=["label"])
+    probs["class"] = [class_names[int(v)] for v in probs["label"]]
+    return (
+        alt.Chart(probs)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("generation:Q", axis=alt.Axis(format="d", tickMinStep=1)),
+            y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, 1])),
+            color=categorical("class", "class"),
+            tooltip=[
+                "generation:Q",
+                "class:N",
+                "rank:N",
+                alt.Tooltip("probability:Q", format=".3f"),
+            ],  # fmt: skip
+        )
+        .properties(height=220)
+    )
 
 
 def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | None:

@@ -8,6 +8,7 @@ from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table,
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store
 from dashboard.metrics import metrics_markdown
+from dashboard.palette import categorical
 from dashboard.text import md_text
 from engine.csv_io import to_csv_bytes
 from store import queries
@@ -57,7 +58,7 @@ bands = pd.concat(
 )
 with left:
     st.subheader("Convergence")
-    base = alt.Chart(bands).encode(x="generation:Q", color="campaign:N")
+    base = alt.Chart(bands).encode(x="generation:Q", color=categorical("campaign"))
     st.altair_chart(
         (
             base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
@@ -93,7 +94,7 @@ with right:
                 y=alt.Y(
                     "share:Q", title="share of viable seeds failed", scale=alt.Scale(domain=[0, 1])
                 ),
-                color="campaign:N",
+                color=categorical("campaign"),
             )
             .properties(height=300),
             width="stretch",
