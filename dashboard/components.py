@@ -1,4 +1,5 @@
-"""Shared dashboard components: status bar, convergence chart, gallery, image helpers."""
+"""Shared dashboard components: status bar, convergence chart, image helpers (the gallery
+is dashboard/gallery.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
+from dashboard.palette import categorical
 from store import queries
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
@@ -109,42 +111,40 @@ def convergence_chart(
     return (lines + area + median + zero).properties(height=320)
 
 
+def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:
+    """The two most likely classes' probabilities over generations, one line per class,
+    named in the legend (a class that leaves the top two leaves a gap in its line)."""
+    parts = [
+        gens[["generation", f"top{r}_label", f"top{r}_prob"]].set_axis(
+            ["generation", "label", "probability"], axis=1).assign(rank=f"top-{r}")
+        for r in (1, 2)
+    ]  # fmt: skip
+    probs = pd.concat(parts).dropna(subset=["label"])
+    probs["class"] = [class_names[int(v)] for v in probs["label"]]
+    return (
+        alt.Chart(probs)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("generation:Q", axis=alt.Axis(format="d", tickMinStep=1)),
+            y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, 1])),
+            color=categorical("class", "class"),
+            tooltip=[
+                "generation:Q",
+                "class:N",
+                "rank:N",
+                alt.Tooltip("probability:Q", format=".3f"),
+            ],  # fmt: skip
+        )
+        .properties(height=220)
+    )
+
+
 def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | None:
     """A stored image, enlarged without smoothing so that pixels stay visible."""
     if not isinstance(rel, str) or not (home / rel).exists():
         return None
     img = Image.open(home / rel)
     return img.resize((img.width * scale, img.height * scale), Image.NEAREST)
-
-
-def gallery(
-    seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_row: int = 4
-) -> None:
-    """Seed image beside result image, with expected and predicted label and iterations."""
-    done = seeds[seeds["result_image"].notna()]
-    if done.empty:
-        st.info("No finished seed yet.")
-        return
-    rows = [done.iloc[i : i + per_row] for i in range(0, len(done), per_row)]
-    for chunk in rows:
-        cols = st.columns(per_row)
-        for col, r in zip(cols, chunk.itertuples(), strict=False):
-            with col:
-                pair = st.columns(2)
-                seed_img, result_img = (
-                    load_image(home, r.seed_image),
-                    load_image(home, r.result_image),
-                )
-                if seed_img is not None:
-                    pair[0].image(seed_img, caption="seed", width="stretch")
-                if result_img is not None:
-                    pair[1].image(result_img, caption="result", width="stretch")
-                verdict = "misclassified" if r.misclassified else "survived"
-                st.caption(
-                    f"seed {r.seed_idx}: expected **{class_names[int(r.seed_label)]}**, "
-                    f"predicted **{class_names[int(r.final_pred)]}** after "
-                    f"{int(r.iterations)} iterations ({verdict})"
-                )
 
 
 def study_table(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from dashboard.palette import categorical
 from dashboard.text import md_text
 from store import Store, queries
 
@@ -41,7 +42,7 @@ def gap_histogram(m: dict[str, Any]) -> alt.Chart:
                 title="top-1 minus top-2 probability",
             ),
             y=alt.Y("sum(share):Q", title="share of images", stack=None),
-            color="images:N",
+            color=categorical("images"),
         )  # fmt: skip
         .properties(height=220)
     )

@@ -428,7 +428,7 @@ class Campaign:
                 seed_label=seeds.labels.numpy(), seed_pred=logits.argmax(1).numpy(),
                 seed_pred_b=None if logits_b is None else logits_b.argmax(1).numpy(),
                 seed_margin=margin(logits, seeds.labels).numpy(), viable=viable.numpy(),
-                status=np.where(viable.numpy(), "searching", "non_viable"), seed_image=paths,
+                status=np.where(viable.numpy(), "searching", "non-viable"), seed_image=paths,
                 target=None if self.targets is None else self.targets.numpy(),
             )  # fmt: skip
             self.writer.append("images", seed_idx=idx, kind="seed", path=paths)
@@ -564,7 +564,8 @@ class Campaign:
         self.sink.write_strips(strips, release=True)
         distance = (gen.pop[d, slot] - self.seed_latents[d].flatten(1)).norm(dim=1)
         self.writer.update_seeds(
-            seed_idx=seed_idx.numpy(), status=np.where(gen.failed[d].numpy(), "failed", "survived"),
+            seed_idx=seed_idx.numpy(),
+            status=np.where(gen.failed[d].numpy(), "misclassified", "survived"),
             misclassified=gen.failed[d].numpy(),
             iterations=torch.where(self.first_failure[d] > 0, self.first_failure[d], gen.g).numpy(),
             evaluations=self.evals[d].numpy(), final_pred=logits.argmax(1).numpy(),

@@ -1,13 +1,13 @@
 """Campaign: live while it runs, then its status, convergence, gallery and per-seed detail."""
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
-from dashboard.components import X_AXES, convergence_chart, gallery, load_image, status_bar
+from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
 from dashboard.data import get_home, get_store
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
+from dashboard.gallery import gallery
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
 from dashboard.text import md_text
@@ -141,19 +141,7 @@ with tab_seed:
         if strip is not None:
             st.image(strip, caption="best image at each improvement, left to right")
         g = queries.generations(store, cid, int(s))
-        probs = g.melt(
-            id_vars="generation",
-            value_vars=["top1_prob", "top2_prob"],
-            var_name="rank",
-            value_name="probability",
-        )
-        st.altair_chart(
-            alt.Chart(probs)
-            .mark_line()
-            .encode(x="generation:Q", y="probability:Q", color="rank:N")
-            .properties(height=220),
-            width="stretch",
-        )
+        st.altair_chart(top2_chart(g, class_names), width="stretch")
 with tab_table:
     st.dataframe(seeds, hide_index=True, width="stretch")
 

@@ -9,6 +9,7 @@ from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
 from dashboard.metrics import metrics_markdown
+from dashboard.palette import categorical
 from dashboard.text import md_text
 from engine.csv_io import to_csv_bytes
 from store import queries
@@ -64,7 +65,7 @@ empty = pd.DataFrame(columns=["seed_idx", "generation", "best_fitness", "evaluat
 bands = pd.concat([convergence_frame(best.get(c, empty)).assign(campaign=labels[c]) for c in ids])
 with left:
     st.subheader("Convergence")
-    base = alt.Chart(bands).encode(x="generation:Q", color="campaign:N")
+    base = alt.Chart(bands).encode(x="generation:Q", color=categorical("campaign"))
     st.altair_chart(
         (
             base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
@@ -100,7 +101,7 @@ with right:
                 y=alt.Y(
                     "share:Q", title="share of viable seeds failed", scale=alt.Scale(domain=[0, 1])
                 ),
-                color="campaign:N",
+                color=categorical("campaign"),
             )
             .properties(height=300),
             width="stretch",

@@ -5,12 +5,14 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.data import get_home
+from dashboard.form_check import CONFIRM_SECONDS, duration, limits, problems, projected_seconds
 from dashboard.launch import launch
 from dashboard.param_form import param_form
+from dashboard.text import md_text
 from dashboard.uploads import save_upload
 from engine import zoo
 from engine.classifiers import load_torchscript
-from engine.config import format_validation, parse_config
+from engine.config import CampaignConfig, parse_config, resolve
 from engine.datasets import get_dataset
 from engine.errors import ConfigError, ModelError
 from engine.strategies import STRATEGIES
@@ -100,14 +102,14 @@ with st.form("campaign"):
     k = ds.num_classes
     if chosen.get("escape"):
         per_pair = st.number_input(
-            "Searches per class pair", 1, 1000, 5,
+            "Searches per class pair", value=5, **limits(CampaignConfig, "escape_per_pair"),
             help=f"each source class seeds this many images, searched towards each of the "
             f"other {k - 1} classes (SINVAD's analysis); seeds = this x sources x {k - 1}",
         )  # fmt: skip
         objective_fields["escape_per_pair"] = int(per_pair)
         seeds = None
     else:
-        seeds = st.number_input("Seeds", 1, 10_000, 10)
+        seeds = st.number_input("Seeds", value=10, **limits(CampaignConfig, "seeds"))
         objective_fields.update(chosen)
         if chosen.get("fitness") == "targeted":
             reach = st.selectbox("Class to reach", ds.class_names)
@@ -121,7 +123,7 @@ with st.form("campaign"):
         ["any", *ds.class_names],
         help="seeds drawn from this class only (an escape matrix: this source row only)",
     )
-    seed = c.number_input("Random seed", 0, 2**31 - 1, 0)
+    seed = c.number_input("Random seed", value=0, **limits(CampaignConfig, "seed"))
     gen_params = {}
     card_params = zoo.load_card(generator)["params"]
     if "guidance" in card_params:  # a diffusion model: seeds and search may differ
@@ -138,7 +140,24 @@ with st.form("campaign"):
     name = st.text_input("Name (optional)")
     submitted = st.form_submit_button("Launch", type="primary", disabled=not classifier_ok)
 
+#: The form's label of each campaign setting, so that a refusal names what the user sees.
+NAMES = {"seeds": "Seeds", "escape_per_pair": "Searches per class pair", "seed": "Random seed",
+         "name": "Name", "target_class": "Seed class", "target": "Class to reach"}  # fmt: skip
+
+
+def start(raw: dict) -> None:
+    """Launch (the engine's own checks run first) or say in one line why it cannot run."""
+    try:
+        cid = launch(parse_config(raw), home)
+    except ConfigError as err:
+        st.error(f"Cannot launch: {err}")
+    else:
+        st.session_state.pop("confirm_launch", None)
+        st.switch_page(Path(__file__).with_name("campaign.py"), query_params={"id": cid})
+
+
 if submitted:
+    st.session_state.pop("confirm_launch", None)
     raw = {
         "dataset": dataset, "generator": generator, "classifier": classifier,
         "classifier_b": classifier_b,
@@ -148,11 +167,39 @@ if submitted:
         "strategy_params": strategy_params,
         "generator_params": gen_params,
     }  # fmt: skip
-    try:
-        cid = launch(parse_config(raw), home)
-    except ConfigError as err:
-        st.error(f"Cannot launch: {err}")
-    except Exception as err:  # noqa: BLE001 - pydantic errors from a widget are shown too
-        st.error(f"Cannot launch: {format_validation(err) if hasattr(err, 'errors') else err}")
+    wrong = problems(CampaignConfig, raw, NAMES) + problems(Params, strategy_params, {})
+    if wrong:  # every invalid field at once, each named as its widget is
+        st.error("Cannot launch; please fix:\n" + "\n".join(f"- {md_text(w)}" for w in wrong))
     else:
-        st.switch_page(Path(__file__).with_name("campaign.py"), query_params={"id": cid})
+        try:  # the engine's own checks (seed pool, model fit) come before any question
+            n = resolve(parse_config(raw)).config.seeds
+        except ConfigError as err:
+            st.error(f"Cannot launch: {err}")
+            n = None
+        try:
+            per_seed = STRATEGIES.get(strategy).budget(Params(**strategy_params))
+        except (NotImplementedError, TypeError):
+            per_seed = None
+        cls_card = zoo.load_card(classifier) if classifier in zoo_classifiers else None
+        cost = per_seed and projected_seconds(n or 0, per_seed, [zoo.load_card(generator),
+                                                                 cls_card])  # fmt: skip
+        if n is None:
+            pass
+        elif cost is not None and cost > CONFIRM_SECONDS:
+            st.session_state["confirm_launch"] = (raw, cost, n, per_seed)
+        else:
+            start(raw)
+
+if "confirm_launch" in st.session_state:
+    raw, cost, n, per_seed = st.session_state["confirm_launch"]
+    st.warning(
+        f"This campaign is projected to take about **{duration(cost)}**: {n:,} seeds x up to "
+        f"{per_seed:,} evaluations each, at the models' measured time per image (their zoo "
+        "cards). Launch it anyway?"
+    )
+    go, cancel = st.columns(2)
+    if go.button(f"Launch anyway ({duration(cost)})", type="primary", key="confirm"):
+        start(raw)
+    if cancel.button("Change the settings", key="cancel"):
+        st.session_state.pop("confirm_launch")
+        st.rerun()

@@ -9,14 +9,21 @@ from pydantic import ValidationError
 
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
+from dashboard.form_check import limits, problems
+from dashboard.text import md_text
 from engine import labelling
 from engine.agreement import sample_size
-from engine.config import format_validation
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
 from store import labels as ls
 from store import queries
+
+#: The New study form's label of each setting, so that a refusal names what the user sees.
+STUDY_NAMES = {
+    "name": "Name", "sample": "Images to label", "k": "Labellers per image (k)",
+    "rule": "Verdict rule", "gold_rate": "Gold items", "seed": "Random seed",
+}  # fmt: skip
 
 store, home = get_store(), get_home()
 st.title("Validity studies")
@@ -42,7 +49,8 @@ with tab_new:
             a, b, c, d = st.columns(4)
             name = a.text_input("Name", "")
             sample = b.number_input("Images to label", 1, max(1, population), max(1, planned))
-            k = c.number_input("Labellers per image (k)", 1, 20, 2)
+            k = c.number_input("Labellers per image (k)", value=2,
+                               **limits(labelling.StudyConfig, "k"))  # fmt: skip
             rule = d.selectbox("Verdict rule", ["icst", "majority"],
                                help="majority vote needs k >= 3")  # fmt: skip
             e, f, g = st.columns(3)
@@ -56,17 +64,20 @@ with tab_new:
                 help="the images two classifiers label differently; the statistics then "
                 "say which classifier people agree with",
             )  # fmt: skip
-            seed = g.number_input("Random seed", 0, 2**31 - 1, 0)
+            seed = g.number_input("Random seed", value=0, **limits(labelling.StudyConfig, "seed"))
             if st.form_submit_button("Create study", type="primary", disabled=not chosen):
                 try:
-                    cfg = labelling.StudyConfig(
+                    raw = dict(
                         campaigns=chosen, name=name or None, k=k, rule=rule, sample=sample,
                         seed_images=seed_images, gold_rate=gold, seed=seed,
                         triggering=triggering,
                     )  # fmt: skip
+                    cfg = labelling.StudyConfig(**raw)
                     sid = labelling.create_study(store, home, cfg)
-                except ValidationError as err:  # a sentence, not pydantic's dump
-                    st.error(f"Cannot create the study: {format_validation(err, 'study')}")
+                except ValidationError:  # sentences naming the fields, not pydantic's dump
+                    wrong = problems(labelling.StudyConfig, raw, STUDY_NAMES)
+                    st.error("Cannot create the study; please fix:\n"
+                             + "\n".join(f"- {md_text(w)}" for w in wrong))  # fmt: skip
                 except (ConfigError, ValueError) as err:
                     st.error(f"Cannot create the study: {err}")
                 else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -40,13 +40,13 @@ DDL = [
         seed_pred_b INTEGER,              -- classifier B's (differential campaigns)
         seed_margin DOUBLE NOT NULL,
         viable BOOLEAN NOT NULL,
-        -- non_viable | searching | failed | survived | interrupted
+        -- non-viable | searching | misclassified | survived | interrupted (SEED_STATUSES)
         status VARCHAR NOT NULL,
         misclassified BOOLEAN,
         iterations INTEGER,               -- generations run (to the first failure, or budget)
         evaluations BIGINT,
         final_pred INTEGER,
-        final_pred_b INTEGER,             -- classifier B's label for the result (schema 7)
+        final_pred_b INTEGER,             -- classifier B's label for the result (schema 8)
         final_fitness DOUBLE,
         final_top1 DOUBLE,
         final_top2 DOUBLE,
@@ -65,7 +65,7 @@ DDL = [
         best_fitness DOUBLE NOT NULL,
         mean_fitness DOUBLE NOT NULL,
         best_pred INTEGER NOT NULL,
-        best_pred_b INTEGER,              -- classifier B's label for the best (schema 7)
+        best_pred_b INTEGER,              -- classifier B's label for the best (schema 8)
         top1_label INTEGER NOT NULL,
         top1_prob DOUBLE NOT NULL,
         top2_label INTEGER NOT NULL,
@@ -85,7 +85,7 @@ DDL = [
         fitness DOUBLE NOT NULL,
         pred INTEGER NOT NULL,
         evaluated BOOLEAN NOT NULL,       -- false for survivors carried with their score
-        pred_b INTEGER,                   -- classifier B's label (schema 7)
+        pred_b INTEGER,                   -- classifier B's label (schema 8)
         objective2 DOUBLE,                -- a multi-objective strategy's second objective
         PRIMARY KEY (campaign_id, seed_idx, generation, individual)
     )""",
@@ -123,7 +123,7 @@ DDL = [
         predicted INTEGER,                -- the classifier's label (never shown)
         iterations INTEGER,
         external_id VARCHAR,              -- the ID column of an imported study
-        predicted_b INTEGER,              -- classifier B's label (triggering inputs, schema 7)
+        predicted_b INTEGER,              -- classifier B's label (triggering inputs, schema 8)
         PRIMARY KEY (study_id, item_id)
     )""",
     """CREATE TABLE IF NOT EXISTS labellers (
@@ -181,7 +181,7 @@ DDL = [
         per_generation JSON NOT NULL,
         -- schema 6: the classifier's test-set confusion counts [true][predicted]
         test_confusion JSON,
-        -- schema 7: differential campaigns' figures (engine/differential_metrics.py)
+        -- schema 8: differential campaigns' figures (engine/differential.py)
         differential JSON
     )""",
     # Schema 7 (issue 14): every distinct failing input of a campaign with `archive` on.
@@ -269,6 +269,24 @@ def add_column(con, table: str, column: str) -> None:
         con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}")
 
 
+#: A seed's status, in the words the dashboard and exports show. Until schema 7 a seed the
+#: classifier got wrong was `failed`, which read as "the campaign failed", and a seed the
+#: classifier got wrong from the start was `non_viable`.
+SEED_STATUSES = ("non-viable", "searching", "misclassified", "survived", "interrupted")
+#: Seed statuses as schema 6 and older stored them, and what they are now.
+OLD_SEED_STATUSES = {"failed": "misclassified", "non_viable": "non-viable"}
+
+
+def rename_seed_statuses(con) -> None:
+    """Schema 7: old seed statuses in the words of SEED_STATUSES (campaign statuses,
+    where `failed` means the campaign failed, stay as they are)."""
+    sql = "SELECT column_name FROM duckdb_columns() WHERE table_name = 'seeds'"
+    cols = {r[0] for r in con.execute(sql).fetchall()}
+    if "status" in cols:  # a store too old (or too partial) to have seed statuses has none
+        for old, new in OLD_SEED_STATUSES.items():
+            con.execute("UPDATE seeds SET status = ? WHERE status = ?", [new, old])
+
+
 #: Statements (or functions of a connection) that bring a store from version N - 1 to N,
 #: applied in order on open.
 MIGRATIONS: dict[int, list] = {
@@ -280,7 +298,8 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "seeds", "target INTEGER"),
         lambda con: add_column(con, "campaign_metrics", "test_confusion JSON"),
     ],
-    7: [  # differential testing: a second classifier's labels, a second objective
+    7: [rename_seed_statuses],  # issue 11, clear words: misclassified, non-viable
+    8: [  # issue 14, differential testing: a second classifier's labels, a second objective
         lambda con: add_column(con, "campaigns", "classifier_b VARCHAR"),
         lambda con: add_column(con, "seeds", "seed_pred_b INTEGER"),
         lambda con: add_column(con, "seeds", "final_pred_b INTEGER"),

@@ -111,7 +111,7 @@ def test_an_invalid_study_reads_as_a_sentence(monkeypatch, tmp_path):
     next(b for b in at.button if b.label == "Create study").click().run()
     assert not at.exception, at.exception
     (error,) = at.error
-    assert error.value.startswith("Cannot create the study: study")
-    assert "k >= 3" in error.value or "k>=3" in error.value
+    assert error.value.startswith("Cannot create the study; please fix:")
+    assert "- majority vote needs k &gt;= 3 answers per image, got k=2" in error.value
     for dump in ("validation error", "For further information", "Value error", "type="):
         assert dump not in error.value

@@ -206,3 +206,39 @@ def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
 
 def test_closed_dataset_has_no_other_class_button(page):
     assert "other" not in {b.key for b in page("eve").button}
+
+
+def test_a_key_costs_one_store_transaction_and_shows_the_reserved_image(
+    page, study, monkeypatch
+):
+    """Issue 11, labelling under 300 ms: the next item is reserved for this labeller while
+    the current one is shown, its image is read beforehand, and a key press (answer, next
+    claim, progress) opens the store once, not once per query and page part."""
+    home, _, sid = study
+    at = page("fay")
+    state = at.session_state[f"label:{sid}:fay"]
+    first, upcoming = state["item"], state["upcoming"]
+    assert upcoming is not None and upcoming != first
+    assert upcoming in state["images"]  # prefetched
+    claims = Store(home / "latentfuzz.duckdb").query(
+        "SELECT item_id FROM label_claims WHERE study_id = ? AND labeller = 'fay'", [sid]
+    )
+    assert set(claims["item_id"]) == {first, upcoming}  # reserved: nobody else takes it
+
+    opened = []
+    real = Store._connect
+
+    def counting(self, *a, **kw):
+        opened.append(kw.get("read_only", a[0] if a else None))
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Store, "_connect", counting)
+    for n in range(1, 4):
+        opened.clear()
+        at.button(key="class3").click().run()
+        assert not at.exception
+        assert shown(at, sid, "fay") == upcoming
+        assert at.metric[0].value == str(n)
+        assert len([o for o in opened if o is False]) == 1, opened  # one write per key
+        upcoming = at.session_state[f"label:{sid}:fay"]["upcoming"]
+    assert mine(home, sid, "fay")["position"].tolist() == [1, 2, 3]

@@ -113,6 +113,27 @@ def test_serving_claims_answers_undo_and_no_double_answers():
     assert ls.next_item(store, sid, "ann", skip=frozenset({a})) == c  # skip puts it last
 
 
+def test_a_turn_answers_serves_and_reserves_the_next_item_in_one_transaction():
+    """store.labels.turn, the Label page's one write per key: the item after the served one
+    is reserved (claimed), so that another labeller is never served it at k = 1 and the
+    page can show it before the next write; a reload still shows the served item first."""
+    store = Store()
+    sid = make_study(store, n=4, k=1)
+    ls.join(store, sid, "ann")
+    ls.join(store, sid, "bob")
+    t = ls.turn(store, sid, "ann")
+    a, a2 = t["item"], t["upcoming"]
+    assert a2 is not None and a2 != a and t["image"] == t["upcoming_image"] == "x.png"
+    assert ls.next_item(store, sid, "ann") == a  # a reload: the served item, not the reserve
+    b = ls.turn(store, sid, "bob")
+    assert {b["item"], b["upcoming"]}.isdisjoint({a, a2})  # ann's reserve holds its slot
+    t = ls.turn(store, sid, "ann", answers=[(a, 3, datetime.now())])
+    assert (t["item"], t["recorded"], t["progress"]["mine"]) == (a2, 1, 1)
+    assert t["upcoming"] is None  # every other slot is bob's
+    t = ls.turn(store, sid, "ann", undo=True)
+    assert (t["item"], t["upcoming"], t["progress"]["mine"]) == (a, a2, 0)
+
+
 def test_order_is_fixed_per_labeller_and_differs_between_labellers():
     store = Store()
     sid = make_study(store, n=40, k=2)

@@ -47,7 +47,7 @@ def test_campaign_writes_every_generation_and_image(home: Path):
     for row in viable.itertuples():
         g = gens[gens.seed_idx == row.seed_idx]
         assert g["generation"].tolist() == list(range(1, int(row.iterations) + 1))
-        assert row.status in ("failed", "survived")
+        assert row.status in ("misclassified", "survived")
         assert (home / row.seed_image).is_file() and (home / row.result_image).is_file()
         # Improvement rows point into the seed's strip, frames numbered in order.
         imp = g[g["image"].notna()]
@@ -73,7 +73,7 @@ def test_stop_at_first_failure(home: Path):
     store = db(home)
     seeds = queries.seeds(store, res.campaign_id).set_index("seed_idx")
     gens = queries.generations(store, res.campaign_id)
-    failed = seeds[seeds.status == "failed"]
+    failed = seeds[seeds.status == "misclassified"]
     assert len(failed) >= 1
     for idx, row in failed.iterrows():
         g = gens[gens.seed_idx == idx]

@@ -65,13 +65,13 @@ def test_interruption_leaves_a_consistent_store(home: Path, env, sig):
     c = queries.campaign(store, cid)
     assert c["status"] == "interrupted" and c["finished_at"] is not None
     seeds = queries.seeds(store, cid)
-    assert set(seeds["status"]) <= {"non_viable", "failed", "survived", "interrupted"}
+    assert set(seeds["status"]) <= {"non-viable", "misclassified", "survived", "interrupted"}
     assert "interrupted" in set(seeds["status"])
     gens = queries.generations(store, cid)
     for row in seeds[seeds.viable].itertuples():
         g = gens[gens.seed_idx == row.seed_idx]["generation"].tolist()
         assert g == list(range(1, len(g) + 1)), "generation rows must be contiguous"
-        if row.status in ("failed", "survived"):
+        if row.status in ("misclassified", "survived"):
             assert g[-1] == row.iterations
     # The store stays writable and readable for the next campaign.
     assert queries.list_campaigns(store).shape[0] == 1

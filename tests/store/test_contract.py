@@ -96,7 +96,7 @@ def test_writer_batches_and_finish(store: Store):
         w.maybe_flush()  # an hour has not passed: nothing is written yet
     assert queries.generations(store, "c1").empty
     w.update_seeds(
-        seed_idx=[0], status=["failed"], misclassified=[True], iterations=3, final_pred=[5]
+        seed_idx=[0], status=["misclassified"], misclassified=[True], iterations=3, final_pred=[5]
     )
     w.finish("interrupted", {"wall_seconds": 1.5, "evaluations": 150})
     assert w.flushes == 0  # the rows went in with the final status, in one transaction
@@ -105,7 +105,7 @@ def test_writer_batches_and_finish(store: Store):
     assert gens["image"].isna().tolist() == [True] * 3 + [False] * 3
     assert gens["image"].dropna().tolist() == ["g1.png", "g2.png", "g3.png"]
     seeds = queries.seeds(store, "c1").set_index("seed_idx")
-    assert seeds.loc[0, "status"] == "failed" and seeds.loc[0, "iterations"] == 3
+    assert seeds.loc[0, "status"] == "misclassified" and seeds.loc[0, "iterations"] == 3
     assert seeds.loc[1, "status"] == "interrupted"  # was still searching
     c = queries.campaign(store, "c1")
     assert c["status"] == "interrupted" and c["finished_at"] is not None

@@ -1,4 +1,4 @@
-"""Schema 7 (issue 14): a version-6 store gains the second classifier's columns, the
+"""Schema 8 (issue 14): a version-6 store gains the second classifier's columns, the
 archive and validity tables, and keeps its single-classifier rows as they were."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_a_version_6_store_gains_the_differential_columns_and_tables(tmp_path: P
         "status, final_pred) VALUES ('c', 0, 3, 3, 1.5, true, 'failed', 5)",
     )  # fmt: skip
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "7"
+    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "8"
     s = queries.seeds(store, "c")
     assert s["final_pred"].tolist() == [5] and s["seed_pred_b"].isna().all()
     assert "final_pred_b" in s.columns

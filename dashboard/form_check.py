@@ -1,0 +1,94 @@
+"""Forms that explain themselves: widget limits from the pydantic models that validate,
+every invalid field named in a sentence, and the projected cost of a campaign.
+
+The New campaign and Validity studies pages read bounds and messages from here, so a
+limit is written once, in the model (engine/config.py, the strategies' Params), and the
+form can neither allow what Launch then refuses nor refuse what the engine accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from dashboard.param_form import bounds, label
+
+#: Largest integer a browser's number field holds exactly (JavaScript's safe integer).
+JS_SAFE = 2**53 - 1
+#: A campaign projected to run longer than this asks for confirmation first.
+CONFIRM_SECONDS = 600
+
+
+def limits(model: type[BaseModel], field: str) -> dict[str, int]:
+    """min_value / max_value for an int field's number_input, from the model's bounds."""
+    lo, hi = bounds(model.model_fields[field])
+    out = {}
+    if lo is not None:
+        out["min_value"] = int(lo)
+    if hi is not None:
+        # lt bounds are exclusive; bounds() gives the bound itself.
+        lt = any(hasattr(m, "lt") for m in model.model_fields[field].metadata)
+        out["max_value"] = min(int(hi) - lt, JS_SAFE)
+    return out
+
+
+def _sentence(err: dict[str, Any], names: dict[str, str]) -> str:
+    """One pydantic error as a sentence that names the field as the form labels it."""
+    field = str(err["loc"][0]) if err["loc"] else ""
+    who = names.get(field, field.replace("_", " ").capitalize()) if field else ""
+    got, ctx, kind = err.get("input"), err.get("ctx") or {}, err["type"]
+    entered = "" if isinstance(got, dict) else f" (you entered {got!r})"
+    text = {
+        "greater_than_equal": f"must be at least {ctx.get('ge')}",
+        "greater_than": f"must be more than {ctx.get('gt')}",
+        "less_than_equal": f"must be at most {ctx.get('le')}",
+        "less_than": f"must be less than {ctx.get('lt')}",
+        "string_too_long": f"must be at most {ctx.get('max_length')} characters",
+        "extra_forbidden": "is not a setting here",
+        "finite_number": "must be a finite number",
+    }.get(kind)
+    if text is None:  # a model's own check: already a sentence, minus pydantic's prefix
+        text = err["msg"].removeprefix("Value error, ")
+        return f"{who}: {text}." if who else f"{text}."
+    if kind == "string_too_long":
+        entered = f" (it has {len(got)})"
+    return f"{who} {text}{entered}."
+
+
+def problems(model: type[BaseModel], raw: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """Every reason `raw` is not a valid `model`, one sentence each; [] when valid.
+    `names`: field -> the label its widget shows (default: the field's own label)."""
+    names = {f: label(f, i) for f, i in model.model_fields.items()} | names
+    try:
+        model(**raw)
+    except ValidationError as e:
+        return [_sentence(err, names) for err in e.errors()]
+    return []
+
+
+def projected_seconds(
+    seeds: int, evaluations_per_seed: int, cards: list[dict[str, Any]]
+) -> float | None:
+    """seeds x evaluations per seed x measured milliseconds per image (generator plus
+    classifier, batched, from their cards' `inference`); None when a card has no
+    measurement (an uploaded classifier, a model never benched)."""
+    ms = 0.0
+    for card in cards:
+        inf = (card or {}).get("inference") or {}
+        per = inf.get("ms_per_image_b25") or inf.get("ms_per_image_b1")
+        if per is None:
+            return None
+        ms += float(per)
+    return seeds * evaluations_per_seed * ms / 1000
+
+
+def duration(seconds: float) -> str:
+    """A rough human duration: '40 s', '12 min', '3.5 h', '2.1 days'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"

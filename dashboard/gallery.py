@@ -1,0 +1,93 @@
+"""The Campaign page's gallery: every seed counted by status, filterable and paginated.
+
+A 300-seed campaign drawn at once was one 9,675 px page, and non-viable seeds vanished from
+it without a note. Here the counts come first, a filter chooses what to show (status,
+expected class, iterations) and pages of PAGE_SIZE keep the page short. The filters live in
+the URL (`gallery_*` query parameters), so a view of "misclassified 7s" can be shared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.components import load_image
+from dashboard.url_state import url_widget
+
+PAGE_SIZE = 12
+#: Seed statuses in the order they are counted and offered (store.schema.SEED_STATUSES).
+SHOWN = ("misclassified", "survived", "non-viable", "interrupted", "searching")
+
+
+def filter_seeds(
+    seeds: pd.DataFrame, statuses: list[str], classes: list[int], max_iterations: int | None
+) -> pd.DataFrame:
+    """The seeds with one of `statuses`, expected class in `classes` (all when empty) and
+    at most `max_iterations` (None: any)."""
+    out = seeds[seeds["status"].isin(statuses)]
+    if classes:
+        out = out[out["seed_label"].isin(classes)]
+    if max_iterations is not None:
+        out = out[out["iterations"].fillna(0) <= max_iterations]
+    return out
+
+
+def gallery(seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_row: int = 4):
+    """Counts by status, the filters, then one page of seed / result pairs."""
+    counts = seeds["status"].value_counts()
+    present = [s for s in SHOWN if counts.get(s, 0)]
+    st.caption(" · ".join(f"{counts[s]} {s}" for s in present) or "No seed yet.")
+    if seeds.empty:
+        return
+    a, b, c = st.columns([2, 2, 1])
+    # Searched seeds by default, as GIFTbench's gallery; non-viable ones on request.
+    default = [s for s in present if s != "non-viable"] or present
+    statuses = url_widget(a.multiselect, "Show", "gallery_status", present, default, many=True)
+    classes = url_widget(b.multiselect, "Expected class", "gallery_class",
+                         list(class_names), [], many=True)  # fmt: skip
+    top = int(seeds["iterations"].max()) if seeds["iterations"].notna().any() else 0
+    most = c.number_input("At most iterations", 0, max(top, 0), max(top, 0),
+                          key="gallery_iterations")  # fmt: skip
+    chosen = filter_seeds(
+        seeds, statuses, [class_names.index(n) for n in classes], most if top else None
+    )
+    if chosen.empty:
+        st.info("No seed matches these filters.")
+        return
+    pages = (len(chosen) - 1) // PAGE_SIZE + 1
+    page = 1
+    if pages > 1:
+        page = url_widget(st.selectbox, f"Page (of {pages}, {PAGE_SIZE} seeds each)",
+                          "gallery_page", list(range(1, pages + 1)), 1)  # fmt: skip
+    shown = chosen.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    for start in range(0, len(shown), per_row):
+        cols = st.columns(per_row)
+        for col, r in zip(cols, shown.iloc[start : start + per_row].itertuples(), strict=False):
+            with col:
+                card(r, home, class_names)
+
+
+def card(r, home: Path, class_names: tuple[str, ...]) -> None:
+    """One seed: its seed image and, once searched, its result image, with the labels."""
+    pair = st.columns(2)
+    seed_img, result_img = load_image(home, r.seed_image), load_image(home, r.result_image)
+    if seed_img is not None:
+        pair[0].image(seed_img, caption="seed", width="stretch")
+    if result_img is not None:
+        pair[1].image(result_img, caption="result", width="stretch")
+    expected = class_names[int(r.seed_label)]
+    if r.status == "non-viable":  # never searched: the classifier missed the seed itself
+        st.caption(
+            f"seed {r.seed_idx}: expected **{expected}**, the classifier said "
+            f"**{class_names[int(r.seed_pred)]}** on the seed itself (non-viable, not searched)"
+        )
+    elif pd.isna(r.final_pred):
+        st.caption(f"seed {r.seed_idx}: expected **{expected}** ({r.status})")
+    else:
+        st.caption(
+            f"seed {r.seed_idx}: expected **{expected}**, predicted "
+            f"**{class_names[int(r.final_pred)]}** after {int(r.iterations)} iterations "
+            f"({r.status})"
+        )

@@ -1,0 +1,105 @@
+"""AppTest: the New campaign form explains itself (issue 11, "forms that explain
+themselves"): limits from the validating models, every invalid field named in a sentence,
+and a confirmation showing the estimate before a campaign projected over 10 minutes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from dashboard.form_check import limits, problems, projected_seconds
+from engine.config import CampaignConfig
+from engine.strategies import STRATEGIES
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(tmp_path))
+    st.cache_resource.clear()
+    launched = []
+    monkeypatch.setattr("dashboard.launch.subprocess.Popen", lambda a, **k: launched.append(a))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("../pages/new_campaign.py")
+    at.launched = launched
+    return at.run()
+
+
+def number(at: AppTest, label: str):
+    return next(n for n in at.number_input if n.label == label)
+
+
+def launch_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Launch")
+
+
+def test_seed_fields_take_their_limits_from_the_campaign_model(page):
+    seeds = number(page, "Seeds")
+    assert (seeds.min, seeds.max) == (1, 100_000)  # CampaignConfig.seeds: ge=1, le=100_000
+    assert number(page, "Random seed").min == 0
+    assert limits(CampaignConfig, "seed")["max_value"] == 2**53 - 1  # lt 2**63, browser-safe
+
+
+def test_widgets_refuse_out_of_model_values_and_launch_names_the_rest(page):
+    """The browser cannot send a value outside a widget's model bounds (Streamlit keeps
+    the last valid one); what only the model can judge is named as a sentence."""
+    number(page, "Seeds").set_value(0)
+    page.run()
+    assert number(page, "Seeds").value == 10
+    sentences = problems(CampaignConfig, {"seeds": 0, "seed": -1, "name": "x" * 201},
+                         {"seeds": "Seeds", "seed": "Random seed"})  # fmt: skip
+    assert sentences == [
+        "Name must be at most 200 characters (it has 201).",
+        "Seeds must be at least 1 (you entered 0).",
+        "Random seed must be at least 0 (you entered -1).",
+    ]
+
+
+def test_a_cross_field_rule_reads_as_a_sentence(page):
+    number(page, "Population").set_value(5)
+    launch_button(page).click().run()
+    (err,) = page.error
+    text = err.value.replace("\\", "")
+    assert text.startswith("Cannot launch; please fix:")
+    assert "best_left=10 must be smaller than population=5" in text
+    assert "Value error" not in text and "strategy_params" not in text
+    assert page.launched == []
+
+
+def test_a_seed_count_the_dataset_cannot_give_is_refused_before_any_question(page):
+    number(page, "Seeds").set_value(100_000)
+    launch_button(page).click().run()
+    assert not page.warning and page.launched == []
+    assert "ask for at most 1000" in page.error[0].value
+
+
+def test_a_long_campaign_asks_for_confirmation_with_its_estimate(page):
+    number(page, "Seeds").set_value(1000)
+    number(page, "Generations").set_value(100_000)
+    launch_button(page).click().run()
+    assert not page.exception and page.launched == []
+    (warn,) = page.warning
+    assert "projected to take about" in warn.value and "1,000 seeds" in warn.value
+    go = next(b for b in page.button if b.key == "confirm")
+    go.click().run()
+    assert len(page.launched) == 1
+
+
+def test_a_short_campaign_launches_without_asking(page):
+    number(page, "Seeds").set_value(3)
+    launch_button(page).click().run()
+    assert not page.warning and len(page.launched) == 1
+
+
+def test_projection_is_seeds_x_budget_x_measured_time():
+    cards = [{"inference": {"ms_per_image_b25": 0.1}}, {"inference": {"ms_per_image_b25": 0.4}}]
+    assert projected_seconds(10, 1000, cards) == pytest.approx(5.0)
+    assert projected_seconds(10, 1000, [cards[0], None]) is None  # unmeasured: no estimate
+    ga = STRATEGIES.get("ga")
+    assert problems(ga.Params, {"population": 1}, {}) == [
+        "Population must be at least 2 (you entered 1)."
+    ]

@@ -1,0 +1,65 @@
+"""AppTest: the Campaign page's gallery counts every seed by status, shows non-viable seeds
+on request, filters by status and class, pages through 12 seeds at a time, and keeps its
+filters in the URL (issue 11: "non-viable seeds vanish", "a 300-seed gallery is one
+9,675 px page")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.config import parse_config
+from engine.runner import run_campaign
+from store import Store, queries
+from tests.helpers import page_opener
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory) -> tuple[Path, str]:
+    home = tmp_path_factory.mktemp("home")
+    cfg = parse_config({"seeds": 40, "seed": 2, "strategy_params": {"generations": 15}})
+    return home, run_campaign(cfg, home).campaign_id
+
+
+def url(at, key: str) -> list[str]:
+    v = at.query_params[key]
+    return [v] if isinstance(v, str) else list(v)
+
+
+def gallery_captions(at) -> list[str]:
+    return [c.value for c in at.caption if c.value.startswith("seed ")]
+
+
+def test_gallery_counts_filters_pages_and_keeps_its_state_in_the_url(campaign, monkeypatch):
+    home, cid = campaign
+    seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
+    counts = seeds["status"].value_counts()
+    assert counts.get("non-viable", 0) >= 1, counts  # the fixture needs one of each
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    count_line = next(c.value for c in at.caption if "non-viable" in c.value)
+    for status, n in counts.items():
+        assert f"{n} {status}" in count_line
+    searched = int((seeds["status"] != "non-viable").sum())
+    assert len(gallery_captions(at)) == min(12, searched)  # one page, searched seeds
+    pager = next(s for s in at.selectbox if s.label.startswith("Page"))
+    assert pager.options == [str(p) for p in range(1, (searched - 1) // 12 + 2)]
+    pager.set_value(2).run()
+    assert url(at, "gallery_page") == ["2"]
+
+    show = next(m for m in at.multiselect if m.label == "Show")
+    show.set_value(["non-viable"]).run()
+    captions = gallery_captions(at)
+    assert len(captions) == counts["non-viable"]
+    assert all("non-viable, not searched" in c for c in captions)
+    assert url(at, "gallery_status") == ["non-viable"]
+
+    # A shared link opens the same view: misclassified 7s only.
+    at = page_opener(home, monkeypatch)(
+        "campaign.py", id=cid, gallery_status="misclassified", gallery_class="7"
+    )
+    want = seeds[(seeds["status"] == "misclassified") & (seeds["seed_label"] == 7)]
+    captions = gallery_captions(at)
+    assert len(captions) == min(12, len(want))
+    assert all("expected **7**" in c and "(misclassified)" in c for c in captions)

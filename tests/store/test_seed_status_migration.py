@@ -1,0 +1,28 @@
+"""Schema 7 (issue 11, clear words): a seed the classifier got wrong is `misclassified`,
+not `failed` (which reads as "the campaign failed"); `non_viable` is `non-viable`. An old
+store's seeds are renamed on open; a failed *campaign* stays `failed`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from store import SCHEMA_VERSION, Store, queries
+from store.schema import SEED_STATUSES
+from tests.helpers import old_store
+
+
+def test_a_version_6_store_gets_the_new_seed_statuses(tmp_path: Path):
+    path = old_store(
+        tmp_path / "v6.duckdb", 6,
+        "CREATE TABLE campaigns (id VARCHAR PRIMARY KEY, status VARCHAR)",
+        "CREATE TABLE seeds (campaign_id VARCHAR, seed_idx INTEGER, status VARCHAR)",
+        "INSERT INTO campaigns VALUES ('c', 'failed')",
+        "INSERT INTO seeds VALUES ('c', 0, 'failed'), ('c', 1, 'non_viable'), "
+        "('c', 2, 'survived'), ('c', 3, 'interrupted')",
+    )  # fmt: skip
+    store = Store(path)
+    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
+    seeds = store.query("SELECT status FROM seeds ORDER BY seed_idx")["status"].tolist()
+    assert seeds == ["misclassified", "non-viable", "survived", "interrupted"]
+    assert set(seeds) <= set(SEED_STATUSES)
+    assert store.query("SELECT status FROM campaigns")["status"].tolist() == ["failed"]
