@@ -208,9 +208,7 @@ def test_closed_dataset_has_no_other_class_button(page):
     assert "other" not in {b.key for b in page("eve").button}
 
 
-def test_a_key_costs_one_store_transaction_and_shows_the_reserved_image(
-    page, study, monkeypatch
-):
+def test_a_key_costs_one_store_transaction_and_shows_the_reserved_image(page, study, monkeypatch):
     """Issue 11, labelling under 300 ms: the next item is reserved for this labeller while
     the current one is shown, its image is read beforehand, and a key press (answer, next
     claim, progress) opens the store once, not once per query and page part."""

@@ -31,6 +31,7 @@ def test_a_version_6_store_gains_the_differential_columns_and_tables(tmp_path: P
     assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "8"
     s = queries.seeds(store, "c")
     assert s["final_pred"].tolist() == [5] and s["seed_pred_b"].isna().all()
+    assert s["status"].tolist() == ["misclassified"]  # schema 7 renamed it on the way
     assert "final_pred_b" in s.columns
     assert sd.archive(store, "c").empty and sd.validity(store, "c").empty
 
