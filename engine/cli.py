@@ -351,6 +351,9 @@ def bench(
     large_generations: Annotated[
         int, typer.Option(help="generation budget from 1,000 seeds on")
     ] = 25,
+    nsga2: Annotated[
+        bool, typer.Option(help="NSGA-II's own share of a generation (bench nsga2 has more)")
+    ] = True,
     home: HomeOpt = None,
 ) -> None:
     """The physical limit (raw decode+classify at the best batch size), each size's engine
@@ -377,6 +380,10 @@ def bench(
             console=console,
             strategies=tuple(check_strategies(names)),
         )
+    if nsga2:
+        from engine.cli_diff import bench_nsga2_cmd
+
+        bench_nsga2_cmd(embeddings="pca", seeds=4, generations=10, population=50)
 
 
 @bench_app.command("generators")

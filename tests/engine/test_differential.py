@@ -184,3 +184,12 @@ def test_the_cli_names_a_missing_second_classifier_in_one_line(tmp_path: Path):
     )  # fmt: skip
     assert bad.returncode == 2 and "is not a number" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_bench_nsga2_reports_its_share_of_a_generation():
+    from engine.bench_diff import bench_nsga2
+
+    (row,) = bench_nsga2(("pca",), seeds=1, generations=3, population=8)
+    assert 0 < row["nsga2_share"] < 1 and 0 < row["model_share"] < 1
+    assert row["nsga2_share"] + row["model_share"] < 1  # both are parts of the wall time
+    assert row["seconds_per_generation"] > 0 and row["triggering"] >= 0
