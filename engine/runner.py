@@ -324,6 +324,7 @@ class Generation:
     failed: torch.Tensor  # (S,) some individual fails the criterion
     result: torch.Tensor  # (S,) slot reported as the seed's result if it stops now
     done: torch.Tensor  # (S,) the seed stops after this generation
+    found: tuple | None = None  # Archive.add's arguments: this generation's failing inputs
 
 
 class Campaign:
@@ -459,8 +460,11 @@ class Campaign:
         self.strategy.see(slots, images, failing_now)
         self.strategy.tell(slots, scores, both)
         self.strategy_seconds += time.perf_counter() - t
+        # Archived in record(), inside the generation's batch: a reader (and a resume's
+        # replay) sees a generation's finds with its rows or not at all.
+        found = None
         if self.archive is not None:
-            self.archive.add(
+            found = (
                 g, self.active.repeat_interleave(m), y.repeat_interleave(m),
                 images.flatten(0, 1), logits.flatten(0, 1),
                 None if logits_b is None else logits_b.flatten(0, 1),
@@ -490,7 +494,7 @@ class Campaign:
             done = done | stop
         return Generation(
             g, slots, images, pop, scores, pop_logits, pop_logits_b,
-            self.strategy.objective2(), best, improved, failed, result, done,
+            self.strategy.objective2(), best, improved, failed, result, done, found,
         )  # fmt: skip
 
     def context(self, z: torch.Tensor, logits_b: torch.Tensor | None = None) -> Context:
@@ -548,6 +552,9 @@ class Campaign:
                 pred_b=None if gen.logits_b is None else gen.logits_b.argmax(2).flatten().numpy(),
                 objective2=None if gen.objective2 is None else gen.objective2.flatten().numpy(),
             )  # fmt: skip
+
+        if self.archive is not None and gen.found is not None:
+            self.archive.add(*gen.found)  # after the generations rows (resume's replay)
 
     def finish_seeds(self, gen: Generation) -> None:
         """Final outcome, result image and strip of every seed that stops now."""
