@@ -21,11 +21,15 @@ SPLIT = {"only_a_right": "only A right", "only_b_right": "only B right",
          "both_wrong": "both wrong"}  # fmt: skip
 
 
+def _num(v, spec: str = ".1f") -> str:
+    return "–" if v is None else f"{v:{spec}}"
+
+
 def figures_row(figs: dict) -> None:
     cols = st.columns(5)
     cols[0].metric("triggering inputs", figs["triggering"],
                    help="distinct images A and B label differently")  # fmt: skip
-    cols[1].metric("per 1,000 evaluations", f"{figs['triggering_per_1k']:.1f}")
+    cols[1].metric("per 1,000 evaluations", _num(figs.get("triggering_per_1k")))
     valid = figs.get("valid_triggering")
     cols[2].metric("valid (all filters)", "–" if valid is None else valid)
     geo = figs.get("geometric_diversity")
@@ -171,6 +175,10 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
     m = queries.metrics(store, cid)
     if m is not None and m.get("differential"):
         figures_row(m["differential"])
+    elif m is not None:
+        st.info(f"No differential figures stored (the campaign searched nothing, or its "
+                f"validity pass did not finish): `latentfuzz validate {cid}` computes "
+                "them.")  # fmt: skip
     arch = sd.archive(store, cid)
     arch = arch[arch["pred_b"].notna()]
     arch.columns = [col.replace("-", "_") for col in arch.columns]

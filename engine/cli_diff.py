@@ -40,6 +40,20 @@ def parse_validators(items: list[str]) -> dict[str, float | None]:
     return out
 
 
+def parse_pairs(text: str) -> list[list[str]]:
+    """'a:b,c:d' -> [['a', 'b'], ['c', 'd']], or a one-line error naming the bad item."""
+    out = []
+    for item in text.split(","):
+        parts = [x.strip() for x in item.split(":")]
+        if len(parts) != 2 or not all(parts):
+            raise LatentfuzzError(
+                f"--pairs item {item!r} is not a classifier pair; expected A:B, e.g. "
+                "mnist-convnet:mnist-lenet5 (comma-separated for several)"
+            )
+        out.append(parts)
+    return out
+
+
 def validate(
     campaign: Annotated[str, typer.Argument(help="campaign id")],
     validator: Annotated[
@@ -107,15 +121,15 @@ def diff_study(
     from engine.diff_study import run_diff_study
 
     table = run_diff_study(
-        [p.split(":", 1) for p in pairs.split(",")], generator, seeds, evaluations, population,
-        repetitions, embedding, name, home,
+        parse_pairs(pairs), generator, seeds, evaluations, population, repetitions, embedding,
+        name, home,
     )  # fmt: skip
     print_study(table)
 
 
 def print_study(df: Any) -> None:
     t = Table("A vs B", "method", "runs", "triggering", "valid triggering",
-              "geometric diversity (valid)", "label entropy (valid)",
+              "geometric diversity (valid)", "subset", "label entropy (valid)",
               caption="mean ± SD over runs")  # fmt: skip
     for _, r in df.iterrows():
         t.add_row(
@@ -124,6 +138,7 @@ def print_study(df: Any) -> None:
             f"{r['valid_triggering_mean']:.0f} ± {fmt(r['valid_triggering_sd'], '.0f')}",
             f"{fmt(r['geometric_diversity_mean'], '.1f')} ± "
             f"{fmt(r['geometric_diversity_sd'], '.1f')}",
+            f"{fmt(r['geometric_subset_min'], '.0f')}-{fmt(r['geometric_subset_max'], '.0f')}",
             f"{fmt(r['label_entropy_mean'], '.2f')} ± {fmt(r['label_entropy_sd'], '.2f')}",
         )  # fmt: skip
     console.print(t)

@@ -79,4 +79,9 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         col = pd.to_numeric(df[f], errors="coerce") if f in df else pd.Series(dtype=float)
         out[f"{f}_mean"] = col.groupby([df[k] for k in keys], sort=False).mean()
         out[f"{f}_sd"] = col.groupby([df[k] for k in keys], sort=False).std()
+    # Geometric diversity compares only at equal subset sizes: the table shows the range.
+    sub = pd.to_numeric(df["geometric_subset"] if "geometric_subset" in df else
+                        pd.Series(float("nan"), index=df.index), errors="coerce")  # fmt: skip
+    out["geometric_subset_min"] = sub.groupby([df[k] for k in keys], sort=False).min()
+    out["geometric_subset_max"] = sub.groupby([df[k] for k in keys], sort=False).max()
     return out.reset_index()

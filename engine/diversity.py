@@ -42,6 +42,8 @@ def embed(features: np.ndarray, how: str, seed: int) -> np.ndarray:
         m = x @ x.T if small else x.T @ x
         w, v = eigsh(m, k=2, v0=np.ones(len(m)))
         return v * np.sqrt(np.clip(w, 0, None)) if small else x @ v
+    if how != "umap":
+        raise ValueError(f"embedding {how!r} unknown; expected one of {EMBEDDINGS}")
     try:
         import umap
     except ImportError:  # pragma: no cover - the extra is part of the dev install
@@ -100,6 +102,13 @@ class DiversityArchive:
             features[idx] if not len(self) else torch.cat([self.features, features[idx]])
         )
         self.owner = torch.cat([self.owner, owner[idx]])
+
+    def unrepresented(self) -> bool:
+        """Some search has finds but no representative yet (its first finds)."""
+        s = self.searches
+        found = torch.bincount(self.owner, minlength=s) > 0
+        shown = torch.bincount(self.owner[self.reps], minlength=s) > 0
+        return bool((found & ~shown).any())
 
     def recluster(self) -> None:
         """Recompute each search's representatives (a loop over searches, not individuals)."""

@@ -255,19 +255,25 @@ def execute(
             # and readers mark the campaign crashed once this process has gone.
             failure = failure or e
         finally:
-            lock.release()
+            if status != "finished" or failure is not None:
+                lock.release()
     if failure is not None:
         raise user_error(failure, cid) from failure
     if status == "finished":
-        with torch.inference_mode():
-            key = (cfg.dataset, r.model_hashes[r.classifier_name])
-            gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
-        row = campaign.metrics.row(gaps, confusion)
-        write_metrics(store, cid, row)
-        if r.archive or r.validators:
-            from engine import differential
+        # Still holding the lock: the campaign cannot be deleted while its metrics and
+        # validity scores are written (a differential campaign's take seconds).
+        try:
+            with torch.inference_mode():
+                key = (cfg.dataset, r.model_hashes[r.classifier_name])
+                gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
+            row = campaign.metrics.row(gaps, confusion)
+            write_metrics(store, cid, row)
+            if (r.archive or r.validators) and row["evaluations"]:
+                from engine import differential
 
-            differential.close(r, store, home, cid, row["evaluations"])
+                differential.close(r, store, home, cid, row["evaluations"])
+        finally:
+            lock.release()
     return CampaignResult(
         cid,
         status,

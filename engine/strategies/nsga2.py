@@ -24,6 +24,7 @@ gets then depends on the machine).
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 import numpy as np
 import torch
@@ -48,7 +49,7 @@ class NSGA2Params(StrategyParams):
     eta_m: float = Field(
         20.0, gt=0, le=1000, title="Mutation eta", description="polynomial mutation index"
     )
-    embedding: str = Field(
+    embedding: Literal["pca", "umap"] = Field(
         "pca", description="2-D embedding before HDBSCAN clusters the finds (pca, umap)",
         json_schema_extra={"options": list(EMBEDDINGS)},
     )  # fmt: skip
@@ -56,7 +57,11 @@ class NSGA2Params(StrategyParams):
         5, ge=1, le=1000, description="generations between re-clusterings of the finds"
     )
     seconds: float | None = Field(
-        None, gt=0, le=7 * 86400, description="wall-clock budget in seconds (not reproducible)"
+        None,
+        gt=0,
+        le=7 * 86400,
+        description="wall-clock budget in seconds; the run ends at this or at generations, "
+        "whichever comes first (not reproducible, and not resumable)",
     )
     stop_at_failure: bool = Field(False, description="stop a run at its first triggering input")
 
@@ -173,8 +178,7 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         self.generation += 1
         # Also as soon as the first finds exist: until then every image's diversity is 1
         # and the second objective would not steer anything.
-        first = len(self.archive) > 0 and len(self.archive.reps) == 0
-        if first or self.generation % p.cluster_every == 0:
+        if self.archive.unrepresented() or self.generation % p.cluster_every == 0:
             self.archive.recluster()
         self.div = self.archive.diversity(self.feat)  # representatives may have moved
         s, n = self.scores.shape

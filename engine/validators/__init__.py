@@ -12,10 +12,16 @@ from engine.validators.base import VALIDATORS, Validator
 def check_validators(chosen: dict[str, float | None] | None, generator: Any) -> None:
     """ConfigError (one line) for a filter that does not exist or cannot score this
     generator's images."""
-    for name in chosen or {}:
+    for name, threshold in (chosen or {}).items():
         if name not in VALIDATORS:
             raise ConfigError(
                 f"validity filter {name!r} unknown; expected one of {VALIDATORS.names()}"
+            )
+        lo, hi = VALIDATORS.get(name).score_range
+        if threshold is not None and not lo <= threshold <= hi:
+            raise ConfigError(
+                f"validity filter {name!r}: threshold {threshold} is outside its scores' "
+                f"range [{lo:g}, {hi:g}], so every image would pass or none; pick one inside"
             )
         why = VALIDATORS.get(name).check(generator)
         if why is not None:

@@ -22,6 +22,8 @@ class Validator(ABC):
     default_threshold: ClassVar[float]
     #: One line on what the score is, for the CLI and the Campaign page.
     describes: ClassVar[str]
+    #: The range a score (and so a meaningful threshold) lies in.
+    score_range: ClassVar[tuple[float, float]]
 
     @classmethod
     def check(cls, generator: Any) -> str | None:

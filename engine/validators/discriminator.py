@@ -21,6 +21,7 @@ class DiscriminatorFilter(Validator):
     name = "discriminator"
     default_threshold = float("nan")  # calibrated on real images unless given
     describes = "the GAN discriminator's probability that the image is real"
+    score_range = (0.0, 1.0)
 
     @classmethod
     def check(cls, generator) -> str | None:

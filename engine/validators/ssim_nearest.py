@@ -18,6 +18,7 @@ class SSIMNearest(Validator):
     name = "ssim-nearest"
     default_threshold = 0.4
     describes = "SSIM to the most similar image of the training split"
+    score_range = (-1.0, 1.0)
 
     def __init__(self, generator, dataset, threshold: float | None = None) -> None:
         super().__init__(generator, dataset, threshold)

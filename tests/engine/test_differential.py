@@ -214,10 +214,91 @@ def test_an_interrupted_nsga2_campaign_resumes_to_the_same_archive(tmp_path: Pat
     cut = run_campaign(parse_config(raw), tmp_path / "b", progress=stop_at_4)
     assert cut.status == "interrupted"
     b = Store(tmp_path / "b" / "latentfuzz.duckdb")
-    assert 0 < len(sd.archive(b, cut.campaign_id))
+    assert len(sd.archive(b, cut.campaign_id)) > 0
     assert resume_campaign(tmp_path / "b", cut.campaign_id).status == "finished"
     a = sd.archive(Store(tmp_path / "a" / "latentfuzz.duckdb"), whole)
     r = sd.archive(b, cut.campaign_id)
     cols = ["entry", "seed_idx", "generation", "label", "pred", "pred_b", "fitness"]
     assert len(a) > 0
     assert a[cols].equals(r[cols])
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"strategy": "nsga2", "strategy_params": {"embedding": "foo"}}, "embedding"),
+        ({"validators": {"ssim-nearest": 5.0}}, "outside its scores' range"),
+        ({"validators": {"discriminator": -0.5}}, "outside its scores' range"),
+    ],
+)
+def test_review_findings_are_refused_in_one_line(raw: dict, message: str):
+    with pytest.raises(ConfigError, match=message) as e:
+        resolve(parse_config({"generator": "gan", "classifier_b": "lenet5", **raw}))
+    assert "\n" not in str(e.value)
+
+
+def test_diff_study_pairs_must_be_pairs():
+    from engine.cli_diff import parse_pairs
+    from engine.errors import LatentfuzzError
+
+    assert parse_pairs("a:b, c:d") == [["a", "b"], ["c", "d"]]
+    with pytest.raises(LatentfuzzError, match="'convnet' is not a classifier pair"):
+        parse_pairs("convnet")
+
+
+def test_a_search_with_its_first_finds_gets_representatives_at_once():
+    from engine.diversity import DiversityArchive
+
+    arch = DiversityArchive(2, "pca", 0)
+    f = torch.nn.functional.normalize(torch.rand(3, 4), dim=1)
+    arch.add(f[:1], torch.tensor([0]))
+    arch.recluster()
+    assert not arch.unrepresented()
+    arch.add(f[1:], torch.tensor([1, 1]))  # search 1 finds its first inputs later
+    assert arch.unrepresented()
+    arch.recluster()
+    assert not arch.unrepresented()
+
+
+def test_a_campaign_that_searched_nothing_has_no_figures_and_its_page_says_so(
+    tmp_path: Path, monkeypatch
+):
+    """B says 1 for every image, so on class-3 seeds A and B disagree from the start and
+    no seed is viable: nothing is searched, and no figures come from zero evaluations."""
+    from tests.helpers import page_opener
+
+    class One(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros(x.shape[0], 10)
+            out[:, 1] = 1.0
+            return out
+
+    path = tmp_path / "one.pt"
+    torch.jit.save(torch.jit.script(One()), str(path))
+    cfg = parse_config({"generator": "gan", "classifier_b": str(path), "strategy": "nsga2",
+                        "seeds": 2, "target_class": 3,
+                        "strategy_params": {"generations": 2, "population": 8}})  # fmt: skip
+    cid = run_campaign(cfg, tmp_path).campaign_id
+    store = Store(tmp_path / "latentfuzz.duckdb")
+    assert queries.summary(store, cid)["viable"] == 0
+    assert queries.metrics(store, cid)["differential"] is None
+    at = page_opener(tmp_path, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert any("latentfuzz validate" in i.value for i in at.info)
+
+
+def test_a_wall_clock_campaign_is_not_resumed(tmp_path: Path):
+    from engine.errors import LatentfuzzError
+    from engine.resume import resume_campaign
+
+    def stop(p) -> None:
+        raise KeyboardInterrupt
+
+    cfg = parse_config({"generator": "gan", "classifier_b": "lenet5", "strategy": "nsga2",
+                        "seeds": 1, "validators": {},
+                        "strategy_params": {"generations": 3, "population": 8,
+                                            "seconds": 600}})  # fmt: skip
+    cut = run_campaign(cfg, tmp_path, progress=stop)
+    assert cut.status == "interrupted"
+    with pytest.raises(LatentfuzzError, match="wall-clock budget"):
+        resume_campaign(tmp_path, cut.campaign_id)
