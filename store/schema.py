@@ -15,7 +15,6 @@ DDL = [
         dataset VARCHAR NOT NULL,
         generator VARCHAR NOT NULL,       -- zoo name
         classifier VARCHAR NOT NULL,      -- zoo name or TorchScript path
-        classifier_b VARCHAR,             -- differential campaigns: the second classifier
         strategy VARCHAR NOT NULL,
         preset VARCHAR,                   -- the strategy's perturbation preset, if any
         n_seeds INTEGER NOT NULL,
@@ -29,7 +28,8 @@ DDL = [
         wall_seconds DOUBLE,
         store_seconds DOUBLE,             -- writer time inside the store (benchmarks, contract)
         evaluations BIGINT,
-        study VARCHAR                     -- the study this campaign belongs to, if any
+        study VARCHAR,                    -- the study this campaign belongs to, if any
+        classifier_b VARCHAR              -- differential campaigns: the second classifier
     )""",
     """CREATE TABLE IF NOT EXISTS seeds (
         campaign_id VARCHAR NOT NULL,
@@ -37,7 +37,6 @@ DDL = [
         source_index INTEGER,             -- dataset test index, -1 when sampled
         seed_label INTEGER NOT NULL,      -- intended (expected) label
         seed_pred INTEGER NOT NULL,       -- classifier's label for the seed image
-        seed_pred_b INTEGER,              -- classifier B's (differential campaigns)
         seed_margin DOUBLE NOT NULL,
         viable BOOLEAN NOT NULL,
         -- non-viable | searching | misclassified | survived | interrupted (SEED_STATUSES)
@@ -46,7 +45,6 @@ DDL = [
         iterations INTEGER,               -- generations run (to the first failure, or budget)
         evaluations BIGINT,
         final_pred INTEGER,
-        final_pred_b INTEGER,             -- classifier B's label for the result (schema 8)
         final_fitness DOUBLE,
         final_top1 DOUBLE,
         final_top2 DOUBLE,
@@ -56,6 +54,8 @@ DDL = [
         improvements_image VARCHAR,       -- strip of the best image at each improvement
         elapsed_s DOUBLE,
         target INTEGER,                   -- class a targeted search must reach (schema 6)
+        seed_pred_b INTEGER,              -- classifier B's label for the seed (schema 8)
+        final_pred_b INTEGER,             -- classifier B's label for the result (schema 8)
         PRIMARY KEY (campaign_id, seed_idx)
     )""",
     """CREATE TABLE IF NOT EXISTS generations (
@@ -65,7 +65,6 @@ DDL = [
         best_fitness DOUBLE NOT NULL,
         mean_fitness DOUBLE NOT NULL,
         best_pred INTEGER NOT NULL,
-        best_pred_b INTEGER,              -- classifier B's label for the best (schema 8)
         top1_label INTEGER NOT NULL,
         top1_prob DOUBLE NOT NULL,
         top2_label INTEGER NOT NULL,
@@ -75,6 +74,7 @@ DDL = [
         elapsed_s DOUBLE NOT NULL,        -- since campaign start
         image VARCHAR,                    -- when the best improved: the seed's strip PNG
         image_frame INTEGER,              -- ... and this generation's frame in it (0-based)
+        best_pred_b INTEGER,              -- classifier B's label for the best (schema 8)
         PRIMARY KEY (campaign_id, seed_idx, generation)
     )""",
     """CREATE TABLE IF NOT EXISTS individuals (

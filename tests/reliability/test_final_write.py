@@ -87,16 +87,22 @@ def test_a_full_disk_ends_the_campaign_failed_and_keeps_what_was_written(home: P
                                                                          monkeypatch):  # fmt: skip
     from engine.images import ImageSink
 
-    real = ImageSink._write
     calls = {"n": 0}
 
-    def full_after_a_while(self, rel_paths, arr):
-        calls["n"] += 1
-        if calls["n"] > 6:
-            raise OSError(errno.ENOSPC, "No space left on device", str(self.home / rel_paths[0]))
-        return real(self, rel_paths, arr)
+    def full_after_a_while(real):
+        # Every file the sink writes counts: PNGs, and the strips' frame sidecars, which
+        # since strips are assembled once at the end are most of a search's writes.
+        def write(self, rel, *args):
+            calls["n"] += 1
+            if calls["n"] > 6:
+                first = rel[0] if isinstance(rel, list) else rel
+                raise OSError(errno.ENOSPC, "No space left on device", str(self.home / first))
+            return real(self, rel, *args)
 
-    monkeypatch.setattr(ImageSink, "_write", full_after_a_while)
+        return write
+
+    monkeypatch.setattr(ImageSink, "_write", full_after_a_while(ImageSink._write))
+    monkeypatch.setattr(ImageSink, "_append", full_after_a_while(ImageSink._append))
     cfg = parse_config({"seeds": 3, "seed": 2, "flush_seconds": 0.05, "strategy_params": {
         "generations": 40, "population": 6, "best_left": 2, "perturbation": "low"}})  # fmt: skip
     with pytest.raises(LatentfuzzError) as e:
