@@ -9,6 +9,7 @@ from dashboard.escape import escape_panel
 from dashboard.gallery import gallery
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
+from dashboard.progress import campaign_progress
 from dashboard.text import md_text
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
@@ -56,14 +57,10 @@ def live() -> None:
     now = queries.campaign(store, cid)
     p = queries.progress(store, cid)
     left, right = st.columns([4, 1])
-    left.markdown(
-        f"**Status:** {now['status']}"
-        + (
-            f" · generation {p['generation']} · {p['seeds_done']} of {p['n_seeds']} seeds done"
-            if now["status"] == "running"
-            else ""
-        )
-    )
+    left.markdown(f"**Status:** {now['status']}")
+    if now["status"] == "running":
+        frac, text = campaign_progress(now, p)
+        left.progress(frac, text=text)
     if now["status"] == "running" and right.button("Stop", type="secondary"):
         if stop(home, cid):
             st.toast("Stopping after the current generation…")

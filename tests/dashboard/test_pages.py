@@ -146,13 +146,18 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
         at.run()  # one refresh of the page, as the live fragment does every 2 s
         assert not at.exception, at.exception
         assert not [e.value for e in at.error]
-        statuses.append(next(m.value for m in at.markdown if m.value.startswith("**Status:**")))
+        status = next(m.value for m in at.markdown if m.value.startswith("**Status:**"))
+        # While it runs: a progress bar that says where it is and how long is left.
+        bars = [b.proto.text for b in at.get("progress")]
+        statuses.append(" ".join([status, *bars]))
         if proc.poll() is not None and "finished" in statuses[-1]:
             break
         time.sleep(0.5)
     assert proc.returncode == 0
     running = [s for s in statuses if "running" in s]
     assert len(set(running)) >= 2, f"the page did not follow the campaign: {statuses}"
+    assert all("of 120" in s and "seeds done" in s for s in running), running
+    assert any("left" in s for s in running), running
     assert queries.campaign(Store(home / "latentfuzz.duckdb"), cid)["status"] == "finished"
 
 
