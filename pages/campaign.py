@@ -9,7 +9,7 @@ from dashboard.escape import escape_panel
 from dashboard.gallery import gallery
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
-from dashboard.progress import campaign_progress
+from dashboard.progress import campaign_progress, wait_for_start
 from dashboard.text import md_text
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
@@ -34,13 +34,7 @@ if c is None:
         st.error(f"The campaign did not start:\n\n```\n{log[-2000:]}\n```")
         st.stop()
     st.info("Starting the campaign…")
-
-    @st.fragment(run_every=1.0)
-    def wait_for_start() -> None:
-        if queries.campaign(store, cid) is not None:
-            st.rerun()
-
-    wait_for_start()
+    wait_for_start(store, home, cid)
     st.stop()
 
 st.title(f"Campaign {md_text(c['name'])}")
