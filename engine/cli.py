@@ -28,7 +28,7 @@ app = typer.Typer(
 train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
 app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
-register_campaign_commands(app)  # resume, delete, rename, doctor
+register_campaign_commands(app)  # resume, delete, rename, tag, note, doctor
 register_ui(app)  # ui
 register_escape(app)  # escape
 

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from dashboard.annotations import annotation_editor
 from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
 from dashboard.data import get_home, get_store
 from dashboard.escape import escape_panel
@@ -42,6 +43,7 @@ st.caption(
     f"{c['dataset']} · generator {c['generator']} · classifier {md_text(c['classifier'])} · "
     f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
 )
+annotation_editor(store, "campaign", cid)
 class_names = get_dataset(c["dataset"]).class_names
 running = c["status"] == "running"
 

@@ -175,6 +175,16 @@ DDL = [
         -- schema 6: the classifier's test-set confusion counts [true][predicted]
         test_confusion JSON
     )""",
+    # Schema 7 (issue 11): tags and notes of a campaign or a study, kept apart from the
+    # records themselves so that editing them never touches finished rows (CONTRACT.md).
+    """CREATE TABLE IF NOT EXISTS annotations (
+        kind VARCHAR NOT NULL,            -- campaign | study
+        id VARCHAR NOT NULL,
+        tags VARCHAR[] NOT NULL,
+        notes VARCHAR NOT NULL,
+        updated_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (kind, id)
+    )""",
 ]
 
 
@@ -264,5 +274,5 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "seeds", "target INTEGER"),
         lambda con: add_column(con, "campaign_metrics", "test_confusion JSON"),
     ],
-    7: [rename_seed_statuses],  # issue 11, clear words: misclassified, non-viable
+    7: [rename_seed_statuses],  # issue 11: clear seed statuses; DDL adds `annotations`
 }
