@@ -28,7 +28,7 @@ def url_widget(
         # Changed from outside (a link, a bookmark, back): the URL replaces the widget's
         # remembered value.
         st.session_state[key] = (
-            [o for o in options if str(o) in wanted] if many
+            _in_order(options, wanted) if many
             else next((o for o in options if str(o) == wanted[0]), st.session_state[key])
         )  # fmt: skip
     # A remembered (or just replaced) value is the widget's; passing a default as well
@@ -41,7 +41,7 @@ def url_widget(
         remembered = False
     if many:
         if not remembered:
-            kwargs["default"] = [o for o in options if str(o) in wanted]
+            kwargs["default"] = _in_order(options, wanted)
         value = widget(label, options, key=key, **kwargs)
         if value:
             qp[param] = [str(v) for v in value]
@@ -58,3 +58,9 @@ def url_widget(
         written = () if value is None else (str(value),)
     st.session_state[f"{key}:synced"] = written
     return value
+
+
+def _in_order(options: list[Any], wanted: tuple[str, ...]) -> list[Any]:
+    """The options named in `wanted`, in the URL's order (a comparison's column order)."""
+    by_text = {str(o): o for o in options}
+    return list(dict.fromkeys(by_text[w] for w in wanted if w in by_text))

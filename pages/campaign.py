@@ -21,7 +21,8 @@ store, home = get_store(), get_home()
 campaigns = queries.list_campaigns(store)
 cid = st.query_params.get("id")
 if cid is None and not campaigns.empty:
-    cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{i}")
+    names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
+    cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{names[i]} ({i})")
 if cid is None:
     st.info("No campaign yet: start one on the New campaign page.")
     st.stop()

@@ -77,3 +77,12 @@ def test_campaign_page_edits_tags_and_notes(two, monkeypatch):
     got = an.get(Store(home / "latentfuzz.duckdb"), "campaign", first)
     assert got == {"tags": ["icst", "vae"], "notes": "as in Table III"}
     assert any("`icst`" in m.value for m in at.markdown)
+
+
+def test_compare_selection_is_in_the_url(two, monkeypatch):
+    home, (first, second) = two
+    at = page_opener(home, monkeypatch)("compare.py", id=[first, second])
+    assert not at.exception, at.exception
+    assert at.multiselect[0].value == [first, second]
+    at.multiselect[0].set_value([second, first]).run()
+    assert list(at.query_params["id"]) == [second, first]
