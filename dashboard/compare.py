@@ -186,7 +186,10 @@ def config_diff(store: Store, ids: list[str]) -> pd.DataFrame:
     """Settings that differ between the campaigns (flattened config keys)."""
     flat = {}
     for cid in ids:
-        cfg = queries.campaign(store, cid)["config"]
+        c = queries.campaign(store, cid)
+        # One canonical model name: the zoo name the campaign resolved ('mnist-vae'), not
+        # the family or default a config may give ('vae', none), which would differ falsely.
+        cfg = {**c["config"], "generator": c["generator"], "classifier": c["classifier"]}
         flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
     df = pd.DataFrame(flat)
     return df[df.nunique(axis=1) > 1]

@@ -65,3 +65,18 @@ def test_models_page_is_readable_with_samples_and_uploads(tmp_path, monkeypatch)
     assert len(at.get("image")) >= 3  # one set of samples per generator
     assert at.dataframe[1].value["file"].tolist() == ["mine.pt"]
     assert any("trained with" in m.value for m in at.markdown)
+
+
+def test_one_canonical_model_name_in_the_settings_that_differ(tmp_path):
+    """A campaign asked for 'vae' and one for 'mnist-vae' use the same model: Compare's
+    settings that differ must not list the generator (or the default classifier)."""
+    from dashboard.compare import config_diff
+    from store import Store
+
+    home = tmp_path / "home"
+    cfg = {"seeds": 1, "seed": 1, "strategy_params": {"generations": 2}}
+    a = run_campaign(parse_config({**cfg, "generator": "vae"}), home).campaign_id
+    b = run_campaign(parse_config({**cfg, "generator": "mnist-vae",
+                                   "classifier": "mnist-convnet"}), home).campaign_id  # fmt: skip
+    diff = config_diff(Store(home / "latentfuzz.duckdb"), [a, b])
+    assert "generator" not in diff.index and "classifier" not in diff.index
