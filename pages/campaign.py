@@ -12,6 +12,7 @@ from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
 from dashboard.progress import campaign_progress, wait_for_start
 from dashboard.text import md_text
+from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.export import zip_bytes
@@ -119,7 +120,8 @@ with tab_seed:
     if searched.empty:
         st.info("No viable seed.")
     else:
-        s = st.selectbox("Seed", searched["seed_idx"].tolist())
+        options = searched["seed_idx"].tolist()
+        s = url_widget(st.selectbox, "Seed", "seed", options, options[0])  # shareable
         row = searched.set_index("seed_idx").loc[s]
         # A seed stopped mid-search (an interrupted or crashed campaign) has no outcome yet.
         final = "–" if pd.isna(row.final_pred) else class_names[int(row.final_pred)]

@@ -82,3 +82,12 @@ def test_progress_is_the_generation_budget_done_with_an_upper_bound_eta():
     p = {"generation": 3, "seeds_done": 5, "n_seeds": 10}
     frac, _ = campaign_progress({**c, "config": {}}, p, start + timedelta(seconds=9))
     assert frac == 0.5  # no generation budget: the share of seeds done
+
+
+def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
+    home, cid = campaign
+    seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
+    third = int(seeds[seeds["viable"]]["seed_idx"].iloc[2])
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed=str(third))
+    assert not at.exception, at.exception
+    assert next(s for s in at.selectbox if s.label == "Seed").value == third
