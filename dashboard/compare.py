@@ -192,10 +192,13 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
 def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None) -> pd.DataFrame:
     """Settings that differ between the campaigns (flattened config keys)."""
     camps = queries.campaigns_by_id(store, ids) if camps is None else camps
-    configs = dict(zip(camps["id"], camps["config"], strict=True))
-    flat = {
-        cid: pd.json_normalize(json.loads(json.dumps(configs[cid]))).iloc[0].astype(str)
-        for cid in ids
-    }
+    rows = camps.set_index("id")
+    flat = {}
+    for cid in ids:
+        r = rows.loc[cid]
+        # One canonical model name: the zoo name the campaign resolved ('mnist-vae'), not
+        # the family or default a config may give ('vae', none), which would differ falsely.
+        cfg = {**r["config"], "generator": r["generator"], "classifier": r["classifier"]}
+        flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
     df = pd.DataFrame(flat)
     return df[df.nunique(axis=1) > 1]

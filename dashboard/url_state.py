@@ -15,22 +15,52 @@ def url_widget(
     default: Any, many: bool = False, **kwargs: Any,
 ) -> Any:  # fmt: skip
     """`widget` (st.selectbox / st.multiselect / st.radio or a column's) over `options`,
-    first set from the query parameter `param` (values matched as text; unknown ones
-    ignored), else `default`; the chosen value is written back to the URL."""
-    qp, options = st.query_params, list(options)
+    set from the query parameter `param` (values matched as text; unknown ones ignored),
+    else `default`; the chosen value is written back to the URL.
+
+    The URL wins when it changed since this widget last wrote it (a link, a bookmark, the
+    browser's back button); otherwise the widget keeps what the user chose."""
+    qp, options, key = st.query_params, list(options), f"url:{param}"
+    url_now = tuple(qp.get_all(param)) if param in qp else ()
+    wanted = url_now if param in qp else (
+        tuple(str(d) for d in default) if many else (str(default),))  # fmt: skip
+    if key in st.session_state and st.session_state.get(f"{key}:synced") != url_now:
+        # Changed from outside (a link, a bookmark, back): the URL replaces the widget's
+        # remembered value.
+        st.session_state[key] = (
+            _in_order(options, wanted) if many
+            else next((o for o in options if str(o) == wanted[0]), st.session_state[key])
+        )  # fmt: skip
+    # A remembered (or just replaced) value is the widget's; passing a default as well
+    # would make Streamlit warn on the page.
+    remembered = key in st.session_state
+    if remembered and many:  # options can change between runs (a deleted campaign's tag)
+        st.session_state[key] = [o for o in st.session_state[key] if o in options]
+    elif remembered and st.session_state[key] not in options:
+        del st.session_state[key]
+        remembered = False
     if many:
-        wanted = set(qp.get_all(param)) if param in qp else {str(d) for d in default}
-        value = widget(label, options, default=[o for o in options if str(o) in wanted],
-                       key=f"url:{param}", **kwargs)  # fmt: skip
+        if not remembered:
+            kwargs["default"] = _in_order(options, wanted)
+        value = widget(label, options, key=key, **kwargs)
         if value:
             qp[param] = [str(v) for v in value]
         elif param in qp:
             del qp[param]
-        return value
-    raw = qp.get(param)
-    start = next((o for o in options if str(o) == raw), default)
-    index = options.index(start) if start in options else 0
-    value = widget(label, options, index=index, key=f"url:{param}", **kwargs)
-    if value is not None:
-        qp[param] = str(value)
+        written = tuple(str(v) for v in value)  # () : the parameter is left out
+    else:
+        if not remembered:
+            start = next((o for o in options if str(o) == wanted[0]), default)
+            kwargs["index"] = options.index(start) if start in options else 0
+        value = widget(label, options, key=key, **kwargs)
+        if value is not None:
+            qp[param] = str(value)
+        written = () if value is None else (str(value),)
+    st.session_state[f"{key}:synced"] = written
     return value
+
+
+def _in_order(options: list[Any], wanted: tuple[str, ...]) -> list[Any]:
+    """The options named in `wanted`, in the URL's order (a comparison's column order)."""
+    by_text = {str(o): o for o in options}
+    return list(dict.fromkeys(by_text[w] for w in wanted if w in by_text))

@@ -33,7 +33,7 @@ app = typer.Typer(
 train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
 app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
-register_campaign_commands(app)  # resume, delete, rename, doctor
+register_campaign_commands(app)  # resume, delete, rename, tag, note, doctor
 register_ui(app)  # ui
 register_escape(app)  # escape
 register_diff(app)  # validate, diff-study, zoo compress
@@ -124,6 +124,9 @@ def run(
 
     if campaign_id is not None:
         check_id_syntax(campaign_id)  # refused before torch and the models are even imported
+    from engine.startup import STEPS, report
+
+    report(resolve_home(home), campaign_id, STEPS[0])  # the dashboard shows each start-up step
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from engine.config import load_yaml, parse_config
@@ -181,6 +184,7 @@ def run(
         raw["strategy_params"]["perturbation"] = "custom"
     cfg = parse_config(raw)
     h = resolve_home(home)
+    report(h, campaign_id, STEPS[1])
     # Ctrl-C and the dashboard's stop button (SIGTERM) both stop the search cleanly. SIGINT
     # is set explicitly: a process started in the background inherits it as ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -207,7 +211,8 @@ def run(
                 task,
                 completed=p.generation,
                 total=p.generations,
-                info=f"active {p.active}/{p.viable}  failed {p.failed}  evals {p.evaluations}",
+                info=f"active {p.active}/{p.viable}  misclassified {p.failed}  "
+                f"evals {p.evaluations}",
             )
 
         try:

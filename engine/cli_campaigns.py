@@ -1,4 +1,5 @@
-"""`latentfuzz resume | delete | rename | doctor`: looking after campaigns in the store."""
+"""`latentfuzz resume | delete | rename | tag | note | doctor`: looking after campaigns
+(and, for tags and notes, studies) in the store."""
 
 from __future__ import annotations
 
@@ -81,6 +82,59 @@ def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:
     console.print(f"{campaign_id} is now named {name!r}", markup=False)
 
 
+def _target(store, id_: str, study: bool) -> str:
+    """'study' or 'campaign', after checking that the id exists (one-line error if not)."""
+    if not study:
+        _campaign(store, id_)
+        return "campaign"
+    from store import labels
+
+    if labels.study(store, id_) is None:
+        raise LatentfuzzError(f"no study {id_!r}; `latentfuzz labels list` lists them")
+    return "study"
+
+
+def tag(
+    id_: Annotated[str, typer.Argument(metavar="ID", help="a campaign (or a study, --study)")],
+    tags: Annotated[list[str] | None, typer.Argument(help="tags to add")] = None,
+    remove: Annotated[list[str] | None, typer.Option(help="a tag to take off")] = None,
+    study: Annotated[bool, typer.Option("--study", help="ID is a label study")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Add tags to a campaign or study (or --remove them); prints the tags it has now."""
+    from store import annotations
+    from store.connection import StoreError
+
+    store = _store(home)
+    kind = _target(store, id_, study)
+    have = annotations.get(store, kind, id_)["tags"]
+    wanted = [t for t in [*have, *(tags or [])] if t not in set(remove or [])]
+    try:
+        new = annotations.annotate(store, kind, id_, tags=wanted)
+    except StoreError as e:
+        raise LatentfuzzError(str(e)) from None
+    console.print(f"{id_}: tags {', '.join(new['tags']) or '(none)'}", markup=False)
+
+
+def note(
+    id_: Annotated[str, typer.Argument(metavar="ID", help="a campaign (or a study, --study)")],
+    text: Annotated[str, typer.Argument(help="the notes (replace the old ones; '' clears)")],
+    study: Annotated[bool, typer.Option("--study", help="ID is a label study")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Set the notes of a campaign or study."""
+    from store import annotations
+    from store.connection import StoreError
+
+    store = _store(home)
+    kind = _target(store, id_, study)
+    try:
+        annotations.annotate(store, kind, id_, notes=text)
+    except StoreError as e:
+        raise LatentfuzzError(str(e)) from None
+    console.print(f"{id_}: notes saved ({len(text)} characters)", markup=False)
+
+
 def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="do the safe repairs first")] = False,
     home: HomeOpt = None,
@@ -104,5 +158,5 @@ def doctor(
 
 
 def register(app: typer.Typer) -> None:
-    for fn in (resume, delete, rename, doctor):
+    for fn in (resume, delete, rename, tag, note, doctor):
         app.command()(fn)

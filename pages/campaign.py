@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from dashboard.annotations import annotation_editor
 from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
 from dashboard.data import get_home, get_store
 from dashboard.differential import differential_panel
@@ -10,7 +11,9 @@ from dashboard.escape import escape_panel
 from dashboard.gallery import gallery
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
+from dashboard.progress import campaign_progress, wait_for_start
 from dashboard.text import md_text
+from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.export import zip_bytes
@@ -20,7 +23,8 @@ store, home = get_store(), get_home()
 campaigns = queries.list_campaigns(store)
 cid = st.query_params.get("id")
 if cid is None and not campaigns.empty:
-    cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{i}")
+    names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
+    cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{names[i]} ({i})")
 if cid is None:
     st.info("No campaign yet: start one on the New campaign page.")
     st.stop()
@@ -34,13 +38,7 @@ if c is None:
         st.error(f"The campaign did not start:\n\n```\n{log[-2000:]}\n```")
         st.stop()
     st.info("Starting the campaign…")
-
-    @st.fragment(run_every=1.0)
-    def wait_for_start() -> None:
-        if queries.campaign(store, cid) is not None:
-            st.rerun()
-
-    wait_for_start()
+    wait_for_start(store, home, cid)
     st.stop()
 
 st.title(f"Campaign {md_text(c['name'])}")
@@ -49,6 +47,7 @@ st.caption(
     f"{' vs ' + md_text(c['classifier_b']) if c.get('classifier_b') else ''} · "
     f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
 )
+annotation_editor(store, "campaign", cid)
 class_names = get_dataset(c["dataset"]).class_names
 running = c["status"] == "running"
 
@@ -58,14 +57,10 @@ def live() -> None:
     now = queries.campaign(store, cid)
     p = queries.progress(store, cid)
     left, right = st.columns([4, 1])
-    left.markdown(
-        f"**Status:** {now['status']}"
-        + (
-            f" · generation {p['generation']} · {p['seeds_done']} of {p['n_seeds']} seeds done"
-            if now["status"] == "running"
-            else ""
-        )
-    )
+    left.markdown(f"**Status:** {now['status']}")
+    if now["status"] == "running":
+        frac, text = campaign_progress(now, p)
+        left.progress(frac, text=text)
     if now["status"] == "running" and right.button("Stop", type="secondary"):
         if stop(home, cid):
             st.toast("Stopping after the current generation…")
@@ -128,7 +123,8 @@ with tab_seed:
     if searched.empty:
         st.info("No viable seed.")
     else:
-        s = st.selectbox("Seed", searched["seed_idx"].tolist())
+        options = searched["seed_idx"].tolist()
+        s = url_widget(st.selectbox, "Seed", "seed", options, options[0])  # shareable
         row = searched.set_index("seed_idx").loc[s]
         # A seed stopped mid-search (an interrupted or crashed campaign) has no outcome yet.
         final = "–" if pd.isna(row.final_pred) else class_names[int(row.final_pred)]

@@ -1,12 +1,24 @@
-"""Campaigns: every campaign in the store, filterable, newest first, each linking to its page."""
+"""Campaigns: every campaign in the store, filterable, newest first, each linking to its page.
+
+Filters (tag, status, dataset, generator, classifier) live in the URL, so a filtered list
+can be bookmarked; while a campaign runs, the list refreshes itself every 2 s."""
 
 import streamlit as st
 
 from dashboard.data import get_store
-from store import queries
+from dashboard.url_state import url_widget
+from store import annotations, queries
 
 st.title("Campaigns")
-df = queries.list_campaigns(get_store())
+store = get_store()
+
+
+def with_tags(df):
+    tags = annotations.table(store, "campaign").set_index("id")["tags"]
+    return df.assign(tags=[tags.get(i, []) for i in df["id"]])
+
+
+df = with_tags(queries.list_campaigns(store))
 if df.empty:
     st.info(
         "No campaigns yet. Start one on the New campaign page, or from a terminal: "
@@ -14,37 +26,56 @@ if df.empty:
     )
     st.stop()
 
-a, b, c, d = st.columns(4)
-status = a.multiselect("Status", sorted(df["status"].unique()))
-generator = b.multiselect("Generator", sorted(df["generator"].unique()))
-classifier = c.multiselect("Classifier", sorted(df["classifier"].unique()))
-text = d.text_input("Name or id contains")
-for col, chosen in (("status", status), ("generator", generator), ("classifier", classifier)):
-    if chosen:
-        df = df[df[col].isin(chosen)]
-if text:
-    # Plain text, not a regular expression: "(" or "[" in a search must not raise.
-    hit = [df[c].str.contains(text, case=False, regex=False, na=False) for c in ("name", "id")]
-    df = df[hit[0] | hit[1]]
+FILTERS = ("status", "dataset", "generator", "classifier")
+cols = st.columns(1 + len(FILTERS))
+tag = url_widget(cols[0].multiselect, "Tag", "tag",
+                 sorted({t for ts in df["tags"] for t in ts}), [], many=True)  # fmt: skip
+chosen = {
+    f: url_widget(
+        col.multiselect, f.capitalize(), f, sorted(df[f].dropna().unique()), [], many=True
+    )  # fmt: skip
+    for col, f in zip(cols[1:], FILTERS, strict=True)
+}
+text = st.text_input("Name or id contains")
 
-view = df.assign(
-    open="/campaign?id=" + df["id"],
-    duration_s=df["wall_seconds"].round(1),
-    viable_seeds=df["viable"].astype(str) + " of " + df["n_seeds"].astype(str),
-)[["open", "name", "status", "dataset", "generator", "classifier", "strategy", "preset",
-   "viable_seeds", "misclassified", "misclassified_pct", "iterations_icst",
-   "iterations_to_failure", "created_at",
-   "duration_s"]]  # fmt: skip
-st.dataframe(
-    view, hide_index=True, width="stretch",
-    column_config={
-        "open": st.column_config.LinkColumn("campaign", display_text=r"id=(.*)"),
-        "misclassified_pct": st.column_config.NumberColumn("misclassified %", format="%.1f"),
-        "iterations_icst": st.column_config.NumberColumn(
-            "iterations (ICST)", format="%.1f", help=queries.ICST_ITERATIONS),
-        "iterations_to_failure": st.column_config.NumberColumn(
-            "iterations to failure", format="%.1f", help=queries.FAILURE_ITERATIONS),
-        "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
-    },
-)  # fmt: skip
-st.caption(f"{len(view)} campaigns. Click a column header to sort; click an id to open it.")
+
+@st.fragment(run_every=2.0 if (df["status"] == "running").any() else None)
+def campaign_table() -> None:
+    """The filtered list; reruns alone (live) while any campaign is running."""
+    df = with_tags(queries.list_campaigns(store))
+    for col, values in chosen.items():
+        if values:
+            df = df[df[col].isin(values)]
+    if tag:  # every chosen tag
+        df = df[[set(tag) <= set(ts) for ts in df["tags"]]]
+    if text:
+        # Plain text, not a regular expression: "(" or "[" in a search must not raise.
+        hit = [df[c].str.contains(text, case=False, regex=False, na=False) for c in ("name", "id")]
+        df = df[hit[0] | hit[1]]
+    view = df.assign(
+        open="/campaign?id=" + df["id"],
+        duration_s=df["wall_seconds"].round(1),
+        viable_seeds=df["viable"].astype(str) + " of " + df["n_seeds"].astype(str),
+    )[["open", "name", "tags", "status", "dataset", "generator", "classifier", "strategy",
+       "preset", "viable_seeds", "misclassified", "misclassified_pct", "iterations_icst",
+       "iterations_to_failure", "created_at", "duration_s"]]  # fmt: skip
+    st.dataframe(
+        view, hide_index=True, width="stretch",
+        column_config={
+            "open": st.column_config.LinkColumn("campaign", display_text=r"id=(.*)"),
+            "tags": st.column_config.ListColumn("tags"),
+            "misclassified_pct": st.column_config.NumberColumn("misclassified %", format="%.1f"),
+            "iterations_icst": st.column_config.NumberColumn(
+                "iterations (ICST)", format="%.1f", help=queries.ICST_ITERATIONS),
+            "iterations_to_failure": st.column_config.NumberColumn(
+                "iterations to failure", format="%.1f", help=queries.FAILURE_ITERATIONS),
+            "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
+        },
+    )  # fmt: skip
+    running = int((df["status"] == "running").sum())
+    live = f" {running} running: this list refreshes every 2 s." if running else ""
+    st.caption(f"{len(view)} campaigns. Click a column header to sort; click an id to open "
+               f"it.{live}")  # fmt: skip
+
+
+campaign_table()

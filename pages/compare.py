@@ -11,6 +11,7 @@ from dashboard.differential import differential_table
 from dashboard.metrics import metrics_markdown
 from dashboard.palette import categorical
 from dashboard.text import md_text
+from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
 from store import queries
 
@@ -27,9 +28,9 @@ default = (
     else campaigns.head(3)
 )["id"].tolist()
 labels = dict(zip(campaigns["id"], campaigns["name"], strict=True))
-ids = st.multiselect(
-    "Campaigns", campaigns["id"].tolist(), default=default, format_func=lambda i: labels[i]
-)
+# The selection lives in the URL (?id=A&id=B): a comparison can be bookmarked and shared.
+ids = url_widget(st.multiselect, "Campaigns", "id", campaigns["id"].tolist(), default,
+                 many=True, format_func=lambda i: labels[i])  # fmt: skip
 if len(ids) < 2:
     st.info("Choose at least two campaigns.")
     st.stop()

@@ -1,10 +1,9 @@
-"""Models: the zoo with its cards, and the inference-time table."""
+"""Models: the zoo at a glance, each model's card, samples per generator, uploads."""
 
-import json
-
-import pandas as pd
 import streamlit as st
 
+from dashboard.data import get_home
+from dashboard.models import card_facts, show_samples, uploaded, zoo_table
 from engine import zoo
 
 st.title("Models")
@@ -12,23 +11,21 @@ cards = zoo.list_cards()
 if not cards:
     st.info("The zoo is empty: `make models` trains the default MNIST models.")
     st.stop()
-rows = []
-for c in cards:
-    m, inf = c.get("metrics", {}), c.get("inference", {})
-    rows.append({
-        "name": c["name"], "kind": c["kind"], "dataset": c["dataset"],
-        "family": c.get("family") or c.get("architecture"),
-        "latent size": int(pd.Series(c["latent_shape"]).prod()) if "latent_shape" in c else None,
-        "parameters": c["parameters"],
-        "accuracy": m.get("test_accuracy"), "viability": m.get("viability"),
-        "ms/image b1": inf.get("ms_per_image_b1"), "ms/image b25": inf.get("ms_per_image_b25"),
-        "trained with": c["training"]["command"],
-    })  # fmt: skip
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+st.dataframe(zoo_table(cards), hide_index=True, width="stretch")
 st.caption(
-    "Accuracy: held-out test images. Viability: share of seeds the default classifier "
-    "labels as intended. Times: `latentfuzz bench generators` on this machine's CPU."
+    "Test accuracy: held-out test images. Viable seeds: share of seeds the default "
+    "classifier labels as intended. Times per image at batch 1 and 25: `latentfuzz bench "
+    "generators` on this machine's CPU; New campaign estimates a campaign's duration from "
+    "them."
 )
 for c in cards:
-    with st.expander(f"{c['name']} card"):
-        st.code(json.dumps(c, indent=2), language="json")
+    with st.expander(f"{c['name']} · {c['kind']} · {c['dataset']}"):
+        st.markdown("\n".join(f"- **{k}**: {v}" for k, v in card_facts(c)))
+        if c["kind"] == "generator":
+            show_samples(c["name"])
+st.subheader("Uploaded classifiers")
+up = uploaded(get_home())
+if up.empty:
+    st.caption("None yet: New campaign -> Classifier under test -> upload a TorchScript file.")
+else:
+    st.dataframe(up, hide_index=True, width="stretch")

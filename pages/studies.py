@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
+from dashboard.annotations import annotation_editor
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
@@ -100,6 +101,7 @@ s, v, j = labelling.load(store, sid)
 ds = get_dataset(s["dataset"])
 
 with tab_stats:
+    annotation_editor(store, "study", sid)
     p = ls.progress(store, sid)
     a, b, c, d = st.columns(4)
     a.metric("images", p["items"])

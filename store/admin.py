@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from store.annotations import forget
 from store.connection import Store, StoreError
 from store.liveness import alive
 
@@ -40,6 +41,7 @@ def delete_campaign(store: Store, home: Path, cid: str) -> None:
         for table in CAMPAIGN_TABLES:
             con.execute(f"DELETE FROM {table} WHERE campaign_id = ?", [cid])
         con.execute("DELETE FROM campaigns WHERE id = ?", [cid])
+        forget(con, "campaign", cid)
     folder = Path(home) / "campaigns" / cid
     if folder.is_dir():
         shutil.rmtree(folder)

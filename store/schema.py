@@ -184,7 +184,7 @@ DDL = [
         -- schema 8: differential campaigns' figures (engine/differential.py)
         differential JSON
     )""",
-    # Schema 7 (issue 14): every distinct failing input of a campaign with `archive` on.
+    # Schema 8 (issue 14): every distinct failing input of a campaign with `archive` on.
     """CREATE TABLE IF NOT EXISTS archive (
         campaign_id VARCHAR NOT NULL,
         entry INTEGER NOT NULL,           -- 0-based, in the order found
@@ -207,6 +207,16 @@ DDL = [
         threshold DOUBLE NOT NULL,
         valid BOOLEAN NOT NULL,           -- score >= threshold
         PRIMARY KEY (campaign_id, kind, ref, validator)
+    )""",
+    # Schema 7 (issue 11): tags and notes of a campaign or a study, kept apart from the
+    # records themselves so that editing them never touches finished rows (CONTRACT.md).
+    """CREATE TABLE IF NOT EXISTS annotations (
+        kind VARCHAR NOT NULL,            -- campaign | study
+        id VARCHAR NOT NULL,
+        tags VARCHAR[] NOT NULL,
+        notes VARCHAR NOT NULL,
+        updated_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (kind, id)
     )""",
 ]
 
@@ -298,7 +308,7 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "seeds", "target INTEGER"),
         lambda con: add_column(con, "campaign_metrics", "test_confusion JSON"),
     ],
-    7: [rename_seed_statuses],  # issue 11, clear words: misclassified, non-viable
+    7: [rename_seed_statuses],  # issue 11: clear seed statuses; DDL adds `annotations`
     8: [  # issue 14, differential testing: a second classifier's labels, a second objective
         lambda con: add_column(con, "campaigns", "classifier_b VARCHAR"),
         lambda con: add_column(con, "seeds", "seed_pred_b INTEGER"),

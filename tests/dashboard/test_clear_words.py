@@ -47,3 +47,36 @@ def test_compare_colours_campaigns_with_the_okabe_ito_palette(two, monkeypatch):
         for s in specs(at) for layer in [s, *s.get("layer", [])]
     ]  # fmt: skip
     assert OKABE_ITO in ranges
+
+
+def test_models_page_is_readable_with_samples_and_uploads(tmp_path, monkeypatch):
+    """Formatted cards (no raw JSON, no None cells), sample images per generator, and the
+    classifiers uploaded into the home listed."""
+    home = tmp_path / "home"
+    (home / "uploads").mkdir(parents=True)
+    (home / "uploads" / "0123456789abcdef-mine.pt").write_bytes(b"x" * 10)
+    at = page_opener(home, monkeypatch)("models.py")
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert not table.isna().any().any()
+    assert "None" not in table.astype(str).to_numpy()
+    assert not at.get("code")  # no JSON dumps
+    assert not [c.value for c in at.caption if c.value.startswith("No samples")]
+    assert len(at.get("image")) >= 3  # one set of samples per generator
+    assert at.dataframe[1].value["file"].tolist() == ["mine.pt"]
+    assert any("trained with" in m.value for m in at.markdown)
+
+
+def test_one_canonical_model_name_in_the_settings_that_differ(tmp_path):
+    """A campaign asked for 'vae' and one for 'mnist-vae' use the same model: Compare's
+    settings that differ must not list the generator (or the default classifier)."""
+    from dashboard.compare import config_diff
+    from store import Store
+
+    home = tmp_path / "home"
+    cfg = {"seeds": 1, "seed": 1, "strategy_params": {"generations": 2}}
+    a = run_campaign(parse_config({**cfg, "generator": "vae"}), home).campaign_id
+    b = run_campaign(parse_config({**cfg, "generator": "mnist-vae",
+                                   "classifier": "mnist-convnet"}), home).campaign_id  # fmt: skip
+    diff = config_diff(Store(home / "latentfuzz.duckdb"), [a, b])
+    assert "generator" not in diff.index and "classifier" not in diff.index

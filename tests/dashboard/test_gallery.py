@@ -63,3 +63,31 @@ def test_gallery_counts_filters_pages_and_keeps_its_state_in_the_url(campaign, m
     captions = gallery_captions(at)
     assert len(captions) == min(12, len(want))
     assert all("expected **7**" in c and "(misclassified)" in c for c in captions)
+
+
+def test_progress_is_the_generation_budget_done_with_an_upper_bound_eta():
+    from datetime import datetime, timedelta
+
+    from dashboard.progress import campaign_progress
+
+    start = datetime(2026, 1, 1, 12, 0, 0)
+    c = {"created_at": start, "config": {"strategy_params": {"generations": 100}}}
+    frac, text = campaign_progress(
+        c, {"generation": 25, "seeds_done": 1, "n_seeds": 10}, start + timedelta(seconds=60)
+    )
+    assert frac == 0.25
+    assert (
+        text == "generation 25 of 100 · 1 of 10 seeds done · 60 s elapsed, at most about 3 min left"
+    )
+    p = {"generation": 3, "seeds_done": 5, "n_seeds": 10}
+    frac, _ = campaign_progress({**c, "config": {}}, p, start + timedelta(seconds=9))
+    assert frac == 0.5  # no generation budget: the share of seeds done
+
+
+def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
+    home, cid = campaign
+    seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
+    third = int(seeds[seeds["viable"]]["seed_idx"].iloc[2])
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed=str(third))
+    assert not at.exception, at.exception
+    assert next(s for s in at.selectbox if s.label == "Seed").value == third

@@ -64,7 +64,8 @@ def test_invalid_combination_is_not_launched(app, seeded, monkeypatch):
     at.number_input[3].set_value(10)  # best_left = population: no children
     at.button[0].click().run()
     assert not at.exception
-    assert "best_left=10 must be smaller than population=10" in at.error[0].value
+    text = at.error[0].value.replace("\\", "")  # the sentences are escaped Markdown
+    assert "best_left=10 must be smaller than population=10" in text
     assert launched == []
 
 
@@ -146,13 +147,19 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
         at.run()  # one refresh of the page, as the live fragment does every 2 s
         assert not at.exception, at.exception
         assert not [e.value for e in at.error]
-        statuses.append(next(m.value for m in at.markdown if m.value.startswith("**Status:**")))
+        status = next(m.value for m in at.markdown if m.value.startswith("**Status:**"))
+        # While it runs: a progress bar that says where it is and how long is left.
+        bars = [b.proto.text for b in at.get("progress")]
+        statuses.append(" ".join([status, *bars]))
         if proc.poll() is not None and "finished" in statuses[-1]:
             break
         time.sleep(0.5)
     assert proc.returncode == 0
     running = [s for s in statuses if "running" in s]
     assert len(set(running)) >= 2, f"the page did not follow the campaign: {statuses}"
+    searching = [s for s in running if "drawing" not in s]  # before its first generation
+    assert searching and all("of 120" in s and "seeds done" in s for s in searching), running
+    assert any("left" in s for s in running), running
     assert queries.campaign(Store(home / "latentfuzz.duckdb"), cid)["status"] == "finished"
 
 

@@ -1,0 +1,80 @@
+"""A running campaign's progress as a fraction and an estimate of the time left.
+
+The search advances all seeds together one generation at a time, so the share of the
+generation budget done is the honest measure; seeds that stop early (their first
+misclassification) can only end the campaign sooner, so the estimate is an upper bound.
+Strategies without a generation budget fall back to the share of seeds done.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from dashboard.form_check import duration
+from dashboard.launch import launch_log
+from engine import startup
+from store import Store, queries
+
+
+def generation_budget(config: dict[str, Any] | None) -> int | None:
+    """The campaign's generation budget from its stored config, or None."""
+    g = ((config or {}).get("strategy_params") or {}).get("generations")
+    return int(g) if g else None
+
+
+def campaign_progress(
+    campaign: dict[str, Any], progress: dict[str, Any], now: datetime | None = None
+) -> tuple[float, str]:
+    """(fraction done in [0, 1], one line: where it is and about how long is left)."""
+    budget = generation_budget(campaign.get("config"))
+    n, done = int(progress.get("n_seeds") or 0), int(progress.get("seeds_done") or 0)
+    gen = int(progress.get("generation") or 0)
+    seeds = done / n if n else 0.0
+    frac = max(seeds, min(1.0, gen / budget)) if budget else seeds
+    where = (
+        f"generation {gen}" + (f" of {budget}" if budget else "") + f" · {done} of {n} seeds done"
+    )
+    now = now or datetime.now(UTC).replace(tzinfo=None)  # the store's clock: naive UTC
+    elapsed = (now - campaign["created_at"]).total_seconds()
+    if gen == 0:
+        return 0.0, f"drawing {n} seeds and checking that the classifier gets them right"
+    if frac <= 0 or elapsed <= 0:
+        return 0.0, f"{where} · estimating the time left…"
+    left = elapsed * (1 - frac) / frac
+    return frac, f"{where} · {duration(elapsed)} elapsed, at most about {duration(left)} left"
+
+
+def startup_progress(
+    steps: list[tuple[float, str]], all_steps: tuple[str, ...], now: float
+) -> tuple[float, str, float]:
+    """A launched campaign before its first row: (fraction, a Markdown checklist of the
+    engine's start-up steps with the seconds each took, seconds since the first)."""
+    times = {s: t for t, s in steps}
+    lines = []
+    for i, step in enumerate(all_steps):
+        if step not in times:
+            lines.append(f"- ◻ {step}")
+            continue
+        end = times.get(all_steps[i + 1]) if i + 1 < len(all_steps) else None
+        mark = "✅" if end else "⏳"
+        lines.append(f"- {mark} {step} ({(end or now) - times[step]:.1f} s)")
+    frac = len(times) / (len(all_steps) + 1)  # + 1: the campaign's row ends the start-up
+    return frac, "\n".join(lines), (now - min(times.values())) if times else 0.0
+
+
+@st.fragment(run_every=1.0)
+def wait_for_start(store: Store, home: Path, cid: str) -> None:
+    """Until the campaign's row exists: the engine's start-up steps, checked off as its
+    process reports them (engine/startup.py), then the whole page once the row is there
+    or the process has written an error."""
+    if queries.campaign(store, cid) is not None or "error" in launch_log(home, cid).lower():
+        st.rerun()
+    frac, checklist, waited = startup_progress(startup.read(home, cid), startup.STEPS,
+                                               time.time())  # fmt: skip
+    st.progress(frac, text=f"start-up: {waited:.0f} s")
+    st.markdown(checklist or "- ◻ starting the campaign's process")

@@ -1,0 +1,88 @@
+"""Issue 11, organisation: tags and notes on campaigns and studies (store, CLI, pages) and
+the Campaigns page's filters kept in the URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from engine.cli import app as cli
+from engine.config import parse_config
+from engine.runner import run_campaign
+from store import Store, StoreError
+from store import annotations as an
+from tests.helpers import page_opener
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory) -> tuple[Path, list[str]]:
+    home = tmp_path_factory.mktemp("home")
+    cfg = {"seeds": 2, "seed": 1, "strategy_params": {"generations": 5}}
+    return home, [run_campaign(parse_config({**cfg, "name": n}), home).campaign_id
+                  for n in ("first", "second")]  # fmt: skip
+
+
+def test_tags_and_notes_are_stored_and_checked():
+    store = Store()
+    assert an.get(store, "campaign", "c") == {"tags": [], "notes": ""}
+    an.annotate(store, "campaign", "c", tags=[" paper ", "low", "paper", ""])
+    an.annotate(store, "campaign", "c", notes="rerun with seed 2")
+    assert an.get(store, "campaign", "c") == {"tags": ["paper", "low"],
+                                              "notes": "rerun with seed 2"}  # fmt: skip
+    assert an.table(store, "campaign")["tags"].tolist() == [["paper", "low"]]
+    with pytest.raises(StoreError, match="without a comma"):
+        an.annotate(store, "campaign", "c", tags=["x" * 41])
+    with pytest.raises(StoreError, match="expected one of campaign, study"):
+        an.get(store, "run", "c")
+
+
+def test_cli_tags_and_notes_a_campaign(two, monkeypatch):
+    home, (cid, _) = two
+    run = CliRunner().invoke
+    r = run(cli, ["tag", cid, "paper", "mnist-low", "--home", str(home)])
+    assert r.exit_code == 0, r.output
+    assert f"{cid}: tags paper, mnist-low" in r.output
+    r = run(cli, ["tag", cid, "--remove", "mnist-low", "--home", str(home)])
+    assert "tags paper" in r.output
+    r = run(cli, ["note", cid, "the baseline", "--home", str(home)])
+    assert r.exit_code == 0, r.output
+    got = an.get(Store(home / "latentfuzz.duckdb"), "campaign", cid)
+    assert got == {"tags": ["paper"], "notes": "the baseline"}
+    r = run(cli, ["tag", "no-such-id", "x", "--home", str(home)])
+    assert r.exit_code != 0 and "no campaign 'no-such-id'" in str(r.exception)
+
+
+def test_campaigns_page_filters_by_tag_from_the_url(two, monkeypatch):
+    home, (first, second) = two
+    an.annotate(Store(home / "latentfuzz.duckdb"), "campaign", second, tags=["ablation"])
+    at = page_opener(home, monkeypatch)("campaigns.py", tag="ablation")
+    assert not at.exception, at.exception
+    shown = at.dataframe[0].value
+    assert shown["name"].tolist() == ["second"]
+    assert shown["tags"].tolist() == [["ablation"]]
+    status = next(m for m in at.multiselect if m.label == "Status")
+    status.set_value(["finished"]).run()
+    assert at.query_params["status"] in ("finished", ["finished"])
+
+
+def test_campaign_page_edits_tags_and_notes(two, monkeypatch):
+    home, (first, _) = two
+    at = page_opener(home, monkeypatch)("campaign.py", id=first)
+    at.text_input(key=f"tags-{first}").input("icst, vae")
+    at.text_area(key=f"notes-{first}").input("as in Table III")
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception, at.exception
+    got = an.get(Store(home / "latentfuzz.duckdb"), "campaign", first)
+    assert got == {"tags": ["icst", "vae"], "notes": "as in Table III"}
+    assert any("`icst`" in m.value for m in at.markdown)
+
+
+def test_compare_selection_is_in_the_url(two, monkeypatch):
+    home, (first, second) = two
+    at = page_opener(home, monkeypatch)("compare.py", id=[first, second])
+    assert not at.exception, at.exception
+    assert at.multiselect[0].value == [first, second]
+    at.multiselect[0].set_value([second, first]).run()
+    assert list(at.query_params["id"]) == [second, first]
