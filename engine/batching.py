@@ -107,22 +107,27 @@ def sweep(
     `max_batch`, smallest first, within about `budget_s`: a size whose predicted time (at
     the best per-item time so far) no longer fits is not tried, and (`stop_past_peak`)
     the sweep stops once two sizes in a row were slower than the best (throughput rises,
-    then falls). At least `min_sizes` sizes are tried while that stays under 4x the
-    budget: one slow first measurement (a busy machine) must not decide alone, since the
-    choice is cached. Empty when even the smallest size would overrun that (a diffusion
-    model on a CPU, where the batch size matters little)."""
+    then falls). The first `min_sizes` sizes are tried without prediction while the sweep
+    is under 4x the budget: on a busy machine a call's fixed cost can dwarf its per-item
+    cost, and one slow first measurement must not decide alone, since the choice is
+    cached. Empty when a size is predicted to take over 10x the budget (a diffusion model
+    on a CPU, where the batch size matters little)."""
     start = clock()
-    t = clock()
     fn(2)  # first-call overheads (allocations, kernel choice) out of the timings
+    t = clock()
+    fn(2)  # a first per-item estimate, without them
     per_item = (clock() - t) / 2
     sizes = [b for b in candidates if b <= max_batch] or [max(1, max_batch)]
     out: dict[int, float] = {}
     worse = 0
     for b in sizes:
-        spent = clock() - start
-        cost = reps * per_item * b
-        if cost > budget_s - spent and (len(out) >= min_sizes or cost > 4 * budget_s - spent):
+        spent, cost = clock() - start, reps * per_item * b
+        if cost > 10 * budget_s:
+            break  # hopeless at any size: a model too slow for a sweep
+        if len(out) >= min_sizes and cost > budget_s - spent:
             break
+        if spent > 4 * budget_s:
+            break  # a busy machine: what was measured decides
         best_t = float("inf")
         for _ in range(reps):  # the fastest run: less noise from a shared machine
             t = clock()
