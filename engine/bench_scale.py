@@ -136,6 +136,14 @@ def bench_scale(
                   f"{100 * r['store_share']:.2f}%", f"{r['startup_s']:.2f}",
                   f"{r['peak_memory_gb']:.2f}", str(r["batch_size"]))  # fmt: skip
     console.print(t)
+    for r in rows:  # whole figures too: a narrow terminal cuts the table's cells
+        console.print(
+            f"{r['seeds']} seeds, {r['generations']} generations: {r['evaluations']:,.0f} "
+            f"evaluations, {r['campaign_evals_per_s']:,.1f} evals/s, efficiency "
+            f"{r['efficiency']:.3f}, store share {100 * r['store_share']:.2f}%, start-up "
+            f"{r['startup_s']:.2f} s, peak memory {r['peak_memory_gb']:.2f} GB, batch "
+            f"{r['batch_size']}"
+        )
     console.print(
         "physical limit by batch size (raw decode+classify evals/s): "
         + ", ".join(f"{b}: {v:,.0f}" for b, v in limit.items())
