@@ -167,6 +167,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000, help="individual rows to reach")
     ap.add_argument("--home", type=Path, required=True, help="folder of the scale store")
+    ap.add_argument("--build-only", action="store_true", help="build the store, time nothing")
     a = ap.parse_args()
     a.home.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -179,6 +180,9 @@ def main() -> None:
     counts = {t: int(store.query(f"SELECT count(*) AS n FROM {t}")["n"][0])
               for t in ("campaigns", "seeds", "generations", "individuals")}  # fmt: skip
     size = (a.home / "latentfuzz.duckdb").stat().st_size / 2**30
+    if a.build_only:
+        print(f"{counts} in {size:.2f} GiB, built in {built:.0f} s")
+        return
     q = time_queries(a.home)
     p = time_pages(a.home)
     print(f"\nStore: {', '.join(f'{v:,} {k}' for k, v in counts.items())} ({n} campaigns, "

@@ -16,4 +16,9 @@ nav = st.navigation([
     st.Page(PAGES / "label.py", title="Label", icon=":material/label:"),
     st.Page(PAGES / "models.py", title="Models", icon=":material/model_training:"),
 ])  # fmt: skip
-nav.run()
+# One store connection serves the whole page run (opened at its first query), instead of
+# one per query (store/connection.py: Store.session).
+from dashboard.data import get_store  # noqa: E402 - after set_page_config, which comes first
+
+with get_store().session():
+    nav.run()

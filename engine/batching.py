@@ -101,27 +101,40 @@ def sweep(
     clock: Callable[[], float] = time.perf_counter,
     reps: int = 2,
     stop_past_peak: bool = True,
+    min_sizes: int = 3,
 ) -> dict[int, float]:
     """Items per second of `fn(n)` (runs the models on n items) for candidate sizes up to
-    `max_batch`, smallest first, within about `budget_s`: a size whose predicted time no
-    longer fits is not tried, and (`stop_past_peak`) the sweep stops once two sizes in a row
-    were slower than the best (throughput rises, then falls)."""
+    `max_batch`, smallest first, within about `budget_s`: a size whose predicted time (at
+    the best per-item time so far) no longer fits is not tried, and (`stop_past_peak`)
+    the sweep stops once two sizes in a row were slower than the best (throughput rises,
+    then falls). The first `min_sizes` sizes are tried without prediction while the sweep
+    is under 4x the budget: on a busy machine a call's fixed cost can dwarf its per-item
+    cost, and one slow first measurement must not decide alone, since the choice is
+    cached. Empty when a size is predicted to take over 10x the budget (a diffusion model
+    on a CPU, where the batch size matters little)."""
     start = clock()
     fn(2)  # first-call overheads (allocations, kernel choice) out of the timings
+    t = clock()
+    fn(2)  # a first per-item estimate, without them
+    per_item = (clock() - t) / 2
     sizes = [b for b in candidates if b <= max_batch] or [max(1, max_batch)]
     out: dict[int, float] = {}
-    per_item, worse = None, 0
+    worse = 0
     for b in sizes:
-        left = budget_s - (clock() - start)
-        if out and per_item is not None and reps * per_item * b > left:
+        spent, cost = clock() - start, reps * per_item * b
+        if cost > 10 * budget_s:
+            break  # hopeless at any size: a model too slow for a sweep
+        if len(out) >= min_sizes and cost > budget_s - spent:
             break
+        if spent > 4 * budget_s:
+            break  # a busy machine: what was measured decides
         best_t = float("inf")
         for _ in range(reps):  # the fastest run: less noise from a shared machine
             t = clock()
             fn(b)
             best_t = min(best_t, clock() - t)
         out[b] = b / max(best_t, 1e-9)
-        per_item = best_t / b
+        per_item = min(per_item, best_t / b)
         worse = worse + 1 if out[b] < max(out.values()) else 0
         if stop_past_peak and worse >= 2:
             break
@@ -149,7 +162,9 @@ def choose(r, home: Path, cap_mb: int) -> BatchChoice:
     module = getattr(clf, "module", None)
     max_batch = max(1, cap_mb * 2**20 // item_bytes(raw_forward(gen, clf, 2), [gen, module], io))
     eps = sweep(raw_forward(gen, clf, min(max_batch, max(CANDIDATES))), max_batch)
-    best = max(eps, key=eps.get)
+    # Nothing measurable within the budget: per-batch overheads are negligible next to
+    # such a model's cost, so the smallest candidate (least memory) loses nothing.
+    best = max(eps, key=eps.get) if eps else min(CANDIDATES[0], max_batch)
     choice = BatchChoice(best, "sweep", eps, max_batch, time.perf_counter() - t0)
     cache[key] = {k: v for k, v in asdict(choice).items() if k != "source"}
     _write(path, cache)

@@ -48,10 +48,23 @@ def test_the_sweep_respects_the_memory_cap_and_the_time_budget():
     clock = FakeClock(peaked)
     eps = batching.sweep(clock.work, max_batch=100, budget_s=10.0, clock=clock)
     assert list(eps) == [16, 32, 64] and max(clock.calls) <= 100
-    slow = FakeClock(lambda n: 0.01 * n)  # 10 ms per item
+    slow = FakeClock(lambda n: 0.005 * n)  # 5 ms per item
     eps = batching.sweep(slow.work, max_batch=1 << 20, budget_s=0.8, clock=slow)
-    # 16 items x 2 runs = 0.32 s, then 32 x 2 = 0.64 s would overrun the 0.8 s budget.
-    assert list(eps) == [16] and slow.t < 0.8
+    # 16 x 2 runs = 0.16 s, 32 x 2 = 0.32 s: then 64 x 2 = 0.64 s overruns the 0.8 s budget,
+    # but three sizes are the least that decide; 128 is not tried.
+    assert list(eps) == [16, 32, 64] and slow.t < 4 * 0.8
+    dm = FakeClock(lambda n: 1.0 * n)  # a second per image
+    assert batching.sweep(dm.work, max_batch=1 << 20, budget_s=0.8, clock=dm) == {}
+    assert dm.calls == [2, 2]  # only the warm-up and the estimate ran
+
+
+def test_one_slow_first_measurement_does_not_decide_alone():
+    # The warm-up is slow (first-call costs), and so is size 16 (a busy moment); later
+    # calls are fast.
+    costs = iter([0.3, 0.001, 0.5, 0.5] + [1e-5 * 64] * 2 + [1e-5 * 256] * 2 + [1e-5 * 1024] * 20)
+    clock = FakeClock(lambda n: next(costs))
+    eps = batching.sweep(clock.work, max_batch=1 << 20, budget_s=0.8, clock=clock)
+    assert len(eps) >= 3 and max(eps, key=eps.get) != 16
 
 
 def test_item_bytes_counts_every_layer_output():
