@@ -43,33 +43,29 @@ def figures_row(figs: dict) -> None:
     cols[4].metric("label-pair entropy", "–" if ent is None else f"{ent:.2f} bits")
 
 
-def split_chart(arch: pd.DataFrame) -> alt.Chart:
+def split_tiles(arch: pd.DataFrame, where) -> None:
+    """Who is right against the generator's intended label, as counts and shares."""
     y, a, b = arch["label"], arch["pred"], arch["pred_b"]
     counts = {
         "only A right": int(((a == y) & (b != y)).sum()),
         "only B right": int(((b == y) & (a != y)).sum()),
         "both wrong": int(((a != y) & (b != y)).sum()),
     }
-    df = pd.DataFrame({"who": list(counts), "inputs": list(counts.values())})
-    return (
-        alt.Chart(df, title="who is right (against the generator's intended label)")
-        .mark_bar()
-        .encode(
-            x=alt.X("inputs:Q"),
-            y=alt.Y("who:N", sort=list(counts), title=None),
-            tooltip=["who", "inputs"],
-        )  # fmt: skip
-        .properties(height=120)
-    )
+    where.markdown("**Who is right** (against the generator's intended label)")
+    cols = where.columns(3)
+    for col, (name, n) in zip(cols, counts.items(), strict=True):
+        col.metric(name, n, f"{n / len(arch):.0%}", delta_color="off", delta_arrow="off")
 
 
 def disagreement_heatmap(arch: pd.DataFrame, names: list[str]) -> alt.Chart:
     df = arch.groupby(["pred", "pred_b"]).size().rename("inputs").reset_index()
     df["A"] = [names[int(i)] for i in df["pred"]]
     df["B"] = [names[int(i)] for i in df["pred_b"]]
+    # Every class named on both axes (vega would hide every other label to avoid overlap).
+    axis = alt.Axis(labelOverlap=False, labelAngle=0)
     base = alt.Chart(df, title="label A x label B").encode(
-        x=alt.X("B:O", sort=names, title="classifier B's label"),
-        y=alt.Y("A:O", sort=names, title="classifier A's label"),
+        x=alt.X("B:O", sort=names, title="classifier B's label", axis=axis),
+        y=alt.Y("A:O", sort=names, title="classifier A's label", axis=axis),
     )
     rect = base.mark_rect().encode(
         color=alt.Color("inputs:Q", scale=alt.Scale(scheme="orangered")),
@@ -195,7 +191,7 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
     else:
         left, right = st.columns(2)
         left.altair_chart(disagreement_heatmap(shown, names))
-        right.altair_chart(split_chart(shown), width="stretch")
+        split_tiles(shown, right)
         human_split(store, cid, right)
     seeds = sorted(queries.seeds(store, cid).query("viable")["seed_idx"].tolist())
     if c["strategy"] == "nsga2" and seeds:
