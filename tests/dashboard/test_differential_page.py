@@ -100,3 +100,25 @@ def test_compare_gives_differential_campaigns_their_own_columns(app, diffed):
         "SELECT differential FROM campaign_metrics WHERE campaign_id = ?", [cid]
     )
     assert table["triggering"].iloc[0] == yaml.safe_load(figs["differential"][0])["triggering"]
+
+
+def test_studies_page_says_which_classifier_people_agree_with(app, diffed):
+    from datetime import datetime
+
+    from engine import labelling
+    from store import labels as ls
+
+    home, cid = diffed
+    store = Store(home / "latentfuzz.duckdb")
+    cfg = labelling.StudyConfig(campaigns=[cid], k=1, gold_rate=0.0, triggering=True, sample=3,
+                                name="who is right")  # fmt: skip
+    sid = labelling.create_study(store, home, cfg)
+    items = ls.items(store, sid).set_index("item_id")
+    ls.join(store, sid, "ann")
+    while (item := ls.next_item(store, sid, "ann")) is not None:
+        ls.answer(store, sid, item, "ann", int(items.loc[item, "predicted_b"]), datetime.now())
+    at = app("studies.py", study=sid)
+    assert not at.exception, at.exception
+    assert any(s.value == "Which classifier people agree with" for s in at.subheader)
+    sides = next(d.value for d in at.dataframe if "humans_agree_b" in d.value.columns)
+    assert sides["humans_agree_b"].tolist() == [3] and sides["humans_agree_a"].tolist() == [0]
