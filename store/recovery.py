@@ -66,6 +66,7 @@ def ingest(store: Store, timeout: float = 1.0) -> list[str]:
     A busy or read-only store leaves them for the next start."""
     if store.memory or not store.writable:
         return []
+    from store.schema import OLD_SEED_STATUSES
     from store.writer import apply_seed_updates, insert_table
 
     done = []
@@ -78,6 +79,12 @@ def ingest(store: Store, timeout: float = 1.0) -> list[str]:
                     insert_table(con, f.stem, pq.read_table(f), cid)
             if (folder / "seed_updates.parquet").exists():
                 apply_seed_updates(con, pq.read_table(folder / "seed_updates.parquet"), cid)
+            # A folder an older version saved speaks its seed statuses ('failed').
+            for old, new in OLD_SEED_STATUSES.items():
+                con.execute(
+                    "UPDATE seeds SET status = ? WHERE campaign_id = ? AND status = ?",
+                    [new, cid, old],
+                )
             if fields.get("status") in ("interrupted", "failed"):
                 con.execute(
                     "UPDATE seeds SET status = 'interrupted' WHERE campaign_id = ? "

@@ -26,3 +26,20 @@ def test_a_version_6_store_gets_the_new_seed_statuses(tmp_path: Path):
     assert seeds == ["misclassified", "non-viable", "survived", "interrupted"]
     assert set(seeds) <= set(SEED_STATUSES)
     assert store.query("SELECT status FROM campaigns")["status"].tolist() == ["failed"]
+
+
+def test_a_recovery_folder_from_an_older_version_is_ingested_in_todays_words(tmp_path):
+    """Rows a campaign of an older latentfuzz saved while it waited for the store carry
+    its seed statuses; ingesting them renames them like the schema 7 migration."""
+    import pyarrow as pa
+
+    from store import Store, queries, recovery
+
+    store = Store(tmp_path / "latentfuzz.duckdb")
+    seeds = pa.table({"seed_idx": [0, 1], "source_index": [0, 1], "seed_label": [3, 4],
+                      "seed_pred": [3, 4], "seed_margin": [1.0, 1.0], "viable": [True, False],
+                      "status": ["searching", "non_viable"]})  # fmt: skip
+    upd = pa.table({"seed_idx": [0], "status": ["failed"], "misclassified": [True]})
+    recovery.save(tmp_path, "c", {"seeds": seeds}, upd, {"status": "finished"})
+    assert recovery.ingest(store) == ["c"]
+    assert queries.seeds(store, "c")["status"].tolist() == ["misclassified", "non-viable"]
