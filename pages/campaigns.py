@@ -39,10 +39,17 @@ chosen = {
 text = st.text_input("Name or id contains")
 
 
-@st.fragment(run_every=2.0 if (df["status"] == "running").any() else None)
+# Live: every 2 s while a campaign runs, every 10 s otherwise, so that a campaign started
+# from the terminal shows up without a reload.
+FAST = (df["status"] == "running").any()
+
+
+@st.fragment(run_every=2.0 if FAST else 10.0)
 def campaign_table() -> None:
-    """The filtered list; reruns alone (live) while any campaign is running."""
+    """The filtered list; reruns alone (live)."""
     df = with_tags(queries.list_campaigns(store))
+    if (df["status"] == "running").any() != FAST:
+        st.rerun()  # the page again, to poll at the other pace
     for col, values in chosen.items():
         if values:
             df = df[df[col].isin(values)]
