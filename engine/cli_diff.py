@@ -73,7 +73,7 @@ def validate(
     store = _store(home)
     row = queries.campaign(store, campaign)
     if row is None:
-        raise LatentfuzzError(f"no campaign {campaign!r}; `latentfuzz list` shows the ids")
+        raise LatentfuzzError(f"no campaign {campaign!r}; `latentfuzz campaigns` lists them")
     r = resolve(from_record(row["config"]))
     chosen = parse_validators(validator) if validator else r.validators
     chosen = chosen or default_validators(r.generator)
