@@ -21,6 +21,11 @@ from engine.images import ImageSink
 from store import CampaignWriter
 
 
+def digest(row: np.ndarray) -> bytes:
+    """A short key of an array's bytes: sets of them stay small however many rows."""
+    return hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+
+
 def archive_path(cid: str, entry: int) -> str:
     return f"campaigns/{cid}/archive/{entry:06d}.png"
 
@@ -57,9 +62,8 @@ class Archive:
             return 0
         arr = images[idx].numpy()
         keep = []
-        for i, img in enumerate(arr):
-            # A digest, not the pixels: the set stays small however large the archive grows.
-            key = hashlib.blake2b(img.tobytes(), digest_size=16).digest()
+        for i, img in enumerate(arr):  # over the failing ones only, not the population
+            key = digest(img)
             if key not in self.seen:
                 self.seen.add(key)
                 keep.append(i)

@@ -78,24 +78,15 @@ def validate(
     chosen = parse_validators(validator) if validator else r.validators
     chosen = chosen or default_validators(r.generator)
     check_validators(chosen, r.generator)
-    rows = differential.validate(
-        store, resolve_home(home), campaign, r.generator, r.dataset, chosen
-    )
+    metrics = queries.metrics(store, campaign)
+    evaluations = 0 if metrics is None else int(metrics["evaluations"])
+    rows, figs = differential.close(r, store, resolve_home(home), campaign, evaluations, chosen)
     for (kind, name), part in rows.groupby(["kind", "validator"]):
         console.print(
             f"{kind} images, {name}: {int(part['valid'].sum())} of {len(part)} valid "
             f"(threshold {part['threshold'].iloc[0]:.3f})"
         )
-    metrics = queries.metrics(store, campaign)
-    if metrics is not None and r.archive:
-        clf = differential.feature_classifier(r)
-        figs = differential.figures(
-            store, resolve_home(home), campaign, int(metrics["evaluations"]),
-            lambda x: differential.penultimate(clf, x), r.config.seed, True,
-        )  # fmt: skip
-        from store.differential import write_differential
-
-        write_differential(store, campaign, figs)
+    if figs is not None:
         console.print(
             f"triggering inputs {figs['triggering']}, valid {figs['valid_triggering']}, "
             f"geometric diversity {fmt(figs['geometric_diversity'], '.1f')}"

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from PIL import Image
 
+from engine.images import read_uint8
 from store import Store
 from store import differential as sd
 
@@ -84,11 +84,7 @@ def split(label: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict[str, int]:
 
 def load_images(home: Path, paths: list[str]) -> torch.Tensor:
     """uint8 images (N, C, H, W) from PNGs relative to the home."""
-    arrs = []
-    for p in paths:
-        with Image.open(Path(home) / p) as im:
-            a = np.asarray(im)
-        arrs.append(a[None] if a.ndim == 2 else np.transpose(a, (2, 0, 1)))
+    arrs = [read_uint8(Path(home) / p) for p in paths]
     if not arrs:
         return torch.zeros(0, dtype=torch.uint8)
     return torch.from_numpy(np.stack(arrs))
@@ -186,16 +182,22 @@ def feature_classifier(r: Any) -> Any:
     return zoo.load_classifier(name, r.config.dataset, r.config.device)
 
 
-def close(r: Any, store: Store, home: Path, cid: str, evaluations: int) -> None:
-    """When a campaign with an archive or validity filters finishes: score the filters,
-    then store the differential figures."""
-    chosen = r.validators
-    if chosen:
-        validate(store, home, cid, r.generator, r.dataset, chosen)
+def close(
+    r: Any, store: Store, home: Path, cid: str, evaluations: int,
+    chosen: dict[str, float | None] | None = None,
+) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:  # fmt: skip
+    """Score the validity filters (the campaign's, or `chosen`), then store the
+    differential figures of a campaign with an archive; returns (scores, figures). Run when
+    a campaign finishes, and by `latentfuzz validate`."""
+    chosen = r.validators if chosen is None else chosen
+    rows = validate(store, home, cid, r.generator, r.dataset, chosen) if chosen else None
+    figs = None
     if r.archive:
         clf = feature_classifier(r)
+        # Filtered: this pass or an earlier one scored the archive.
+        scored = bool(chosen) or not sd.validity(store, cid).empty
         figs = figures(
-            store, home, cid, evaluations, lambda x: penultimate(clf, x), r.config.seed,
-            bool(chosen),
-        )  # fmt: skip
+            store, home, cid, evaluations, lambda x: penultimate(clf, x), r.config.seed, scored
+        )
         sd.write_differential(store, cid, figs)
+    return rows, figs

@@ -13,10 +13,10 @@ different, whichever classifier labels them.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import torch
+
+from engine.archive import digest
 
 #: HDBSCAN's smallest cluster; a search with fewer finds keeps every find as its own.
 MIN_CLUSTER = 5
@@ -91,7 +91,7 @@ class DiversityArchive:
         """New triggering inputs' features (N, F) of searches owner (N,); repeats are skipped."""
         keep = []
         for i, (f, o) in enumerate(zip(features.numpy(), owner.tolist(), strict=True)):
-            key = (o, hashlib.blake2b(f.tobytes(), digest_size=16).digest())
+            key = (o, digest(f))
             if key not in self._keys:
                 self._keys.add(key)
                 keep.append(i)

@@ -58,6 +58,13 @@ def _read_sidecar(path: Path) -> tuple[tuple[int, int, int], int]:
     return (c, h, w), (path.stat().st_size - _HEADER.size) // (c * h * w)
 
 
+def read_uint8(path: str | Path) -> np.ndarray:
+    """A PNG -> uint8 (C, H, W): the inverse of ``to_pil``."""
+    with Image.open(path) as im:
+        a = np.asarray(im)
+    return a[None] if a.ndim == 2 else np.transpose(a, (2, 0, 1))
+
+
 def read_frame(path: str | Path, frame: int, width: int) -> Image.Image:
     """Frame `frame` (0-based) of a strip whose frames are `width` pixels wide (from its
     sidecar while the seed still searches)."""

@@ -78,7 +78,7 @@ def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     from store import differential as sd
 
     df = sd.triggering(store, campaign_ids)
-    missing = sorted(set(campaign_ids) - set(sd.known_campaigns(store, campaign_ids)))
+    missing = sorted(set(campaign_ids) - set(queries.campaigns_by_id(store, campaign_ids)["id"]))
     if missing:
         raise ConfigError(f"no campaign {missing[0]!r}; `latentfuzz campaigns` lists them")
     return df

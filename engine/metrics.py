@@ -33,10 +33,16 @@ TEST_GAP_IMAGES = 1000
 TEST_CONFUSION_IMAGES = 10_000
 
 
-def _window(channels: int) -> torch.Tensor:
+def gaussian_1d() -> torch.Tensor:
+    """The SSIM window's 1-d Gaussian (WIN,), float64, summing to 1; the 2-d window is its
+    outer product with itself."""
     x = torch.arange(WIN, dtype=torch.float64) - (WIN - 1) / 2
     g = torch.exp(-(x**2) / (2 * SIGMA**2))
-    g = g / g.sum()
+    return g / g.sum()
+
+
+def _window(channels: int) -> torch.Tensor:
+    g = gaussian_1d()
     return (g[:, None] * g[None, :]).expand(channels, 1, WIN, WIN).contiguous()
 
 

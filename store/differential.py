@@ -129,16 +129,6 @@ def triggering_studies(store: Store, campaign_id: str) -> list[str]:
     return df["study_id"].tolist()
 
 
-def known_campaigns(store: Store, campaign_ids: list[str]) -> list[str]:
-    """Those of `campaign_ids` that exist."""
-    if not campaign_ids:
-        return []
-    marks = ", ".join("?" * len(campaign_ids))
-    return store.query(f"SELECT id FROM campaigns WHERE id IN ({marks})", list(campaign_ids))[
-        "id"
-    ].tolist()
-
-
 def triggering(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     """The archived triggering inputs (two labels) of several campaigns, in one query, with
     each campaign's generator, preset and dataset."""

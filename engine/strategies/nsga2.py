@@ -38,6 +38,7 @@ from engine.strategies.base import (
     SearchSpace,
     StrategyParams,
 )
+from engine.strategies.ga import take
 
 
 class NSGA2Params(StrategyParams):
@@ -180,7 +181,9 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         # and the second objective would not steer anything.
         if self.archive.unrepresented() or self.generation % p.cluster_every == 0:
             self.archive.recluster()
-        self.div = self.archive.diversity(self.feat)  # representatives may have moved
+            # The representatives moved: every member's diversity changes. Otherwise each
+            # was scored (in see) against the representatives still in force.
+            self.div = self.archive.diversity(self.feat)
         s, n = self.scores.shape
         objectives = torch.stack([self.scores, -self.div], 2).double().numpy()
         rank = np.empty((s, n), dtype=np.int64)
@@ -203,8 +206,7 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         parents = torch.where(a_wins, a.flatten(1), b.flatten(1)).view(s, 2, p.population)
         pop = survivors["pop"]
         half = (p.population + 1) // 2
-        p1 = pop.gather(1, parents[:, 0, :half, None].expand(-1, -1, pop.shape[2]))
-        p2 = pop.gather(1, parents[:, 1, :half, None].expand(-1, -1, pop.shape[2]))
+        p1, p2 = take(pop, parents[:, 0, :half]), take(pop, parents[:, 1, :half])
         lo, hi = self.space.low, self.space.high
         c1, c2 = sbx(p1, p2, lo, hi, p.eta_c, p.crossover, rng)
         children = torch.cat([c1, c2], 1)[:, : p.population]
@@ -221,9 +223,4 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
 
     def _take(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
         """Rows idx (S, P) of every per-individual tensor."""
-
-        def g(t: torch.Tensor) -> torch.Tensor:
-            view = idx.view(*idx.shape, *([1] * (t.dim() - 2)))
-            return t.gather(1, view.expand(*idx.shape, *t.shape[2:]))
-
-        return {n: g(getattr(self, n)) for n in ("pop", "scores", "logits", "feat", "div")}
+        return {n: take(getattr(self, n), idx) for n in ("pop", "scores", "logits", "feat", "div")}

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import torch
 
-from engine.metrics import K1, K2, SIGMA, WIN
+from engine.metrics import K1, K2, WIN, gaussian_1d
 
 
 def band(n: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """(n - WIN + 1, n): row i holds the 1-d Gaussian window at columns i .. i + WIN - 1."""
-    x = torch.arange(WIN, dtype=torch.float64) - (WIN - 1) / 2
-    g = torch.exp(-(x**2) / (2 * SIGMA**2))
-    g = g / g.sum()
+    g = gaussian_1d()
     m = torch.zeros(n - WIN + 1, n, dtype=torch.float64)
     for i in range(n - WIN + 1):  # n - 10 rows, once per image size
         m[i, i : i + WIN] = g
