@@ -32,7 +32,20 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
             f"cannot create the data directory {path} ({e.strerror}); pick another --home "
             f"/ ${ENV_VAR}"
         ) from None
+    global _current
+    _current = path
     return path
+
+
+#: The home this process resolved last: user models live under it (zoo.user_models_dir).
+_current: Path | None = None
+
+
+def current_home() -> Path:
+    """The home in use, without creating it: the last one resolved, else the default rule."""
+    if _current is not None:
+        return _current
+    return Path(os.environ.get(ENV_VAR) or DEFAULT_HOME).expanduser().resolve()
 
 
 def db_path(home: Path) -> Path:

@@ -21,14 +21,39 @@ from engine.classifiers.fold import fold_batch_norm
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
 from engine.generators import GENERATORS, Generator
-from engine.home import MODELS_DIR
+from engine.home import MODELS_DIR, current_home
 
 CARD = "card.json"
 WEIGHTS = "weights.safetensors"
 
 
 def models_dir() -> Path:
+    """The bundled zoo, read-only: user models go to ``user_models_dir()``."""
     return Path(MODELS_DIR)
+
+
+def user_models_dir() -> Path:
+    """Models the user trained or imported: ``$LATENTFUZZ_HOME/models``."""
+    return current_home() / "models"
+
+
+def roots(root: Path | None = None) -> list[Path]:
+    """Where models are looked up: the given folder alone, else the bundled zoo, then the
+    user's models (bundled first, so a user model never shadows a bundled one)."""
+    if root is not None:
+        return [Path(root)]
+    return [models_dir(), user_models_dir()]
+
+
+def model_folder(name: str, root: Path | None = None) -> Path:
+    """The folder holding model ``name``: the first root that has its card."""
+    for r in roots(root):
+        if (r / name / CARD).exists():
+            return r / name
+    known = ", ".join(c["name"] for c in list_cards(root)) or "(none)"
+    raise ConfigError(
+        f"no model {name!r} in {' or '.join(map(str, roots(root)))}; known models: {known}"
+    )
 
 
 def sha256(path: Path) -> str:
@@ -40,16 +65,21 @@ def sha256(path: Path) -> str:
 
 
 def list_cards(root: Path | None = None) -> list[dict[str, Any]]:
-    root = root or models_dir()
-    return [json.loads(p.read_text()) for p in sorted(root.glob(f"*/{CARD}"))]
+    """Every model's card, bundled then user models; a name found twice is listed once."""
+    cards: dict[str, dict[str, Any]] = {}
+    for r in roots(root):
+        for p in sorted(r.glob(f"*/{CARD}")):
+            card = json.loads(p.read_text())
+            cards.setdefault(card["name"], card)
+    return list(cards.values())
+
+
+def is_bundled(name: str) -> bool:
+    return (models_dir() / name / CARD).exists()
 
 
 def load_card(name: str, root: Path | None = None) -> dict[str, Any]:
-    path = (root or models_dir()) / name / CARD
-    if not path.exists():
-        known = ", ".join(c["name"] for c in list_cards(root)) or "(none)"
-        raise ConfigError(f"no model {name!r} in the zoo; known models: {known}")
-    return json.loads(path.read_text())
+    return json.loads((model_folder(name, root) / CARD).read_text())
 
 
 def save_model(
@@ -88,7 +118,7 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
     if card.get("kind") != "generator":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
     gen = build_generator(card)
-    _load_state(gen, (root or models_dir()) / name)
+    _load_state(gen, model_folder(name, root))
     # A card is measured after its weights are stored; until then the latent is unbounded.
     gen.latent_bounds = tuple(card.get("latent_bounds", (-float("inf"), float("inf"))))
     return gen.eval().to(device)
@@ -109,7 +139,7 @@ def load_classifier(
     if card.get("kind") != "classifier":
         raise ConfigError(f"zoo model {ref!r} is a {card.get('kind')}, not a classifier")
     module = build_classifier_module(card)
-    _load_state(module, (root or models_dir()) / ref)
+    _load_state(module, model_folder(ref, root))
     fold_batch_norm(module.eval())  # inference only: one pass less per conv block
     return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref).to(device)
 
