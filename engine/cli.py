@@ -630,7 +630,12 @@ def train_dm_cmd(
     report_generator(card)
 
 
-zoo_app = typer.Typer(no_args_is_help=True, help="The model zoo: list and measure models.")
+zoo_app = typer.Typer(
+    no_args_is_help=True,
+    help="Models: the bundled zoo and your own (under $LATENTFUZZ_HOME/models).",
+)
+# `models` and `zoo` are one group: `latentfuzz models import` reads as users expect.
+app.add_typer(zoo_app, name="models")
 app.add_typer(zoo_app, name="zoo")
 register_diff_zoo(zoo_app)  # zoo compress
 
@@ -640,7 +645,9 @@ def zoo_list() -> None:
     """Every zoo model with its quality and inference figures."""
     from engine import zoo
 
-    t = Table("name", "kind", "dataset", "parameters", "quality", "ms/img b1", "ms/img b25")
+    t = Table(
+        "name", "kind", "dataset", "source", "parameters", "quality", "ms/img b1", "ms/img b25"
+    )
     for c in zoo.list_cards():
         m = c.get("metrics", {})
         q = (
@@ -653,6 +660,7 @@ def zoo_list() -> None:
             c["name"],
             c["kind"],
             c["dataset"],
+            "bundled" if zoo.is_bundled(c["name"]) else "yours",
             f"{c['parameters']:,}",
             q,
             fmt(inf.get("ms_per_image_b1"), ".3f"),
