@@ -129,10 +129,15 @@ def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
 
 
 def load_classifier(
-    ref: str, dataset: str, device: str = "cpu", root: Path | None = None
+    ref: str,
+    dataset: str,
+    device: str = "cpu",
+    root: Path | None = None,
+    data_dir: str | None = None,
 ) -> Classifier:
-    """A zoo name, or a path to a TorchScript file validated against the dataset."""
-    ds = get_dataset(dataset)
+    """A zoo name, or a path to a TorchScript file validated against the dataset (read
+    from `data_dir` where its shape depends on the files)."""
+    ds = get_dataset(dataset, data_dir)
     if ref.endswith((".pt", ".pth", ".ts", ".torchscript")) or "/" in ref:
         return load_torchscript(ref, ds.shape, ds.num_classes, dataset).to(device)
     card = load_card(ref, root)
