@@ -42,7 +42,9 @@ def shift(x: torch.Tensor, pixels: int, rng: torch.Generator) -> torch.Tensor:
     dy = torch.randint(0, 2 * pixels + 1, (n,), generator=rng)
     rows = (dy[:, None] + torch.arange(h))[:, :, None]
     cols = (dx[:, None] + torch.arange(w))[:, None, :]
-    return padded[torch.arange(n)[:, None, None], :, rows, cols].permute(0, 3, 1, 2)
+    # Contiguous: the gather leaves a channels-last layout, on which torch 2.13's CPU
+    # backward through the ResNet crashes (double free); with one channel it is a no-op.
+    return padded[torch.arange(n)[:, None, None], :, rows, cols].permute(0, 3, 1, 2).contiguous()
 
 
 def train_classifier(
