@@ -181,14 +181,15 @@ def test_defaults_follow_the_shape_and_the_bench_takes_the_gpu(monkeypatch):
     from engine.bench import bench_device
     from engine.train.common import default_architecture
 
-    assert [default_architecture(k, (1, 28, 28)) for k in ("classifier", "vae", "gan", "dm")] == [
-        "convnet",
-        "vae",
-        "gan",
+    kinds = ("classifier", "vae", "gan", "dm")
+    legacy = [default_architecture(k, (1, 28, 28)) for k in kinds]
+    assert legacy == ["convnet", "vae", "gan", "dm"]  # the bundled zoo's own
+    assert [default_architecture(k, (3, 32, 32)) for k in kinds] == [
+        "vgg",
+        "convvae",
+        "dcgan",
         "dm",
-    ]  # the bundled zoo's own
-    assert [default_architecture(k, (3, 32, 32)) for k in ("classifier", "vae", "gan", "dm")] \
-        == ["vgg", "convvae", "dcgan", "dm"]  # fmt: skip
+    ]
     assert bench_device(None) == ("cuda" if torch.cuda.is_available() else "cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert bench_device(None) == "cuda" and bench_device("cpu") == "cpu"
