@@ -21,23 +21,27 @@ train_app = typer.Typer(
     help="Train models on any dataset (weights + model card, in your models folder).",
 )
 
-Dataset = Annotated[str, typer.Option(help="registered dataset (latentfuzz data list)")]
+Dataset = Annotated[
+    str, typer.Option(help="a registered dataset: mnist, mnist-idx, cifar10, svhn, ...")
+]
 DataDir = Annotated[str | None, typer.Option(help="folder of the dataset's files")]
 Out = Annotated[
-    Path | None, typer.Option(help="models folder [$LATENTFUZZ_HOME/models]; make models: models/")
+    Path | None,
+    typer.Option(help="models folder (default: $LATENTFUZZ_HOME/models); make models: models/"),
 ]
 Default = Annotated[
     bool | None,
     typer.Option(
         "--default/--no-default",
-        help="the dataset's default model of its kind [yes if it has none yet]",
+        help="the dataset's default model of its kind (default: yes if it has none yet)",
     ),
 ]
 Device = Annotated[str, typer.Option(help="cpu | cuda | cuda:N")]
 Classifier = Annotated[
-    str | None, typer.Option(help="classifier that measures viability [the dataset's default]")
+    str | None,
+    typer.Option(help="classifier that measures viability (default: the dataset's default)"),
 ]
-Name = Annotated[str | None, typer.Option(help="model name [DATASET-KIND]")]
+Name = Annotated[str | None, typer.Option(help="model name (default: DATASET-KIND)")]
 
 
 def channels_option(raw: str | None) -> tuple[int, ...] | None:
@@ -56,7 +60,9 @@ def train_classifier_cmd(
     dataset: Dataset = "mnist",
     architecture: Annotated[
         str | None,
-        typer.Option(help="convnet | lenet5 | vgg | resnet [convnet for 1x28x28, else vgg]"),
+        typer.Option(
+            help="convnet | lenet5 | vgg | resnet (default: convnet for 1x28x28, else vgg)"
+        ),
     ] = None,
     epochs: int = 15,
     batch_size: int = 64,
@@ -64,7 +70,9 @@ def train_classifier_cmd(
         int | None, typer.Option(help="vgg/resnet: first stage's channels [32]")
     ] = None,
     seed: int = 0,
-    name: Annotated[str | None, typer.Option(help="model name [DATASET-ARCHITECTURE]")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="model name (default: DATASET-ARCHITECTURE)")
+    ] = None,
     out: Out = None,
     default: Default = None,
     data_dir: DataDir = None,
@@ -89,11 +97,14 @@ def train_classifier_cmd(
 def train_vae_cmd(
     dataset: Dataset = "mnist",
     family: Annotated[
-        str | None, typer.Option(help="vae (MLP) | convvae [vae for 1x28x28, else convvae]")
+        str | None,
+        typer.Option(help="vae (MLP) | convvae (default: vae for 1x28x28, else convvae)"),
     ] = None,
     epochs: int = 150,
     batch_size: int = 128,
-    latent: Annotated[int | None, typer.Option(help="latent size [vae 400, convvae 128]")] = None,
+    latent: Annotated[
+        int | None, typer.Option(help="latent size (default: vae 400, convvae 128)")
+    ] = None,
     hidden: Annotated[int | None, typer.Option(help="vae: hidden units [1600]")] = None,
     width: Annotated[int | None, typer.Option(help="convvae: first layer's channels [32]")] = None,
     seed: int = 0,
@@ -121,7 +132,7 @@ def train_vae_cmd(
 def train_gan_cmd(
     dataset: Dataset = "mnist",
     family: Annotated[
-        str | None, typer.Option(help="gan (MNIST) | dcgan [gan for 1x28x28, else dcgan]")
+        str | None, typer.Option(help="gan (MNIST) | dcgan (default: gan for 1x28x28, else dcgan)")
     ] = None,
     epochs: int = 80,
     batch_size: int = 64,
@@ -155,10 +166,13 @@ def train_dm_cmd(
     batch_size: int = 64,
     resolution: Annotated[
         int | None,
-        typer.Option(help="the UNet's working side [14 for 1x28x28, else the side up to 32]"),
+        typer.Option(
+            help="the UNet's working side (default: 14 for 1x28x28, else the side up to 32)"
+        ),
     ] = None,
     channels: Annotated[
-        str | None, typer.Option(help="UNet channels per level [16,32 for 1x28x28, else 32,64,64]")
+        str | None,
+        typer.Option(help="UNet channels per level (default: 16,32 for 1x28x28, else 32,64,64)"),
     ] = None,
     steps: Annotated[int, typer.Option(help="default DDIM steps of the model")] = 4,
     guidance: Annotated[float, typer.Option(help="default guidance scale")] = 2.0,

@@ -191,6 +191,22 @@ def test_defaults_follow_the_shape_and_the_bench_takes_the_gpu(monkeypatch):
     assert bench_device(None) == "cuda" and bench_device("cpu") == "cpu"
 
 
+def check_discriminator(name: str, ds, home: Path) -> None:
+    """The discriminator filter calibrates on the real images and scores generated ones."""
+    import torch
+
+    from engine.images import to_uint8
+    from engine.validators.discriminator import DiscriminatorFilter
+
+    gen = zoo.load_generator(name, root=home / "models")
+    f = DiscriminatorFilter(gen, ds)
+    assert 0.0 < f.threshold < 1.0
+    y = torch.arange(6) % 2
+    images = to_uint8(gen.decode(gen.sample_prior(6, torch.Generator().manual_seed(0)), y))
+    scores = f.score(images, y)
+    assert scores.shape == (6,) and bool(((scores >= 0) & (scores <= 1)).all())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["cifar10", "svhn", "mnist-idx"])
 def test_every_family_on_every_format(fmt: str, tmp_path: Path, home: Path):
@@ -220,6 +236,7 @@ def test_every_family_on_every_format(fmt: str, tmp_path: Path, home: Path):
         if validator:
             store = Store(home / "latentfuzz.duckdb")
             assert queries.campaign(store, cid)["config"]["validators"] == {"discriminator": None}
+            check_discriminator(card["name"], ds, home)
 
 
 @pytest.mark.slow
