@@ -147,6 +147,7 @@ class TrainRun:
                 "the weights of the last step",
                 markup=False,
                 highlight=False,
+                soft_wrap=True,  # one line, however narrow the terminal
             )
             return True  # the caller goes on to write weights and card
         return False
