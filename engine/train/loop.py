@@ -93,8 +93,7 @@ class TrainRun:
 
     def epochs(self) -> Iterator[int]:
         for e in range(self.epochs_total):
-            where = f"{self.what} epoch {e + 1}/{self.epochs_total}"
-            self._bar.update(self._task, description=where)
+            self._bar.update(self._task, description=f"epoch {e + 1}/{self.epochs_total}")
             yield e
 
     def step(self, **stats: float) -> None:
@@ -124,13 +123,15 @@ class TrainRun:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
         self._bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("step"),
+            TextColumn("[bold]{task.description}"), BarColumn(bar_width=20), TextColumn("step"),
             MofNCompleteColumn(), TextColumn("{task.fields[stats]}"), TextColumn("eta"),
             TimeRemainingColumn(), TimeElapsedColumn(), console=self.console,
         )  # fmt: skip
+        # What is trained is said once; the bar keeps its width for the figures.
+        self.console.print(self.what, markup=False, highlight=False, soft_wrap=True)
         self._bar.start()
         total = self.epochs_total * self.per_epoch
-        self._task = self._bar.add_task(self.what, total=total, stats="")
+        self._task = self._bar.add_task("starting", total=total, stats="")
         self._t0 = time.perf_counter()
         return self
 
