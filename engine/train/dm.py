@@ -13,7 +13,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from diffusers import DDPMScheduler
 
 from engine import zoo
 from engine.datasets import get_dataset
@@ -88,6 +87,8 @@ def train_dm(
     check_unet(channels, side, ds.shape)
     name = name or f"{dataset}-dm"
     folder, root = destination(name, out)
+    from diffusers import DDPMScheduler  # after the checks: a wrong option fails at once
+
     rng, train = start(seed, ds)
     dm = DiffusionModel(ds.shape, ds.num_classes, channels, 1, 1000, steps, guidance, side)
     images = dm.to_model_space(train.images)
