@@ -1,0 +1,140 @@
+"""`latentfuzz models import` / `import-generator`: a user's files become models of their
+home with a measured card, refusals leave nothing behind, and a campaign runs on them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from engine import home as home_module
+from engine import zoo
+from engine.errors import LatentfuzzError
+from engine.model_import import import_classifier, import_generator
+from tests.engine.test_cli import cli
+from tests.engine.test_onnx import Net, export
+
+
+class Decoder(nn.Module):
+    """Latent 8 + a class label -> a 28x28 image in [-1, 1] (tanh), as a DCGAN makes."""
+
+    def __init__(self, conditional: bool = True, side: int = 28) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.fc = nn.Linear(8, side * side)
+        self.side = side
+
+    def forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.fc(z + self.embed(y))).view(-1, 1, self.side, self.side)
+
+
+class Unconditional(Decoder):
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.fc(z)).view(-1, 1, self.side, self.side)
+
+
+def script(module: nn.Module, path: Path) -> Path:
+    torch.manual_seed(0)
+    torch.jit.save(torch.jit.script(module.eval()), str(path))
+    return path
+
+
+@pytest.fixture
+def user_home(home: Path, monkeypatch) -> Path:
+    """In-process imports write under this home, as `--home` makes the CLI do."""
+    monkeypatch.setattr(home_module, "_current", home)
+    return home
+
+
+def left_behind(home: Path) -> list[str]:
+    root = home / "models"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def test_import_both_kinds_then_run_a_campaign_on_them(home: Path, env, tmp_path: Path):
+    onnx = export(Net(), tmp_path / "mine.onnx", external=True)
+    out = cli(["models", "import", str(onnx), "--dataset", "mnist", "--name", "my-onnx"], env)
+    line = " ".join(out.stdout.split())
+    m = re.search(r"imported my-onnx \(onnx, with (\S+)\) for mnist: ([\d,]+) parameters, "
+                  r"test accuracy ([\d.]+) on 1000 images", line)  # fmt: skip
+    assert m, line
+    card = json.loads((home / "models" / "my-onnx" / "card.json").read_text())
+    assert card["format"] == "onnx" and card["dataset_fingerprint"]
+    assert set(card["files"]) == {"mine.onnx", m[1]} and (home / "models/my-onnx" / m[1]).is_file()
+    assert card["sha256"] == zoo.sha256(onnx)
+    assert card["metrics"]["test_accuracy"] == float(m[3])
+    assert card["parameters"] == int(m[2].replace(",", "")) > 0
+    assert card["inference"]["ms_per_image_b25"] > 0
+
+    dec = script(Decoder(), tmp_path / "dec.pt")
+    out = cli(["models", "import-generator", str(dec), "--dataset", "mnist", "--latent-shape",
+               "8", "--classes", "10", "--conditional", "--output-range", "-1,1", "--name",
+               "my-gen"], env)  # fmt: skip
+    assert "imported my-gen (TorchScript decoder, conditional, latent (8,))" in out.stdout
+    card = json.loads((home / "models" / "my-gen" / "card.json").read_text())
+    low, high = card["latent_bounds"]
+    assert low < 0 < high and card["step_presets"]["high"] == pytest.approx((high - low) * 1e-3)
+    assert 0 <= card["metrics"]["viability"] <= 1 and card["metrics"]["viability_seeds"] == 1000
+    assert card["sha256"] == zoo.sha256(dec) == zoo.sha256(home / "models/my-gen/decoder.pt")
+
+    listed = cli(["models", "list"], {**env, "COLUMNS": "200"}).stdout
+    assert re.search(r"my-onnx\s+│\s+classifier\s+│\s+mnist\s+│\s+yours", listed), listed
+    out = cli(["run", "--dataset", "mnist", "--generator", "my-gen", "--classifier", "my-onnx",
+               "--seeds", "3", "--generations", "3", "--quiet"], env)  # fmt: skip
+    assert re.search(r"campaign \S+ finished", out.stdout) and "of 3" in out.stdout
+
+
+def test_a_refused_import_says_why_in_one_line_and_writes_nothing(home: Path, env, tmp_path):
+    fixed = export(Net(), tmp_path / "fixed.onnx", dynamic=False)
+    p = cli(["models", "import", str(fixed), "--dataset", "mnist"], env, ok=False)
+    assert p.returncode == 2 and "fixed batch of 2" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert left_behind(home) == []
+
+
+def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
+    ts = tmp_path / "clf.pt"
+    torch.jit.save(torch.jit.script(Net().eval()), str(ts))
+    with pytest.raises(LatentfuzzError, match="'mnist-convnet' is a bundled model"):
+        import_classifier(ts, "mnist", "mnist-convnet")
+    with pytest.raises(LatentfuzzError, match="not a plain name"):
+        import_classifier(ts, "mnist", "../escape")
+    card = import_classifier(ts, "mnist")
+    assert card["name"] == "clf" and card["format"] == "torchscript"
+    assert zoo.load_classifier("clf", "mnist").name == "clf"
+    with pytest.raises(LatentfuzzError, match="already have a model 'clf'.*--replace"):
+        import_classifier(ts, "mnist")
+    assert import_classifier(ts, "mnist", replace=True)["name"] == "clf"
+    assert left_behind(user_home) == ["clf"]
+
+
+@pytest.mark.parametrize(
+    ("module", "options", "message"),
+    [
+        (Decoder(), {"conditional": False}, r"decoder failed on \(z\).*add --conditional"),
+        (Decoder(), {"latent_shape": (4, 2)}, r"failed on \(z, labels\).*real --latent-shape"),
+        (Decoder(side=32), {}, r"made \(3, 1, 32, 32\) for 3 latents, expected .*\(3, 1, 28"),
+        (Decoder(), {"output_range": (0.0, 1.0)}, r"span \[-.*outside --output-range 0,1"),
+        (Unconditional(), {"conditional": False, "classes": 7}, r"--classes 7, but .* has 10"),
+    ],
+)
+def test_bad_decoders_are_refused(user_home: Path, tmp_path, module, options, message):
+    kwargs = {"latent_shape": (8,), "classes": 10, "conditional": True,
+              "output_range": (-1.0, 1.0), **options}  # fmt: skip
+    with pytest.raises(LatentfuzzError, match=message):
+        import_generator(script(module, tmp_path / "d.pt"), "mnist", **kwargs)
+    assert left_behind(user_home) == []
+
+
+def test_unconditional_decoder_imports_and_decodes(user_home: Path, tmp_path: Path):
+    card = import_generator(script(Unconditional(), tmp_path / "u.pt"), "mnist", (8,), 10)
+    gen = zoo.load_generator(card["name"])
+    assert not gen.conditional and not gen.has_encoder
+    seeds = gen.draw_seeds(4, torch.zeros(0), torch.zeros(0), torch.Generator().manual_seed(0))
+    assert seeds.latents.shape == (4, 8) and (seeds.source_index == -1).all()
+    x = gen.decode(seeds.latents)
+    assert x.shape == (4, 1, 28, 28) and 0 <= float(x.min()) <= float(x.max()) <= 1
