@@ -50,7 +50,9 @@ def register(zoo_app: typer.Typer) -> None:
             f"{card['parameters']:,} parameters, {quality}, {_timing(card)}",
             highlight=False,
         )
-        console.print(f"use it with: latentfuzz run --dataset {dataset} --classifier {card['name']}")
+        console.print(
+            f"use it with: latentfuzz run --dataset {dataset} --classifier {card['name']}"
+        )
 
     @zoo_app.command("import-generator")
     def import_generator_cmd(

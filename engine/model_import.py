@@ -24,7 +24,7 @@ from engine.classifiers import FORMATS, format_of
 from engine.classifiers.onnx import external_data_files, parameter_count
 from engine.datasets import get_dataset
 from engine.datasets.base import DatasetError
-from engine.errors import ConfigError, ModelError
+from engine.errors import ConfigError
 from engine.generators.torchscript import DECODER, TorchScriptGenerator, load_decoder
 from engine.train.common import accuracy, command_line, ms_per_image, stamp
 

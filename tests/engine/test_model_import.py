@@ -55,10 +55,22 @@ def left_behind(home: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
 
 
-def test_import_both_kinds_then_run_a_campaign_on_them(home: Path, env, tmp_path: Path):
+def models_cli(args: list[str], home: Path) -> str:
+    """`latentfuzz models ...` in this process (a CLI process costs seconds to start)."""
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    result = CliRunner().invoke(app, ["models", *args, "--home", str(home)])
+    if result.exception is not None:
+        raise result.exception
+    return " ".join(result.output.split())
+
+
+def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp_path: Path):
+    home = user_home
     onnx = export(Net(), tmp_path / "mine.onnx", external=True)
-    out = cli(["models", "import", str(onnx), "--dataset", "mnist", "--name", "my-onnx"], env)
-    line = " ".join(out.stdout.split())
+    line = models_cli(["import", str(onnx), "--dataset", "mnist", "--name", "my-onnx"], home)
     m = re.search(r"imported my-onnx \(onnx, with (\S+)\) for mnist: ([\d,]+) parameters, "
                   r"test accuracy ([\d.]+) on 1000 images", line)  # fmt: skip
     assert m, line
@@ -71,29 +83,28 @@ def test_import_both_kinds_then_run_a_campaign_on_them(home: Path, env, tmp_path
     assert card["inference"]["ms_per_image_b25"] > 0
 
     dec = script(Decoder(), tmp_path / "dec.pt")
-    out = cli(["models", "import-generator", str(dec), "--dataset", "mnist", "--latent-shape",
-               "8", "--classes", "10", "--conditional", "--output-range", "-1,1", "--name",
-               "my-gen"], env)  # fmt: skip
-    assert "imported my-gen (TorchScript decoder, conditional, latent (8,))" in out.stdout
+    line = models_cli(["import-generator", str(dec), "--dataset", "mnist", "--latent-shape", "8",
+                       "--classes", "10", "--conditional", "--output-range", "-1,1", "--name",
+                       "my-gen"], home)  # fmt: skip
+    assert "imported my-gen (TorchScript decoder, conditional, latent (8,))" in line
     card = json.loads((home / "models" / "my-gen" / "card.json").read_text())
     low, high = card["latent_bounds"]
     assert low < 0 < high and card["step_presets"]["high"] == pytest.approx((high - low) * 1e-3)
     assert 0 <= card["metrics"]["viability"] <= 1 and card["metrics"]["viability_seeds"] == 1000
     assert card["sha256"] == zoo.sha256(dec) == zoo.sha256(home / "models/my-gen/decoder.pt")
+    assert {"my-onnx", "my-gen"} <= {c["name"] for c in zoo.list_cards()}
+    assert not zoo.is_bundled("my-onnx")
 
-    listed = cli(["models", "list"], {**env, "COLUMNS": "200"}).stdout
-    assert re.search(r"my-onnx\s+│\s+classifier\s+│\s+mnist\s+│\s+yours", listed), listed
     out = cli(["run", "--dataset", "mnist", "--generator", "my-gen", "--classifier", "my-onnx",
                "--seeds", "3", "--generations", "3", "--quiet"], env)  # fmt: skip
     assert re.search(r"campaign \S+ finished", out.stdout) and "of 3" in out.stdout
 
 
-def test_a_refused_import_says_why_in_one_line_and_writes_nothing(home: Path, env, tmp_path):
+def test_a_refused_import_writes_nothing(user_home: Path, tmp_path):
     fixed = export(Net(), tmp_path / "fixed.onnx", dynamic=False)
-    p = cli(["models", "import", str(fixed), "--dataset", "mnist"], env, ok=False)
-    assert p.returncode == 2 and "fixed batch of 2" in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert left_behind(home) == []
+    with pytest.raises(LatentfuzzError, match="fixed.onnx was exported with a fixed batch of 2"):
+        models_cli(["import", str(fixed), "--dataset", "mnist"], user_home)
+    assert left_behind(user_home) == []
 
 
 def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
@@ -138,3 +149,18 @@ def test_unconditional_decoder_imports_and_decodes(user_home: Path, tmp_path: Pa
     assert seeds.latents.shape == (4, 8) and (seeds.source_index == -1).all()
     x = gen.decode(seeds.latents)
     assert x.shape == (4, 1, 28, 28) and 0 <= float(x.min()) <= float(x.max()) <= 1
+
+
+def test_a_failure_while_measuring_leaves_no_folder(user_home: Path, tmp_path, monkeypatch):
+    ts = tmp_path / "clf.pt"
+    torch.jit.save(torch.jit.script(Net().eval()), str(ts))
+    import_classifier(ts, "mnist")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr("engine.model_import.ms_per_image", broken)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        import_classifier(ts, "mnist", replace=True)
+    assert left_behind(user_home) == ["clf"]  # the model it was to replace is kept
+    assert zoo.load_classifier("clf", "mnist").name == "clf"
