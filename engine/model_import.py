@@ -76,14 +76,15 @@ def _dataset(dataset: str, data_dir: str | None):
     return ds, fingerprint
 
 
-def _copy(src: Path, stage: Path, extra: list[str]) -> dict[str, str]:
-    """Copy the model file and its companion files; returns each copied file's sha256."""
+def _copy(src: Path, stage: Path, extra: list[str], as_name: str | None = None) -> dict[str, str]:
+    """Copy the model file (as ``as_name`` if given) and its companion files, which keep
+    their paths relative to it; returns each copied file's sha256."""
     hashes = {}
-    for rel in [src.name, *extra]:
-        dest = stage / rel
+    for rel, dest_rel in [(src.name, as_name or src.name), *((e, e) for e in extra)]:
+        dest = stage / dest_rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src.parent / rel, dest)
-        hashes[rel] = zoo.sha256(dest)
+        hashes[dest_rel] = zoo.sha256(dest)
     return hashes
 
 
@@ -184,9 +185,7 @@ def import_generator(
     clf_name = zoo.resolve("classifier", dataset, classifier)
     clf = zoo.load_classifier(clf_name, dataset)
     with staged(name) as stage:
-        hashes = _copy(src, stage, [])
-        (stage / DECODER).unlink(missing_ok=True)
-        (stage / src.name).rename(stage / DECODER)
+        hashes = _copy(src, stage, [], as_name=DECODER)
         gen.load_weights(stage)
         gen.check()
         z, labels = measure.reference_seeds(gen, dataset)
@@ -195,7 +194,7 @@ def import_generator(
             "dataset": dataset, "dataset_fingerprint": fingerprint, "default": False,
             "params": params, "latent_shape": list(latent_shape),
             "parameters": sum(p.numel() for p in gen.parameters()),
-            "files": {DECODER: hashes[src.name]}, "sha256": hashes[src.name],
+            "files": hashes, "sha256": hashes[DECODER],
             "imported_from": str(src.resolve()), "command": command_line(), **stamp(),
             **measure.latent_bounds(z),
         }  # fmt: skip

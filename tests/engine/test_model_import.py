@@ -13,6 +13,7 @@ from torch import nn
 
 from engine import home as home_module
 from engine import zoo
+from engine.batching import item_bytes
 from engine.errors import LatentfuzzError
 from engine.model_import import import_classifier, import_generator
 from tests.engine.test_cli import cli
@@ -82,7 +83,7 @@ def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp
     assert card["parameters"] == int(m[2].replace(",", "")) > 0
     assert card["inference"]["ms_per_image_b25"] > 0
 
-    dec = script(Decoder(), tmp_path / "dec.pt")
+    dec = script(Decoder(), tmp_path / "decoder.pt")  # the name the model folder uses
     line = models_cli(["import-generator", str(dec), "--dataset", "mnist", "--latent-shape", "8",
                        "--classes", "10", "--conditional", "--output-range", "-1,1", "--name",
                        "my-gen"], home)  # fmt: skip
@@ -149,6 +150,8 @@ def test_unconditional_decoder_imports_and_decodes(user_home: Path, tmp_path: Pa
     assert seeds.latents.shape == (4, 8) and (seeds.source_index == -1).all()
     x = gen.decode(seeds.latents)
     assert x.shape == (4, 1, 28, 28) and 0 <= float(x.min()) <= float(x.max()) <= 1
+    # The campaign's batch-size sweep hooks modules; the scripted decoder takes none.
+    assert item_bytes(lambda n: gen.decode(seeds.latents[:n]), [gen], 4 * 792) == 64 * 4 * 792
 
 
 def test_a_failure_while_measuring_leaves_no_folder(user_home: Path, tmp_path, monkeypatch):
