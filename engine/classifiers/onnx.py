@@ -124,6 +124,7 @@ class OnnxClassifier(Classifier):
     ) -> None:
         super().__init__(input_shape, num_classes, name)
         self.path, self.session, self.input_name, self.nhwc = path, session, input_name, nhwc
+        self.output_name = session.get_outputs()[0].name  # the first output: the logits
 
     def _to(self, device: torch.device) -> None:
         import onnxruntime as ort
@@ -136,7 +137,7 @@ class OnnxClassifier(Classifier):
         if self.nhwc:
             x = x.permute(0, 2, 3, 1)
         arr = np.ascontiguousarray(x.detach().to("cpu", torch.float32).numpy())
-        (out,) = self.session.run([self.session.get_outputs()[0].name], {self.input_name: arr})[:1]
+        (out,) = self.session.run([self.output_name], {self.input_name: arr})
         return torch.from_numpy(np.asarray(out)).to(self.device)
 
 
