@@ -116,7 +116,6 @@ def finish_generator_card(
         "viability_seeds": len(z),
     })  # fmt: skip
     card["inference"] = inference_ms(gen)
-    (zoo.models_dir() if out is None else out).joinpath(name, zoo.CARD).write_text(
-        json.dumps(card, indent=2) + "\n"
-    )
+    # Where the card was found: a user's (imported) generator is not in the bundled zoo.
+    (zoo.model_folder(name, out) / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

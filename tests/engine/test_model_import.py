@@ -16,6 +16,7 @@ from engine import zoo
 from engine.batching import item_bytes
 from engine.errors import LatentfuzzError
 from engine.model_import import import_classifier, import_generator
+from engine.train.measure import finish_generator_card
 from tests.engine.test_cli import cli
 from tests.engine.test_onnx import Net, export
 
@@ -35,7 +36,7 @@ class Decoder(nn.Module):
 
 class Unconditional(Decoder):
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.fc(z)).view(-1, 1, self.side, self.side)
+        return torch.sigmoid(self.fc(z.flatten(1))).view(-1, 1, self.side, self.side)
 
 
 def script(module: nn.Module, path: Path) -> Path:
@@ -142,16 +143,24 @@ def test_bad_decoders_are_refused(user_home: Path, tmp_path, module, options, me
     assert left_behind(user_home) == []
 
 
-def test_unconditional_decoder_imports_and_decodes(user_home: Path, tmp_path: Path):
-    card = import_generator(script(Unconditional(), tmp_path / "u.pt"), "mnist", (8,), 10)
+def test_unconditional_decoder_with_a_2d_latent_imports_decodes_and_remeasures(
+    user_home: Path, tmp_path: Path
+):
+    card = import_generator(script(Unconditional(), tmp_path / "u.pt"), "mnist", (2, 4), 10)
     gen = zoo.load_generator(card["name"])
-    assert not gen.conditional and not gen.has_encoder
+    assert not gen.conditional and not gen.has_encoder and gen.latent_shape == (2, 4)
     seeds = gen.draw_seeds(4, torch.zeros(0), torch.zeros(0), torch.Generator().manual_seed(0))
-    assert seeds.latents.shape == (4, 8) and (seeds.source_index == -1).all()
+    assert seeds.latents.shape == (4, 2, 4) and (seeds.source_index == -1).all()
     x = gen.decode(seeds.latents)
     assert x.shape == (4, 1, 28, 28) and 0 <= float(x.min()) <= float(x.max()) <= 1
     # The campaign's batch-size sweep hooks modules; the scripted decoder takes none.
     assert item_bytes(lambda n: gen.decode(seeds.latents[:n]), [gen], 4 * 792) == 64 * 4 * 792
+
+    # `latentfuzz zoo measure u` rewrites the user's card, not one in the bundled zoo.
+    path = user_home / "models" / "u" / "card.json"
+    path.write_text(json.dumps({**card, "inference": {}}))
+    assert finish_generator_card("u", "mnist", None, None)["inference"]
+    assert json.loads(path.read_text())["inference"] and not (zoo.models_dir() / "u").exists()
 
 
 def test_a_failure_while_measuring_leaves_no_folder(user_home: Path, tmp_path, monkeypatch):
