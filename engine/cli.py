@@ -62,7 +62,7 @@ def run(
     dataset: Annotated[str | None, typer.Option(help="dataset name [mnist]")] = None,
     generator: Annotated[str | None, typer.Option(help="zoo generator or family [vae]")] = None,
     classifier: Annotated[
-        str | None, typer.Option(help="zoo classifier or TorchScript file")
+        str | None, typer.Option(help="zoo classifier, or a TorchScript or ONNX file")
     ] = None,
     classifier_b: Annotated[
         str | None,
