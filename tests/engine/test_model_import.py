@@ -15,7 +15,7 @@ from engine import home as home_module
 from engine import zoo
 from engine.batching import item_bytes
 from engine.errors import LatentfuzzError
-from engine.model_import import import_classifier, import_generator
+from engine.model_import import import_classifier, import_generator, parse_floats
 from engine.train.measure import finish_generator_card
 from tests.engine.test_cli import cli
 from tests.engine.test_onnx import Net, export
@@ -176,3 +176,13 @@ def test_a_failure_while_measuring_leaves_no_folder(user_home: Path, tmp_path, m
         import_classifier(ts, "mnist", replace=True)
     assert left_behind(user_home) == ["clf"]  # the model it was to replace is kept
     assert zoo.load_classifier("clf", "mnist").name == "clf"
+
+
+def test_shapes_and_ranges_on_the_command_line():
+    assert parse_floats("4,8,8", "--latent-shape") == [4, 8, 8]
+    assert parse_floats("4x8x8", "--latent-shape") == [4, 8, 8]
+    assert parse_floats("-1,1", "--output-range", 2) == [-1, 1]
+    with pytest.raises(LatentfuzzError, match=r"--output-range '-1' is not 2 numbers"):
+        parse_floats("-1", "--output-range", 2)
+    with pytest.raises(LatentfuzzError, match=r"--latent-shape 'eight' is not numbers"):
+        parse_floats("eight", "--latent-shape")
