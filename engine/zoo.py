@@ -132,6 +132,11 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
 
 
 def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
+    if "architecture" not in card:
+        raise ConfigError(
+            f"{card['name']} is an imported {card.get('format', '?')} file, not one of the "
+            f"zoo's architectures ({', '.join(ARCHITECTURES.names())}); this command needs one"
+        )
     return ARCHITECTURES.get(card["architecture"])(**card["params"])
 
 

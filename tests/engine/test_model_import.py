@@ -16,6 +16,7 @@ from engine import zoo
 from engine.batching import item_bytes
 from engine.errors import LatentfuzzError
 from engine.model_import import import_classifier, import_generator, parse_floats
+from engine.train.compress import compress_classifier
 from engine.train.measure import finish_generator_card
 from tests.engine.test_cli import cli
 from tests.engine.test_onnx import Net, export
@@ -122,6 +123,8 @@ def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
     with pytest.raises(LatentfuzzError, match="already have a model 'clf'.*--replace"):
         import_classifier(ts, "mnist")
     assert import_classifier(ts, "mnist", replace=True)["name"] == "clf"
+    with pytest.raises(LatentfuzzError, match="clf is an imported torchscript file, not one"):
+        compress_classifier("clf")  # pruning needs a zoo architecture
     assert left_behind(user_home) == ["clf"]
 
 
