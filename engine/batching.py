@@ -104,8 +104,13 @@ def item_bytes(fn: Callable[[int], object], modules: list[object], io_bytes: int
     handles = []
     for m in modules:
         if isinstance(m, nn.Module) and not isinstance(m, torch.jit.ScriptModule):
+            # Scripted parts (a user's TorchScript decoder) take no hooks: not counted.
             leaves = [x for x in m.modules() if not list(x.children())]
-            handles += [x.register_forward_hook(hook) for x in leaves]
+            handles += [
+                x.register_forward_hook(hook)
+                for x in leaves
+                if not isinstance(x, torch.jit.ScriptModule)
+            ]
     try:
         fn(2)
     finally:

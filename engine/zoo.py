@@ -16,7 +16,14 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.classifiers import ARCHITECTURES, Classifier, ModuleClassifier, load_torchscript
+from engine.classifiers import (
+    ARCHITECTURES,
+    FORMATS,
+    Classifier,
+    ModuleClassifier,
+    format_of,
+)
+from engine.classifiers import load_file as load_classifier_file
 from engine.classifiers.fold import fold_batch_norm
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
@@ -118,37 +125,53 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
     if card.get("kind") != "generator":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
     gen = build_generator(card)
-    _load_state(gen, model_folder(name, root))
+    gen.load_weights(model_folder(name, root))
     # A card is measured after its weights are stored; until then the latent is unbounded.
     gen.latent_bounds = tuple(card.get("latent_bounds", (-float("inf"), float("inf"))))
     return gen.eval().to(device)
 
 
 def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
+    if "architecture" not in card:
+        raise ConfigError(
+            f"{card['name']} is an imported {card.get('format', '?')} file, not one of the "
+            f"zoo's architectures ({', '.join(ARCHITECTURES.names())}); this command needs one"
+        )
     return ARCHITECTURES.get(card["architecture"])(**card["params"])
 
 
 def load_classifier(
     ref: str, dataset: str, device: str = "cpu", root: Path | None = None
 ) -> Classifier:
-    """A zoo name, or a path to a TorchScript file validated against the dataset."""
+    """A zoo name, or a path to a classifier file (TorchScript, ONNX) validated against the
+    dataset. Imported models keep their file and its format in the card."""
     ds = get_dataset(dataset)
-    if ref.endswith((".pt", ".pth", ".ts", ".torchscript")) or "/" in ref:
-        return load_torchscript(ref, ds.shape, ds.num_classes, dataset).to(device)
+    if is_file_ref(ref):
+        return load_classifier_file(ref, ds.shape, ds.num_classes, dataset).to(device)
     card = load_card(ref, root)
     if card.get("kind") != "classifier":
         raise ConfigError(f"zoo model {ref!r} is a {card.get('kind')}, not a classifier")
+    if "format" in card:
+        path = model_folder(ref, root) / card["file"]
+        clf = FORMATS.get(card["format"])(path, ds.shape, ds.num_classes, dataset)
+        clf.name = ref
+        return clf.to(device)
     module = build_classifier_module(card)
     _load_state(module, model_folder(ref, root))
     fold_batch_norm(module.eval())  # inference only: one pass less per conv block
     return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref).to(device)
 
 
+def is_file_ref(ref: str) -> bool:
+    """A classifier reference that names a file rather than a zoo model."""
+    return "/" in ref or "\\" in ref or format_of(ref) is not None
+
+
 def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) -> str:
     """Turn a short name ('vae', 'convnet') into the zoo name for this dataset.
 
     With ref None, the dataset's default model of that kind (card "default": true).
-    Paths (TorchScript files) are returned unchanged.
+    Paths (TorchScript or ONNX files) are returned unchanged.
     """
     cards = [c for c in list_cards(root) if c.get("kind") == kind and c.get("dataset") == dataset]
     if ref is None:
@@ -159,7 +182,7 @@ def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) 
                 f"train one with `latentfuzz train` or name one"
             )
         return defaults[0]
-    if "/" in ref or ref.endswith((".pt", ".pth", ".ts")):
+    if is_file_ref(ref):
         return ref
     names = {c["name"] for c in cards}
     for candidate in (ref, f"{dataset}-{ref}"):

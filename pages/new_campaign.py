@@ -11,7 +11,7 @@ from dashboard.param_form import param_form
 from dashboard.text import md_text
 from dashboard.uploads import save_upload
 from engine import zoo
-from engine.classifiers import load_torchscript
+from engine.classifiers import load_file
 from engine.config import CampaignConfig, parse_config, resolve
 from engine.datasets import get_dataset
 from engine.errors import ConfigError, ModelError
@@ -35,17 +35,21 @@ generator = mid.selectbox(
 zoo_classifiers = [
     c["name"] for c in cards if c["kind"] == "classifier" and c["dataset"] == dataset
 ]
-UPLOAD = "upload a TorchScript file…"
+UPLOAD = "upload a TorchScript or ONNX file…"
 choice = right.selectbox("Classifier under test", [*zoo_classifiers, UPLOAD])
 classifier, classifier_ok = choice, True
 if choice == UPLOAD:
-    up = right.file_uploader("TorchScript classifier (.pt)", type=["pt", "pth", "ts"])
+    up = right.file_uploader(
+        "TorchScript (.pt) or ONNX (.onnx) classifier",
+        type=["pt", "pth", "ts", "onnx"],
+        help="an ONNX file with external weights: import it with `latentfuzz models import`",
+    )
     classifier_ok = False
     if up is not None:
         data = up.getvalue()
         path = save_upload(home, up.name, data)  # a safe base name, inside the home
         try:
-            load_torchscript(path, ds.shape, ds.num_classes, dataset)
+            load_file(path, ds.shape, ds.num_classes, dataset)
             right.success(f"{up.name}: valid for {dataset}")
             classifier, classifier_ok = str(path), True
         except ModelError as e:

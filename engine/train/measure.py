@@ -42,8 +42,8 @@ def reference_seeds(
     gen: Generator, dataset: str, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The 1,000 latents and labels the card's bounds and viability are measured on."""
-    test = get_dataset(dataset).load("test")
     if gen.has_encoder and not gen.conditional:
+        test = get_dataset(dataset).load("test")  # only encoders need the images
         z = torch.cat([gen.encode(test.images[i : i + 250]) for i in range(0, N_LATENTS, 250)])
         return z, test.labels[:N_LATENTS]
     rng = torch.Generator().manual_seed(seed)
@@ -116,7 +116,6 @@ def finish_generator_card(
         "viability_seeds": len(z),
     })  # fmt: skip
     card["inference"] = inference_ms(gen)
-    (zoo.models_dir() if out is None else out).joinpath(name, zoo.CARD).write_text(
-        json.dumps(card, indent=2) + "\n"
-    )
+    # Where the card was found: a user's (imported) generator is not in the bundled zoo.
+    (zoo.model_folder(name, out) / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card
