@@ -4,6 +4,7 @@ is labelled in a validity study, reported by `labels report` and shown on every 
 from __future__ import annotations
 
 import csv
+import json
 from datetime import datetime
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def test_giftbench_folder_becomes_an_imported_campaign(imported):
     assert s["iterations"].tolist() == [r[3] for r in ROWS]
     assert s["status"].tolist() == ["misclassified"] * 4 + ["survived"] * 2
     assert s["seed_image"].isna().all()
-    p = s["params"].map(__import__("json").loads)
+    p = s["params"].map(json.loads)
     assert p[0]["perturbation_size"] == 0.0012 and p[0]["initial_perturbation"] == 0.0024
     assert [x["image_number"] for x in p] == list(range(6))
     for r in s.itertuples():  # every image copied as a PNG with the pixels it had
@@ -137,20 +138,21 @@ def test_imported_campaign_is_labelled_and_reported(imported, monkeypatch):
 
 
 def test_a_custom_mapping_reads_another_tools_columns(tmp_path):
-    header = ["img", "truth", "guess", "gens", "step"]
+    header = ["img", "truth", "guess", "gens", "step", "seed_img"]
     folder = tmp_path / "other"
     (folder / "pics").mkdir(parents=True)
     rng = np.random.default_rng(1)
     for i in range(3):
         np.save(folder / "pics" / f"x{i}.npy", rng.random((28, 28, 1)))  # H x W x C
+    np.save(folder / "pics" / "s0.npy", np.full((28, 28), 255, np.uint8))
     with open(folder / "out.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
-        w.writerows([["x0", "3", "8", "5", "0.1"], ["x1", "7", "7", "9", "0.1"],
-                     ["x2", "1", "2", "", "0.1"]])  # fmt: skip
+        w.writerows([["x0", "3", "8", "5", "0.1", "s0.npy"], ["x1", "7", "7", "9", "0.1", ""],
+                     ["x2", "1", "2", "", "0.1", ""]])  # fmt: skip
     (tmp_path / "m.yaml").write_text(
         "csv: out.csv\nimages: pics\nimage: img\nexpected: truth\npredicted: guess\n"
-        "iteration: gens\nparams:\n  step: step\n"
+        "iteration: gens\nseed_image: seed_img\nparams:\n  step: step\n"
         "constants:\n  strategy: sinvad-like\n  classifier: their-cnn\n  preset: high\n"
     )
     m = ResultsMapping.from_yaml(tmp_path / "m.yaml")
@@ -161,7 +163,11 @@ def test_a_custom_mapping_reads_another_tools_columns(tmp_path):
     s = queries.seeds(store, res.campaign_id)
     assert s["seed_label"].tolist() == [3, 7, 1] and s["final_pred"].tolist() == [8, 7, 2]
     assert s["iterations"].isna().tolist() == [False, False, True]
-    assert res.kinds == {".npy [0, 1]": 3}
+    assert res.kinds == {".npy [0, 1]": 3, ".npy [0, 255]": 1}
+    home = tmp_path / "home"
+    assert s["seed_image"].notna().tolist() == [True, False, False]
+    assert (np.asarray(Image.open(home / s["seed_image"][0])) == 255).all()
+    assert s["params"].map(lambda x: json.loads(x)["step"]).tolist() == [0.1] * 3
 
 
 def _bad(folder: Path, case: str) -> Path:
