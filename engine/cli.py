@@ -697,8 +697,9 @@ def report_generator(card: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch.
-    from store import StoreBusy, StoreError
+    # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch,
+    # nor store.connection's module, which pulls in DuckDB and pandas.
+    from store.errors import StoreBusy, StoreError
 
     try:
         app()

@@ -29,7 +29,9 @@ STUDY_NAMES = {
 store, home = get_store(), get_home()
 st.title("Validity studies")
 studies = ls.studies(store)
-tab_stats, tab_adj, tab_new = st.tabs(["Statistics", "Adjudication", "New study"])
+tab_stats, tab_adj, tab_new = st.tabs(
+    ["Statistics", "Adjudication", "New study"], key="tab", bind="query-params"
+)
 
 with tab_new:
     campaigns = queries.list_campaigns(store)
