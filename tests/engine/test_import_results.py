@@ -232,6 +232,10 @@ def test_campaign_page_says_an_imported_campaign_has_no_generations(page, import
     assert not at.get("vega_lite_chart")  # no empty convergence chart
     assert [m.label for m in at.metric][:2] == ["viable seeds", "misclassified"]
     assert len(at.get("image")) >= 4  # the gallery shows the copied images
+    at = page("campaign.py", id=imported[2].campaign_id, tab="Seed detail")
+    assert not at.exception
+    assert any("final prediction **5**, 12 iterations" in m.value for m in at.markdown)
+    assert len(at.get("image")) == 1 and not at.get("vega_lite_chart")  # no top-2 history
 
 
 def test_compare_page_shows_an_imported_campaign_beside_a_native_one(page, imported):
