@@ -19,6 +19,7 @@ from engine.cli_diff import register as register_diff
 from engine.cli_diff import register_bench as register_diff_bench
 from engine.cli_diff import register_zoo as register_diff_zoo
 from engine.cli_escape import register as register_escape
+from engine.cli_import_results import register as register_import_results
 from engine.cli_labels import labels_app
 from engine.cli_models import register as register_models
 from engine.cli_ui import register as register_ui
@@ -38,6 +39,7 @@ register_campaign_commands(app)  # resume, delete, rename, tag, note, doctor
 register_ui(app)  # ui
 register_escape(app)  # escape
 register_diff(app)  # validate, diff-study, zoo compress
+register_import_results(app)  # import-results
 
 
 def status_line(s: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
 from engine.datasets import get_dataset
 from engine.export import zip_bytes
+from engine.import_results import imported_note
 from store import queries
 
 store, home = get_store(), get_home()
@@ -50,6 +51,7 @@ st.caption(
 annotation_editor(store, "campaign", cid)
 class_names = get_dataset(c["dataset"]).class_names
 running = c["status"] == "running"
+imported = c.get("kind") == "imported"  # another tool's results: no generations rows
 
 
 @st.fragment(run_every=2.0 if running else None)
@@ -69,6 +71,9 @@ def live() -> None:
     if now["error"]:
         st.error(now["error"])
     status_bar(queries.summary(store, cid), int(now["n_seeds"]))
+    if imported:
+        st.info(imported_note(now))
+        return
     gens = queries.generations(store, cid)
     x_axis = st.radio("x axis", list(X_AXES), horizontal=True, key="x_axis")
     if gens.empty:
@@ -110,8 +115,9 @@ def manage() -> None:
 
 manage()
 
-st.subheader("Metrics")
-metrics_panel(store, cid)
+if not imported:
+    st.subheader("Metrics")
+    metrics_panel(store, cid)
 escape_panel(store, cid, class_names)
 differential_panel(store, home, cid, class_names)
 seeds = queries.seeds(store, cid)
@@ -146,7 +152,11 @@ if tab_seed.open:
             if strip is not None:
                 st.image(strip, caption="best image at each improvement, left to right")
             g = queries.generations(store, cid, int(s))
-            st.altair_chart(top2_chart(g, class_names), width="stretch")
+            result = load_image(home, row.result_image, scale=4)
+            if g.empty and result is not None:  # imported: the tool kept the result only
+                st.image(result, caption="result")
+            elif not g.empty:
+                st.altair_chart(top2_chart(g, class_names), width="stretch")
 if tab_table.open:
     with tab_table:
         st.dataframe(seeds, hide_index=True, width="stretch")
