@@ -62,7 +62,9 @@ def _options(size, channels, fit, test_dir, holdout, split_seed, classes) -> dic
     return opts
 
 
-def print_report(root: Path, r: Report) -> None:
+def print_report(root: Path, r: Report, bases: tuple[Path, ...] = ()) -> None:
+    """The report of `data check` and `data add`; rejected files shown relative to `bases`
+    (the folders read)."""
     n = {s: sum(c) for s, c in r.counts.items()}
     console.print(
         f"{root}: {len(r.class_names)} classes, {n['train'] + n['test']} images "
@@ -89,10 +91,7 @@ def print_report(root: Path, r: Report) -> None:
         return
     console.print(f"rejected ({len(r.rejected)}):")
     for path, why in r.rejected:
-        try:
-            shown = path.relative_to(root)
-        except ValueError:
-            shown = path
+        shown = next((path.relative_to(b) for b in bases if path.is_relative_to(b)), path)
         console.print(f"  {shown}: {why}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -115,7 +114,7 @@ def check(
     names = opts.pop("classes", None)
     names_from = opts.pop("classes_from", "the class names")
     ds = ImageFolder(folder, "check", class_names=names, names_from=names_from, **opts)
-    print_report(folder, ds.inspect(write_cache=False))
+    print_report(folder, ds.inspect(write_cache=False), (ds.root, ds.test_dir or ds.root))
 
 
 @data_app.command("add")
@@ -154,7 +153,8 @@ def add(
         specs.save_spec(spec)  # refuses, naming the folder it points at
     ds = specs.open_spec(spec)
     if fmt == specs.IMAGEFOLDER:
-        print_report(folder, ds.inspect())  # decodes once: campaigns then read the cache
+        # Decoded once here: campaigns then read the cache.
+        print_report(folder, ds.inspect(), (ds.root, ds.test_dir or ds.root))
     else:
         n = len(ds.load("test"))
         console.print(f"{folder}: {fmt} files, {n} test images", markup=False, highlight=False)
@@ -207,7 +207,7 @@ def list_datasets(home: HomeOpt = None) -> None:
             line = (
                 f"{name} ({source}): {'x'.join(map(str, ds.shape))}, {ds.num_classes} classes "
                 f"({names}), fingerprint {ds.fingerprint() if files else '–'}, "
-                f"{models.get(name, 0)} models; {where}"
+                f"models: {models.get(name, 0)}; {where}"
             )
         except DatasetError as e:
             line = f"{name} ({source}): unreadable: {e}"
