@@ -8,13 +8,14 @@ Each image is centre-cropped to a square (``fit="crop"``, the default) or stretc
 (``fit="stretch"``), then resized to size x size with Pillow's bilinear filter, which is
 antialiased when shrinking (its support grows with the scale). JPEGs are first decoded at
 the smallest power-of-two reduction still at least that size (Pillow's ``draft``): 3.4
-instead of 5.4 ms per 320x240 photo here, more for larger ones. Channels: Pillow's ``convert("L")`` or
+instead of 5.4 ms per 320x240 photo here. Channels: Pillow's ``convert("L")`` or
 ``convert("RGB")`` (an alpha channel is dropped).
 
-The test split is a given folder with the same class folders, or a seeded, stratified
-hold-out: in each class, a permutation seeded by (split seed, CRC-32 of the class folder
-name) of the files sorted by path puts round(fraction x n) of them in the test split (at
-least one, and one left for training, when a class has two or more). Decoded images are
+The test split is a given folder with the same class folders (a folder holding just
+``train/`` and ``test/`` gives both), or a seeded, stratified hold-out: in each class, a
+permutation seeded by (split seed, CRC-32 of the class folder name) of the files sorted by
+path puts round(fraction x n) of them in the test split (at least one, and one left for
+training, when a class has two or more). Decoded images are
 cached by fingerprint under the home's ``cache/datasets``, so a campaign does not decode
 thousands of JPEGs each time it starts.
 """
@@ -87,6 +88,14 @@ def scan(root: Path, what: str = "image folder") -> Scan:
         )
     out.rejected.sort()
     return out
+
+
+def has_split_folders(root: Path) -> bool:
+    """A folder holding exactly train/ and test/ (each with class folders): its splits."""
+    if not root.is_dir():
+        return False
+    return {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")} == {
+        "train", "test"}  # fmt: skip
 
 
 @dataclass
@@ -162,6 +171,9 @@ class ImageFolder(Dataset):
             raise DatasetError(f"image size {size}; expected 4 to 1024 pixels")
         if fit not in ("crop", "stretch"):
             raise DatasetError(f"fit={fit!r}; expected crop or stretch")
+        root = Path(root).expanduser()
+        if test_dir is None and has_split_folders(root):
+            root, test_dir = root / "train", root / "test"
         if test_dir is None and not 0 < holdout < 1:
             raise DatasetError(f"hold-out fraction {holdout}; expected more than 0 and less "
                                "than 1, or a test folder (--test-dir)")  # fmt: skip
@@ -169,7 +181,6 @@ class ImageFolder(Dataset):
         self.shape = (channels, size, size)
         self.fit, self.holdout, self.split_seed = fit, holdout, split_seed
         self.test_dir = None if test_dir is None else Path(test_dir).expanduser()
-        root = Path(root).expanduser()
         self._scans = {"train": scan(root)}
         if self.test_dir is not None:
             self._scans["test"] = scan(self.test_dir, "test folder")

@@ -116,6 +116,11 @@ def test_given_test_folder_is_the_test_split(folder: Path, tmp_path: Path):
     ds = ImageFolder(folder, test_dir=test)
     assert len(ds.load("test")) == 2 * len(CLASSES)
     assert len(ds.load("train")) == sum(ds.inspect(write_cache=False).counts["train"])
+    # A folder holding just train/ and test/ gives both splits.
+    both = tmp_path / "both"
+    shutil.copytree(folder, both / "train")
+    shutil.copytree(test, both / "test")
+    assert splits(ImageFolder(both)) == splits(ImageFolder(both / "train", test_dir=both / "test"))
     (test / "wolf").mkdir()
     Image.fromarray(np.zeros((4, 4), np.uint8)).save(test / "wolf" / "w.png")
     with pytest.raises(DatasetError, match="wolf"):
@@ -273,3 +278,12 @@ def test_three_channel_campaign_end_to_end(tmp_path: Path, in_home: Path):
             assert (im.mode, im.size) == ("RGB", (32, 32))
     c = queries.campaign(store, res.campaign_id)
     assert set(c["environment"]["model_sha256"]) == {gen, clf}
+
+
+def test_imagenet_subset_fingerprint_covers_its_class_folders(tmp_path: Path):
+    folder = tmp_path / "train" / "963"
+    folder.mkdir(parents=True)
+    empty = get_dataset("imagenet-pizza", tmp_path).fingerprint()
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(folder / "a.png")
+    one = get_dataset("imagenet-pizza", tmp_path)
+    assert [p.name for p in one.source_files()] == ["a.png"] and one.fingerprint() != empty
