@@ -33,7 +33,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from engine.datasets.base import CLASSES_FILE, Dataset, DatasetError, Split
+from engine.datasets.base import CLASSES_FILE, Dataset, DatasetError, Split, read_class_names
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
 Fit = Literal["crop", "stretch"]
@@ -173,6 +173,9 @@ class ImageFolder(Dataset):
             raise DatasetError(f"fit={fit!r}; expected crop or stretch")
         root = Path(root).expanduser()
         if test_dir is None and has_split_folders(root):
+            if class_names is None and (root / CLASSES_FILE).is_file():
+                class_names = read_class_names(root / CLASSES_FILE)  # beside train/, test/
+                names_from = str(root / CLASSES_FILE)
             root, test_dir = root / "train", root / "test"
         if test_dir is None and not 0 < holdout < 1:
             raise DatasetError(f"hold-out fraction {holdout}; expected more than 0 and less "
@@ -240,7 +243,7 @@ class ImageFolder(Dataset):
         """Files, sizes, the options that change the pixels or the split, and the folders'
         label order: the same files read differently are different data."""
         split = "test folder" if self.test_dir else f"hold-out {self.holdout!r} {self.split_seed}"
-        # Relative paths and no folder names: moving the data keeps its fingerprint.
+        # Paths relative to the folders read: moving the data keeps its fingerprint.
         h = hashlib.sha256(
             f"{self.name}\n{self.shape}\n{self.fit}\n{split}\n{self.folders}\n".encode()
         )

@@ -121,6 +121,8 @@ def test_given_test_folder_is_the_test_split(folder: Path, tmp_path: Path):
     shutil.copytree(folder, both / "train")
     shutil.copytree(test, both / "test")
     assert splits(ImageFolder(both)) == splits(ImageFolder(both / "train", test_dir=both / "test"))
+    (both / "classes.txt").write_text("Cat\nDog\nFox\n")
+    assert ImageFolder(both).class_names == ("Cat", "Dog", "Fox")
     (test / "wolf").mkdir()
     Image.fromarray(np.zeros((4, 4), np.uint8)).save(test / "wolf" / "w.png")
     with pytest.raises(DatasetError, match="wolf"):
