@@ -283,9 +283,10 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         if cfg.classifier_b is None
         else zoo.resolve("classifier", cfg.dataset, cfg.classifier_b, models_root)
     )
+    cards = {c["name"]: c for c in zoo.list_cards(models_root)}
     for name in (gen_name, clf_name, clf_b_name):
-        if name is not None and not Path(name).is_file():
-            why = zoo.incompatibility(zoo.load_card(name, models_root), ds)
+        if name in cards:  # model files given by path have no card to compare
+            why = zoo.incompatibility(cards[name], ds)
             if why is not None:
                 raise ConfigError(why)
     if clf_b_name is not None and clf_b_name == clf_name:

@@ -195,6 +195,7 @@ class ImageFolder(Dataset):
                 )
         self._decoded: dict[str, np.ndarray] | None = None
         self._report: Report | None = None
+        self._fingerprint: str | None = None
         self.folders = tuple(self._scans["train"].folders)
         self.class_names = self.folders
         super().__init__(root, class_names, names_from)
@@ -241,7 +242,13 @@ class ImageFolder(Dataset):
 
     def fingerprint(self) -> str:
         """Files, sizes, the options that change the pixels or the split, and the folders'
-        label order: the same files read differently are different data."""
+        label order: the same files read differently are different data. Kept once
+        computed, like the file list it hashes (read when the dataset was opened)."""
+        if self._fingerprint is None:
+            self._fingerprint = self._hash()
+        return self._fingerprint
+
+    def _hash(self) -> str:
         split = "test folder" if self.test_dir else f"hold-out {self.holdout!r} {self.split_seed}"
         # Paths relative to the folders read: moving the data keeps its fingerprint.
         h = hashlib.sha256(
