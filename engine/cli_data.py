@@ -144,7 +144,7 @@ def add(
 ) -> None:
     """Name a folder of images (one sub-folder per class) as a dataset: decodes and caches
     every image, then writes $LATENTFUZZ_HOME/datasets/NAME.json."""
-    from engine.datasets import specs
+    from engine.datasets import DatasetError, specs
 
     resolve_home(home)
     opts = _options(size, channels, fit, test_dir, holdout, split_seed, classes)
@@ -152,6 +152,11 @@ def add(
     if spec.name in specs.user_dataset_names() and not replace:
         specs.save_spec(spec)  # refuses, naming the folder it points at
     ds = specs.open_spec(spec)
+    if ds.num_classes < 2:
+        raise DatasetError(
+            f"{folder}: {ds.num_classes} class ({', '.join(ds.class_names)}); a classifier "
+            "tells classes apart, so give at least two class folders"
+        )
     if fmt == specs.IMAGEFOLDER:
         # Decoded once here: campaigns then read the cache.
         print_report(folder, ds.inspect(), (ds.root, ds.test_dir or ds.root))

@@ -188,6 +188,12 @@ def test_data_add_names_a_folder_everywhere(folder: Path, in_home: Path, tmp_pat
     assert isinstance(out.exception, DatasetError)
     assert not (in_home / "datasets" / "pets2.json").exists()  # nothing half-written
     assert "bundled" in str(cli("data", "add", "cifar10", str(folder)).exception)
+    (tmp_path / "one" / "a").mkdir(parents=True)
+    for i in range(2):
+        Image.fromarray(np.zeros((4, 4), np.uint8)).save(tmp_path / "one" / "a" / f"{i}.png")
+    out = cli("data", "add", "solo", str(tmp_path / "one"), "--home", str(in_home))
+    assert "at least two" in str(out.exception)
+    assert not (in_home / "datasets" / "solo.json").exists()
 
 
 def write_cifar(root: Path) -> Path:
