@@ -5,6 +5,12 @@ labelling question "not a valid <domain> image"), and loads a split as tensors. 
 whose classes are a subset of a larger domain (two ImageNet classes of the ICST study)
 also names its classes' ids in that domain's taxonomy and the taxonomy's size; labellers
 can then answer "a valid <domain> of another class".
+
+Shape and class names are class attributes for the bundled readers and instance attributes
+where they come from the data (engine/datasets/imagefolder.py); read them from an instance
+(``get_dataset(name)``), never from the registered class. Class names can be replaced by
+the user's, one per line: a ``classes.txt`` beside the data, or a dataset spec's
+``--classes`` file (engine/datasets/specs.py).
 """
 
 from __future__ import annotations
