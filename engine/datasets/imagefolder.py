@@ -36,6 +36,7 @@ from PIL import Image, UnidentifiedImageError
 from engine.datasets.base import CLASSES_FILE, Dataset, DatasetError, Split, read_class_names
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
+HEX = frozenset("0123456789abcdef")
 Fit = Literal["crop", "stretch"]
 
 
@@ -291,6 +292,12 @@ class ImageFolder(Dataset):
             tmp = cache.with_suffix(f".{os.getpid()}.npz")
             np.savez(tmp, **arrays)
             tmp.replace(cache)  # atomic: a parallel campaign never reads half a file
+            # Earlier states of this folder are never read again: a model trained on
+            # them is refused (engine/zoo.py, incompatibility).
+            for old in cache.parent.glob(f"{self.name}-*.npz"):
+                rest = old.stem[len(self.name) + 1 :]
+                if old != cache and len(rest) == 16 and all(c in HEX for c in rest):
+                    old.unlink(missing_ok=True)
         except OSError:
             pass
 

@@ -164,9 +164,22 @@ def test_class_names_from_a_file(folder: Path, tmp_path: Path):
 def test_decoded_images_are_cached_by_fingerprint(folder: Path, in_home: Path, monkeypatch):
     first = ImageFolder(folder, name="pets").load("train")
     assert len(list((in_home / "cache" / "datasets").glob("pets-*.npz"))) == 1
-    monkeypatch.setattr("engine.datasets.imagefolder.decode", lambda *a: 1 / 0)
-    again = ImageFolder(folder, name="pets").load("train")
+    with monkeypatch.context() as m:
+        m.setattr("engine.datasets.imagefolder.decode", lambda *a: 1 / 0)
+        again = ImageFolder(folder, name="pets").load("train")
     assert (again.images == first.images).all() and (again.labels == first.labels).all()
+    other = ImageFolder(folder, name="pets-2")  # another name: its own cache, kept
+    other.load("test")
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(folder / "dog" / "new.png")
+    changed = ImageFolder(folder, name="pets")
+    changed.load("test")  # the earlier state's cache goes
+    kept = sorted(p.name for p in (in_home / "cache" / "datasets").glob("*.npz"))
+    assert kept == sorted(
+        [
+            f"pets-{changed.fingerprint()}.npz",
+            f"pets-2-{other.fingerprint()}.npz",
+        ]
+    )
 
 
 def test_data_add_names_a_folder_everywhere(folder: Path, in_home: Path, tmp_path: Path):
