@@ -65,3 +65,17 @@ def test_models_page_shows_user_models_beside_the_zoo(app, tmp_path: Path, monke
     pets = next(e for e in at.expander if e.label.startswith("pets-vae"))
     assert [x.type for x in pets.children.values()] == ["markdown", "image"]  # 3-ch samples
     assert not any(c.value.startswith("No samples") for c in at.caption)
+
+
+def test_campaign_page_of_a_removed_dataset_says_why(app, tmp_path: Path):
+    from engine.config import parse_config
+    from engine.datasets.specs import remove_spec
+    from engine.runner import run_campaign
+
+    cfg = {"dataset": "pets", "classifier": "pets-convnet", "seeds": 1, "target_class": 0,
+           "strategy_params": {"generations": 1, "population": 4, "best_left": 2}}  # fmt: skip
+    cid = run_campaign(parse_config(cfg), tmp_path / "home").campaign_id
+    remove_spec("pets")
+    at = app("campaign.py", id=cid)
+    assert not at.exception
+    assert "unknown dataset 'pets'" in at.error[0].value and "data add" in at.error[0].value
