@@ -15,6 +15,7 @@ from rich.table import Table
 from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
+from engine.cli_data import register as register_data
 from engine.cli_diff import register as register_diff
 from engine.cli_diff import register_bench as register_diff_bench
 from engine.cli_diff import register_zoo as register_diff_zoo
@@ -37,6 +38,7 @@ app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
 register_campaign_commands(app)  # resume, delete, rename, tag, note, doctor
 register_ui(app)  # ui
+register_data(app)  # data add, check, list, remove
 register_escape(app)  # escape
 register_diff(app)  # validate, diff-study, zoo compress
 register_import_results(app)  # import-results

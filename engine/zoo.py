@@ -25,7 +25,7 @@ from engine.classifiers import (
 )
 from engine.classifiers import load_file as load_classifier_file
 from engine.classifiers.fold import fold_batch_norm
-from engine.datasets import get_dataset
+from engine.datasets import Dataset, get_dataset
 from engine.errors import ConfigError
 from engine.generators import GENERATORS, Generator
 from engine.home import MODELS_DIR, current_home
@@ -167,6 +167,54 @@ def is_file_ref(ref: str) -> bool:
     return "/" in ref or "\\" in ref or format_of(ref) is not None
 
 
+def card_image_shape(card: dict[str, Any]) -> tuple[int, ...] | None:
+    """The image shape (C, H, W) a model card says its model makes or takes, if it says."""
+    p = card.get("params") or {}
+    shape = card.get("image_shape") or p.get("image_shape")
+    if shape is not None:
+        return tuple(int(v) for v in shape)
+    if "in_channels" in p and "side" in p:
+        return (int(p["in_channels"]), int(p["side"]), int(p["side"]))
+    return None
+
+
+def train_command(card: dict[str, Any], dataset: str) -> str:
+    what = card.get("family") if card.get("kind") == "generator" else "classifier"
+    return f"latentfuzz train {what or card.get('kind')} --dataset {dataset}"
+
+
+def incompatibility(card: dict[str, Any], ds: Dataset) -> str | None:
+    """Why a model cannot serve a campaign on dataset `ds`, naming the fix; None if it can.
+
+    A card written by training records the fingerprint of its data (a hash of the file
+    list and sizes): a model trained on other files is refused. Cards without one (the
+    bundled MNIST zoo predates it) are trusted."""
+    name, kind = card["name"], card.get("kind", "model")
+    shape = card_image_shape(card)
+    if shape is not None and shape != tuple(ds.shape):
+        return (
+            f"{kind} {name} works on images of shape {shape}, dataset {ds.name} has "
+            f"{tuple(ds.shape)}; pick a {kind} made for {ds.name}, or train one with "
+            f"`{train_command(card, ds.name)}`"
+        )
+    trained_on = card.get("dataset_fingerprint")
+    if trained_on is not None:
+        now = ds.fingerprint()
+        if trained_on != now:
+            why = (
+                f"no {ds.name} files found under {ds.root}: give the data folder (data_dir)"
+                if ds.reads_files and not ds.source_files()
+                else "its files changed since, or it is other data"
+            )
+            return (
+                f"{kind} {name} was trained on {card.get('dataset')} data with fingerprint "
+                f"{trained_on}, but dataset {ds.name} has fingerprint {now} ({why}); retrain "
+                f"with `{train_command(card, ds.name)}`, or pick the dataset the model was "
+                "trained on"
+            )
+    return None
+
+
 def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) -> str:
     """Turn a short name ('vae', 'convnet') into the zoo name for this dataset.
 
@@ -177,9 +225,13 @@ def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) 
     if ref is None:
         defaults = [c["name"] for c in cards if c.get("default")]
         if not defaults:
+            what = "vae" if kind == "generator" else "classifier"
+            others = ", ".join(sorted(c["name"] for c in cards))
             raise ConfigError(
-                f"no default {kind} for dataset {dataset!r} in {root or models_dir()}; "
-                f"train one with `latentfuzz train` or name one"
+                f"no default {kind} for dataset {dataset!r} in "
+                f"{' or '.join(map(str, roots(root)))}; "
+                + (f"name one of {others}, or " if others else "")
+                + f"train one with `latentfuzz train {what} --dataset {dataset} --default`"
             )
         return defaults[0]
     if is_file_ref(ref):
@@ -192,4 +244,12 @@ def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) 
     if by_family:
         return sorted(by_family)[0]
     available = ", ".join(sorted(names)) or "(none)"
+    elsewhere = [c for c in list_cards(root) if c["name"] == ref and c.get("kind") == kind]
+    if elsewhere:
+        raise ConfigError(
+            f"{kind} {ref!r} was trained on dataset {elsewhere[0].get('dataset')!r}, the "
+            f"campaign uses {dataset!r}; pick dataset {elsewhere[0].get('dataset')!r}, one of "
+            f"{dataset}'s {kind}s ({available}), or train one with "
+            f"`{train_command(elsewhere[0], dataset)}`"
+        )
     raise ConfigError(f"no {kind} {ref!r} for dataset {dataset!r}; available: {available}")

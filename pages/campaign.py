@@ -15,7 +15,7 @@ from dashboard.progress import campaign_progress, wait_for_start
 from dashboard.text import md_text
 from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
-from engine.datasets import get_dataset
+from engine.datasets import DatasetError, get_dataset
 from engine.export import zip_bytes
 from engine.import_results import imported_note
 from store import queries
@@ -49,7 +49,11 @@ st.caption(
     f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
 )
 annotation_editor(store, "campaign", cid)
-class_names = get_dataset(c["dataset"]).class_names
+try:
+    class_names = get_dataset(c["dataset"]).class_names
+except DatasetError as e:  # a user's dataset removed or moved since
+    st.error(f"Cannot show this: {e}")
+    st.stop()
 running = c["status"] == "running"
 imported = c.get("kind") == "imported"  # another tool's results: no generations rows
 
