@@ -72,7 +72,9 @@ def metrics_panel(store: Store, campaign_id: str) -> None:
 def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str:
     """One markdown row of metrics per campaign (those finished)."""
     df = queries.metrics_table(store, ids).set_index("campaign_id")
-    strategies = queries.campaigns_by_id(store, ids).set_index("id")["strategy"]
+    camps = queries.campaigns_by_id(store, ids).set_index("id")
+    strategies = camps["strategy"]
+    imported = set(camps.index[camps["kind"] == "imported"]) if "kind" in camps else set()
     keys = list(queries.METRIC_LABELS)
     out = [
         "| campaign | strategy | evaluations | "
@@ -81,6 +83,10 @@ def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str
         "|---" * (3 + len(keys)) + "|",
     ]
     for cid in ids:
+        if cid in imported:  # another tool's results: no search evaluations to measure
+            out.append(f"| {md_text(names.get(cid, cid))} | {md_text(strategies[cid])} | — | "
+                       + " | ".join("—" for _ in keys) + " |")  # fmt: skip
+            continue
         if cid not in df.index:
             continue
         r = df.loc[cid]

@@ -21,13 +21,17 @@ def _num(v: Any, spec: str) -> str:
 
 
 def zoo_table(cards: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per model, every cell text ("–" where a figure does not apply)."""
+    """One row per model, every cell text ("–" where a figure does not apply); source says
+    whether it is the bundled zoo's or the user's ($LATENTFUZZ_HOME/models)."""
+    from engine import zoo
+
     rows = []
     for c in cards:
         m, inf = c.get("metrics") or {}, c.get("inference") or {}
         latent = int(np.prod(c["latent_shape"])) if c.get("latent_shape") else None
         rows.append({
-            "name": c["name"], "kind": c["kind"], "dataset": c["dataset"],
+            "name": c["name"], "source": "bundled" if zoo.is_bundled(c["name"]) else "yours",
+            "kind": c["kind"], "dataset": c["dataset"],
             "family": c.get("family") or c.get("architecture") or DASH,
             "default": "yes" if c.get("default") else "",
             "latent size": _num(latent, ","), "parameters": _num(c.get("parameters"), ","),
@@ -50,6 +54,10 @@ def card_facts(c: dict[str, Any]) -> list[tuple[str, str]]:
             or DASH,
         ),  # fmt: skip
         ("training data", str(t.get("split", DASH))),
+        (
+            "data fingerprint",
+            f"`{c['dataset_fingerprint']}`" if "dataset_fingerprint" in c else DASH,
+        ),
         ("training time", _num(t.get("seconds"), ".0f") + " s"),
         ("sampler", str(c.get("sampler", DASH))),
         ("latent bounds", ", ".join(f"{b:.2f}" for b in c.get("latent_bounds") or []) or DASH),

@@ -5,7 +5,10 @@ batches of 256 as with 2,048 (cache-sized working sets), while a GPU wants large
 unless the config (``batch_size``) or ``$LATENTFUZZ_BATCH_SIZE`` names a size, the engine
 sweeps a few sizes at start-up, within about 0.8 s, and keeps the fastest. The result is
 cached in ``<home>/cache/batch_sizes.json`` per model pair, generator options, device and
-machine, so only the first campaign of a pair pays for the sweep.
+machine, so only the first campaign of a pair pays for the sweep. A sweep made on a busy
+machine (load above one per core) is suspect: it can pick a size four times too small. Its
+entry is measured again once the machine is at most half as busy, and every entry after
+``MAX_AGE_S`` (30 days).
 
 Memory cap: the sizes tried are bounded by ``batch_memory_mb`` (config, 1,024 MiB by
 default) divided by an upper bound of one image's working memory: the sum of every layer's
@@ -36,6 +39,24 @@ ENV_VAR = "LATENTFUZZ_BATCH_SIZE"
 CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 BUDGET_S = 0.8
 CACHE = "cache/batch_sizes.json"
+MAX_AGE_S = 30 * 86400
+
+
+def load_per_core() -> float:
+    """The 1-minute load average per core (0 where the platform has none)."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (OSError, AttributeError):
+        return 0.0
+
+
+def stale(entry: dict, now: float, load: float) -> bool:
+    """Whether a cached sweep should be made again: too old, or made on a busy machine
+    that is now at most half as busy (entries from before these fields count as fresh)."""
+    if now - entry.get("measured_at", now) > MAX_AGE_S:
+        return True
+    then = entry.get("load_per_core", 0.0)
+    return then > 1.0 and load <= then / 2
 
 
 @dataclass
@@ -83,8 +104,13 @@ def item_bytes(fn: Callable[[int], object], modules: list[object], io_bytes: int
     handles = []
     for m in modules:
         if isinstance(m, nn.Module) and not isinstance(m, torch.jit.ScriptModule):
+            # Scripted parts (a user's TorchScript decoder) take no hooks: not counted.
             leaves = [x for x in m.modules() if not list(x.children())]
-            handles += [x.register_forward_hook(hook) for x in leaves]
+            handles += [
+                x.register_forward_hook(hook)
+                for x in leaves
+                if not isinstance(x, torch.jit.ScriptModule)
+            ]
     try:
         fn(2)
     finally:
@@ -153,7 +179,7 @@ def choose(r, home: Path, cap_mb: int) -> BatchChoice:
     key = cache_key(list(r.model_hashes.values()), gen.options(), str(gen.device))
     path = home / CACHE
     cache = _read(path)
-    if key in cache:
+    if key in cache and not stale(cache[key], time.time(), load_per_core()):
         c = cache[key]
         eps = {int(k): v for k, v in c["evals_per_s"].items()}
         return BatchChoice(int(c["batch_size"]), "cache", eps, c.get("max_batch"))
@@ -167,6 +193,7 @@ def choose(r, home: Path, cap_mb: int) -> BatchChoice:
     best = max(eps, key=eps.get) if eps else min(CANDIDATES[0], max_batch)
     choice = BatchChoice(best, "sweep", eps, max_batch, time.perf_counter() - t0)
     cache[key] = {k: v for k, v in asdict(choice).items() if k != "source"}
+    cache[key].update(measured_at=time.time(), load_per_core=round(load_per_core(), 2))
     _write(path, cache)
     return choice
 

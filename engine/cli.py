@@ -15,11 +15,14 @@ from rich.table import Table
 from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
+from engine.cli_data import register as register_data
 from engine.cli_diff import register as register_diff
 from engine.cli_diff import register_bench as register_diff_bench
 from engine.cli_diff import register_zoo as register_diff_zoo
 from engine.cli_escape import register as register_escape
+from engine.cli_import_results import register as register_import_results
 from engine.cli_labels import labels_app
+from engine.cli_models import register as register_models
 from engine.cli_train import register as register_train
 from engine.cli_ui import register as register_ui
 from engine.errors import LatentfuzzError
@@ -35,8 +38,10 @@ app.add_typer(labels_app, name="labels")
 register_campaign_commands(app)  # resume, delete, rename, tag, note, doctor
 register_ui(app)  # ui
 register_train(app)  # train classifier|vae|gan|dm
+register_data(app)  # data add, check, list, remove
 register_escape(app)  # escape
 register_diff(app)  # validate, diff-study, zoo compress
+register_import_results(app)  # import-results
 
 
 def status_line(s: dict[str, Any]) -> str:
@@ -61,7 +66,7 @@ def run(
     dataset: Annotated[str | None, typer.Option(help="dataset name [mnist]")] = None,
     generator: Annotated[str | None, typer.Option(help="zoo generator or family [vae]")] = None,
     classifier: Annotated[
-        str | None, typer.Option(help="zoo classifier or TorchScript file")
+        str | None, typer.Option(help="zoo classifier, or a TorchScript or ONNX file")
     ] = None,
     classifier_b: Annotated[
         str | None,
@@ -532,6 +537,7 @@ zoo_app = typer.Typer(
 app.add_typer(zoo_app, name="models")
 app.add_typer(zoo_app, name="zoo")
 register_diff_zoo(zoo_app)  # zoo compress
+register_models(zoo_app)  # models import, models import-generator
 
 
 @zoo_app.command("list")
@@ -591,8 +597,9 @@ def zoo_measure(
 
 
 def main() -> None:
-    # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch.
-    from store import StoreBusy, StoreError
+    # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch,
+    # nor store.connection's module, which pulls in DuckDB and pandas.
+    from store.errors import StoreBusy, StoreError
 
     try:
         app()

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine import zoo
 from engine.classifiers import Classifier
-from engine.datasets import DATASETS, Dataset, DatasetError, get_dataset
+from engine.datasets import Dataset, DatasetError, dataset_names, get_dataset
 from engine.errors import ConfigError, ModelError
 from engine.fitness import CRITERIA, FITNESS, Criterion, Fitness
 from engine.generators import Generator
@@ -248,14 +248,20 @@ def escape_seeds(cfg: CampaignConfig, num_classes: int) -> CampaignConfig:
 
 def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     """Load and cross-check every part. Raises ConfigError; writes nothing."""
-    if cfg.dataset not in DATASETS:
-        raise ConfigError(f"dataset {cfg.dataset!r} unknown; expected one of {DATASETS.names()}")
+    if cfg.dataset not in dataset_names():
+        raise ConfigError(
+            f"dataset {cfg.dataset!r} unknown; expected one of {dataset_names()} (add a "
+            f"folder of your images with `latentfuzz data add {cfg.dataset} DIR`)"
+        )
     if cfg.strategy not in STRATEGIES:
         raise ConfigError(
             f"strategy {cfg.strategy!r} unknown; expected one of {STRATEGIES.names()}"
         )
     fitness_cls, criterion_cls = objectives(cfg)
-    ds = get_dataset(cfg.dataset, cfg.data_dir)
+    try:
+        ds = get_dataset(cfg.dataset, cfg.data_dir)
+    except DatasetError as e:
+        raise ConfigError(str(e)) from None
     for name in ("target_class", "target"):
         value = getattr(cfg, name)
         if value is not None and value >= ds.num_classes:
@@ -277,6 +283,12 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         if cfg.classifier_b is None
         else zoo.resolve("classifier", cfg.dataset, cfg.classifier_b, models_root)
     )
+    cards = {c["name"]: c for c in zoo.list_cards(models_root)}
+    for name in (gen_name, clf_name, clf_b_name):
+        if name in cards:  # model files given by path have no card to compare
+            why = zoo.incompatibility(cards[name], ds)
+            if why is not None:
+                raise ConfigError(why)
     if clf_b_name is not None and clf_b_name == clf_name:
         raise ConfigError(
             f"classifier_b is {clf_b_name}, the same model as classifier; differential "

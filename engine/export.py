@@ -6,6 +6,8 @@ import io
 import zipfile
 from pathlib import Path
 
+import pandas as pd
+
 from engine.csv_io import to_csv
 from engine.errors import LatentfuzzError
 from store import Store, queries
@@ -19,9 +21,12 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
     zf.writestr("seeds.csv", to_csv(seeds))  # formula cells neutralised
     n = 0
     for r in seeds[seeds["result_image"].notna()].itertuples():
-        stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), int(r.iterations))
+        its = -1 if pd.isna(r.iterations) else int(r.iterations)
+        stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), its)
         folder = "misclassified" if r.misclassified else "survived"
         for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
+            if not isinstance(rel, str):  # an imported campaign's tool kept no seed image
+                continue
             src = home / rel
             if not src.exists():
                 raise LatentfuzzError(f"image {src} is missing; the campaign folder was changed")

@@ -16,9 +16,16 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.classifiers import ARCHITECTURES, Classifier, ModuleClassifier, load_torchscript
+from engine.classifiers import (
+    ARCHITECTURES,
+    FORMATS,
+    Classifier,
+    ModuleClassifier,
+    format_of,
+)
+from engine.classifiers import load_file as load_classifier_file
 from engine.classifiers.fold import fold_batch_norm
-from engine.datasets import get_dataset
+from engine.datasets import Dataset, get_dataset
 from engine.errors import ConfigError
 from engine.generators import GENERATORS, Generator
 from engine.home import MODELS_DIR, current_home
@@ -118,13 +125,18 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
     if card.get("kind") != "generator":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
     gen = build_generator(card)
-    _load_state(gen, model_folder(name, root))
+    gen.load_weights(model_folder(name, root))
     # A card is measured after its weights are stored; until then the latent is unbounded.
     gen.latent_bounds = tuple(card.get("latent_bounds", (-float("inf"), float("inf"))))
     return gen.eval().to(device)
 
 
 def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
+    if "architecture" not in card:
+        raise ConfigError(
+            f"{card['name']} is an imported {card.get('format', '?')} file, not one of the "
+            f"zoo's architectures ({', '.join(ARCHITECTURES.names())}); this command needs one"
+        )
     return ARCHITECTURES.get(card["architecture"])(**card["params"])
 
 
@@ -135,36 +147,105 @@ def load_classifier(
     root: Path | None = None,
     data_dir: str | None = None,
 ) -> Classifier:
-    """A zoo name, or a path to a TorchScript file validated against the dataset (read
-    from `data_dir` where its shape depends on the files)."""
+    """A zoo name, or a path to a classifier file (TorchScript, ONNX) validated against the
+    dataset (read from `data_dir` where its shape depends on the files). Imported models
+    keep their file and its format in the card."""
     ds = get_dataset(dataset, data_dir)
-    if ref.endswith((".pt", ".pth", ".ts", ".torchscript")) or "/" in ref:
-        return load_torchscript(ref, ds.shape, ds.num_classes, dataset).to(device)
+    if is_file_ref(ref):
+        return load_classifier_file(ref, ds.shape, ds.num_classes, dataset).to(device)
     card = load_card(ref, root)
     if card.get("kind") != "classifier":
         raise ConfigError(f"zoo model {ref!r} is a {card.get('kind')}, not a classifier")
+    if "format" in card:
+        path = model_folder(ref, root) / card["file"]
+        clf = FORMATS.get(card["format"])(path, ds.shape, ds.num_classes, dataset)
+        clf.name = ref
+        return clf.to(device)
     module = build_classifier_module(card)
     _load_state(module, model_folder(ref, root))
     fold_batch_norm(module.eval())  # inference only: one pass less per conv block
     return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref).to(device)
 
 
+def is_file_ref(ref: str) -> bool:
+    """A classifier reference that names a file rather than a zoo model."""
+    return "/" in ref or "\\" in ref or format_of(ref) is not None
+
+
+def card_image_shape(card: dict[str, Any]) -> tuple[int, ...] | None:
+    """The image shape (C, H, W) a model card says its model makes or takes, if it says."""
+    p = card.get("params") or {}
+    shape = card.get("image_shape") or p.get("image_shape")
+    if shape is not None:
+        return tuple(int(v) for v in shape)
+    if "in_channels" in p and "side" in p:
+        return (int(p["in_channels"]), int(p["side"]), int(p["side"]))
+    return None
+
+
+#: The `latentfuzz train` command that makes each trainable generator family.
+TRAIN_COMMANDS = {"vae": "vae", "convvae": "vae", "gan": "gan", "dcgan": "gan", "dm": "dm"}
+
+
+def train_command(card: dict[str, Any], dataset: str) -> str:
+    if card.get("kind") != "generator":
+        return f"latentfuzz train classifier --dataset {dataset}"
+    what = TRAIN_COMMANDS.get(card.get("family"), "vae|gan|dm")
+    return f"latentfuzz train {what} --dataset {dataset}"
+
+
+def incompatibility(card: dict[str, Any], ds: Dataset) -> str | None:
+    """Why a model cannot serve a campaign on dataset `ds`, naming the fix; None if it can.
+
+    A card written by training records the fingerprint of its data (a hash of the file
+    list and sizes): a model trained on other files is refused. Cards without one (the
+    bundled MNIST zoo predates it) are trusted."""
+    name, kind = card["name"], card.get("kind", "model")
+    shape = card_image_shape(card)
+    if shape is not None and shape != tuple(ds.shape):
+        return (
+            f"{kind} {name} works on images of shape {shape}, dataset {ds.name} has "
+            f"{tuple(ds.shape)}; pick a {kind} made for {ds.name}, or train one with "
+            f"`{train_command(card, ds.name)}`"
+        )
+    trained_on = card.get("dataset_fingerprint")
+    if trained_on is not None:
+        now = ds.fingerprint()
+        if trained_on != now:
+            why = (
+                f"no {ds.name} files found under {ds.root}: give the data folder (data_dir)"
+                if ds.reads_files and not ds.source_files()
+                else "its files changed since, or it is other data"
+            )
+            return (
+                f"{kind} {name} was trained on {card.get('dataset')} data with fingerprint "
+                f"{trained_on}, but dataset {ds.name} has fingerprint {now} ({why}); retrain "
+                f"with `{train_command(card, ds.name)}`, or pick the dataset the model was "
+                "trained on"
+            )
+    return None
+
+
 def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) -> str:
     """Turn a short name ('vae', 'convnet') into the zoo name for this dataset.
 
     With ref None, the dataset's default model of that kind (card "default": true).
-    Paths (TorchScript files) are returned unchanged.
+    Paths (TorchScript or ONNX files) are returned unchanged.
     """
     cards = [c for c in list_cards(root) if c.get("kind") == kind and c.get("dataset") == dataset]
     if ref is None:
         defaults = [c["name"] for c in cards if c.get("default")]
         if not defaults:
+            what = "vae" if kind == "generator" else "classifier"
+            others = ", ".join(sorted(c["name"] for c in cards))
             raise ConfigError(
-                f"no default {kind} for dataset {dataset!r} in {root or models_dir()}; "
-                f"train one with `latentfuzz train` or name one"
+                f"no default {kind} for dataset {dataset!r} in "
+                f"{' or '.join(map(str, roots(root)))}; "
+                + (f"name one of {others}, or " if others else "")
+                + f"train one with `latentfuzz train {what} --dataset {dataset} --default`"
             )
         return defaults[0]
-    if "/" in ref or ref.endswith((".pt", ".pth", ".ts")):
+    if is_file_ref(ref):
         return ref
     names = {c["name"] for c in cards}
     for candidate in (ref, f"{dataset}-{ref}"):
@@ -174,4 +255,12 @@ def resolve(kind: str, dataset: str, ref: str | None, root: Path | None = None) 
     if by_family:
         return sorted(by_family)[0]
     available = ", ".join(sorted(names)) or "(none)"
+    elsewhere = [c for c in list_cards(root) if c["name"] == ref and c.get("kind") == kind]
+    if elsewhere:
+        raise ConfigError(
+            f"{kind} {ref!r} was trained on dataset {elsewhere[0].get('dataset')!r}, the "
+            f"campaign uses {dataset!r}; pick dataset {elsewhere[0].get('dataset')!r}, one of "
+            f"{dataset}'s {kind}s ({available}), or train one with "
+            f"`{train_command(elsewhere[0], dataset)}`"
+        )
     raise ConfigError(f"no {kind} {ref!r} for dataset {dataset!r}; available: {available}")

@@ -15,8 +15,9 @@ from dashboard.progress import campaign_progress, wait_for_start
 from dashboard.text import md_text
 from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
-from engine.datasets import get_dataset
+from engine.datasets import DatasetError, get_dataset
 from engine.export import zip_bytes
+from engine.import_results import imported_note
 from store import queries
 
 store, home = get_store(), get_home()
@@ -48,8 +49,13 @@ st.caption(
     f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
 )
 annotation_editor(store, "campaign", cid)
-class_names = get_dataset(c["dataset"]).class_names
+try:
+    class_names = get_dataset(c["dataset"]).class_names
+except DatasetError as e:  # a user's dataset removed or moved since
+    st.error(f"Cannot show this: {e}")
+    st.stop()
 running = c["status"] == "running"
+imported = c.get("kind") == "imported"  # another tool's results: no generations rows
 
 
 @st.fragment(run_every=2.0 if running else None)
@@ -69,6 +75,9 @@ def live() -> None:
     if now["error"]:
         st.error(now["error"])
     status_bar(queries.summary(store, cid), int(now["n_seeds"]))
+    if imported:
+        st.info(imported_note(now))
+        return
     gens = queries.generations(store, cid)
     x_axis = st.radio("x axis", list(X_AXES), horizontal=True, key="x_axis")
     if gens.empty:
@@ -110,36 +119,51 @@ def manage() -> None:
 
 manage()
 
-st.subheader("Metrics")
-metrics_panel(store, cid)
+if not imported:
+    st.subheader("Metrics")
+    metrics_panel(store, cid)
 escape_panel(store, cid, class_names)
 differential_panel(store, home, cid, class_names)
 seeds = queries.seeds(store, cid)
-tab_gallery, tab_seed, tab_table = st.tabs(["Gallery", "Seed detail", "Per-seed table"])
-with tab_gallery:
-    gallery(seeds, home, class_names)
-with tab_seed:
-    searched = seeds[seeds["viable"]]
-    if searched.empty:
-        st.info("No viable seed.")
-    else:
-        options = searched["seed_idx"].tolist()
-        s = url_widget(st.selectbox, "Seed", "seed", options, options[0])  # shareable
-        row = searched.set_index("seed_idx").loc[s]
-        # A seed stopped mid-search (an interrupted or crashed campaign) has no outcome yet.
-        final = "–" if pd.isna(row.final_pred) else class_names[int(row.final_pred)]
-        its = "–" if pd.isna(row.iterations) else int(row.iterations)
-        st.markdown(
-            f"expected **{class_names[int(row.seed_label)]}**, final prediction "
-            f"**{final}**, {its} iterations, status {row.status}"
-        )
-        strip = load_image(home, row.improvements_image, scale=2)
-        if strip is not None:
-            st.image(strip, caption="best image at each improvement, left to right")
-        g = queries.generations(store, cid, int(s))
-        st.altair_chart(top2_chart(g, class_names), width="stretch")
-with tab_table:
-    st.dataframe(seeds, hide_index=True, width="stretch")
+# The open tab is in the URL (shareable) and only it renders: a closed tab costs nothing.
+tab_gallery, tab_seed, tab_table = st.tabs(
+    ["Gallery", "Seed detail", "Per-seed table"],
+    key="tab",
+    bind="query-params",
+    # A shared link to one seed opens on it.
+    default="Seed detail" if "seed" in st.query_params else None,
+)
+if tab_gallery.open:
+    with tab_gallery:
+        gallery(seeds, home, class_names)
+if tab_seed.open:
+    with tab_seed:
+        searched = seeds[seeds["viable"]]
+        if searched.empty:
+            st.info("No viable seed.")
+        else:
+            options = searched["seed_idx"].tolist()
+            s = url_widget(st.selectbox, "Seed", "seed", options, options[0])  # shareable
+            row = searched.set_index("seed_idx").loc[s]
+            # A seed stopped mid-search (an interrupted or crashed campaign) has no outcome yet.
+            final = "–" if pd.isna(row.final_pred) else class_names[int(row.final_pred)]
+            its = "–" if pd.isna(row.iterations) else int(row.iterations)
+            st.markdown(
+                f"expected **{class_names[int(row.seed_label)]}**, final prediction "
+                f"**{final}**, {its} iterations, status {row.status}"
+            )
+            strip = load_image(home, row.improvements_image, scale=2)
+            if strip is not None:
+                st.image(strip, caption="best image at each improvement, left to right")
+            g = queries.generations(store, cid, int(s))
+            result = load_image(home, row.result_image, scale=4)
+            if g.empty and result is not None:  # imported: the tool kept the result only
+                st.image(result, caption="result")
+            elif not g.empty:
+                st.altair_chart(top2_chart(g, class_names), width="stretch")
+if tab_table.open:
+    with tab_table:
+        st.dataframe(seeds, hide_index=True, width="stretch")
 
 a, b = st.columns(2)
 a.download_button("Download CSV", to_csv_bytes(seeds), f"{cid}-seeds.csv", "text/csv")

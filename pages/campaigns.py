@@ -18,12 +18,20 @@ def with_tags(df):
     return df.assign(tags=[tags.get(i, []) for i in df["id"]])
 
 
-df = with_tags(queries.list_campaigns(store))
-if df.empty:
+@st.fragment(run_every=10.0)
+def wait_for_a_first_campaign() -> None:
+    """An empty list still polls: a campaign started from a terminal shows up by itself."""
+    if not queries.list_campaigns(store).empty:
+        st.rerun(scope="app")
     st.info(
         "No campaigns yet. Start one on the New campaign page, or from a terminal: "
-        "`latentfuzz run --seeds 10`."
+        "`latentfuzz run --seeds 10`. This page shows it when it starts."
     )
+
+
+df = with_tags(queries.list_campaigns(store))
+if df.empty:
+    wait_for_a_first_campaign()
     st.stop()
 
 FILTERS = ("status", "dataset", "generator", "classifier")

@@ -56,7 +56,8 @@ st.subheader("Metrics")
 st.markdown(metrics_markdown(store, ids, labels))
 st.caption("Error rate, success rate, label diversity, MSE and SSIM (Gaussian 11x11, sigma "
            "1.5, data range 1) of result vs seed images, failures per 1,000 evaluations, and "
-           "the median top-2 probability gap (SINVAD's boundary check).")  # fmt: skip
+           "the median top-2 probability gap (SINVAD's boundary check). —: a campaign "
+           "imported from another tool's results, which has no search evaluations.")  # fmt: skip
 
 differential_table(store, ids, labels)
 

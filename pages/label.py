@@ -23,7 +23,7 @@ import streamlit as st
 from dashboard.components import load_image
 from dashboard.data import get_home, get_store
 from dashboard.text import md_text
-from engine.datasets import get_dataset
+from engine.datasets import DatasetError, get_dataset
 from engine.labelling import marker_choices
 from store import StoreBusy
 from store import labels as ls
@@ -60,7 +60,11 @@ if key not in st.session_state:
     st.session_state[key] = {"item": None, "shown_at": None, "upcoming": None, "pending": [],
                              "skip": set(), "progress": None, "images": {}}  # fmt: skip
 state = st.session_state[key]
-ds = get_dataset(study["dataset"])
+try:
+    ds = get_dataset(study["dataset"])
+except DatasetError as e:  # a user's dataset removed or moved since
+    st.error(f"Cannot show this: {e}")
+    st.stop()
 
 
 def png(path: str | None) -> bytes | None:

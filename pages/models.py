@@ -9,7 +9,10 @@ from engine import zoo
 st.title("Models")
 cards = zoo.list_cards()
 if not cards:
-    st.info("The zoo is empty: `make models` trains the default MNIST models.")
+    st.info(
+        "No models yet: `make models` trains the default MNIST models; `latentfuzz train "
+        "classifier --dataset NAME` trains yours into $LATENTFUZZ_HOME/models."
+    )
     st.stop()
 st.dataframe(zoo_table(cards), hide_index=True, width="stretch")
 st.caption(
@@ -19,7 +22,8 @@ st.caption(
     "them."
 )
 for c in cards:
-    with st.expander(f"{c['name']} · {c['kind']} · {c['dataset']}"):
+    mine = "" if zoo.is_bundled(c["name"]) else " · yours"
+    with st.expander(f"{c['name']} · {c['kind']} · {c['dataset']}{mine}"):
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in card_facts(c)))
         if c["kind"] == "generator":
             show_samples(c["name"])

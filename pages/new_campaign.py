@@ -11,9 +11,9 @@ from dashboard.param_form import param_form
 from dashboard.text import md_text
 from dashboard.uploads import save_upload
 from engine import zoo
-from engine.classifiers import load_torchscript
+from engine.classifiers import load_file
 from engine.config import CampaignConfig, parse_config, resolve
-from engine.datasets import get_dataset
+from engine.datasets import DatasetError, get_dataset
 from engine.errors import ConfigError, ModelError
 from engine.strategies import STRATEGIES
 from engine.study import bundled_generators
@@ -21,31 +21,49 @@ from engine.study import bundled_generators
 st.title("New campaign")
 home = get_home()
 cards = zoo.list_cards()
+by_name = {c["name"]: c for c in cards}
+# Datasets with a generator, bundled or the user's (`latentfuzz train ... --dataset NAME`).
 datasets = sorted({c["dataset"] for c in cards if c["kind"] == "generator"})
 if not datasets:
-    st.error("The model zoo has no generator. Train one with `latentfuzz train vae`.")
+    st.error("No generator yet. Train one with `latentfuzz train vae --dataset NAME`.")
     st.stop()
+
+
+def source(name: str) -> str:
+    """A model as the pickers show it: user models are marked."""
+    return name if name not in by_name or zoo.is_bundled(name) else f"{name} (yours)"
+
 
 left, mid, right = st.columns(3)
 dataset = left.selectbox("Dataset", datasets)
-ds = get_dataset(dataset)
+try:
+    ds = get_dataset(dataset)
+except DatasetError as e:
+    st.error(f"Dataset {dataset} cannot be read: {e}")
+    st.stop()
+left.caption(f"{' x '.join(map(str, ds.shape))} images, {ds.num_classes} classes")
 generator = mid.selectbox(
-    "Generator", bundled_generators(dataset), help="only generators trained on this dataset"
-)
+    "Generator", bundled_generators(dataset), format_func=source,
+    help="only generators trained on this dataset",
+)  # fmt: skip
 zoo_classifiers = [
     c["name"] for c in cards if c["kind"] == "classifier" and c["dataset"] == dataset
 ]
-UPLOAD = "upload a TorchScript file…"
-choice = right.selectbox("Classifier under test", [*zoo_classifiers, UPLOAD])
+UPLOAD = "upload a TorchScript or ONNX file…"
+choice = right.selectbox("Classifier under test", [*zoo_classifiers, UPLOAD], format_func=source)
 classifier, classifier_ok = choice, True
 if choice == UPLOAD:
-    up = right.file_uploader("TorchScript classifier (.pt)", type=["pt", "pth", "ts"])
+    up = right.file_uploader(
+        "TorchScript (.pt) or ONNX (.onnx) classifier",
+        type=["pt", "pth", "ts", "onnx"],
+        help="an ONNX file with external weights: import it with `latentfuzz models import`",
+    )
     classifier_ok = False
     if up is not None:
         data = up.getvalue()
         path = save_upload(home, up.name, data)  # a safe base name, inside the home
         try:
-            load_torchscript(path, ds.shape, ds.num_classes, dataset)
+            load_file(path, ds.shape, ds.num_classes, dataset)
             right.success(f"{up.name}: valid for {dataset}")
             classifier, classifier_ok = str(path), True
         except ModelError as e:
@@ -54,10 +72,17 @@ if choice == UPLOAD:
 second = right.selectbox(
     "Second classifier (differential testing)",
     ["none", *[c for c in zoo_classifiers if c != classifier]],
+    format_func=source,
     help="classify every image with both and search where they disagree (DiffGAN); "
     "the objective becomes divergence and the campaign keeps every triggering input",
 )
 classifier_b = None if second == "none" else second
+# A model trained on other data, or on images of another shape, is refused with the fix.
+unfit = [why for n in (generator, classifier, classifier_b) if n in by_name
+         and (why := zoo.incompatibility(by_name[n], ds)) is not None]  # fmt: skip
+for why in unfit:
+    st.error(f"Cannot use this model: {why}")
+classifier_ok = classifier_ok and not unfit
 
 PRESET_SETTINGS = {
     "strong (default)": {"perturbation": "strong"},

@@ -15,7 +15,7 @@ from dashboard.text import md_text
 from engine import labelling
 from engine.agreement import sample_size
 from engine.csv_io import to_csv_bytes
-from engine.datasets import get_dataset
+from engine.datasets import DatasetError, get_dataset
 from engine.errors import ConfigError
 from store import labels as ls
 from store import queries
@@ -29,7 +29,9 @@ STUDY_NAMES = {
 store, home = get_store(), get_home()
 st.title("Validity studies")
 studies = ls.studies(store)
-tab_stats, tab_adj, tab_new = st.tabs(["Statistics", "Adjudication", "New study"])
+tab_stats, tab_adj, tab_new = st.tabs(
+    ["Statistics", "Adjudication", "New study"], key="tab", bind="query-params"
+)
 
 with tab_new:
     campaigns = queries.list_campaigns(store)
@@ -98,7 +100,11 @@ sid = st.sidebar.selectbox(
     format_func=lambda i: studies.set_index("id").loc[i, "name"],
 )  # fmt: skip
 s, v, j = labelling.load(store, sid)
-ds = get_dataset(s["dataset"])
+try:
+    ds = get_dataset(s["dataset"])
+except DatasetError as e:  # a user's dataset removed or moved since
+    st.error(f"Cannot show this: {e}")
+    st.stop()
 
 with tab_stats:
     annotation_editor(store, "study", sid)

@@ -1,19 +1,28 @@
 """latentfuzz store: DuckDB schema, batched writer and named read queries.
 
-The concurrency contract is in CONTRACT.md beside this file.
+The concurrency contract is in CONTRACT.md beside this file. Names are imported on first
+use (PEP 562): `from store.errors import StoreError` must not load DuckDB and pandas.
 """
 
-from store import queries
-from store.connection import Store, StoreBusy, StoreError
-from store.schema import SCHEMA_VERSION
-from store.writer import CampaignWriter, create_campaign
+from importlib import import_module
 
-__all__ = [
-    "CampaignWriter",
-    "SCHEMA_VERSION",
-    "Store",
-    "StoreBusy",
-    "StoreError",
-    "create_campaign",
-    "queries",
-]
+from store.errors import StoreBusy, StoreError
+
+_LAZY = {
+    "queries": ("store.queries", None),
+    "Store": ("store.connection", "Store"),
+    "SCHEMA_VERSION": ("store.schema", "SCHEMA_VERSION"),
+    "CampaignWriter": ("store.writer", "CampaignWriter"),
+    "create_campaign": ("store.writer", "create_campaign"),
+}
+
+__all__ = ["StoreBusy", "StoreError", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'store' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = import_module(module) if attr is None else getattr(import_module(module), attr)
+    globals()[name] = value  # once: later lookups skip this function
+    return value

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from store.errors import StoreBusy, StoreError
 from store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
 DUCKDB_MAJOR = duckdb.__version__.split(".")[0]
@@ -26,14 +27,6 @@ DUCKDB_MAJOR = duckdb.__version__.split(".")[0]
 # connection to the same file inside one process, so threads take turns.
 _LOCKS: dict[str, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
-
-
-class StoreBusy(TimeoutError):
-    """Another process held the database for longer than the timeout."""
-
-
-class StoreError(RuntimeError):
-    """The store file is not one this version can use (or cannot be written)."""
 
 
 #: How to get going again when the store file itself is damaged.

@@ -42,7 +42,7 @@ def list_campaigns(store: Store) -> pd.DataFrame:
         f"""
         SELECT c.id, c.name, c.status, c.dataset, c.generator, c.classifier, c.strategy,
                c.preset, c.n_seeds, c.target_class, c.random_seed, c.created_at,
-               c.finished_at, c.wall_seconds, c.evaluations,
+               c.finished_at, c.wall_seconds, c.evaluations, c.kind,
                coalesce(s.viable, 0) AS viable,
                coalesce(s.misclassified, 0) AS misclassified,
                CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -29,7 +29,8 @@ DDL = [
         store_seconds DOUBLE,             -- writer time inside the store (benchmarks, contract)
         evaluations BIGINT,
         study VARCHAR,                    -- the study this campaign belongs to, if any
-        classifier_b VARCHAR              -- differential campaigns: the second classifier
+        classifier_b VARCHAR,             -- differential campaigns: the second classifier
+        kind VARCHAR DEFAULT 'native'     -- native | imported (another tool's results, schema 9)
     )""",
     """CREATE TABLE IF NOT EXISTS seeds (
         campaign_id VARCHAR NOT NULL,
@@ -56,6 +57,9 @@ DDL = [
         target INTEGER,                   -- class a targeted search must reach (schema 6)
         seed_pred_b INTEGER,              -- classifier B's label for the seed (schema 8)
         final_pred_b INTEGER,             -- classifier B's label for the result (schema 8)
+        -- imported campaigns: the tool's per-image fields with no column here (perturbation
+        -- sizes, run, its image number, file name), as a JSON object (schema 9)
+        params JSON,
         PRIMARY KEY (campaign_id, seed_idx)
     )""",
     """CREATE TABLE IF NOT EXISTS generations (
@@ -319,4 +323,8 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "campaign_metrics", "differential JSON"),
         lambda con: add_column(con, "label_items", "predicted_b INTEGER"),
     ],  # archive and validity: DDL creates them
+    9: [  # issue 16: campaigns imported from other tools' results (engine/import_results.py)
+        lambda con: add_column(con, "campaigns", "kind VARCHAR DEFAULT 'native'"),
+        lambda con: add_column(con, "seeds", "params JSON"),
+    ],
 }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -63,3 +65,32 @@ class ModuleClassifier(Classifier):
 
 #: Zoo architectures: name -> nn.Module class taking (in_channels, num_classes, side).
 ARCHITECTURES: Registry[type[nn.Module]] = Registry("classifier architecture")
+
+
+#: Classifier file formats: name -> loader(path, input_shape, num_classes, dataset), which
+#: validates the file against the dataset and returns a Classifier (or raises ModelError).
+FORMATS: Registry[Callable[..., Classifier]] = Registry("classifier format")
+#: File suffix -> format name, for paths given on the command line or uploaded.
+SUFFIXES: dict[str, str] = {}
+
+
+def register_format(name: str, suffixes: tuple[str, ...]) -> Callable:
+    """Register a loader under ``name`` for files ending in ``suffixes``."""
+
+    def deco(loader: Callable[..., Classifier]) -> Callable[..., Classifier]:
+        FORMATS.register(name)(loader)
+        SUFFIXES.update(dict.fromkeys(suffixes, name))
+        return loader
+
+    return deco
+
+
+def format_of(path: str | Path) -> str | None:
+    """The format a file name says it holds, or None for an unknown suffix."""
+    return SUFFIXES.get(Path(path).suffix.lower())
+
+
+def load_file(path: str | Path, input_shape, num_classes: int, dataset: str = "?") -> Classifier:
+    """Validate and load a classifier file by its suffix (TorchScript when unknown, as
+    `torch.jit.save` writes whatever name it is given)."""
+    return FORMATS.get(format_of(path) or "torchscript")(path, input_shape, num_classes, dataset)

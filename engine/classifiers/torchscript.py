@@ -12,12 +12,13 @@ from pathlib import Path
 
 import torch
 
-from engine.classifiers.base import ModuleClassifier
+from engine.classifiers.base import ModuleClassifier, register_format
 from engine.errors import ModelError
 
 FIX = "export with torch.jit.script(model) or torch.jit.trace(model, example) then torch.jit.save"
 
 
+@register_format("torchscript", (".pt", ".pth", ".ts", ".torchscript"))
 def load_torchscript(
     path: str | Path, input_shape: tuple[int, int, int], num_classes: int, dataset: str = "?"
 ) -> ModuleClassifier:

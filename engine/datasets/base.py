@@ -5,6 +5,12 @@ labelling question "not a valid <domain> image"), and loads a split as tensors. 
 whose classes are a subset of a larger domain (two ImageNet classes of the ICST study)
 also names its classes' ids in that domain's taxonomy and the taxonomy's size; labellers
 can then answer "a valid <domain> of another class".
+
+Shape and class names are class attributes for the bundled readers and instance attributes
+where they come from the data (engine/datasets/imagefolder.py); read them from an instance
+(``get_dataset(name)``), never from the registered class. Class names can be replaced by
+the user's, one per line: a ``classes.txt`` beside the data, or a dataset spec's
+``--classes`` file (engine/datasets/specs.py).
 """
 
 from __future__ import annotations
@@ -24,6 +30,27 @@ from engine.registry import Registry
 
 Split = Literal["train", "test"]
 DATA_ENV_VAR = "LATENTFUZZ_DATA"
+#: Class names, one per line in label order, read from beside a dataset's files.
+CLASSES_FILE = "classes.txt"
+
+
+def read_class_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """A class-names file: one name per line; blank lines and surrounding spaces ignored."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(
+            f"cannot read class names from {path} ({e}); expected a UTF-8 "
+            "text file with one class name per line"
+        ) from None
+    names = tuple(line.strip() for line in text.splitlines() if line.strip())
+    if not names:
+        raise DatasetError(f"{path} names no classes; expected one class name per line")
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise DatasetError(f"{path} names {', '.join(twice)} twice; class names must differ")
+    return names
 
 
 @dataclass(frozen=True)
@@ -48,6 +75,8 @@ class Dataset(ABC):
     domain: ClassVar[str]
     #: Files the reader needs under its root, for error messages and docs.
     expected_files: ClassVar[tuple[str, ...]] = ()
+    #: False for data shipped inside a package: a user's spec cannot point it at a folder.
+    reads_files: ClassVar[bool] = True
     #: How the train/test split is made, recorded in model cards.
     split_rule: ClassVar[str] = "the dataset's own train/test files"
     #: For a subset of a larger taxonomy: each class's id there (e.g. ImageNet 963 = pizza)
@@ -55,18 +84,40 @@ class Dataset(ABC):
     class_ids: ClassVar[tuple[int, ...] | None] = None
     taxonomy_size: ClassVar[int | None] = None
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        class_names: tuple[str, ...] | list[str] | None = None,
+        names_from: str = CLASSES_FILE,
+    ) -> None:
         self.root = Path(root or os.environ.get(DATA_ENV_VAR, ".")).expanduser()
         self._cache: dict[str, DataSplit] = {}
+        # Class names from the user: given here (a dataset spec's --classes), else a
+        # classes.txt beside the data. Only in a folder named for this dataset: neither the
+        # working directory's classes.txt nor one in a $LATENTFUZZ_DATA folder shared by
+        # several datasets may rename it.
+        if class_names is None and root and (self.root / CLASSES_FILE).is_file():
+            class_names = read_class_names(self.root / CLASSES_FILE)
+            names_from = str(self.root / CLASSES_FILE)
+        if class_names is not None:
+            self.class_names = self.named(tuple(class_names), names_from)
+
+    def named(self, names: tuple[str, ...], source: str) -> tuple[str, ...]:
+        """User class names, one per class the data has: a wrong count is an error."""
+        if len(names) != len(self.class_names):
+            raise DatasetError(
+                f"{source} names {len(names)} classes, dataset {self.name!r} has "
+                f"{len(self.class_names)}; give one name per line, in label order"
+            )
+        return names
 
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
 
-    @classmethod
-    def open_world(cls) -> bool:
+    def open_world(self) -> bool:
         """True when valid images of the domain may belong to none of the classes."""
-        return cls.taxonomy_size is not None and cls.taxonomy_size > len(cls.class_names)
+        return self.taxonomy_size is not None and self.taxonomy_size > len(self.class_names)
 
     def load(self, split: Split) -> DataSplit:
         """Load a split once and keep it; validates what the reader produced."""
@@ -137,12 +188,3 @@ class Dataset(ABC):
 
 
 DATASETS: Registry[type[Dataset]] = Registry("dataset")
-
-
-def get_dataset(name: str, root: str | os.PathLike[str] | None = None) -> Dataset:
-    if name not in DATASETS:
-        raise DatasetError(
-            f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS.names())}. "
-            "Pass one of these with --dataset."
-        )
-    return DATASETS.get(name)(root)

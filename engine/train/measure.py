@@ -48,8 +48,8 @@ def reference_seeds(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The 1,000 latents (fewer when the test split is smaller) and labels the card's
     bounds and viability are measured on."""
-    test = as_dataset(dataset).load("test")
     if gen.has_encoder and not gen.conditional:
+        test = as_dataset(dataset).load("test")  # only encoders need the images
         n = min(N_LATENTS, len(test))
         z = torch.cat([gen.encode(test.images[i : min(i + 250, n)].to(gen.device))
                        for i in range(0, n, 250)])  # fmt: skip
@@ -149,5 +149,6 @@ def finish_generator_card(
         "viability_seeds": len(z),
     })  # fmt: skip
     card["inference"] = inference_ms(gen)
+    # Where the card was found: a user's (imported) generator is not in the bundled zoo.
     (folder / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

@@ -339,3 +339,33 @@ def test_live_refresh_interval(server: str, home: Path, env, server_log: Path):
     (out / "live-refresh.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(figures)
     assert figures["median_s"] <= 2.0 + 2.5
+
+
+def test_an_idle_campaign_list_shows_a_campaign_started_from_a_terminal(
+    server: str, home: Path, env, server_log: Path, tmp_path: Path
+):
+    """The Campaigns page polls every 10 s with nothing running, so a campaign started
+    elsewhere appears without a reload (issue 11: live lists); an empty list polls too."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers import start_cli
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+        try:
+            page.goto(f"{server}/campaigns")
+            page.wait_for_selector("text=No campaigns yet", timeout=60_000)
+            page.evaluate("window.__same_page = true")  # gone if the browser reloads
+            proc = start_cli(["run", "--seeds", "1", "--generations", "2", "--quiet"], env)
+            try:
+                assert proc.wait(timeout=180) == 0, proc.communicate()
+                # At most one 10 s poll after the row exists, plus a render.
+                page.wait_for_selector("text=1 campaigns.", timeout=30_000)
+            finally:
+                proc.kill()
+            assert page.evaluate("window.__same_page === true")
+        except Exception as e:
+            raise AssertionError(diagnose(page, tmp_path, "idle-list", server_log, home)) from e
+        finally:
+            browser.close()

@@ -30,7 +30,7 @@ def specs(at) -> list[dict]:
 
 def test_top2_chart_names_the_class_of_each_line(two, monkeypatch):
     home, (cid, _) = two
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid, tab="Seed detail")
     assert not at.exception, at.exception
     top2 = [s for s in specs(at) if s.get("encoding", {}).get("color", {}).get("title") == "class"]
     assert len(top2) == 1

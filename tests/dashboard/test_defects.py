@@ -36,7 +36,7 @@ def app(stopped, monkeypatch):
 
 def test_the_page_of_an_interrupted_campaign_opens(app, stopped):
     _, cid = stopped
-    at = app("campaign.py", id=cid)
+    at = app("campaign.py", id=cid, tab="Seed detail")
     assert not at.exception, at.exception
     assert any("final prediction **–**, – iterations, status interrupted" in m.value
                for m in at.markdown)  # fmt: skip

@@ -24,7 +24,7 @@ def app(study, monkeypatch):
 
 def test_campaign_page_shows_metrics_and_the_gap_histogram(app, study):
     _, (ga, sinvad) = study
-    at = app("campaign.py", id=sinvad)
+    at = app("campaign.py", id=sinvad, tab="Seed detail")
     assert not at.exception
     assert "Metrics" in [h.value for h in at.subheader]
     table = next(m.value for m in at.markdown if "error rate" in m.value)

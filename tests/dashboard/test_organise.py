@@ -86,3 +86,24 @@ def test_compare_selection_is_in_the_url(two, monkeypatch):
     assert at.multiselect[0].value == [first, second]
     at.multiselect[0].set_value([second, first]).run()
     assert list(at.query_params["id"]) == [second, first]
+
+
+def test_campaign_tab_is_in_the_url_and_only_it_renders(two, monkeypatch):
+    home, (first, _) = two
+    open_page = page_opener(home, monkeypatch)
+    at = open_page("campaign.py", id=first)  # the gallery by default
+    assert not at.exception, at.exception
+    assert not [s for s in at.selectbox if s.label == "Seed"]  # closed tabs cost nothing
+    at = open_page("campaign.py", id=first, tab="Per-seed table")
+    assert not at.exception, at.exception
+    assert not [s for s in at.selectbox if s.label == "Seed"]
+    assert any("seed_idx" in d.value.columns for d in at.dataframe)
+    at = open_page("campaign.py", id=first, tab="Seed detail")
+    assert [s for s in at.selectbox if s.label == "Seed"]
+
+
+def test_a_link_to_a_seed_opens_its_tab(two, monkeypatch):
+    home, (first, _) = two
+    at = page_opener(home, monkeypatch)("campaign.py", id=first, seed="0")
+    assert not at.exception, at.exception
+    assert [s for s in at.selectbox if s.label == "Seed"]

@@ -108,6 +108,30 @@ def test_a_sweep_is_cached_per_model_pair_and_machine(tmp_path: Path, measured):
     assert batching.choose(r, tmp_path, 1024).source == "sweep"
 
 
+def test_a_sweep_made_on_a_busy_machine_is_made_again_when_it_is_quieter(
+    tmp_path: Path, measured, monkeypatch
+):
+    r = resolve(parse_config({"seeds": 2}))
+    monkeypatch.setattr(batching, "load_per_core", lambda: 3.0)
+    assert batching.choose(r, tmp_path, 1024).source == "sweep"
+    (entry,) = json.loads((tmp_path / batching.CACHE).read_text()).values()
+    assert entry["load_per_core"] == 3.0
+    assert batching.choose(r, tmp_path, 1024).source == "cache"  # still busy: kept
+    monkeypatch.setattr(batching, "load_per_core", lambda: 0.4)
+    assert batching.choose(r, tmp_path, 1024).source == "sweep"  # quieter: measured again
+    assert batching.choose(r, tmp_path, 1024).source == "cache"  # a quiet sweep is kept
+    monkeypatch.setattr(batching, "load_per_core", lambda: 5.0)
+    assert batching.choose(r, tmp_path, 1024).source == "cache"  # ... even when busy again
+
+
+def test_an_old_sweep_is_made_again(tmp_path: Path, measured, monkeypatch):
+    r = resolve(parse_config({"seeds": 2}))
+    assert batching.choose(r, tmp_path, 1024).source == "sweep"
+    now = batching.time.time()
+    monkeypatch.setattr(batching.time, "time", lambda: now + batching.MAX_AGE_S + 1)
+    assert batching.choose(r, tmp_path, 1024).source == "sweep"
+
+
 def test_a_tight_memory_cap_bounds_the_sizes_tried(tmp_path: Path, measured):
     r = resolve(parse_config({"seeds": 2}))
     c = batching.choose(r, tmp_path, 16)  # 16 MiB

@@ -1,0 +1,240 @@
+"""User classifiers as an ONNX file, run by onnxruntime and validated on load.
+
+ONNX is how TensorFlow, Keras and JAX users hand over a model (tf2onnx, jax2onnx), and
+what `torch.onnx.export` writes. The checks mirror the TorchScript loader's, plus what an
+exported graph can get wrong on its own: a fixed batch dimension, a weights file
+(external data) left behind, a channels-last input. Each refusal is one line naming what
+was received, what was expected and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.classifiers.base import Classifier, register_format
+from engine.errors import ModelError
+
+EXPORT = (
+    "torch.onnx.export(model.eval(), torch.rand(1, C, H, W), 'model.onnx', "
+    "input_names=['input'], dynamic_axes={'input': {0: 'batch'}})"
+)
+CUDA = "CUDAExecutionProvider"
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    """The varint at offset i and the offset after it."""
+    shift = value = 0
+    while True:
+        b = data[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
+
+
+def _wire(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """(field number, wire type, value) of one protobuf message: ints for varints, bytes
+    for length-delimited fields (nested messages, packed arrays); fixed-size ones skipped.
+
+    ONNX files are protobuf: reading the few fields that size the weights and name their
+    external data files needs this much, not the `onnx` package."""
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(data, i)
+            yield field, wire, value
+        elif wire == 2:
+            size, i = _varint(data, i)
+            yield field, wire, data[i : i + size]
+            i += size
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"protobuf wire type {wire}")
+
+
+def _packed(data: bytes) -> Iterator[int]:
+    i = 0
+    while i < len(data):
+        value, i = _varint(data, i)
+        yield value
+
+
+def _initializers(path: Path) -> list[tuple[int, str | None]]:
+    """(element count, external data file or None) of each weight tensor of the graph.
+
+    ModelProto.graph = 7, GraphProto.initializer = 5; TensorProto.dims = 1 (int64, packed
+    or not), external_data = 13 (StringStringEntryProto: key 1, value 2). Empty when the
+    file is not protobuf: onnxruntime then says so, in its own words."""
+    found: list[tuple[int, str | None]] = []
+    try:
+        for f, w, graph in _wire(path.read_bytes()):
+            if f != 7 or w != 2:
+                continue
+            for g, gw, tensor in _wire(graph):
+                if g != 5 or gw != 2:
+                    continue
+                numel, location = 1, None
+                for t, tw, value in _wire(tensor):
+                    if t == 1:
+                        numel *= value if tw == 0 else math.prod(_packed(value))
+                    elif t == 13 and tw == 2:
+                        kv = {k: v for k, kw, v in _wire(value) if kw == 2}
+                        if kv.get(1) == b"location" and 2 in kv:
+                            location = kv[2].decode("utf-8", "replace")
+                found.append((numel, location))
+    except (IndexError, ValueError):
+        return []
+    return found
+
+
+def external_data_files(path: Path) -> list[str]:
+    """File names, relative to the model's folder, that hold its external weights."""
+    return sorted({loc for _, loc in _initializers(path) if loc is not None})
+
+
+def parameter_count(path: Path) -> int:
+    return sum(n for n, _ in _initializers(path))
+
+
+def _session(path: Path, providers: list[str]):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    # As many threads as torch uses, so a campaign's settings hold for both runtimes.
+    opts.intra_op_num_threads = torch.get_num_threads()
+    opts.log_severity_level = 3  # errors reach the user through our message, once
+    return ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+
+
+class OnnxClassifier(Classifier):
+    """An onnxruntime session behind the Classifier interface. ``nhwc``: the graph takes
+    channels-last images, so batches are permuted on the way in."""
+
+    def __init__(
+        self, path: Path, session, input_name: str, nhwc: bool, input_shape, num_classes, name
+    ) -> None:
+        super().__init__(input_shape, num_classes, name)
+        self.path, self.session, self.input_name, self.nhwc = path, session, input_name, nhwc
+        self.output_name = session.get_outputs()[0].name  # the first output: the logits
+
+    def _to(self, device: torch.device) -> None:
+        import onnxruntime as ort
+
+        want = CUDA if device.type == "cuda" and CUDA in ort.get_available_providers() else None
+        if want is not None and want not in self.session.get_providers():
+            self.session = _session(self.path, [want, "CPUExecutionProvider"])
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        if self.nhwc:
+            x = x.permute(0, 2, 3, 1)
+        arr = np.ascontiguousarray(x.detach().to("cpu", torch.float32).numpy())
+        (out,) = self.session.run([self.output_name], {self.input_name: arr})
+        return torch.from_numpy(np.asarray(out)).to(self.device)
+
+
+def _layout(dims: list, shape: tuple[int, int, int]) -> bool | None:
+    """True for NHWC, False for NCHW, None when dims fit neither. Named (symbolic)
+    dimensions match any size."""
+    c, h, w = shape
+
+    def fits(want: tuple[int, int, int]) -> bool:
+        return all(not isinstance(d, int) or d == e for d, e in zip(dims[1:], want, strict=True))
+
+    if len(dims) != 4:
+        return None
+    if fits((c, h, w)):
+        return False
+    return True if fits((h, w, c)) else None
+
+
+@register_format("onnx", (".onnx",))
+def load_onnx(
+    path: str | Path, input_shape: tuple[int, int, int], num_classes: int, dataset: str = "?"
+) -> OnnxClassifier:
+    """Load and validate an ONNX classifier for images of input_shape in [0, 1]."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"classifier file {path} does not exist; give the path of a .onnx file")
+    missing = [n for n in external_data_files(path) if not (path.parent / n).is_file()]
+    if missing:
+        raise ModelError(
+            f"{path.name} keeps its weights in external data file {missing[0]!r}, which is "
+            f"not in {path.parent}; copy it beside {path.name}, or re-export with "
+            f"torch.onnx.export(..., external_data=False) to get one self-contained file"
+        )
+    try:
+        session = _session(path, ["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own types for bad files
+        raise ModelError(
+            f"could not load {path} as ONNX ({type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            f"); expected a model written by torch.onnx.export, tf2onnx or jax2onnx"
+        ) from e
+    inputs = session.get_inputs()
+    c, h, w = input_shape
+    want = f"(batch, {c}, {h}, {w}) float32 in [0, 1]"
+    if len(inputs) != 1:
+        names = ", ".join(i.name for i in inputs)
+        raise ModelError(
+            f"{path.name} takes {len(inputs)} inputs ({names}); a classifier takes one batch "
+            f"of {dataset} images {want}: export the model with that one input"
+        )
+    inp = inputs[0]
+    if inp.type != "tensor(float)":
+        raise ModelError(
+            f"{path.name} input {inp.name!r} is {inp.type}; expected tensor(float), {dataset} "
+            f"images {want}: export with a float32 example input"
+        )
+    nhwc = _layout(list(inp.shape), input_shape)
+    if nhwc is None:
+        raise ModelError(
+            f"{path.name} input {inp.name!r} has shape {list(inp.shape)}; expected {dataset} "
+            f"images {want} (channels-last (batch, {h}, {w}, {c}) also works): export with an "
+            f"example input of that shape"
+        )
+    if isinstance(inp.shape[0], int):
+        raise ModelError(
+            f"{path.name} was exported with a fixed batch of {inp.shape[0]} (input "
+            f"{inp.name!r} shape {list(inp.shape)}); latentfuzz classifies populations in "
+            f"batches: re-export with dynamic_axes={{{inp.name!r}: {{0: 'batch'}}}} (or "
+            f"dynamo=True with dynamic_shapes)"
+        )
+    clf = OnnxClassifier(path, session, inp.name, nhwc, input_shape, num_classes, path.name)
+    probe = torch.rand((3, *input_shape), generator=torch.Generator().manual_seed(0))
+    try:
+        out3, out1 = clf._logits(probe), clf._logits(probe[:1])
+    except Exception as e:  # noqa: BLE001 - any failure here is the graph refusing our input
+        raise ModelError(
+            f"{path.name} failed on {dataset} images of shape (batch, {c}, {h}, {w}) "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); export it for that shape"
+        ) from e
+    for out, b in ((out3, 3), (out1, 1)):
+        if out.dim() != 2 or out.shape[0] != b:
+            raise ModelError(
+                f"{path.name} returned {tuple(out.shape)} for a batch of {b}, expected "
+                f"({b}, {num_classes}) logits; its first output must be the logits"
+            )
+    if out3.shape[1] != num_classes:
+        raise ModelError(
+            f"{path.name} returns {out3.shape[1]} classes, dataset {dataset} has {num_classes}; "
+            f"use a classifier trained on {dataset}"
+        )
+    if not (torch.isfinite(out3).all() and torch.isfinite(out1).all()):
+        raise ModelError(
+            f"{path.name} returned NaN or infinite logits on valid {dataset} images in [0, 1]; "
+            f"check the model before exporting (a division, a log of zero)"
+        )
+    if not torch.allclose(out3[:1].float(), out1.float(), atol=1e-3, rtol=1e-3):
+        raise ModelError(
+            f"{path.name} gives different logits for the same image in batches of 1 and 3; "
+            f"put the model in eval mode before exporting"
+        )
+    return clf

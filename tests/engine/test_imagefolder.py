@@ -1,0 +1,310 @@
+"""Your own images: the imagefolder dataset, `latentfuzz data check|add|list`, class names
+from a file, and campaigns refusing models trained on other data."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+import engine.home
+from engine.cli import app
+from engine.config import parse_config, resolve
+from engine.datasets import DatasetError, get_dataset
+from engine.datasets.imagefolder import ImageFolder
+from engine.errors import ConfigError
+from engine.images import ImageSink, read_frame, read_uint8, to_pil
+from tests.tiny_data import CLASSES, REJECTED, save_tiny_models, write_folder
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return write_folder(tmp_path / "imgs")
+
+
+@pytest.fixture(autouse=True)
+def in_home(home: Path, monkeypatch) -> Path:
+    """`home` as the process's home (user datasets, models and the decoded-image cache),
+    restored afterwards."""
+    monkeypatch.setattr(engine.home, "_current", home)
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    return home
+
+
+def cli(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def splits(ds: ImageFolder) -> dict[str, list[str]]:
+    return {s: [p.name + str(p.parent) for p, _ in f] for s, f in ds.split_files().items()}
+
+
+def test_check_says_what_it_found_and_what_it_rejected(folder: Path):
+    out = cli("data", "check", str(folder))
+    assert out.exit_code == 0, out.output
+    ds = ImageFolder(folder)
+    report = ds.inspect(write_cache=False)
+    assert report.class_names == CLASSES
+    # Every decodable file is counted once, in one split.
+    decodable = sum(1 for p in folder.rglob("*") if p.suffix in (".png", ".jpg")) - 2
+    assert sum(report.counts["train"]) + sum(report.counts["test"]) == decodable
+    for name, train, test in zip(CLASSES, *report.counts.values(), strict=True):
+        assert f"│ {name}" in out.output and f"│ {train} " in out.output and test >= 1
+    assert f"32x32: {decodable - 1}" in out.output and "40x30: 1" in out.output
+    assert "RGB: " in out.output and "L: 1" in out.output
+    for rel, why in REJECTED.items():
+        line = next(line for line in out.output.splitlines() if line.strip().startswith(rel))
+        assert why in line, line
+    assert not (engine.home.current_home() / "cache").exists()  # check writes nothing
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.mkdir(), "is empty"),
+        (lambda p: (p.mkdir(), (p / "a.png").write_bytes(b"x")), "no class folder"),
+        (lambda p: None, "does not exist"),
+    ],
+)
+def test_check_refuses_an_unusable_folder_in_one_line(tmp_path: Path, make, message):
+    make(tmp_path / "d")
+    out = cli("data", "check", str(tmp_path / "d"))
+    assert isinstance(out.exception, DatasetError)
+    assert message in str(out.exception) and "\n" not in str(out.exception)
+
+
+def test_pixels_size_channels_and_fit(tmp_path: Path):
+    root = tmp_path / "d"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    wide = np.zeros((32, 64, 3), np.uint8)
+    wide[:, :16] = (255, 0, 0)  # a red left quarter: outside the centre square
+    Image.fromarray(wide).save(root / "a" / "wide.png")
+    Image.fromarray(np.full((20, 20, 3), (0, 0, 255), np.uint8)).save(root / "b" / "1.jpg")
+    Image.fromarray(np.full((20, 20, 3), (0, 0, 255), np.uint8)).save(root / "b" / "2.png")
+    crop = ImageFolder(root, size=16, test_dir=root).load("train")
+    stretch = ImageFolder(root, size=16, fit="stretch", test_dir=root).load("train")
+    assert tuple(crop.images.shape) == (3, 3, 16, 16)
+    assert float(crop.images[0, 0].max()) == 0.0  # no red left after the centre crop
+    assert float(stretch.images[0, 0, :, :2].min()) == 1.0  # red stretched to 4 of 16 px
+    assert crop.images[1:, 2].min() > 0.95 and crop.images[1:, :2].max() < 0.05  # blue
+    grey = ImageFolder(root, size=8, channels=1, test_dir=root).load("test")
+    assert tuple(grey.images.shape) == (3, 1, 8, 8)
+
+
+def test_holdout_is_seeded_stratified_and_disjoint(folder: Path):
+    a, b, c = ImageFolder(folder), ImageFolder(folder), ImageFolder(folder, split_seed=1)
+    assert splits(a) == splits(b)
+    assert splits(a)["test"] != splits(c)["test"]
+    for ds in (a, c):
+        s = splits(ds)
+        assert not set(s["train"]) & set(s["test"])
+        labels = [y for _, y in ds.split_files()["test"]]
+        for k, name in enumerate(CLASSES):
+            n = sum(p.suffix in (".png", ".jpg") and p.stat().st_size > 0
+                    for p in (folder / name).iterdir())  # fmt: skip
+            assert labels.count(k) == max(1, round(0.2 * n))
+
+
+def test_given_test_folder_is_the_test_split(folder: Path, tmp_path: Path):
+    test = write_folder(tmp_path / "test", per_class=2, seed=5, rejects=False)
+    ds = ImageFolder(folder, test_dir=test)
+    assert len(ds.load("test")) == 2 * len(CLASSES)
+    assert len(ds.load("train")) == sum(ds.inspect(write_cache=False).counts["train"])
+    # A folder holding just train/ and test/ gives both splits.
+    both = tmp_path / "both"
+    shutil.copytree(folder, both / "train")
+    shutil.copytree(test, both / "test")
+    assert splits(ImageFolder(both)) == splits(ImageFolder(both / "train", test_dir=both / "test"))
+    (both / "classes.txt").write_text("Cat\nDog\nFox\n")
+    assert ImageFolder(both).class_names == ("Cat", "Dog", "Fox")
+    (test / "wolf").mkdir()
+    Image.fromarray(np.zeros((4, 4), np.uint8)).save(test / "wolf" / "w.png")
+    with pytest.raises(DatasetError, match="wolf"):
+        ImageFolder(folder, test_dir=test)
+
+
+def test_fingerprint_follows_the_files_not_the_place(folder: Path, tmp_path: Path):
+    before = ImageFolder(folder).fingerprint()
+    moved = shutil.copytree(folder, tmp_path / "elsewhere")
+    assert ImageFolder(moved).fingerprint() == before
+    assert ImageFolder(folder, size=16).fingerprint() != before
+    assert ImageFolder(folder, split_seed=3).fingerprint() != before
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(folder / "dog" / "new.png")
+    assert ImageFolder(folder).fingerprint() != before
+
+
+def test_class_names_from_a_file(folder: Path, tmp_path: Path):
+    names = tmp_path / "names.txt"
+    names.write_text("Felis\nCanis\nVulpes\n")
+    assert ImageFolder(folder, class_names=("Felis", "Canis", "Vulpes")).class_names == (
+        "Felis", "Canis", "Vulpes")  # fmt: skip
+    reordered = ImageFolder(folder, class_names=("fox", "cat", "dog"))
+    assert reordered.folders == ("fox", "cat", "dog")
+    y = reordered.load("test").labels.tolist()
+    assert y == sorted(y) and reordered.split_files()["test"][0][0].parent.name == "fox"
+    # classes.txt beside the class folders is read, and not rejected as a top-level file.
+    (folder / "classes.txt").write_text("a\nb\nc\n")
+    ds = ImageFolder(folder)
+    assert ds.class_names == ("a", "b", "c")
+    assert "classes.txt" not in {p.name for p, _ in ds.inspect(write_cache=False).rejected}
+    out = cli("data", "check", str(folder), "--classes", str(names))
+    assert out.exit_code == 0 and "Felis" in out.output
+    names.write_text("one\ntwo\n")
+    out = cli("data", "check", str(folder), "--classes", str(names))
+    assert isinstance(out.exception, DatasetError)
+    assert "names 2 classes" in str(out.exception) and "has 3" in str(out.exception)
+
+
+def test_decoded_images_are_cached_by_fingerprint(folder: Path, in_home: Path, monkeypatch):
+    first = ImageFolder(folder, name="pets").load("train")
+    assert len(list((in_home / "cache" / "datasets").glob("pets-*.npz"))) == 1
+    with monkeypatch.context() as m:
+        m.setattr("engine.datasets.imagefolder.decode", lambda *a: 1 / 0)
+        again = ImageFolder(folder, name="pets").load("train")
+    assert (again.images == first.images).all() and (again.labels == first.labels).all()
+    other = ImageFolder(folder, name="pets-2")  # another name: its own cache, kept
+    other.load("test")
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(folder / "dog" / "new.png")
+    changed = ImageFolder(folder, name="pets")
+    changed.load("test")  # the earlier state's cache goes
+    kept = sorted(p.name for p in (in_home / "cache" / "datasets").glob("*.npz"))
+    assert kept == sorted(
+        [
+            f"pets-{changed.fingerprint()}.npz",
+            f"pets-2-{other.fingerprint()}.npz",
+        ]
+    )
+
+
+def test_data_add_names_a_folder_everywhere(folder: Path, in_home: Path, tmp_path: Path):
+    out = cli("data", "add", "pets", str(folder), "--home", str(in_home))
+    assert out.exit_code == 0, out.output
+    ds = get_dataset("pets")
+    assert (ds.name, ds.shape, ds.class_names) == ("pets", (3, 32, 32), CLASSES)
+    assert tuple(ds.load("test").images.shape[1:]) == (3, 32, 32)
+    assert ds.fingerprint() in out.output
+    listed = cli("data", "list", "--home", str(in_home)).output
+    assert "pets (yours): 3x32x32, 3 classes (cat, dog, fox)" in listed
+    assert ds.fingerprint() in listed and "mnist (bundled)" in listed
+    again = cli("data", "add", "pets", str(tmp_path), "--home", str(in_home))
+    assert "already exists" in str(again.exception)
+    assert get_dataset("pets").root == folder.resolve()  # unchanged
+    bad = tmp_path / "two.txt"
+    bad.write_text("a\nb\n")
+    out = cli("data", "add", "pets2", str(folder), "--classes", str(bad), "--home", str(in_home))
+    assert isinstance(out.exception, DatasetError)
+    assert not (in_home / "datasets" / "pets2.json").exists()  # nothing half-written
+    assert "bundled" in str(cli("data", "add", "cifar10", str(folder)).exception)
+    (tmp_path / "one" / "a").mkdir(parents=True)
+    for i in range(2):
+        Image.fromarray(np.zeros((4, 4), np.uint8)).save(tmp_path / "one" / "a" / f"{i}.png")
+    out = cli("data", "add", "solo", str(tmp_path / "one"), "--home", str(in_home))
+    assert "at least two" in str(out.exception)
+    assert not (in_home / "datasets" / "solo.json").exists()
+
+
+def write_cifar(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batch = {b"data": rng.integers(0, 256, (4, 3072), dtype=np.uint8),
+                 b"labels": [0, 1, 2, 9]}  # fmt: skip
+        (root / name).write_bytes(pickle.dumps(batch))
+    return root
+
+
+def test_reader_class_names_from_beside_the_data_or_a_spec(tmp_path: Path, in_home: Path):
+    root = write_cifar(tmp_path / "cifar")
+    assert get_dataset("cifar10", root).class_names[0] == "airplane"
+    names = [f"c{i}" for i in range(10)]
+    (root / "classes.txt").write_text("\n".join(names))
+    assert get_dataset("cifar10", root).class_names == tuple(names)
+    (root / "classes.txt").unlink()
+    mine = tmp_path / "mine.txt"
+    mine.write_text("\n".join(n.upper() for n in names))
+    out = cli("data", "add", "my-cifar", str(root), "--format", "cifar10", "--classes",
+              str(mine), "--home", str(in_home))  # fmt: skip
+    assert out.exit_code == 0, out.output
+    ds = get_dataset("my-cifar")
+    assert ds.class_names[9] == "C9" and len(ds.load("test")) == 4
+    mine.write_text("only\nthree\nnames\n")
+    out = cli("data", "add", "bad-cifar", str(root), "--format", "cifar10", "--classes",
+              str(mine), "--home", str(in_home))  # fmt: skip
+    assert "names 3 classes" in str(out.exception) and "has 10" in str(out.exception)
+
+
+def campaign(**kw):
+    return parse_config({"dataset": "pets", "seeds": 2, "target_class": 0, "seed": 3,
+                         "strategy_params": {"generations": 3, "population": 4,
+                                             "best_left": 2}, **kw})  # fmt: skip
+
+
+def test_campaign_refuses_models_trained_on_other_data(folder: Path, in_home: Path):
+    cli("data", "add", "pets", str(folder), "--home", str(in_home))
+    ds = get_dataset("pets")
+    models = in_home / "models"
+    save_tiny_models(models, "pets", ds.shape, 3, fingerprint="0123456789abcdef")
+    with pytest.raises(ConfigError) as e:
+        resolve(campaign())
+    msg = str(e.value)
+    assert "0123456789abcdef" in msg and ds.fingerprint() in msg and "\n" not in msg
+    assert "latentfuzz train vae --dataset pets" in msg
+    # A model for other images: the shape names the fix.
+    save_tiny_models(models, "pets", (1, 28, 28), 3, ds.fingerprint(), prefix="grey")
+    with pytest.raises(ConfigError, match=r"shape \(1, 28, 28\).*latentfuzz train"):
+        resolve(campaign(generator="grey-vae"))
+    # A model of another dataset named explicitly: says which, and how to get one.
+    with pytest.raises(ConfigError, match="trained on dataset 'mnist'.*--dataset pets"):
+        resolve(campaign(classifier="mnist-convnet"))
+
+
+def test_three_channel_images_are_written_and_read_back(tmp_path: Path):
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (3, 8, 8), dtype=np.uint8)
+    assert to_pil(img).mode == "RGB" and to_pil(img[:1]).mode == "L"
+    import torch
+
+    sink = ImageSink(tmp_path)
+    batch = torch.from_numpy(np.stack([img, img[::-1].copy()]))
+    sink.save(["a.png", "b.png"], batch)
+    sink.add_frames(["s.png", "s.png"], batch)
+    sink.close()
+    assert (read_uint8(tmp_path / "a.png") == img).all()
+    assert (np.asarray(read_frame(tmp_path / "s.png", 1, 8)).transpose(2, 0, 1) == img[::-1]).all()
+
+
+def test_three_channel_campaign_end_to_end(tmp_path: Path, in_home: Path):
+    """`data add`, tiny models saved as a user's, a short campaign through the runner."""
+    from engine.runner import run_campaign
+    from store import Store, queries
+
+    folder = write_folder(tmp_path / "clean", per_class=10, rejects=False)  # 2 test/class
+    assert cli("data", "add", "pets", str(folder), "--home", str(in_home)).exit_code == 0
+    ds = get_dataset("pets")
+    gen, clf = save_tiny_models(in_home / "models", "pets", ds.shape, 3, ds.fingerprint())
+    res = run_campaign(campaign(), in_home)
+    assert res.status == "finished"
+    store = Store(in_home / "latentfuzz.duckdb")
+    seeds = queries.seeds(store, res.campaign_id)
+    assert len(seeds) == 2 and seeds["viable"].all()  # the classifier always says class 0
+    assert (seeds["iterations"] == 3).all()
+    for rel in (*seeds["seed_image"], *seeds["result_image"]):
+        with Image.open(in_home / rel) as im:
+            assert (im.mode, im.size) == ("RGB", (32, 32))
+    c = queries.campaign(store, res.campaign_id)
+    assert set(c["environment"]["model_sha256"]) == {gen, clf}
+
+
+def test_imagenet_subset_fingerprint_covers_its_class_folders(tmp_path: Path):
+    folder = tmp_path / "train" / "963"
+    folder.mkdir(parents=True)
+    empty = get_dataset("imagenet-pizza", tmp_path).fingerprint()
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(folder / "a.png")
+    one = get_dataset("imagenet-pizza", tmp_path)
+    assert [p.name for p in one.source_files()] == ["a.png"] and one.fingerprint() != empty

@@ -1,0 +1,191 @@
+"""`latentfuzz models import` / `import-generator`: a user's files become models of their
+home with a measured card, refusals leave nothing behind, and a campaign runs on them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from engine import home as home_module
+from engine import zoo
+from engine.batching import item_bytes
+from engine.errors import LatentfuzzError
+from engine.model_import import import_classifier, import_generator, parse_floats
+from engine.train.compress import compress_classifier
+from engine.train.measure import finish_generator_card
+from tests.engine.test_cli import cli
+from tests.engine.test_onnx import Net, export
+
+
+class Decoder(nn.Module):
+    """Latent 8 + a class label -> a 28x28 image in [-1, 1] (tanh), as a DCGAN makes."""
+
+    def __init__(self, conditional: bool = True, side: int = 28) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.fc = nn.Linear(8, side * side)
+        self.side = side
+
+    def forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.fc(z + self.embed(y))).view(-1, 1, self.side, self.side)
+
+
+class Unconditional(Decoder):
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.fc(z.flatten(1))).view(-1, 1, self.side, self.side)
+
+
+def script(module: nn.Module, path: Path) -> Path:
+    torch.manual_seed(0)
+    torch.jit.save(torch.jit.script(module.eval()), str(path))
+    return path
+
+
+@pytest.fixture
+def user_home(home: Path, monkeypatch) -> Path:
+    """In-process imports write under this home, as `--home` makes the CLI do."""
+    monkeypatch.setattr(home_module, "_current", home)
+    return home
+
+
+def left_behind(home: Path) -> list[str]:
+    root = home / "models"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def models_cli(args: list[str], home: Path) -> str:
+    """`latentfuzz models ...` in this process (a CLI process costs seconds to start)."""
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    result = CliRunner().invoke(app, ["models", *args, "--home", str(home)])
+    if result.exception is not None:
+        raise result.exception
+    return " ".join(result.output.split())
+
+
+def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp_path: Path):
+    home = user_home
+    onnx = export(Net(), tmp_path / "mine.onnx", external=True)
+    line = models_cli(["import", str(onnx), "--dataset", "mnist", "--name", "my-onnx"], home)
+    m = re.search(r"imported my-onnx \(onnx, with (\S+)\) for mnist: ([\d,]+) parameters, "
+                  r"test accuracy ([\d.]+) on 1000 images", line)  # fmt: skip
+    assert m, line
+    card = json.loads((home / "models" / "my-onnx" / "card.json").read_text())
+    assert card["format"] == "onnx" and card["dataset_fingerprint"]
+    assert set(card["files"]) == {"mine.onnx", m[1]} and (home / "models/my-onnx" / m[1]).is_file()
+    assert card["sha256"] == zoo.sha256(onnx)
+    assert card["metrics"]["test_accuracy"] == float(m[3])
+    assert card["parameters"] == int(m[2].replace(",", "")) > 0
+    assert card["inference"]["ms_per_image_b25"] > 0
+
+    dec = script(Decoder(), tmp_path / "decoder.pt")  # the name the model folder uses
+    line = models_cli(["import-generator", str(dec), "--dataset", "mnist", "--latent-shape", "8",
+                       "--classes", "10", "--conditional", "--output-range", "-1,1", "--name",
+                       "my-gen"], home)  # fmt: skip
+    assert "imported my-gen (TorchScript decoder, conditional, latent (8,))" in line
+    card = json.loads((home / "models" / "my-gen" / "card.json").read_text())
+    low, high = card["latent_bounds"]
+    assert low < 0 < high and card["step_presets"]["high"] == pytest.approx((high - low) * 1e-3)
+    assert 0 <= card["metrics"]["viability"] <= 1 and card["metrics"]["viability_seeds"] == 1000
+    assert card["sha256"] == zoo.sha256(dec) == zoo.sha256(home / "models/my-gen/decoder.pt")
+    assert {"my-onnx", "my-gen"} <= {c["name"] for c in zoo.list_cards()}
+    assert not zoo.is_bundled("my-onnx")
+
+    out = cli(["run", "--dataset", "mnist", "--generator", "my-gen", "--classifier", "my-onnx",
+               "--seeds", "3", "--generations", "3", "--quiet"], env)  # fmt: skip
+    assert re.search(r"campaign \S+ finished", out.stdout) and "of 3" in out.stdout
+
+
+def test_a_refused_import_writes_nothing(user_home: Path, tmp_path):
+    fixed = export(Net(), tmp_path / "fixed.onnx", dynamic=False)
+    with pytest.raises(LatentfuzzError, match="fixed.onnx was exported with a fixed batch of 2"):
+        models_cli(["import", str(fixed), "--dataset", "mnist"], user_home)
+    assert left_behind(user_home) == []
+
+
+def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
+    ts = tmp_path / "clf.pt"
+    torch.jit.save(torch.jit.script(Net().eval()), str(ts))
+    with pytest.raises(LatentfuzzError, match="'mnist-convnet' is a bundled model"):
+        import_classifier(ts, "mnist", "mnist-convnet")
+    with pytest.raises(LatentfuzzError, match="not a plain name"):
+        import_classifier(ts, "mnist", "../escape")
+    card = import_classifier(ts, "mnist")
+    assert card["name"] == "clf" and card["format"] == "torchscript"
+    assert zoo.load_classifier("clf", "mnist").name == "clf"
+    with pytest.raises(LatentfuzzError, match="already have a model 'clf'.*--replace"):
+        import_classifier(ts, "mnist")
+    assert import_classifier(ts, "mnist", replace=True)["name"] == "clf"
+    with pytest.raises(LatentfuzzError, match="clf is an imported torchscript file, not one"):
+        compress_classifier("clf")  # pruning needs a zoo architecture
+    assert left_behind(user_home) == ["clf"]
+
+
+@pytest.mark.parametrize(
+    ("module", "options", "message"),
+    [
+        (Decoder(), {"conditional": False}, r"decoder failed on \(z\).*add --conditional"),
+        (Decoder(), {"latent_shape": (4, 2)}, r"failed on \(z, labels\).*real --latent-shape"),
+        (Decoder(side=32), {}, r"made \(3, 1, 32, 32\) for 3 latents, expected .*\(3, 1, 28"),
+        (Decoder(), {"output_range": (0.0, 1.0)}, r"span \[-.*outside --output-range 0,1"),
+        (Unconditional(), {"conditional": False, "classes": 7}, r"--classes 7, but .* has 10"),
+    ],
+)
+def test_bad_decoders_are_refused(user_home: Path, tmp_path, module, options, message):
+    kwargs = {"latent_shape": (8,), "classes": 10, "conditional": True,
+              "output_range": (-1.0, 1.0), **options}  # fmt: skip
+    with pytest.raises(LatentfuzzError, match=message):
+        import_generator(script(module, tmp_path / "d.pt"), "mnist", **kwargs)
+    assert left_behind(user_home) == []
+
+
+def test_unconditional_decoder_with_a_2d_latent_imports_decodes_and_remeasures(
+    user_home: Path, tmp_path: Path
+):
+    card = import_generator(script(Unconditional(), tmp_path / "u.pt"), "mnist", (2, 4), 10)
+    gen = zoo.load_generator(card["name"])
+    assert not gen.conditional and not gen.has_encoder and gen.latent_shape == (2, 4)
+    seeds = gen.draw_seeds(4, torch.zeros(0), torch.zeros(0), torch.Generator().manual_seed(0))
+    assert seeds.latents.shape == (4, 2, 4) and (seeds.source_index == -1).all()
+    x = gen.decode(seeds.latents)
+    assert x.shape == (4, 1, 28, 28) and 0 <= float(x.min()) <= float(x.max()) <= 1
+    # The campaign's batch-size sweep hooks modules; the scripted decoder takes none.
+    assert item_bytes(lambda n: gen.decode(seeds.latents[:n]), [gen], 4 * 792) == 64 * 4 * 792
+
+    # `latentfuzz zoo measure u` rewrites the user's card, not one in the bundled zoo.
+    path = user_home / "models" / "u" / "card.json"
+    path.write_text(json.dumps({**card, "inference": {}}))
+    assert finish_generator_card("u", "mnist", None, None)["inference"]
+    assert json.loads(path.read_text())["inference"] and not (zoo.models_dir() / "u").exists()
+
+
+def test_a_failure_while_measuring_leaves_no_folder(user_home: Path, tmp_path, monkeypatch):
+    ts = tmp_path / "clf.pt"
+    torch.jit.save(torch.jit.script(Net().eval()), str(ts))
+    import_classifier(ts, "mnist")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr("engine.model_import.ms_per_image", broken)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        import_classifier(ts, "mnist", replace=True)
+    assert left_behind(user_home) == ["clf"]  # the model it was to replace is kept
+    assert zoo.load_classifier("clf", "mnist").name == "clf"
+
+
+def test_shapes_and_ranges_on_the_command_line():
+    assert parse_floats("4,8,8", "--latent-shape") == [4, 8, 8]
+    assert parse_floats("4x8x8", "--latent-shape") == [4, 8, 8]
+    assert parse_floats("-1,1", "--output-range", 2) == [-1, 1]
+    with pytest.raises(LatentfuzzError, match=r"--output-range '-1' is not 2 numbers"):
+        parse_floats("-1", "--output-range", 2)
+    with pytest.raises(LatentfuzzError, match=r"--latent-shape 'eight' is not numbers"):
+        parse_floats("eight", "--latent-shape")
