@@ -101,8 +101,10 @@ class CIFAR10(Dataset):
     domain = "real-world object"
     expected_files = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, **options: Any) -> None:
-        super().__init__(root, **options)
+    def __init__(
+        self, root: str | os.PathLike[str] | None = None, *args: Any, **options: Any
+    ) -> None:
+        super().__init__(root, *args, **options)
         # Accept either the extracted folder itself or its parent. Decided here, not on the
         # first read: the fingerprint (file paths under the root) must not depend on it.
         sub = self.root / "cifar-10-batches-py"
