@@ -39,6 +39,14 @@ TINY_28 = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _process_home(monkeypatch):
+    """`--home` makes its folder the process's home (engine/home.py); put it back after."""
+    import engine.home
+
+    monkeypatch.setattr(engine.home, "_current", engine.home._current)
+
+
 def cli(*args: str) -> str:
     """Run `latentfuzz ARGS` in this process; its output, or a failure with the output."""
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -61,22 +69,25 @@ def fails(*args: str) -> str:
     return msg
 
 
-def train(kind: str, dataset: str, data: Path, home: Path, *extra: str) -> dict:
-    """Train a tiny model through the CLI; returns the card it wrote."""
+def train(kind: str, dataset: str, data: Path | None, home: Path, *extra: str) -> dict:
+    """Train a tiny model through the CLI; returns the card it wrote. `data`: the files'
+    folder (None for a dataset added with `data add`, which knows its folder)."""
     from engine.datasets import get_dataset
 
-    tiny = TINY_28 if get_dataset(dataset).shape == (1, 28, 28) else TINY
-    cli("train", kind, "--dataset", dataset, "--data-dir", str(data), "--home", str(home),
+    where = [] if data is None else ["--data-dir", str(data)]
+    tiny = TINY_28 if get_dataset(dataset, data).shape == (1, 28, 28) else TINY
+    cli("train", kind, "--dataset", dataset, *where, "--home", str(home),
         "--epochs", "1", "--batch-size", "8", *tiny[kind], *extra)  # fmt: skip
     newest = max((home / "models").glob(f"*/{zoo.CARD}"), key=lambda p: p.stat().st_mtime_ns)
     return json.loads(newest.read_text())
 
 
-def campaign(dataset: str, data: Path, home: Path, generator: str, classifier: str,
+def campaign(dataset: str, data: Path | None, home: Path, generator: str, classifier: str,
              *extra: str) -> str:  # fmt: skip
     """Run a short campaign through `latentfuzz run`; returns its id."""
     before = {p.name for p in (home / "campaigns").glob("*")}
-    cli("run", "--dataset", dataset, "--data-dir", str(data), "--generator", generator,
+    where = [] if data is None else ["--data-dir", str(data)]
+    cli("run", "--dataset", dataset, *where, "--generator", generator,
         "--classifier", classifier, "--seeds", "3", "--generations", "3", "--population", "6",
         "--best-left", "2", "--perturbation", "custom", "--step", "0.5", "--quiet",
         "--home", str(home), *extra)  # fmt: skip
@@ -92,13 +103,13 @@ def check_card(card: dict, data_fingerprint: str, shape: list[int]) -> None:
     assert t["epochs_done"] == 1 and t["steps_done"] == 5  # 40 images, batches of 8
 
 
-def check_campaign(home: Path, cid: str, shape: list[int]) -> None:
+def check_campaign(home: Path, cid: str, shape: list[int], test_images: int = 16) -> None:
     store = Store(home / "latentfuzz.duckdb")
     row = queries.campaign(store, cid)
     assert row["status"] == "finished"
     assert row["environment"]["device"] == "cpu"
     m = queries.metrics(store, cid)
-    assert m is not None and len(m["test_gaps"]) == 16  # over the tiny test split
+    assert m is not None and len(m["test_gaps"]) == test_images  # over the test split
     assert queries.summary(store, cid)["seeds_total"] == 3
     seeds = queries.seeds(store, cid)
     pngs = sorted((home / "campaigns" / cid).rglob("*.png"))
@@ -251,3 +262,24 @@ def test_resnet_and_a_dcgan_interrupted(cifar: Path, home: Path, monkeypatch):
     # Measured all the same: a campaign can use what was kept.
     assert gan["latent_range"] > 0 and gan["metrics"]["viability"] is not None
     assert np.isfinite(gan["inference"]["ms_per_image_b1"])
+
+
+@pytest.mark.slow
+def test_an_image_folder_added_with_data_add(tmp_path: Path, home: Path):
+    """The imagefolder dataset (3 classes of 32x32 PNG and JPEG): a VGG and a DCGAN, then
+    a campaign, with the dataset's folder known from `data add`."""
+    from engine.datasets import get_dataset
+    from tests.tiny_data import write_folder
+
+    folder = write_folder(tmp_path / "imgs", per_class=14, rejects=False)
+    cli("data", "add", "pets", str(folder), "--home", str(home))
+    ds = get_dataset("pets")
+    clf = train("classifier", "pets", None, home)
+    gan = train("gan", "pets", None, home)
+    assert (clf["architecture"], gan["family"]) == ("vgg", "dcgan")
+    for card in (clf, gan):
+        assert card["dataset_fingerprint"] == ds.fingerprint()
+        assert card["image_shape"] == [3, 32, 32]
+    assert gan["metrics"]["viability_classifier"] == "pets-vgg"
+    cid = campaign("pets", None, home, "pets-gan", "pets-vgg")
+    check_campaign(home, cid, [3, 32, 32], len(ds.load("test")))
