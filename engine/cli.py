@@ -20,6 +20,7 @@ from engine.cli_diff import register_bench as register_diff_bench
 from engine.cli_diff import register_zoo as register_diff_zoo
 from engine.cli_escape import register as register_escape
 from engine.cli_labels import labels_app
+from engine.cli_sd import register as register_sd
 from engine.cli_ui import register as register_ui
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home
@@ -638,6 +639,7 @@ zoo_app = typer.Typer(
 app.add_typer(zoo_app, name="models")
 app.add_typer(zoo_app, name="zoo")
 register_diff_zoo(zoo_app)  # zoo compress
+register_sd(zoo_app)  # models import-pipeline
 
 
 @zoo_app.command("list")

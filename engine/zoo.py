@@ -117,8 +117,7 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
     card = load_card(name, root)
     if card.get("kind") != "generator":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
-    gen = build_generator(card)
-    _load_state(gen, model_folder(name, root))
+    gen = GENERATORS.get(card["family"]).from_card(card, model_folder(name, root))
     # A card is measured after its weights are stored; until then the latent is unbounded.
     gen.latent_bounds = tuple(card.get("latent_bounds", (-float("inf"), float("inf"))))
     return gen.eval().to(device)

@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 import torch
 from pydantic import BaseModel, ConfigDict
@@ -70,6 +71,19 @@ class Generator(nn.Module, ABC):
         self.num_classes = int(num_classes)
         # Filled from the model card: GIFTbench's scalar bounds over 1,000 latents.
         self.latent_bounds: tuple[float, float] = (-float("inf"), float("inf"))
+
+    @classmethod
+    def from_card(cls, card: dict[str, Any], folder: Path) -> Generator:
+        """The generator a model card describes, its files in ``folder``. Zoo generators are
+        built from the card's params and load the folder's safetensors weights; a family
+        whose weights live elsewhere (a diffusers pipeline folder) overrides this."""
+        from safetensors.torch import load_file
+
+        gen = cls(**card["params"])
+        state = load_file(str(folder / card.get("weights", "weights.safetensors")))
+        gen.load_state_dict({k: v.float() if v.is_floating_point() else v
+                             for k, v in state.items()})  # fmt: skip
+        return gen
 
     def configure(self, **options) -> None:
         """Apply run-time options; validated by ``Options`` (unknown keys are errors)."""
