@@ -59,15 +59,20 @@ def load_pipeline(path: str | Path, text_encoder: bool = False) -> Any:
     no safety checker and, unless asked, no text encoder or tokenizer. ModelError (one
     line) when the folder is not a pipeline or the [sd] extra is missing."""
     path = Path(path).expanduser()
+    if not path.is_dir():
+        raise ModelError(f"pipeline folder {path} does not exist; expected a diffusers folder")
     if not (path / PIPELINE_INDEX).is_file():
         raise ModelError(
             f"{path} is not a diffusers pipeline folder (no {PIPELINE_INDEX}); expected the "
             "folder `StableDiffusionPipeline.save_pretrained` or a hub snapshot writes"
         )
     try:
+        # Quiet first: importing the pipeline makes transformers warn about torchvision.
+        from transformers.utils import logging as tlogging
+
+        tlogging.set_verbosity_error()
         from diffusers import DDIMScheduler, StableDiffusionPipeline
         from diffusers.utils import logging as dlogging
-        from transformers.utils import logging as tlogging
     except ImportError as e:  # transformers absent: diffusers' pipeline class is a stub
         raise ModelError(
             f"Stable Diffusion pipelines need the [sd] extra: pip install 'latentfuzz[sd]' ({e})"
@@ -127,9 +132,16 @@ class SDPipeline(Generator):
         base = Path(folder) if folder is not None else Path(".")
         self.pipe = load_pipeline(pipeline)
         if lora is not None:
-            # Needs peft (in the [sd] extra); only the UNet's layers apply here, the text
-            # encoder's are already in the stored embeddings.
-            self.pipe.load_lora_weights(str(base / lora))
+            # Needs peft (in the [sd] extra). Only the UNet's layers are loaded here (what
+            # load_lora_weights does, less the text encoder, which is not loaded): the text
+            # encoder's layers are already in the stored embeddings.
+            state, alphas, meta = self.pipe.lora_state_dict(
+                str(base / lora), return_lora_metadata=True
+            )
+            self.pipe.load_lora_into_unet(
+                state, network_alphas=alphas, unet=self.pipe.unet, metadata=meta,
+                _pipeline=self.pipe,
+            )  # fmt: skip
         # Registered so that .to(device) and .parameters() see them.
         self.unet, self.vae = self.pipe.unet, self.pipe.vae
         stored = load_file(str(base / embeds))

@@ -269,3 +269,57 @@ def test_embeddings_given_when_the_folder_has_no_text_encoder(world: dict, tmp_p
         assert gen.decode(torch.zeros(1, 4, 16, 16), torch.tensor([2])).shape == (1, 3, 32, 32)
     finally:
         home_mod._current = kept
+
+
+def write_lora(pipeline: Path, path: Path) -> Path:
+    """Random LoRA weights for the tiny UNet's attention, saved the way diffusers'
+    training scripts save theirs."""
+    from diffusers import StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers.utils import convert_state_dict_to_diffusers
+    from peft import LoraConfig
+    from peft.utils import get_peft_model_state_dict
+    from transformers import CLIPTextModel
+
+    torch.manual_seed(1)
+    layers = {}
+    for part, cls, targets in (
+        ("unet", UNet2DConditionModel, ["to_q", "to_k", "to_v", "to_out.0"]),
+        ("text_encoder", CLIPTextModel, ["q_proj", "k_proj", "v_proj", "out_proj"]),
+    ):
+        model = cls.from_pretrained(str(pipeline / part))
+        # Not the usual zero init: a LoRA that changes nothing would prove nothing.
+        model.add_adapter(
+            LoraConfig(r=2, lora_alpha=2, init_lora_weights=False, target_modules=targets)
+        )
+        layers[f"{part}_lora_layers"] = convert_state_dict_to_diffusers(
+            get_peft_model_state_dict(model)
+        )
+    StableDiffusionPipeline.save_lora_weights(str(path.parent), weight_name=path.name, **layers)
+    return path
+
+
+def test_lora_weights_change_the_images(world: dict, tmp_path: Path):
+    from safetensors.torch import load_file
+
+    lora = write_lora(world["pipe"], tmp_path / "style.safetensors")
+    out = cli(
+        ["models", "import-pipeline", str(world["pipe"]), "--dataset", "cifar10",
+         "--lora", str(lora), "--name", "tiny-sd-lora", "--steps", "2",
+         "--measure-seeds", "0"],
+        world["home"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    models = world["home"] / "models"
+    card = zoo.load_card("tiny-sd-lora", models)
+    assert card["params"]["lora"] == "lora.safetensors"
+    assert zoo.sha256(models / "tiny-sd-lora" / "lora.safetensors") == zoo.sha256(lora)
+    assert card["sha256"] != zoo.load_card("tiny-sd", models)["sha256"]
+    # The text encoder's LoRA layers act at import, on the stored prompt embeddings.
+    embeds = [load_file(str(models / n / "prompt_embeds.safetensors"))["prompt_embeds"]
+              for n in ("tiny-sd", "tiny-sd-lora")]  # fmt: skip
+    assert not torch.allclose(*embeds, atol=1e-4)
+    z = torch.randn(2, 4, 16, 16, generator=torch.Generator().manual_seed(0))
+    y = torch.tensor([0, 1])
+    plain = zoo.load_generator("tiny-sd", root=models).decode(z, y)
+    styled = zoo.load_generator("tiny-sd-lora", root=models).decode(z, y)
+    assert not torch.allclose(plain, styled, atol=1e-3)
