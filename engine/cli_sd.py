@@ -118,6 +118,8 @@ def measure(gen: Any, dataset: str, classifier: str | None, seeds: int, device: 
         try:
             ref = zoo.resolve("classifier", dataset, classifier)
         except LatentfuzzError:
+            if classifier is not None:
+                raise  # the one named does not exist: say so
             ref = None  # no classifier for this dataset yet: viability is left unmeasured
         if ref is not None:
             clf = zoo.load_classifier(ref, dataset, device)
@@ -165,6 +167,8 @@ def import_pipeline(
     from engine.generators.sd import EMBEDS, LORA, SDOptions, SDPipeline, load_pipeline
 
     directory = directory.expanduser().resolve()
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise LatentfuzzError(f"--device {device} but no CUDA device is available; use cpu")
     ds = get_dataset(dataset, data_dir)
     prompts = class_prompts(prompt, ds.class_names)
     name = name or f"{dataset}-{re.sub(r'[^A-Za-z0-9._-]+', '-', directory.name)}"
@@ -205,6 +209,9 @@ def import_pipeline(
                                 "dataset": dataset, "default": False, "params": params}  # fmt: skip
         t0 = time.perf_counter()
         gen = SDPipeline.from_card(card, tmp).eval().to(device)
+        _, h, w = ds.shape
+        same = gen.resolution == h == w
+        resize = "" if same else f", resized to {h}x{w} (bicubic, antialiased)"
         own = [zoo.sha256(tmp / EMBEDS)] + ([zoo.sha256(tmp / LORA)] if lora else [])
         card.update({
             "latent_shape": list(gen.latent_shape),
@@ -215,7 +222,7 @@ def import_pipeline(
             "pipeline_files": files, "lora_source": None if lora is None else str(lora),
             "sampler": f"DDIM, eta 0, {gen.steps} steps, classifier-free guidance "
                        f"{gen.seed_guidance} for seeds and {gen.guidance} during the search, "
-                       f"{gen.resolution}px resized to {ds.shape[1]}x{ds.shape[2]} (bicubic)",
+                       f"{gen.resolution}px{resize}",
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "torch": torch.__version__, "diffusers": diffusers.__version__,
             "sha256": hashlib.sha256(

@@ -237,6 +237,14 @@ def test_import_refuses_what_is_not_a_pipeline(world: dict, tmp_path: Path):
     assert isinstance(out.exception, ModelError)  # the CLI prints its message as one line
     assert "is not a diffusers pipeline folder (no model_index.json)" in str(out.exception)
     assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+    # A failure after the model folder was begun (here: measuring) leaves nothing behind.
+    out = cli(
+        ["models", "import-pipeline", str(world["pipe"]), "--dataset", "cifar10",
+         "--steps", "1", "--classifier", "nonesuch"],
+        tmp_path,
+    )  # fmt: skip
+    assert "no classifier 'nonesuch'" in str(out.exception)
+    assert (tmp_path / "models").is_dir() and not any((tmp_path / "models").iterdir())
 
 
 def test_embeddings_given_when_the_folder_has_no_text_encoder(world: dict, tmp_path: Path):
