@@ -218,7 +218,9 @@ class SDPipeline(Generator):
         ).images.float()
         c, h, w = self.image_shape
         if (h, w) != tuple(x.shape[-2:]):
+            # Bicubic overshoots at edges: clamp before the grey conversion, as PIL would.
             x = F.interpolate(x, size=(h, w), mode="bicubic", antialias=True, align_corners=False)
+            x = x.clamp(0.0, 1.0)
         if c == 1:
             x = torch.tensordot(x.new_tensor(LUMA), x, dims=([0], [1])).unsqueeze(1)
         return x.clamp(0.0, 1.0)

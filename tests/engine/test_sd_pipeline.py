@@ -331,3 +331,21 @@ def test_lora_weights_change_the_images(world: dict, tmp_path: Path):
     plain = zoo.load_generator("tiny-sd", root=models).decode(z, y)
     styled = zoo.load_generator("tiny-sd-lora", root=models).decode(z, y)
     assert not torch.allclose(plain, styled, atol=1e-3)
+
+
+def test_images_fit_the_dataset_shape(world: dict):
+    """A 32-pixel pipeline for a 28 x 28 grey dataset: resized (bicubic, antialiased),
+    then ITU-R 601 luma."""
+    from engine.generators.sd import SDPipeline
+
+    models = world["home"] / "models"
+    card = zoo.load_card("tiny-sd", models)
+    z = torch.randn(2, 4, 16, 16, generator=torch.Generator().manual_seed(5))
+    y = torch.tensor([3, 4])
+    out = {}
+    for c in (3, 1):
+        params = {**card["params"], "image_shape": [c, 28, 28]}
+        out[c] = SDPipeline.from_card({**card, "params": params}, models / "tiny-sd").decode(z, y)
+    assert out[3].shape == (2, 3, 28, 28) and out[1].shape == (2, 1, 28, 28)
+    luma = 0.299 * out[3][:, 0] + 0.587 * out[3][:, 1] + 0.114 * out[3][:, 2]
+    torch.testing.assert_close(out[1][:, 0], luma.clamp(0, 1), atol=1e-5, rtol=0)
