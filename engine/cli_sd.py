@@ -185,8 +185,14 @@ def import_pipeline(
                      resolution=resolution)  # fmt: skip
     pipe = load_pipeline(directory, text_encoder=embeds is None)
     if lora is not None:
-        # Into the text encoder too, before the prompts are embedded.
-        pipe.load_lora_weights(str(lora))
+        try:  # into the text encoder too, before the prompts are embedded
+            pipe.load_lora_weights(str(lora))
+        except Exception as e:  # noqa: BLE001 - peft and diffusers raise many kinds
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise LatentfuzzError(
+                f"--lora {lora}: not loadable as LoRA weights for this pipeline ({first}); "
+                "expected a diffusers or kohya LoRA .safetensors trained for this base model"
+            ) from None
     vectors = (
         given_embeddings(embeds, ds.num_classes)
         if embeds is not None

@@ -245,6 +245,14 @@ def test_import_refuses_what_is_not_a_pipeline(world: dict, tmp_path: Path):
     )  # fmt: skip
     assert "no classifier 'nonesuch'" in str(out.exception)
     assert (tmp_path / "models").is_dir() and not any((tmp_path / "models").iterdir())
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a safetensors file")
+    out = cli(
+        ["models", "import-pipeline", str(world["pipe"]), "--dataset", "cifar10",
+         "--lora", str(junk)],
+        tmp_path,
+    )  # fmt: skip
+    assert "not loadable as LoRA weights" in str(out.exception)
 
 
 def test_embeddings_given_when_the_folder_has_no_text_encoder(world: dict, tmp_path: Path):
