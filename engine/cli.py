@@ -23,6 +23,7 @@ from engine.cli_escape import register as register_escape
 from engine.cli_import_results import register as register_import_results
 from engine.cli_labels import labels_app
 from engine.cli_models import register as register_models
+from engine.cli_sd import register as register_sd
 from engine.cli_train import register as register_train
 from engine.cli_ui import register as register_ui
 from engine.errors import LatentfuzzError
@@ -538,6 +539,7 @@ app.add_typer(zoo_app, name="models")
 app.add_typer(zoo_app, name="zoo")
 register_diff_zoo(zoo_app)  # zoo compress
 register_models(zoo_app)  # models import, models import-generator
+register_sd(zoo_app)  # models import-pipeline
 
 
 @zoo_app.command("list")

@@ -115,17 +115,11 @@ def _load_state(module: torch.nn.Module, folder: Path) -> None:
     module.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
 
 
-def build_generator(card: dict[str, Any]) -> Generator:
-    cls = GENERATORS.get(card["family"])
-    return cls(**card["params"])
-
-
 def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> Generator:
     card = load_card(name, root)
     if card.get("kind") != "generator":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
-    gen = build_generator(card)
-    gen.load_weights(model_folder(name, root))
+    gen = GENERATORS.get(card["family"]).from_card(card, model_folder(name, root))
     # A card is measured after its weights are stored; until then the latent is unbounded.
     gen.latent_bounds = tuple(card.get("latent_bounds", (-float("inf"), float("inf"))))
     return gen.eval().to(device)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from pydantic import BaseModel, ConfigDict
@@ -71,6 +71,15 @@ class Generator(nn.Module, ABC):
         self.num_classes = int(num_classes)
         # Filled from the model card: GIFTbench's scalar bounds over 1,000 latents.
         self.latent_bounds: tuple[float, float] = (-float("inf"), float("inf"))
+
+    @classmethod
+    def from_card(cls, card: dict[str, Any], folder: Path) -> Generator:
+        """The generator a model card describes, its files in ``folder``: built from the
+        card's params, then ``load_weights``. A family whose model is not a module built
+        from params (a diffusers pipeline folder) overrides this."""
+        gen = cls(**card["params"])
+        gen.load_weights(folder)
+        return gen
 
     def load_weights(self, folder: Path) -> None:
         """Load the stored weights from a model folder: the zoo's safetensors file. A family

@@ -36,7 +36,10 @@ def test_new_campaign_offers_each_dataset_with_its_own_models(app):
     assert not at.exception
     assert at.selectbox[1].options == ["old-vae (yours)", "pets-vae (yours)"]
     assert set(at.selectbox[2].options) == {
-        "old-convnet (yours)", "pets-convnet (yours)", "upload a TorchScript file…"}  # fmt: skip
+        "old-convnet (yours)",
+        "pets-convnet (yours)",
+        "upload a TorchScript or ONNX file…",
+    }
     assert "3 x 32 x 32 images, 3 classes" in [c.value for c in at.caption]
     at.selectbox[1].set_value("pets-vae").run()
     at.selectbox[2].set_value("pets-convnet").run()

@@ -19,7 +19,7 @@ def test_new_campaign_offers_and_launches_an_imported_onnx_classifier(
     import_classifier(export(Net(), tmp_path / "mine.onnx"), "mnist", "my-onnx")
     at = page_opener(home, monkeypatch)("new_campaign.py")
     choice = next(s for s in at.selectbox if s.label == "Classifier under test")
-    assert {"mnist-convnet", "my-onnx"} <= set(choice.options)
+    assert {"mnist-convnet", "my-onnx (yours)"} <= set(choice.options)  # marked as yours
     choice.set_value("my-onnx").run()
     launched = []
     monkeypatch.setattr(
