@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -218,6 +218,14 @@ DDL = [
         updated_at TIMESTAMP NOT NULL,
         PRIMARY KEY (kind, id)
     )""",
+    # Schema 9 (issue 16): a grid's cell per campaign (engine/grid.py), written in the same
+    # transaction as the cell's rows: a cell is done exactly when its campaign is in.
+    """CREATE TABLE IF NOT EXISTS grid_cells (
+        campaign_id VARCHAR NOT NULL PRIMARY KEY,
+        grid VARCHAR NOT NULL,            -- the grid's name (also the campaigns' study)
+        cell VARCHAR NOT NULL,            -- stable id derived from the cell's values
+        axes JSON NOT NULL                -- {axis: value}, in the grid's axis order
+    )""",
 ]
 
 
@@ -319,4 +327,5 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "campaign_metrics", "differential JSON"),
         lambda con: add_column(con, "label_items", "predicted_b INTEGER"),
     ],  # archive and validity: DDL creates them
+    9: [],  # issue 16, grids: DDL creates grid_cells
 }
