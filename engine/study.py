@@ -58,11 +58,12 @@ def run_study(
     presets: tuple[str, ...] = ("low", "high", "strong"),
     on_campaign: Callable[[str, str, CampaignResult], None] | None = None,
     models_root: Path | None = None,
-    workers: int = 1,
+    workers: int = 0,
     on_failed: Callable[[str, str, str], None] | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """Run every (generator, preset) campaign as a grid (engine/grid.py: `workers`
-    processes at a time); returns the study id and its table. Every cell is checked before
+    processes at a time; 0, the default here: one after another in this process, as before
+    grids; the CLI's default is 1); returns the study id and its table. Every cell is checked before
     any runs; a failing cell is reported to `on_failed(generator, preset, error)` and the
     others go on."""
     generators = generators or bundled_generators(dataset, models_root)
