@@ -40,8 +40,12 @@ def import_(
 def grid(
     spec_file: Annotated[Path, typer.Argument(metavar="GRID.yaml", help="base config and axes")],
     workers: Annotated[
-        int, typer.Option(help="cells at a time: local processes (0: in this process)")
-    ] = 1,
+        int | None,
+        typer.Option(
+            help="cells at a time: local processes [1] (0: in this process); with --ray, "
+            "tasks in flight [the cluster's CPUs]"
+        ),
+    ] = None,
     ray: Annotated[
         str | None,
         typer.Option(help="run cells as Ray tasks: 'auto' or the cluster's HOST:6379"),
@@ -112,6 +116,8 @@ class GridView:
         if self.live is not None:
             self.live.update(self._render())
             self.live.__exit__(*exc)
+            if not err.is_terminal:  # a log file: the summary starts on its own line
+                err.print()
 
     def update(self, cell, status: str, run) -> None:
         self.rows = {c.id: (c.label(), run.status[c.id]) for c in run.cells}

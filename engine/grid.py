@@ -72,15 +72,17 @@ def check_cells(cells: list[Cell], models_root: Path | None) -> None:
 
 
 def run_grid(
-    spec: GridSpec, home: Path, workers: int = 1, ray: str | None = None,
+    spec: GridSpec, home: Path, workers: int | None = None, ray: str | None = None,
     out: Path | None = None, models_root: Path | None = None,
     on_status: Callable[[Cell, str, GridRun], None] | None = None,
     on_done: Callable[[Cell, Any], None] | None = None,
 ) -> GridRun:  # fmt: skip
     """Run the grid's missing cells; returns what happened. `workers`: processes in the
-    local pool (0: in this process, one after another); `ray`: 'auto' or a cluster
-    address instead of the pool. `on_status(cell, status, run)` follows every change;
+    local pool (0: in this process, one after another; default 1), or with Ray the cells
+    in flight at once (default: the cluster's CPUs); `ray`: 'auto' or a cluster address
+    instead of the pool. `on_status(cell, status, run)` follows every change;
     `on_done(cell, result)` gets each imported campaign's CampaignResult."""
+    workers = (0 if ray else 1) if workers is None else workers
     if workers < 0:
         raise LatentfuzzError(f"--workers {workers}; expected 0 (this process) or more")
     cells = spec.cells()

@@ -117,6 +117,27 @@ def test_a_killed_grid_reruns_only_the_missing_cells(home: Path, tmp_path: Path,
     assert len(grid_rows(home, "tiny")) == 4 and os.listdir(folder / "work") == []
 
 
+@pytest.mark.parametrize("gpus, device", [([], "cpu"), ([0], "cuda")])
+def test_a_ray_cell_runs_on_the_device_ray_gave_it(monkeypatch, gpus, device):
+    import types
+
+    from engine import grid_cell
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(get_gpu_ids=lambda: gpus))
+    got = {}
+
+    def fake_run_cell(task):
+        got.update(task)
+        Path(task["bundle"]).write_bytes(b"bundle")
+        return {"ok": True, "cell": task["cell"]}
+
+    monkeypatch.setattr(grid_cell, "run_cell", fake_run_cell)
+    task = {"cell": "c", "raw": {"seeds": 2}, "main_home": "/nowhere", "work": "x", "bundle": "y"}
+    res = grid_cell.run_ray_cell(task)
+    assert got["raw"] == {"seeds": 2, "device": device} and res["device"] == device
+    assert res["data"] == b"bundle" and not Path(got["work"]).exists()  # its temp home gone
+
+
 @pytest.mark.slow
 @pytest.mark.ray
 def test_the_same_grid_on_a_local_ray_instance(home: Path):
