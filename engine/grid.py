@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -93,6 +94,8 @@ def run_grid(
     folder = Path(out) if out else Path(home) / "grids" / spec.name
     for sub in ("bundles", "work"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
+    for part in (folder / "bundles").glob(".*"):  # a bundle half-written by a killed cell
+        shutil.rmtree(part, ignore_errors=True) if part.is_dir() else part.unlink()
     _write_json(folder / "grid.json", spec.to_dict())
     run = GridRun(spec.name, folder, cells)
     have = set(queries.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])["id"])

@@ -108,7 +108,7 @@ def test_a_killed_grid_reruns_only_the_missing_cells(home: Path, tmp_path: Path,
     assert len(grid_rows(home, "tiny")) == 1
     folder = home / "grids" / "tiny"
     # A cell that finished while the driver was dying left its bundle: imported, not rerun.
-    left = {p.stem for p in (folder / "bundles").iterdir()} - {cells[0].id}
+    left = {p.stem for p in (folder / "bundles").glob("*.lfz")} - {cells[0].id}
     again = run_grid(spec, home, workers=0)
     assert again.skipped == [cells[0].id]
     assert sorted(again.imported) == sorted(c.id for c in cells[1:])
