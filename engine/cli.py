@@ -447,7 +447,8 @@ def study(
 
     h = resolve_home(home)
     if strategies is not None or (show is not None and _is_strategy_study(home, show)):
-        _strategy_study(h, home, strategies, seeds, generations, seed, dataset, generators, show)
+        _strategy_study(h, home, strategies, seeds, generations, seed, dataset, generators, show,
+                        workers)  # fmt: skip
         return
     if show is None:
 
@@ -492,7 +493,7 @@ def _is_strategy_study(home: Path | None, study_id: str) -> bool:
 
 
 def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
-                    show) -> None:  # fmt: skip
+                    show, workers: int = 1) -> None:  # fmt: skip
     """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
     from engine.csv_io import to_csv
     from engine.strategy_study import print_table, run_strategy_study
@@ -506,6 +507,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
         show, _ = run_strategy_study(
             h, [s.strip() for s in strategies.split(",") if s.strip()], seeds, generations,
             seed, dataset, (generators or "vae").split(",")[0], on_campaign=done,
+            workers=workers,
         )  # fmt: skip
     table = queries.strategy_table(_store(home), show)
     console.print(print_table(table, show))

@@ -20,6 +20,7 @@ import copy
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ class GridSpec:
     base: dict[str, Any]
     axes: dict[str, list[Any]]
     resources: dict[str, float] = field(default_factory=dict)
+    #: Programmatic grids only: settings that follow from a cell's values (a strategy's
+    #: parameters at an equal budget), applied to each cell's config after its values.
+    derive: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def cells(self) -> list[Cell]:
         """Every cell, first axis outermost; each config checked (one line per error)."""
@@ -61,6 +65,8 @@ class GridSpec:
             raw = copy.deepcopy(self.base)
             for path, v in values.items():
                 _set(raw, path, v)
+            if self.derive is not None:
+                raw = self.derive(raw)
             cid = cell_id(values)
             raw.setdefault("name", f"{self.name} {' '.join(map(_short, combo))}"[:200])
             try:
