@@ -161,3 +161,21 @@ def test_an_older_bundle_is_migrated_and_a_newer_refused(source, tmp_path: Path)
     _with_manifest(bundle, newer, {}, lambda m: m.update(schema_version=SCHEMA_VERSION + 1))
     with pytest.raises(BundleError, match=f"store schema {SCHEMA_VERSION + 1}.*upgrade"):
         import_bundle(db(tmp_path / "n"), tmp_path / "n", newer)
+
+
+def test_a_failed_import_leaves_neither_rows_nor_files(source, tmp_path: Path):
+    home, cid = source
+    bundle = tmp_path / "c.lfz"
+    export_bundle(db(home), home, cid, bundle)
+    target = tmp_path / "t"
+
+    def fail_at_the_end(con, new_id: str) -> None:
+        assert con.execute("SELECT count(*) FROM seeds").fetchone()[0] > 0  # rows were in
+        raise RuntimeError("disk gone")
+
+    with pytest.raises(RuntimeError, match="disk gone"):
+        import_bundle(db(target), target, bundle, in_transaction=fail_at_the_end)
+    for table in TABLES:
+        assert db(target).query(f"SELECT count(*) AS n FROM {table}")["n"][0] == 0
+    assert list((target / "campaigns").iterdir()) == []
+    assert import_bundle(db(target), target, bundle) == cid  # and it imports afterwards
