@@ -21,10 +21,12 @@ FAIL_ENV = "LATENTFUZZ_GRID_FAIL_CELLS"
 
 
 def init_worker(threads: int) -> None:
-    """A pool worker's start: its share of the cores, so N workers do not oversubscribe."""
+    """A pool worker's start: its share of the cores, so N workers do not oversubscribe
+    (fewer when $OMP_NUM_THREADS says so: on a busy machine, spinning OpenMP threads)."""
     import torch
 
-    torch.set_num_threads(max(1, threads))
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    torch.set_num_threads(max(1, min(threads, int(omp)) if omp.isdigit() else threads))
 
 
 def run_cell(task: dict[str, Any]) -> dict[str, Any]:
