@@ -154,6 +154,13 @@ def read_manifest(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
         raise BundleError(f"{path}: {MANIFEST} is not valid JSON ({e})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BundleError(f"{path}: {MANIFEST} is not a latentfuzz bundle manifest")
+    types = {"bundle_version": int, "schema_version": int, "campaign_id": str, "files": dict}
+    for key, kind in types.items():
+        if not isinstance(manifest.get(key), kind):
+            raise BundleError(
+                f"{path}: {MANIFEST} has {key} = {manifest.get(key)!r}, expected a "
+                f"{kind.__name__}; the bundle is damaged"
+            )
     if int(manifest.get("bundle_version", 0)) > BUNDLE_VERSION:
         raise BundleError(
             f"{path} is bundle format {manifest['bundle_version']}, this latentfuzz reads "
