@@ -33,8 +33,54 @@ PRESET_ORDER = {"low": 0, "high": 1, "strong": 2, "custom": 3}
 STRATEGY_BLOCK = ["dataset", "eval_budget"]
 
 
+#: Prefix of the columns that carry a grid's axes in the table (``with_axes``).
+AXIS = "axis: "
+
+
+def with_axes(table: pd.DataFrame, cells: pd.DataFrame, along: str) -> pd.DataFrame:
+    """The table of a grid's cells with one column per axis (AXIS + name, values as text),
+    sorted so that every block (the other axes' values) is together. `cells`:
+    queries.grid_cells; `along`: the axis the blocks compare (its values are the rows)."""
+    axes = {r.campaign_id: r.axes for r in cells.itertuples()}
+    names = list(next(iter(axes.values()))) if axes else []
+    t = table.copy()
+    for name in names:
+        t[AXIS + name] = [_text(axes.get(c, {}).get(name)) for c in t["campaign"]]
+    by = [AXIS + n for n in names if n != along]
+    if names:
+        key = t[[*by, AXIS + along]].astype(str).apply(tuple, axis=1)
+        t = t.iloc[key.argsort(kind="stable")].reset_index(drop=True)
+    t.attrs["blocks"], t.attrs["along"] = by, AXIS + along
+    return t
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def pivot(table: pd.DataFrame) -> pd.DataFrame:
+    """A grid's cells pivoted: a row per block (the other axes), a column per value of
+    the compared axis, cells 'misclassified % (#) / ICST iterations'."""
+    by, along = table.attrs.get("blocks", []), table.attrs["along"]
+
+    def cell(r) -> str:
+        pct = "n/a" if pd.isna(r.misclassified_pct) else f"{r.misclassified_pct:.0f}%"
+        it = "n/a" if pd.isna(r.iterations_icst) else f"{r.iterations_icst:.1f}"
+        return f"{pct} ({r.misclassified}) / {it}"
+
+    t = table.assign(figure=[cell(r) for r in table.itertuples()])
+    index = by or [along]
+    p = t.pivot_table(index=index, columns=along, values="figure", aggfunc="first", sort=False)
+    p.columns = [str(c).removeprefix(AXIS) for c in p.columns]
+    p.index.names = [str(n).removeprefix(AXIS) for n in p.index.names]
+    return p
+
+
 def block_columns(table: pd.DataFrame) -> list[str]:
-    """BLOCK, or STRATEGY_BLOCK when the campaigns use more than one strategy."""
+    """A grid's other axes (``with_axes``), else BLOCK, or STRATEGY_BLOCK when the
+    campaigns use more than one strategy."""
+    if "blocks" in table.attrs:
+        return table.attrs["blocks"]
     if "strategy" in table and table["strategy"].nunique() > 1:
         return STRATEGY_BLOCK
     return BLOCK
@@ -97,7 +143,10 @@ def campaign_rows(
 def blocks(table: pd.DataFrame) -> list[tuple[tuple, pd.Index]]:
     """(dataset, preset, budget), or (dataset, evaluation budget) across strategies, and
     the rows of each block, in table order."""
-    key = table[block_columns(table)].astype(str).apply(tuple, axis=1)
+    cols = block_columns(table)
+    if not cols:  # a grid of one axis: one block
+        return [((), table.index)]
+    key = table[cols].astype(str).apply(tuple, axis=1)
     return [(k, table.index[key == k]) for k in dict.fromkeys(key)]
 
 
@@ -136,7 +185,10 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
             marks.loc[i, col] = "tied" if p >= ALPHA else ""
 
 
-def block_title(key: tuple) -> str:
+def block_title(key: tuple, cols: list[str] | None = None) -> str:
+    if cols is not None and cols not in (BLOCK, STRATEGY_BLOCK):
+        parts = [f"{c.removeprefix(AXIS)} = {v}" for c, v in zip(cols, key, strict=True)]
+        return ", ".join(parts) or "all cells"
     if len(key) == 2:
         return f"{key[0]}, {key[1]} evaluations per seed at most"
     dataset, preset, budget = key
@@ -159,14 +211,15 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
             return "–"  # no validity study covers this campaign yet
         return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
 
-    by_strategy = block_columns(table) == STRATEGY_BLOCK
-    second = "strategy" if by_strategy else "generator"
+    cols = block_columns(table)
+    second = table.attrs.get("along") or ("strategy" if cols == STRATEGY_BLOCK else "generator")
     out = []
     for key, rows in blocks(table):
         out += [
-            f"**Block: {md_text(block_title(key))}**",
+            f"**Block: {md_text(block_title(key, cols))}**",
             "",
-            f"| campaign | {second} | % viable seeds | % misclassification (#) "
+            f"| campaign | {md_text(second.removeprefix(AXIS))} | % viable seeds "
+            "| % misclassification (#) "
             "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
             "| % validity (#) | % label preservation (#) |",
             "|---|---|---|---|---|---|---|---|",

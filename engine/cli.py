@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from engine.cli_bundle import register as register_bundle
 from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
@@ -43,6 +44,7 @@ register_data(app)  # data add, check, list, remove
 register_escape(app)  # escape
 register_diff(app)  # validate, diff-study, zoo compress
 register_import_results(app)  # import-results
+register_bundle(app)  # import, grid
 
 
 def status_line(s: dict[str, Any]) -> str:
@@ -325,18 +327,32 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
 @app.command()
 def export(
     campaign_id: str,
-    zip_path: Annotated[Path, typer.Option("--zip", help="zip file to write")],
+    zip_path: Annotated[
+        Path | None, typer.Option("--zip", help="zip of image pairs and seeds.csv to write")
+    ] = None,
+    bundle: Annotated[
+        Path | None,
+        typer.Option("--bundle", help="bundle to write (a zip): rows, images, manifest"),
+    ] = None,
     home: HomeOpt = None,
 ) -> None:
-    """Write seed/result image pairs and the per-seed CSV to a zip file."""
+    """Write seed/result image pairs and the per-seed CSV to a zip file (--zip), or the
+    whole campaign as a bundle that `latentfuzz import` reads (--bundle)."""
     from engine.export import export_zip
     from store import queries
 
+    if (zip_path is None) == (bundle is None):
+        raise LatentfuzzError("give one of --zip FILE (image pairs) or --bundle FILE (campaign)")
     h = resolve_home(home)
     store = _store(home)
     c = queries.campaign(store, campaign_id)
     if c is not None:
         warn_unfinished(home, campaign_id, c["status"])
+    if bundle is not None:
+        from engine.cli_bundle import export_bundle_cmd
+
+        export_bundle_cmd(campaign_id, bundle, home)
+        return
     n = export_zip(store, h, campaign_id, zip_path)
     console.print(f"wrote {zip_path} ({n} image pairs + seeds.csv)")
 
@@ -434,21 +450,29 @@ def study(
             "budget, e.g. ga,sinvad,random (one generator: --generators, default vae)"
         ),
     ] = None,  # fmt: skip
+    workers: Annotated[
+        int, typer.Option(help="cells at a time, each its own process (0: this process)")
+    ] = 1,
     home: HomeOpt = None,
 ) -> None:
-    """Run the ICST effectiveness study: every bundled generator x preset, same seeds and budget."""
+    """Run the ICST effectiveness study: every bundled generator x preset, same seeds and
+    budget (a grid: `latentfuzz grid` runs any such grid)."""
     from engine.csv_io import to_csv
     from engine.study import run_study
     from store import queries
 
     h = resolve_home(home)
     if strategies is not None or (show is not None and _is_strategy_study(home, show)):
-        _strategy_study(h, home, strategies, seeds, generations, seed, dataset, generators, show)
+        _strategy_study(h, home, strategies, seeds, generations, seed, dataset, generators, show,
+                        workers)  # fmt: skip
         return
     if show is None:
 
         def done(g: str, p: str, res) -> None:
             err.print(f"{g} {p}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)")
+
+        def failed(g: str, p: str, error: str) -> None:
+            err.print(f"{g} {p}: failed: {error}", markup=False, highlight=False)
 
         show, _ = run_study(
             h,
@@ -459,6 +483,8 @@ def study(
             generators.split(",") if generators else None,
             tuple(presets.split(",")),
             on_campaign=done,
+            workers=workers,
+            on_failed=failed,
         )
     table = queries.study_table(_store(home), show)
     if table.empty:
@@ -483,7 +509,7 @@ def _is_strategy_study(home: Path | None, study_id: str) -> bool:
 
 
 def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
-                    show) -> None:  # fmt: skip
+                    show, workers: int = 1) -> None:  # fmt: skip
     """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
     from engine.csv_io import to_csv
     from engine.strategy_study import print_table, run_strategy_study
@@ -497,6 +523,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
         show, _ = run_strategy_study(
             h, [s.strip() for s in strategies.split(",") if s.strip()], seeds, generations,
             seed, dataset, (generators or "vae").split(",")[0], on_campaign=done,
+            workers=workers,
         )  # fmt: skip
     table = queries.strategy_table(_store(home), show)
     console.print(print_table(table, show))

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.config import parse_config, resolve
-from engine.errors import ConfigError
+from engine.errors import ConfigError, LatentfuzzError
+from engine.grid import run_grid
+from engine.grid_spec import GridSpec
 from engine.home import db_path
-from engine.runner import CampaignResult, run_campaign
+from engine.runner import CampaignResult
 from engine.strategies import STRATEGIES
 from store import Store, queries
 
@@ -68,17 +69,29 @@ def run_strategy_study(
     generator: str = "vae",
     on_campaign: Callable[[str, CampaignResult], None] | None = None,
     models_root: Path | None = None,
+    workers: int = 0,
 ) -> tuple[str, pd.DataFrame]:
-    """Run one campaign per strategy; returns the study id and its table."""
+    """Run one campaign per strategy as a grid with a strategy axis (engine/grid.py,
+    `workers` processes at a time, 0: in this process); returns the study id and its
+    table."""
     study = "study-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-    raws = strategy_configs(strategies, seeds, seed, generations, dataset, generator, study)
-    cfgs = [(name, parse_config(raw)) for name, raw in raws]
-    for _, cfg in cfgs:  # validate every cell before running any
-        resolve(cfg, models_root)
-    for name, cfg in cfgs:
-        res = run_campaign(cfg, home, models_root=models_root, study=study)
+    raws = dict(strategy_configs(strategies, seeds, seed, generations, dataset, generator, study))
+    base = {"dataset": dataset, "generator": generator, "seeds": seeds, "seed": seed}
+
+    def derive(raw: dict) -> dict:  # each strategy at the GA's evaluation budget
+        return {**raw, "strategy_params": raws[raw["strategy"]]["strategy_params"]}
+
+    spec = GridSpec(study, base, {"strategy": list(strategies)}, derive=derive)
+
+    def done(cell, res: CampaignResult) -> None:
         if on_campaign:
-            on_campaign(name, res)
+            on_campaign(cell.values["strategy"], res)
+
+    run = run_grid(spec, home, workers=workers, models_root=models_root, on_done=done)
+    if run.failed:
+        raise LatentfuzzError(
+            "; ".join(f"{c}: {e}" for c, e in run.failed.items()) + f" (grid {run.folder})"
+        )
     return study, queries.strategy_table(Store(db_path(home)), study)
 
 

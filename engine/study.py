@@ -2,7 +2,9 @@
 
 Each (generator, preset) cell is an ordinary campaign with the same number of seeds, budget
 and random seed, tagged with the study id; the table is computed from the store, so
-`latentfuzz study --show ID` reprints it at any time.
+`latentfuzz study --show ID` reprints it at any time. The study is a grid (engine/grid.py):
+its cells run as separate processes, `--workers` at a time, and its folder is
+``<home>/grids/<study id>``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 import pandas as pd
 
 from engine import zoo
-from engine.config import parse_config, resolve
+from engine.grid import run_grid
+from engine.grid_spec import GridSpec
 from engine.home import db_path
-from engine.runner import CampaignResult, run_campaign
+from engine.runner import CampaignResult
 from store import Store, queries
 
 FAMILY_ORDER = {"vae": 0, "gan": 1, "dm": 2}
@@ -33,6 +36,18 @@ def bundled_generators(dataset: str, root: Path | None = None) -> list[str]:
     ]
 
 
+def study_grid(
+    study: str, seeds: int, generations: int, seed: int, dataset: str, generators: list[str],
+    presets: tuple[str, ...],
+) -> GridSpec:  # fmt: skip
+    """The study as a grid: generator x perturbation preset on one base config."""
+    base = {"dataset": dataset, "seeds": seeds, "seed": seed,
+            "strategy_params": {"generations": generations}}  # fmt: skip
+    return GridSpec(
+        study, base, {"generator": list(generators), "strategy_params.perturbation": list(presets)}
+    )
+
+
 def run_study(
     home: Path,
     seeds: int = 20,
@@ -43,21 +58,29 @@ def run_study(
     presets: tuple[str, ...] = ("low", "high", "strong"),
     on_campaign: Callable[[str, str, CampaignResult], None] | None = None,
     models_root: Path | None = None,
+    workers: int = 0,
+    on_failed: Callable[[str, str, str], None] | None = None,
 ) -> tuple[str, pd.DataFrame]:
-    """Run every (generator, preset) campaign; returns the study id and its table."""
+    """Run every (generator, preset) campaign as a grid (engine/grid.py: `workers`
+    processes at a time; 0, the default here: one after another in this process, as before
+    grids; the CLI's default is 1); returns the study id and its table. Every cell is checked before
+    any runs; a failing cell is reported to `on_failed(generator, preset, error)` and the
+    others go on."""
     generators = generators or bundled_generators(dataset, models_root)
     study = "study-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-    # Validate every cell before running any, so a typo does not waste the first hours.
-    cfgs = [
-        (g, p, parse_config({"dataset": dataset, "generator": g, "seeds": seeds, "seed": seed,
-                             "name": f"{study} {g} {p}",
-                             "strategy_params": {"generations": generations, "perturbation": p}}))
-        for g in generators for p in presets
-    ]  # fmt: skip
-    for _, _, cfg in cfgs:
-        resolve(cfg, models_root)
-    for g, p, cfg in cfgs:
-        res = run_campaign(cfg, home, models_root=models_root, study=study)
+    spec = study_grid(study, seeds, generations, seed, dataset, generators, presets)
+
+    def cell_keys(cell) -> tuple[str, str]:
+        return cell.values["generator"], cell.values["strategy_params.perturbation"]
+
+    def done(cell, res: CampaignResult) -> None:
         if on_campaign:
-            on_campaign(g, p, res)
+            on_campaign(*cell_keys(cell), res)
+
+    def status(cell, st: str, run) -> None:
+        if st == "failed" and on_failed:
+            on_failed(*cell_keys(cell), run.errors.get(cell.id, ""))
+
+    run_grid(spec, home, workers=workers, models_root=models_root, on_status=status,
+             on_done=done)  # fmt: skip
     return study, queries.study_table(Store(db_path(home)), study)

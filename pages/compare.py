@@ -4,7 +4,15 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from dashboard.compare import ALPHA, campaign_rows, config_diff, markdown_table, significance
+from dashboard.compare import (
+    ALPHA,
+    campaign_rows,
+    config_diff,
+    markdown_table,
+    pivot,
+    significance,
+    with_axes,
+)
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
@@ -22,12 +30,16 @@ if len(campaigns) < 2:
     st.info("Comparing needs at least two campaigns.")
     st.stop()
 studies = queries.studies(store)
-default = (
-    campaigns[campaigns["id"].isin(queries.study_table(store, studies["study"][0])["campaign"])]
-    if not studies.empty
-    else campaigns.head(3)
-)["id"].tolist()
 labels = dict(zip(campaigns["id"], campaigns["name"], strict=True))
+# A group (a study, or a grid: its cells) picks the campaigns; a link's ?id= list wins.
+ANY = "(campaigns of your choice)"
+first = ANY if "id" in st.query_params or studies.empty else studies["study"][0]
+group = url_widget(st.selectbox, "Group (study or grid)", "group", [ANY, *studies["study"]], first)
+members = queries.study_campaigns(store, group) if group != ANY else []
+if group != ANY and st.session_state.get("compare:group") != group:
+    st.session_state["url:id"] = members  # the group's campaigns replace the selection
+st.session_state["compare:group"] = group
+default = members or campaigns.head(3)["id"].tolist()
 # The selection lives in the URL (?id=A&id=B): a comparison can be bookmarked and shared.
 ids = url_widget(st.multiselect, "Campaigns", "id", campaigns["id"].tolist(), default,
                  many=True, format_func=lambda i: labels[i])  # fmt: skip
@@ -40,6 +52,12 @@ status = dict(zip(campaigns["id"], campaigns["status"], strict=True))
 camps = read_set("campaigns", ids, status)
 seed_rows = read_set("seeds", ids, status)
 table, iterations, failures = campaign_rows(store, ids, camps, seed_rows)
+cells = queries.grid_cells(store, ids)
+if len(cells) == len(ids) and cells["grid"].nunique() == 1:
+    # One grid's cells: blocked by its axes, compared along the one chosen.
+    axes = list(cells["axes"].iloc[0])
+    along = url_widget(st.selectbox, "Compare along (grid axis)", "along", axes, axes[0])
+    table = with_axes(table, cells, along)
 st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow_html=True)
 st.caption(
     f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
@@ -51,6 +69,11 @@ st.caption(
     f"beside it, unmarked."
 )
 st.download_button("Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv")
+if "along" in table.attrs:
+    st.subheader(f"Grid {cells['grid'].iloc[0]}")
+    st.dataframe(pivot(table), width="stretch")
+    st.caption("Misclassified % (#) / ICST iterations of each cell: a row per value of the "
+               "other axes (a block), a column per value of the compared axis.")  # fmt: skip
 
 st.subheader("Metrics")
 st.markdown(metrics_markdown(store, ids, labels))

@@ -15,6 +15,7 @@ from store.liveness import alive
 
 CAMPAIGN_TABLES = (
     "individuals", "generations", "images", "seeds", "archive", "validity", "campaign_metrics",
+    "grid_cells",
 )  # fmt: skip
 
 

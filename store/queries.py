@@ -288,3 +288,22 @@ def strategy_table(store: Store, study: str) -> pd.DataFrame:
         """,
         [study],
     )
+
+
+def study_campaigns(store: Store, study: str) -> list[str]:
+    """The ids of a study's (or grid's) campaigns, oldest first."""
+    df = store.query("SELECT id FROM campaigns WHERE study = ? ORDER BY created_at, id", [study])
+    return df["id"].tolist()
+
+
+def grid_cells(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """campaign_id, grid, cell and axes ({axis: value}, in the grid's order) of those of
+    the campaigns that are grid cells (engine/grid.py)."""
+    ids = list(dict.fromkeys(campaign_ids))
+    df = store.query(
+        f"SELECT campaign_id, grid, cell, axes FROM grid_cells WHERE campaign_id IN "
+        f"({_marks(ids)})",
+        ids,
+    )
+    df["axes"] = [json.loads(v) if isinstance(v, str) else v for v in df["axes"]]
+    return df

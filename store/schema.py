@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -222,6 +222,14 @@ DDL = [
         updated_at TIMESTAMP NOT NULL,
         PRIMARY KEY (kind, id)
     )""",
+    # Schema 9 (issue 16): a grid's cell per campaign (engine/grid.py), written in the same
+    # transaction as the cell's rows: a cell is done exactly when its campaign is in.
+    """CREATE TABLE IF NOT EXISTS grid_cells (
+        campaign_id VARCHAR NOT NULL PRIMARY KEY,
+        grid VARCHAR NOT NULL,            -- the grid's name (also the campaigns' study)
+        cell VARCHAR NOT NULL,            -- stable id derived from the cell's values
+        axes JSON NOT NULL                -- {axis: value}, in the grid's axis order
+    )""",
 ]
 
 
@@ -327,4 +335,5 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "campaigns", "kind VARCHAR DEFAULT 'native'"),
         lambda con: add_column(con, "seeds", "params JSON"),
     ],
+    10: [],  # issue 16, grids: DDL creates grid_cells
 }
