@@ -57,13 +57,15 @@ lint: dev
 bench: install
 	$(BIN)/latentfuzz bench
 
-# Retrain the default MNIST zoo (commands and seeds are recorded in each card).
+# Retrain the default MNIST zoo (commands and seeds are recorded in each card). --out names
+# the bundled folder: `latentfuzz train` writes to the user's models folder otherwise.
+ZOO := --out models
 models: install
-	$(BIN)/latentfuzz train classifier --architecture convnet --epochs 15 --seed 0 --default
-	$(BIN)/latentfuzz train classifier --architecture lenet5 --epochs 15 --seed 0
-	$(BIN)/latentfuzz train vae --epochs 100 --seed 0 --default
-	$(BIN)/latentfuzz train gan --epochs 60 --seed 0
-	$(BIN)/latentfuzz train dm --epochs 30 --seed 0
+	$(BIN)/latentfuzz train classifier --architecture convnet --epochs 15 --seed 0 --default $(ZOO)
+	$(BIN)/latentfuzz train classifier --architecture lenet5 --epochs 15 --seed 0 --no-default $(ZOO)
+	$(BIN)/latentfuzz train vae --epochs 100 --seed 0 --default $(ZOO)
+	$(BIN)/latentfuzz train gan --epochs 60 --seed 0 --no-default $(ZOO)
+	$(BIN)/latentfuzz train dm --epochs 30 --seed 0 --no-default $(ZOO)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -27,6 +27,13 @@ from engine.home import resolve_home
 from engine.runner import Evaluator, run_campaign
 
 
+def bench_device(device: str | None) -> str:
+    """The device benchmarks run on: as given, else the GPU when torch sees one."""
+    if device is not None:
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class PairedEvaluator(Evaluator):
     """The campaign's evaluator, plus a timed bare-forward twin of every batch."""
 
@@ -49,6 +56,7 @@ def bench_engine(
     home: Path | None = None,
     console: Console | None = None,
     strategies: tuple[str, ...] = ("ga",),
+    device: str = "cpu",
 ) -> dict[str, dict[str, float]]:
     """For each strategy, run `repeats` benchmark campaigns after one warm-up and report
     the median figures; {strategy: figures}."""
@@ -58,13 +66,13 @@ def bench_engine(
         h = resolve_home(home) if home else Path(tmp)
         for strategy in strategies:
             results[strategy], runs[strategy] = _bench_strategy(
-                strategy, seeds, generations, perturbation, generator, repeats, h
+                strategy, seeds, generations, perturbation, generator, repeats, h, device
             )
     t = Table(
         "metric",
         *strategies,
         title=f"latentfuzz bench: {generator}, {seeds} seeds, {generations} generations, "
-        f"{perturbation} (where the strategy has presets), torch threads "
+        f"{perturbation} (where the strategy has presets), device {device}, torch threads "
         f"{torch.get_num_threads()}; median of {repeats} runs",
     )
     for k in results[strategies[0]]:
@@ -88,14 +96,14 @@ def _cell(v: float | int) -> str:
 
 def _bench_strategy(
     strategy: str, seeds: int, generations: int, perturbation: str, generator: str,
-    repeats: int, h: Path,
+    repeats: int, h: Path, device: str = "cpu",
 ) -> tuple[dict[str, float], list[dict[str, float]]]:  # fmt: skip
     from engine.strategies import STRATEGIES
 
     params: dict[str, object] = {"generations": generations}
     if "perturbation" in STRATEGIES.get(strategy).Params.model_fields:
         params["perturbation"] = perturbation
-    cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1,
+    cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1, "device": device,
                         "strategy": strategy, "strategy_params": params})  # fmt: skip
     rows = []
     run_campaign(cfg, h)  # warm-up: kernel selection for every batch size

@@ -31,13 +31,15 @@ FIRST_GENERATION_ENV = "LATENTFUZZ_FIRST_GENERATION_FILE"
 CLI = [sys.executable, "-m", "engine.cli"]
 
 
-def physical_limit(generator: str = "vae", budget_s: float = 20.0) -> dict[int, float]:
+def physical_limit(
+    generator: str = "vae", budget_s: float = 20.0, device: str = "cpu"
+) -> dict[int, float]:
     """Raw evaluations/s by batch size, every candidate size tried (5 runs each, the
     fastest kept), in this process with this process's torch threads."""
     from engine import batching
     from engine.config import parse_config, resolve
 
-    r = resolve(parse_config({"seeds": 1, "generator": generator}))
+    r = resolve(parse_config({"seeds": 1, "generator": generator, "device": device}))
     fn = batching.raw_forward(r.generator, r.classifier, max(batching.CANDIDATES))
     return batching.sweep(fn, 1 << 30, budget_s=budget_s, reps=5, stop_past_peak=False)
 
@@ -59,8 +61,9 @@ def run_cli(args: list[str], env: dict[str, str]) -> tuple[float, int]:
 
 
 def campaign_at(
-    seeds: int, generations: int, generator: str, home: Path, perturbation: str = "high"
-) -> dict[str, float]:
+    seeds: int, generations: int, generator: str, home: Path, perturbation: str = "high",
+    device: str = "cpu",
+) -> dict[str, float]:  # fmt: skip
     """One CLI campaign at `seeds`; figures from its process and its campaign row."""
     from store import Store, queries
 
@@ -69,7 +72,8 @@ def campaign_at(
     start = time.time()
     _, peak_kib = run_cli(
         ["run", "--seeds", str(seeds), "--generations", str(generations), "--generator",
-         generator, "--perturbation", perturbation, "--seed", "1", "--quiet", "--home", str(home)],
+         generator, "--perturbation", perturbation, "--seed", "1", "--quiet", "--home", str(home),
+         "--device", device],
         env,
     )  # fmt: skip
     store = Store(home / "latentfuzz.duckdb")
@@ -101,24 +105,25 @@ def bench_scale(
     perturbation: str = "high",
     help_runs: int = 3,
     limit_budget_s: float = 20.0,
+    device: str = "cpu",
 ) -> dict:
     """The physical limit, then one campaign per size (`large_generations` from 1,000 seeds
     on), each against the limit; start-up and --help time. Returns the figures."""
     console = console or Console()
-    before = physical_limit(generator, limit_budget_s)
+    before = physical_limit(generator, limit_budget_s, device)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         # The first campaign of a model pair measures its batch size (cached after): a
         # warm-up, so every size is timed as a user's second campaign runs.
-        campaign_at(2, 1, generator, home, perturbation)
+        campaign_at(2, 1, generator, home, perturbation, device)
         for n in sizes:
             g = large_generations if n >= 1000 else generations
-            rows.append(campaign_at(n, g, generator, home, perturbation))
+            rows.append(campaign_at(n, g, generator, home, perturbation, device))
         shutil.rmtree(home / "campaigns", ignore_errors=True)
     # Measured before and after the campaigns, the better of the two per size: on a shared
     # machine one sweep can land in a busy minute, and the limit is what the machine can do.
-    after = physical_limit(generator, limit_budget_s)
+    after = physical_limit(generator, limit_budget_s, device)
     limit = {b: max(before.get(b, 0.0), after.get(b, 0.0)) for b in {**before, **after}}
     limit = dict(sorted(limit.items()))
     best = max(limit, key=limit.get)
@@ -127,7 +132,8 @@ def bench_scale(
     help_s = help_seconds(help_runs)
     t = Table("seeds", "generations", "evaluations", "campaign evals/s", "engine efficiency",
               "store share", "start-up (s)", "peak memory (GB)", "batch",
-              title=f"latentfuzz bench: {generator}, {perturbation}, seed 1, torch threads "
+              title=f"latentfuzz bench: {generator}, {perturbation}, seed 1, {device}, torch "
+              f"threads "
               f"{torch.get_num_threads()}; physical limit {limit[best]:,.0f} evals/s at "
               f"batch {best}")  # fmt: skip
     for r in rows:

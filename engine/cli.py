@@ -25,6 +25,7 @@ from engine.cli_import_results import register as register_import_results
 from engine.cli_labels import labels_app
 from engine.cli_models import register as register_models
 from engine.cli_sd import register as register_sd
+from engine.cli_train import register as register_train
 from engine.cli_ui import register as register_ui
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home
@@ -35,11 +36,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Test image classifiers by searching generative models' latent spaces.",
 )
-train_app = typer.Typer(no_args_is_help=True, help="Train zoo models (weights + model card).")
-app.add_typer(train_app, name="train")
 app.add_typer(labels_app, name="labels")
 register_campaign_commands(app)  # resume, delete, rename, tag, note, doctor
 register_ui(app)  # ui
+register_train(app)  # train classifier|vae|gan|dm
 register_data(app)  # data add, check, list, remove
 register_escape(app)  # escape
 register_diff(app)  # validate, diff-study, zoo compress
@@ -121,6 +121,7 @@ def run(
         bool, typer.Option("--no-individuals", help="skip per-individual rows")
     ] = False,
     data_dir: Annotated[str | None, typer.Option(help="folder of a local dataset")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu | cuda | cuda:N [cpu]")] = None,
     home: HomeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     campaign_id: Annotated[
@@ -157,6 +158,7 @@ def run(
         "name": name,
         "batch_size": batch_size,
         "data_dir": data_dir,
+        "device": device,
     }
     raw.update({k: v for k, v in flat.items() if v is not None})
     if no_individuals:
@@ -381,6 +383,9 @@ def bench(
     nsga2: Annotated[
         bool, typer.Option(help="NSGA-II's own share of a generation (bench nsga2 has more)")
     ] = True,
+    device: Annotated[
+        str | None, typer.Option(help="cpu | cuda | cuda:N [cuda when a GPU is present, else cpu]")
+    ] = None,
     home: HomeOpt = None,
 ) -> None:
     """The physical limit (raw decode+classify at the best batch size), each size's engine
@@ -388,13 +393,17 @@ def bench(
     with a bare twin of every batch, and store share."""
     if ctx.invoked_subcommand is not None:
         return
-    from engine.bench import bench_engine
+    from engine.bench import bench_device, bench_engine
     from engine.bench_scale import bench_scale
     from engine.strategy_study import check_strategies
 
+    device = bench_device(device)
     counts = tuple(int(x) for x in sizes.split(",") if x.strip())
     if counts:
-        bench_scale(counts, generations, large_generations, generator, console, perturbation)
+        bench_scale(
+            counts, generations, large_generations, generator, console, perturbation,
+            device=device,
+        )  # fmt: skip
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if names:
         bench_engine(
@@ -406,6 +415,7 @@ def bench(
             home=home,
             console=console,
             strategies=tuple(check_strategies(names)),
+            device=device,
         )
     if nsga2:
         from engine.cli_diff import bench_nsga2_cmd
@@ -547,122 +557,6 @@ def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> T
     return t
 
 
-@train_app.command("classifier")
-def train_classifier_cmd(
-    architecture: Annotated[str, typer.Option(help="convnet | lenet5")] = "convnet",
-    dataset: str = "mnist",
-    epochs: int = 15,
-    seed: int = 0,
-    name: Annotated[str | None, typer.Option(help="zoo name [DATASET-ARCHITECTURE]")] = None,
-    out: Annotated[Path | None, typer.Option(help="zoo folder [models/]")] = None,
-    default: Annotated[bool, typer.Option(help="make it the dataset's default classifier")] = False,
-    data_dir: str | None = None,
-) -> None:
-    """Train a classifier; prints its card's metrics."""
-    from engine.train.classifier import train_classifier
-
-    card = train_classifier(
-        dataset,
-        architecture,
-        epochs=epochs,
-        seed=seed,
-        name=name,
-        out=out,
-        default=default,
-        data_dir=data_dir,
-    )
-    console.print(
-        f"{card['name']}: test accuracy {card['metrics']['test_accuracy']:.4f}, {card['inference']}"
-    )
-
-
-@train_app.command("vae")
-def train_vae_cmd(
-    dataset: str = "mnist",
-    epochs: int = 150,
-    seed: int = 0,
-    classifier: Annotated[
-        str | None, typer.Option(help="classifier for reconstruction accuracy")
-    ] = None,
-    name: str | None = None,
-    out: Path | None = None,
-    default: bool = False,
-    data_dir: str | None = None,
-) -> None:
-    """Train the MLP VAE (784-1600-400); prints its card's metrics."""
-    from engine.train.vae import train_vae
-
-    card = train_vae(
-        dataset,
-        epochs=epochs,
-        seed=seed,
-        classifier=classifier,
-        name=name,
-        out=out,
-        default=default,
-        data_dir=data_dir,
-    )
-    report_generator(card)  # viability = reconstruction accuracy for the VAE
-
-
-@train_app.command("gan")
-def train_gan_cmd(
-    dataset: str = "mnist",
-    epochs: int = 80,
-    seed: int = 0,
-    classifier: Annotated[str | None, typer.Option(help="classifier for viability")] = None,
-    name: str | None = None,
-    out: Path | None = None,
-    default: bool = False,
-    data_dir: str | None = None,
-) -> None:
-    """Train the conditional DCGAN (latent 100); prints its card's metrics."""
-    from engine.train.gan import train_gan
-
-    card = train_gan(
-        dataset,
-        epochs=epochs,
-        seed=seed,
-        classifier=classifier,
-        name=name,
-        out=out,
-        default=default,
-        data_dir=data_dir,
-    )
-    report_generator(card)
-
-
-@train_app.command("dm")
-def train_dm_cmd(
-    dataset: str = "mnist",
-    epochs: int = 30,
-    seed: int = 0,
-    steps: Annotated[int, typer.Option(help="default DDIM steps of the model")] = 4,
-    guidance: Annotated[float, typer.Option(help="default guidance scale")] = 2.0,
-    classifier: Annotated[str | None, typer.Option(help="classifier for viability")] = None,
-    name: str | None = None,
-    out: Path | None = None,
-    default: bool = False,
-    data_dir: str | None = None,
-) -> None:
-    """Train the class-conditional diffusion model (UNet2DModel + DDIM)."""
-    from engine.train.dm import train_dm
-
-    card = train_dm(
-        dataset,
-        epochs=epochs,
-        seed=seed,
-        steps=steps,
-        guidance=guidance,
-        classifier=classifier,
-        name=name,
-        out=out,
-        default=default,
-        data_dir=data_dir,
-    )
-    report_generator(card)
-
-
 zoo_app = typer.Typer(
     no_args_is_help=True,
     help="Models: the bundled zoo and your own (under $LATENTFUZZ_HOME/models).",
@@ -688,7 +582,7 @@ def zoo_list() -> None:
         q = (
             f"accuracy {m['test_accuracy']:.3f}"
             if "test_accuracy" in m
-            else f"viability {m.get('viability', float('nan')):.3f}"
+            else f"viability {fmt(m.get('viability'), '.3f') or 'not measured'}"
         )
         inf = c.get("inference", {})
         t.add_row(
@@ -707,26 +601,28 @@ def zoo_list() -> None:
 @zoo_app.command("measure")
 def zoo_measure(
     name: Annotated[str | None, typer.Argument(help="generator [all generators]")] = None,
-    dataset: str = "mnist",
+    dataset: Annotated[str | None, typer.Option(help="dataset [the card's; mnist]")] = None,
+    data_dir: Annotated[str | None, typer.Option(help="folder of the dataset's files")] = None,
+    home: HomeOpt = None,
 ) -> None:
     """Re-measure generators' latent bounds, viability and inference time into their cards."""
+    from engine import zoo
+    from engine.datasets import get_dataset
     from engine.study import bundled_generators
     from engine.train.measure import finish_generator_card
 
+    resolve_home(home)  # user models live under it
+    if dataset is None:
+        dataset = zoo.load_card(name)["dataset"] if name else "mnist"
+    ds = get_dataset(dataset, data_dir)
     for n in [name] if name else bundled_generators(dataset):
-        card = finish_generator_card(n, dataset, None, None)
+        card = finish_generator_card(n, ds, None, None)
+        v = card["metrics"]["viability"]
         console.print(
-            f"{n}: viability {card['metrics']['viability']:.4f} "
+            f"{n}: viability {fmt(v, '.4f') or 'not measured'} "
             f"({card['metrics']['viability_how']}), latent range "
             f"{card['latent_range']:.3f}, {card['inference']}"
         )
-
-
-def report_generator(card: dict[str, Any]) -> None:
-    console.print(
-        f"{card['name']}: viability {card['metrics']['viability']:.4f}, latent range "
-        f"{card['latent_range']:.3f}, {card['inference']}"
-    )
 
 
 def main() -> None:

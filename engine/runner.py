@@ -68,7 +68,17 @@ def environment(r: Resolved) -> dict[str, Any]:
         **{pkg: version(pkg) for pkg in ("torch", "duckdb", "numpy", "pandas", "diffusers")},
         "platform": platform.platform(),
         "torch_threads": torch.get_num_threads(),
+        "device": device_name(r.config.device),
     }
+
+
+def device_name(device: str) -> str:
+    """The campaign's device as recorded: 'cpu', or 'cuda:0 (NVIDIA H100 ...)'."""
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return str(dev)
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
 
 
 def run_campaign(

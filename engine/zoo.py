@@ -135,11 +135,16 @@ def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
 
 
 def load_classifier(
-    ref: str, dataset: str, device: str = "cpu", root: Path | None = None
+    ref: str,
+    dataset: str,
+    device: str = "cpu",
+    root: Path | None = None,
+    data_dir: str | None = None,
 ) -> Classifier:
     """A zoo name, or a path to a classifier file (TorchScript, ONNX) validated against the
-    dataset. Imported models keep their file and its format in the card."""
-    ds = get_dataset(dataset)
+    dataset (read from `data_dir` where its shape depends on the files). Imported models
+    keep their file and its format in the card."""
+    ds = get_dataset(dataset, data_dir)
     if is_file_ref(ref):
         return load_classifier_file(ref, ds.shape, ds.num_classes, dataset).to(device)
     card = load_card(ref, root)
@@ -172,9 +177,15 @@ def card_image_shape(card: dict[str, Any]) -> tuple[int, ...] | None:
     return None
 
 
+#: The `latentfuzz train` command that makes each trainable generator family.
+TRAIN_COMMANDS = {"vae": "vae", "convvae": "vae", "gan": "gan", "dcgan": "gan", "dm": "dm"}
+
+
 def train_command(card: dict[str, Any], dataset: str) -> str:
-    what = card.get("family") if card.get("kind") == "generator" else "classifier"
-    return f"latentfuzz train {what or card.get('kind')} --dataset {dataset}"
+    if card.get("kind") != "generator":
+        return f"latentfuzz train classifier --dataset {dataset}"
+    what = TRAIN_COMMANDS.get(card.get("family"), "vae|gan|dm")
+    return f"latentfuzz train {what} --dataset {dataset}"
 
 
 def incompatibility(card: dict[str, Any], ds: Dataset) -> str | None:

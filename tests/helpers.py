@@ -104,3 +104,81 @@ def old_store(path: Path, version: int, *statements: str) -> Path:
         con.execute(sql)
     con.close()
     return path
+
+
+# Tiny datasets in each reader's exact on-disk format (engine/datasets/readers.py).
+
+
+def write_idx(path: Path, arr, gz: bool = False) -> None:
+    """An IDX file (optionally gzipped): magic 0000 08 NDIM, big-endian dims, uint8 data."""
+    import gzip
+    import struct
+
+    import numpy as np
+
+    header = struct.pack(">HBB", 0, 0x08, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape)
+    data = header + np.asarray(arr).astype(np.uint8).tobytes()
+    if gz:
+        path = path.with_name(path.name + ".gz")
+        data = gzip.compress(data)
+    path.write_bytes(data)
+
+
+def class_images(labels, shape: tuple[int, int, int], seed: int):
+    """uint8 images (N, C, H, W) a small net tells apart in a few steps: each class has its
+    own mean colour and a bright band at its own height, plus noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    c, h, w = shape
+    x = rng.integers(0, 60, (len(labels), c, h, w)).astype(np.int64)
+    for i, y in enumerate(labels):
+        x[i, int(y) % c] += 120
+        row = (int(y) * 3) % (h - 3)
+        x[i, :, row : row + 3, :] += 70
+    return x.clip(0, 255).astype(np.uint8)
+
+
+def write_cifar10(folder: Path, per_batch: int = 8, test: int = 16, classes: int = 2) -> Path:
+    """cifar-10-batches-py/ with five training batches and a test batch; labels cycle over
+    the first `classes` classes. Returns the parent folder (what --data-dir takes)."""
+    import pickle
+
+    root = folder / "cifar-10-batches-py"
+    root.mkdir(parents=True)
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for k, name in enumerate(names):
+        n = test if name == "test_batch" else per_batch
+        labels = [(i + k) % classes for i in range(n)]
+        x = class_images(labels, (3, 32, 32), seed=k)
+        batch = {b"data": x.reshape(n, 3072), b"labels": labels, b"batch_label": name.encode()}
+        with open(root / name, "wb") as f:
+            pickle.dump(batch, f)
+    return folder
+
+
+def write_svhn(folder: Path, train: int = 40, test: int = 16, classes: int = 2) -> Path:
+    """train_32x32.mat and test_32x32.mat (X: 32x32x3xN, y: N x 1 with 10 for the digit 0)."""
+    import numpy as np
+    from scipy.io import savemat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", train), ("test", test)):
+        labels = np.arange(n) % classes
+        x = class_images(labels, (3, 32, 32), seed=n)
+        y = np.where(labels == 0, 10, labels).reshape(-1, 1).astype(np.uint8)
+        savemat(folder / f"{split}_32x32.mat", {"X": x.transpose(2, 3, 1, 0), "y": y})
+    return folder
+
+
+def write_mnist_idx(folder: Path, train: int = 40, test: int = 16, classes: int = 2) -> Path:
+    """The four MNIST IDX files, 28x28 grey."""
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for prefix, n in (("train", train), ("t10k", test)):
+        labels = np.arange(n) % classes
+        images = class_images(labels, (1, 28, 28), n)[:, 0]
+        write_idx(folder / f"{prefix}-images-idx3-ubyte", images)
+        write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
+    return folder

@@ -1,6 +1,6 @@
 """Classifiers: zoo architectures and user files (TorchScript, ONNX)."""
 
-from engine.classifiers import onnx, zoo_nets  # noqa: F401  (registration)
+from engine.classifiers import onnx, resnet, vgg, zoo_nets  # noqa: F401  (registration)
 from engine.classifiers.base import (
     ARCHITECTURES,
     FORMATS,

@@ -6,9 +6,11 @@ No torchvision: each format is a few lines. Tests write tiny files in exactly th
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -99,11 +101,18 @@ class CIFAR10(Dataset):
     domain = "real-world object"
     expected_files = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
 
+    def __init__(
+        self, root: str | os.PathLike[str] | None = None, *args: Any, **options: Any
+    ) -> None:
+        super().__init__(root, *args, **options)
+        # Accept either the extracted folder itself or its parent. Decided here, not on the
+        # first read: the fingerprint (file paths under the root) must not depend on it.
+        sub = self.root / "cifar-10-batches-py"
+        if not (self.root / "data_batch_1").exists() and sub.is_dir():
+            self.root = sub
+
     def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
         names = self.expected_files[:5] if split == "train" else ("test_batch",)
-        # Accept either the extracted folder itself or its parent.
-        if not (self.root / names[0]).exists() and (self.root / "cifar-10-batches-py").exists():
-            self.root = self.root / "cifar-10-batches-py"
         xs, ys = [], []
         for path in self.require(*names):
             with open(path, "rb") as f:

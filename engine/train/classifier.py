@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,25 @@ import torch.nn.functional as F
 
 from engine import zoo
 from engine.classifiers import ARCHITECTURES
-from engine.train.common import accuracy, batches, ms_per_image, progress_bar, record, stamp, start
+from engine.datasets import get_dataset
+from engine.errors import ConfigError
+from engine.train.common import (
+    accuracy,
+    auto_default,
+    batches,
+    data_fields,
+    default_architecture,
+    destination,
+    ms_per_image,
+    record,
+    stamp,
+    start,
+    steps_per_epoch,
+)
+from engine.train.loop import TrainRun, resolve_device
+
+#: Architectures of the original MNIST zoo take no width; the generic ones do.
+WIDTH_DEFAULT = {"vgg": 32, "resnet": 32}
 
 
 def shift(x: torch.Tensor, pixels: int, rng: torch.Generator) -> torch.Tensor:
@@ -24,12 +42,14 @@ def shift(x: torch.Tensor, pixels: int, rng: torch.Generator) -> torch.Tensor:
     dy = torch.randint(0, 2 * pixels + 1, (n,), generator=rng)
     rows = (dy[:, None] + torch.arange(h))[:, :, None]
     cols = (dx[:, None] + torch.arange(w))[:, None, :]
-    return padded[torch.arange(n)[:, None, None], :, rows, cols].permute(0, 3, 1, 2)
+    # Contiguous: the gather leaves a channels-last layout, on which torch 2.13's CPU
+    # backward through the ResNet crashes (double free); with one channel it is a no-op.
+    return padded[torch.arange(n)[:, None, None], :, rows, cols].permute(0, 3, 1, 2).contiguous()
 
 
 def train_classifier(
     dataset: str = "mnist",
-    architecture: str = "convnet",
+    architecture: str | None = None,
     epochs: int = 20,
     batch_size: int = 64,
     lr: float = 2e-3,
@@ -37,34 +57,51 @@ def train_classifier(
     seed: int = 0,
     name: str | None = None,
     out: Path | None = None,
-    default: bool = False,
+    default: bool | None = None,
     data_dir: str | None = None,
     fp16: bool = True,
+    width: int | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    rng, ds, train = start(seed, dataset, data_dir)
+    dev = resolve_device(device)
+    ds = get_dataset(dataset, data_dir)
+    architecture = architecture or default_architecture("classifier", ds.shape)
+    name = name or f"{dataset}-{architecture}"
+    folder, root = destination(name, out)
+    rng, train = start(seed, ds)
     test = ds.load("test")
-    params = {"in_channels": ds.shape[0], "num_classes": ds.num_classes, "side": ds.shape[1]}
-    model = ARCHITECTURES.get(architecture)(**params)
+    params: dict[str, Any] = {"in_channels": ds.shape[0], "num_classes": ds.num_classes,
+                              "side": ds.shape[1]}  # fmt: skip
+    if architecture in WIDTH_DEFAULT:
+        params["width"] = width or WIDTH_DEFAULT[architecture]
+    elif width is not None:
+        raise ConfigError(
+            f"--width {width}: architecture {architecture!r} has a fixed width; "
+            f"--width applies to {', '.join(WIDTH_DEFAULT)}"
+        )
+    model = ARCHITECTURES.get(architecture)(**params).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    steps = epochs * -(-len(train) // batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps)
-    t0 = time.perf_counter()
-    with progress_bar(f"train {architecture} on {dataset}", epochs) as advance:
-        for _ in range(epochs):
+    per_epoch = steps_per_epoch(len(train), batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * per_epoch)
+    test_x, test_y = test.images.to(dev), test.labels.to(dev)
+    run = TrainRun(f"train {architecture} on {dataset}", epochs, per_epoch, dev)
+    with run:
+        for _ in run.epochs():
             model.train()
-            total = 0.0
+            total = seen = 0.0
             for idx in batches(len(train), batch_size, rng):
-                x = shift(train.images[idx], augment_shift, rng)
-                loss = F.cross_entropy(model(x), train.labels[idx])
+                x = shift(train.images[idx], augment_shift, rng).to(dev)
+                loss = F.cross_entropy(model(x), train.labels[idx].to(dev))
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
                 sched.step()
-                total += float(loss.detach()) * len(idx)
+                total, seen = total + float(loss.detach()) * len(idx), seen + len(idx)
+                run.step(loss=total / seen)
             model.eval()
-            advance(loss=total / len(train), test_acc=accuracy(model, test.images, test.labels))
-    seconds = time.perf_counter() - t0
-    name = name or f"{dataset}-{architecture}"
+            run.note(test_acc=accuracy(model, test_x, test_y))
+    model.eval().cpu()
+    default = auto_default(default, "classifier", dataset, name, root)
     card: dict[str, Any] = {
         "name": name,
         "kind": "classifier",
@@ -72,32 +109,34 @@ def train_classifier(
         "dataset": dataset,
         "default": default,
         "params": params,
+        **data_fields(ds),
         "parameters": sum(p.numel() for p in model.parameters()),
         "training": record(
             ds,
             train,
-            seconds,
+            run.seconds,
             seed=seed,
             epochs=epochs,
             batch_size=batch_size,
             lr=lr,
             optimizer="AdamW + OneCycle",
             augment_shift_px=augment_shift,
+            **run.record(),
         ),
         **stamp(),
     }
-    folder = zoo.save_model(model, card, out, fp16=fp16)
+    model_dir = zoo.save_model(model, card, folder, fp16=fp16)
     # Quality of what was stored (fp16 weights), not of the in-memory model.
-    clf = zoo.load_classifier(name, dataset, root=out)
-    card = zoo.load_card(name, out)
+    clf = zoo.load_classifier(name, dataset, str(dev), root=root, data_dir=data_dir)
+    card = zoo.load_card(name, root)
     card["metrics"] = {
-        "test_accuracy": accuracy(clf.logits, test.images, test.labels),
+        "test_accuracy": accuracy(clf.logits, test_x, test_y),
         "test_images": len(test),
     }
-    probe = test.images[:25]
+    probe = test_x[:25]
     card["inference"] = {
         f"ms_per_image_b{b}": round(ms_per_image(lambda n: clf.logits(probe[:n]), b), 4)
         for b in (1, 25)
     }
-    (folder / zoo.CARD).write_text(__import__("json").dumps(card, indent=2) + "\n")
+    (model_dir / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

@@ -1,4 +1,5 @@
-"""Shared pieces of the training commands: progress bars, evaluation, timing, cards."""
+"""Shared pieces of the training commands: batches, defaults per shape, where models go,
+evaluation, timing, cards. The loop itself (progress, Ctrl-C, device) is engine/train/loop.py."""
 
 from __future__ import annotations
 
@@ -6,37 +7,100 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import torch
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-
-@contextmanager
-def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
-    """Yields advance(**stats): one step forward, with stats shown after the bar."""
-    cols = [
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[stats]}"),
-    ]
-    with Progress(*cols, transient=False) as bar:
-        task = bar.add_task(description, total=total, stats="")
-
-        def advance(**stats: float) -> None:
-            bar.update(task, advance=1, stats="  ".join(f"{k} {v:.4g}" for k, v in stats.items()))
-
-        yield advance
+from engine.errors import LatentfuzzError
 
 
 def batches(n: int, size: int, rng: torch.Generator | None) -> Iterator[torch.Tensor]:
+    """Index batches of one epoch. A last batch of one image is left out: batch norm cannot
+    train on it (the zoo's sizes never make one: 4,000 images in 64s or 128s)."""
     order = torch.randperm(n, generator=rng) if rng is not None else torch.arange(n)
     for i in range(0, n, size):
+        if n - i == 1 and i > 0:
+            return
         yield order[i : i + size]
+
+
+def steps_per_epoch(n: int, size: int) -> int:
+    """How many batches ``batches`` yields."""
+    return sum(1 for _ in batches(n, size, None))
+
+
+#: The bundled MNIST models' shape: its defaults are the original architectures.
+LEGACY_SHAPE = (1, 28, 28)
+#: Per training command: (default for 1x28x28, default for any other shape).
+DEFAULTS = {"classifier": ("convnet", "vgg"), "vae": ("vae", "convvae"),
+            "gan": ("gan", "dcgan"), "dm": ("dm", "dm")}  # fmt: skip
+
+
+def default_architecture(command: str, shape: tuple[int, ...]) -> str:
+    """The architecture or family `latentfuzz train COMMAND` uses for images of `shape`."""
+    legacy, generic = DEFAULTS[command]
+    return legacy if tuple(shape) == LEGACY_SHAPE else generic
+
+
+def destination(name: str, out: Path | None) -> tuple[Path, Path | None]:
+    """(folder the model goes under, root of the lookups that follow).
+
+    By default the user's models folder, and lookups see the bundled zoo too (a user's
+    MNIST generator is measured with the bundled classifier); a name the bundled zoo has
+    is refused, since user models never shadow bundled ones. An explicit --out (the
+    Makefile's `models` target retrains the bundled zoo) is both."""
+    from engine import zoo
+
+    if out is not None:
+        return Path(out), Path(out)
+    if zoo.is_bundled(name):
+        raise LatentfuzzError(
+            f"model name {name!r} belongs to the bundled zoo ({zoo.models_dir() / name}), "
+            "which is read-only; pick another --name (or retrain the bundled zoo with "
+            "`make models`)"
+        )
+    return zoo.user_models_dir(), None
+
+
+def auto_default(default: bool | None, kind: str, dataset: str, name: str, root) -> bool:
+    """--default/--no-default as given; unset: default when the dataset has no other
+    default model of this kind (the first classifier trained on a dataset is the one its
+    generators are measured with)."""
+    if default is not None:
+        return default
+    from engine import zoo
+
+    return not any(c.get("default") and c.get("kind") == kind and c.get("dataset") == dataset
+                   and c["name"] != name for c in zoo.list_cards(root))  # fmt: skip
+
+
+def family_params(
+    command: str, family: str, families: dict[str, dict[str, Any]], **given: Any
+) -> dict[str, Any]:
+    """The constructor sizes of `family`: its defaults, overridden by the options given.
+    An option the family does not take (--hidden for convvae) is a one-line error."""
+    from engine.errors import ConfigError
+
+    if family not in families:
+        raise ConfigError(
+            f"latentfuzz train {command}: family {family!r} unknown; expected one of "
+            f"{', '.join(families)}"
+        )
+    wrong = [k for k, v in given.items() if v is not None and k not in families[family]]
+    if wrong:
+        raise ConfigError(
+            f"--{wrong[0].replace('_', '-')} does not apply to {family}; its sizes are "
+            + ", ".join(f"--{k.replace('_', '-')} [{v}]" for k, v in families[family].items())
+        )
+    return {k: given.get(k) if given.get(k) is not None else v
+            for k, v in families[family].items()}  # fmt: skip
+
+
+def data_fields(ds: Any) -> dict[str, Any]:
+    """What a card records about the data: image shape and the dataset's fingerprint."""
+    return {"image_shape": list(ds.shape), "dataset_fingerprint": ds.fingerprint()}
 
 
 @torch.no_grad()
@@ -56,24 +120,26 @@ def accuracy(
 @torch.no_grad()
 def ms_per_image(fn: Callable[[int], Any], batch: int, repeats: int = 20) -> float:
     """Median wall time of fn(batch) divided by batch, in milliseconds."""
+    # A GPU runs kernels asynchronously: wait for them, or only the launch is timed.
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     fn(batch)  # warm-up
     times = []
     for _ in range(repeats):
+        sync()
         t = time.perf_counter()
         fn(batch)
+        sync()
         times.append(time.perf_counter() - t)
     times.sort()
     return 1000 * times[len(times) // 2] / batch
 
 
-def start(seed: int, dataset: str, data_dir: str | None) -> tuple[torch.Generator, Any, Any]:
-    """Seed everything and load the training split: (rng, dataset, train split)."""
-    from engine.datasets import get_dataset
-
+def start(seed: int, ds: Any) -> tuple[torch.Generator, Any]:
+    """Seed everything and load the training split: (rng, train split). Called after the
+    options are checked, so that a wrong one fails before the data is read."""
     torch.manual_seed(seed)
     rng = torch.Generator().manual_seed(seed)
-    ds = get_dataset(dataset, data_dir)
-    return rng, ds, ds.load("train")
+    return rng, ds.load("train")
 
 
 def record(ds: Any, train: Any, seconds: float, **settings: Any) -> dict[str, Any]:
@@ -96,7 +162,7 @@ def generator_card(
     return {"name": name, "kind": "generator", "family": family, "dataset": ds.name,
             "default": default, "params": {"image_shape": list(ds.shape),
                                            "num_classes": ds.num_classes, **params},
-            "latent_shape": list(module.latent_shape),
+            **data_fields(ds), "latent_shape": list(module.latent_shape),
             "parameters": sum(p.numel() for p in module.parameters()), **extra,
             "training": training, **stamp()}  # fmt: skip
 

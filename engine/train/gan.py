@@ -1,8 +1,8 @@
-"""`latentfuzz train gan`: train the conditional DCGAN and write weights and card."""
+"""`latentfuzz train gan`: train a conditional GAN (``gan`` for 28x28 MNIST, ``dcgan``
+whose depth follows the image size) and write weights (discriminator kept) and card."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +10,23 @@ import torch
 import torch.nn.functional as F
 
 from engine import zoo
-from engine.generators.gan import ConditionalGAN
-from engine.train.common import batches, generator_card, progress_bar, record, start
+from engine.datasets import get_dataset
+from engine.generators import GENERATORS
+from engine.train.common import (
+    auto_default,
+    batches,
+    default_architecture,
+    destination,
+    family_params,
+    generator_card,
+    record,
+    start,
+    steps_per_epoch,
+)
+from engine.train.loop import TrainRun, resolve_device
 from engine.train.measure import finish_generator_card
+
+FAMILIES = {"gan": {"latent": 100, "width": 64}, "dcgan": {"latent": 100, "width": 64}}
 
 
 def train_gan(
@@ -20,69 +34,79 @@ def train_gan(
     epochs: int = 80,
     batch_size: int = 64,
     lr: float = 2e-4,
-    latent: int = 100,
-    width: int = 64,
+    latent: int | None = None,
+    width: int | None = None,
     seed: int = 0,
     classifier: str | None = None,
     name: str | None = None,
     out: Path | None = None,
-    default: bool = False,
+    default: bool | None = None,
     data_dir: str | None = None,
+    family: str | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    rng, ds, train = start(seed, dataset, data_dir)
-    gan = ConditionalGAN(ds.shape, ds.num_classes, latent, width)
+    dev = resolve_device(device)
+    ds = get_dataset(dataset, data_dir)
+    family = family or default_architecture("gan", ds.shape)
+    params = family_params("gan", family, FAMILIES, latent=latent, width=width)
+    name = name or f"{dataset}-gan"
+    folder, root = destination(name, out)
+    rng, train = start(seed, ds)
+    gan = GENERATORS.get(family)(ds.shape, ds.num_classes, **params).to(dev)
     g_opt = torch.optim.Adam(gan.net.parameters(), lr=lr, betas=(0.5, 0.999))
     d_opt = torch.optim.Adam(gan.discriminator.parameters(), lr=lr, betas=(0.5, 0.999))
-    t0 = time.perf_counter()
-    with progress_bar(f"train gan on {dataset}", epochs) as advance:
-        for _ in range(epochs):
+    per_epoch = steps_per_epoch(len(train), batch_size)
+    run = TrainRun(f"train {family} on {dataset}", epochs, per_epoch, dev)
+    with run:
+        for _ in run.epochs():
             gan.train()
-            d_sum = g_sum = 0.0
+            d_sum = g_sum = seen = 0.0
             for idx in batches(len(train), batch_size, rng):
-                real, y = train.images[idx] * 2 - 1, train.labels[idx]
+                real, y = (train.images[idx] * 2 - 1).to(dev), train.labels[idx].to(dev)
                 n = len(idx)
-                z = torch.randn((n, latent), generator=rng)
+                z = torch.randn((n, params["latent"]), generator=rng).to(dev)
                 fake = gan.net(z, y)
                 # One-sided label smoothing keeps the discriminator from saturating.
                 d_loss = F.binary_cross_entropy_with_logits(
-                    gan.discriminator(real, y), torch.full((n,), 0.9)
+                    gan.discriminator(real, y), torch.full((n,), 0.9, device=dev)
                 ) + F.binary_cross_entropy_with_logits(
-                    gan.discriminator(fake.detach(), y), torch.zeros(n)
+                    gan.discriminator(fake.detach(), y), torch.zeros(n, device=dev)
                 )
                 d_opt.zero_grad()
                 d_loss.backward()
                 d_opt.step()
                 g_loss = F.binary_cross_entropy_with_logits(
-                    gan.discriminator(fake, y), torch.ones(n)
+                    gan.discriminator(fake, y), torch.ones(n, device=dev)
                 )
                 g_opt.zero_grad()
                 g_loss.backward()
                 g_opt.step()
                 d_sum += float(d_loss.detach()) * n
                 g_sum += float(g_loss.detach()) * n
-            advance(d_loss=d_sum / len(train), g_loss=g_sum / len(train))
-    seconds = time.perf_counter() - t0
-    name = name or f"{dataset}-gan"
+                seen += n
+                run.step(d_loss=d_sum / seen, g_loss=g_sum / seen)
     training = record(
         ds,
         train,
-        seconds,
+        run.seconds,
         seed=seed,
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
         loss="non-saturating BCE, one-sided label smoothing 0.9",
+        **run.record(),
     )
+    default = auto_default(default, "generator", dataset, name, root)
     card = generator_card(
         name,
-        "gan",
+        family,
         ds,
         default,
         gan,
-        {"latent": latent, "width": width},
+        params,
         training,
         parameters_with_discriminator=sum(p.numel() for p in gan.parameters()),
     )
     card["parameters"] = gan.parameters_of_generator()
-    zoo.save_model(gan, card, out)
-    return finish_generator_card(name, dataset, classifier, out)
+    zoo.save_model(gan.eval().cpu(), card, folder)
+    return finish_generator_card(name, ds, classifier, root, str(dev))

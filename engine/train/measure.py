@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from engine import zoo
-from engine.datasets import get_dataset
+from engine.datasets import Dataset, get_dataset
+from engine.errors import ConfigError
 from engine.generators import Generator
 from engine.train.common import ms_per_image
 
@@ -37,15 +38,22 @@ def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
             "latent_bounds_from": f"{len(latents)} latents"}  # fmt: skip
 
 
+def as_dataset(dataset: str | Dataset) -> Dataset:
+    return dataset if isinstance(dataset, Dataset) else get_dataset(dataset)
+
+
 @torch.inference_mode()
 def reference_seeds(
-    gen: Generator, dataset: str, seed: int = 0
+    gen: Generator, dataset: str | Dataset, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The 1,000 latents and labels the card's bounds and viability are measured on."""
+    """The 1,000 latents (fewer when the test split is smaller) and labels the card's
+    bounds and viability are measured on."""
     if gen.has_encoder and not gen.conditional:
-        test = get_dataset(dataset).load("test")  # only encoders need the images
-        z = torch.cat([gen.encode(test.images[i : i + 250]) for i in range(0, N_LATENTS, 250)])
-        return z, test.labels[:N_LATENTS]
+        test = as_dataset(dataset).load("test")  # only encoders need the images
+        n = min(N_LATENTS, len(test))
+        z = torch.cat([gen.encode(test.images[i : min(i + 250, n)].to(gen.device))
+                       for i in range(0, n, 250)])  # fmt: skip
+        return z, test.labels[:n]
     rng = torch.Generator().manual_seed(seed)
     return gen.sample_prior(N_LATENTS, rng), torch.arange(N_LATENTS) % gen.num_classes
 
@@ -54,8 +62,9 @@ def reference_seeds(
 def viability(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> float:
     correct = 0
     for i in range(0, len(z), 100):
-        x = gen.decode(z[i : i + 100], labels[i : i + 100] if gen.conditional else None)
-        correct += int((clf.logits(x).argmax(1) == labels[i : i + 100]).sum())
+        y = labels[i : i + 100]
+        x = gen.decode(z[i : i + 100], y.to(gen.device) if gen.conditional else None)
+        correct += int((clf.logits(x).argmax(1).cpu() == y).sum())
     return correct / len(z)
 
 
@@ -63,7 +72,7 @@ def viability(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> flo
 def inference_ms(gen: Generator, batches: tuple[int, ...] = (1, 25)) -> dict[str, float]:
     rng = torch.Generator().manual_seed(0)
     z = gen.sample_prior(max(batches), rng)
-    y = torch.arange(max(batches)) % gen.num_classes
+    y = (torch.arange(max(batches)) % gen.num_classes).to(gen.device)
     return {f"ms_per_image_b{b}": round(ms_per_image(
         lambda n: gen.decode(z[:n], y[:n] if gen.conditional else None), b), 4)
         for b in batches}  # fmt: skip
@@ -86,15 +95,39 @@ def guidance_defaults(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf
 
 
 def finish_generator_card(
-    name: str, dataset: str, classifier: str | None, out: Path | None
+    name: str,
+    dataset: str | Dataset,
+    classifier: str | None,
+    root: Path | None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """Measure the stored generator and complete its card; returns the card."""
-    gen = zoo.load_generator(name, root=out)
-    card = zoo.load_card(name, out)
-    z, labels = reference_seeds(gen, dataset)
+    """Measure the stored generator and complete its card; returns the card. `root`: where
+    models are looked up (None: the bundled zoo, then the user's). Without a classifier for
+    the dataset, viability is left unmeasured (null) and the card says how to measure it."""
+    ds = as_dataset(dataset)
+    gen = zoo.load_generator(name, device, root=root)
+    card = zoo.load_card(name, root)
+    folder = zoo.model_folder(name, root)
+    z, labels = reference_seeds(gen, ds)
     card.update(latent_bounds(z))
-    clf_name = zoo.resolve("classifier", dataset, classifier, out)
-    clf = zoo.load_classifier(clf_name, dataset, root=out)
+    try:
+        clf_name = zoo.resolve("classifier", ds.name, classifier, root)
+    except ConfigError:
+        if classifier is not None:
+            raise
+        card.setdefault("metrics", {}).update(
+            {
+                "viability": None,
+                "viability_how": (
+                    f"not measured: no classifier for {ds.name}; train one (latentfuzz train "
+                    f"classifier --dataset {ds.name}), then run latentfuzz models measure {name}"
+                ),
+            }
+        )
+        card["inference"] = inference_ms(gen)
+        (folder / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+        return card
+    clf = zoo.load_classifier(clf_name, ds.name, device, root, str(ds.root))
     if "seed_guidance" in gen.Options.model_fields:
         chosen = guidance_defaults(gen, z, labels, clf)
         card["params"].update(guidance=chosen["guidance"], seed_guidance=chosen["seed_guidance"])
@@ -117,5 +150,5 @@ def finish_generator_card(
     })  # fmt: skip
     card["inference"] = inference_ms(gen)
     # Where the card was found: a user's (imported) generator is not in the bundled zoo.
-    (zoo.model_folder(name, out) / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+    (folder / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

@@ -1,9 +1,9 @@
-"""`latentfuzz train vae`: train the MLP VAE, measure it, and write weights and card."""
+"""`latentfuzz train vae`: train a VAE (the MLP ``vae`` or the convolutional ``convvae``),
+measure it, and write weights and card."""
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +11,24 @@ import torch
 import torch.nn.functional as F
 
 from engine import zoo
-from engine.generators.vae import VAE
-from engine.train.common import batches, generator_card, progress_bar, record, start
+from engine.datasets import get_dataset
+from engine.generators import GENERATORS
+from engine.train.common import (
+    auto_default,
+    batches,
+    default_architecture,
+    destination,
+    family_params,
+    generator_card,
+    record,
+    start,
+    steps_per_epoch,
+)
+from engine.train.loop import TrainRun, resolve_device
 from engine.train.measure import finish_generator_card
+
+#: Each family's size options and their defaults.
+FAMILIES = {"vae": {"hidden": 1600, "latent": 400}, "convvae": {"width": 32, "latent": 128}}
 
 
 def train_vae(
@@ -21,26 +36,36 @@ def train_vae(
     epochs: int = 150,
     batch_size: int = 128,
     lr: float = 1e-3,
-    hidden: int = 1600,
-    latent: int = 400,
+    hidden: int | None = None,
+    latent: int | None = None,
     seed: int = 0,
     classifier: str | None = None,
     name: str | None = None,
     out: Path | None = None,
-    default: bool = False,
+    default: bool | None = None,
     data_dir: str | None = None,
     fp16: bool = True,
+    family: str | None = None,
+    width: int | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    rng, ds, train = start(seed, dataset, data_dir)
-    vae = VAE(tuple(ds.shape), ds.num_classes, hidden, latent)
+    dev = resolve_device(device)
+    ds = get_dataset(dataset, data_dir)
+    family = family or default_architecture("vae", ds.shape)
+    params = family_params("vae", family, FAMILIES, hidden=hidden, latent=latent, width=width)
+    name = name or f"{dataset}-vae"
+    folder, root = destination(name, out)
+    rng, train = start(seed, ds)
+    vae = GENERATORS.get(family)(tuple(ds.shape), ds.num_classes, **params).to(dev)
     opt = torch.optim.Adam(vae.parameters(), lr=lr)
-    t0 = time.perf_counter()
-    with progress_bar(f"train vae on {dataset}", epochs) as advance:
-        for _ in range(epochs):
+    per_epoch = steps_per_epoch(len(train), batch_size)
+    run = TrainRun(f"train {family} on {dataset}", epochs, per_epoch, dev)
+    with run:
+        for _ in run.epochs():
             vae.train()
-            total = 0.0
+            total = seen = 0.0
             for idx in batches(len(train), batch_size, rng):
-                x = train.images[idx]
+                x = train.images[idx].to(dev)
                 recon, mu, logvar = vae(x)
                 bce = F.binary_cross_entropy_with_logits(recon, x.flatten(1), reduction="sum")
                 kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
@@ -48,21 +73,18 @@ def train_vae(
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                total += float(loss.detach()) * len(idx)
-            advance(loss=total / len(train))
-    seconds = time.perf_counter() - t0
-    name = name or f"{dataset}-vae"
+                total, seen = total + float(loss.detach()) * len(idx), seen + len(idx)
+                run.step(loss=total / seen)
     training = record(
-        ds, train, seconds, seed=seed, epochs=epochs, batch_size=batch_size, lr=lr, loss="BCE + KL"
-    )
-    card = generator_card(
-        name, "vae", ds, default, vae, {"hidden": hidden, "latent": latent}, training
-    )
-    zoo.save_model(vae, card, out, fp16=fp16)
-    card = finish_generator_card(name, dataset, classifier, out)
-    # The VAE's viability is its reconstruction accuracy; keep the name users know too.
-    card["metrics"]["reconstruction_accuracy"] = card["metrics"]["viability"]
-    (zoo.models_dir() if out is None else out).joinpath(name, zoo.CARD).write_text(
-        json.dumps(card, indent=2) + "\n"
-    )
+        ds, train, run.seconds, seed=seed, epochs=epochs, batch_size=batch_size, lr=lr,
+        loss="BCE + KL", **run.record(),
+    )  # fmt: skip
+    default = auto_default(default, "generator", dataset, name, root)
+    card = generator_card(name, family, ds, default, vae, params, training)
+    zoo.save_model(vae.eval().cpu(), card, folder, fp16=fp16)
+    card = finish_generator_card(name, ds, classifier, root, str(dev))
+    if card["metrics"].get("viability") is not None:
+        # The VAE's viability is its reconstruction accuracy; keep the name users know too.
+        card["metrics"]["reconstruction_accuracy"] = card["metrics"]["viability"]
+        (zoo.model_folder(name, root) / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gzip
 import pickle
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -12,15 +10,7 @@ import pytest
 from scipy.io import savemat
 
 from engine.datasets import DATASETS, DatasetError, get_dataset
-
-
-def write_idx(path: Path, arr: np.ndarray, gz: bool = False) -> None:
-    header = struct.pack(">HBB", 0, 0x08, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape)
-    data = header + arr.astype(np.uint8).tobytes()
-    if gz:
-        path = path.with_name(path.name + ".gz")
-        data = gzip.compress(data)
-    path.write_bytes(data)
+from tests.helpers import write_idx
 
 
 def test_registry_lists_bundled_datasets():
