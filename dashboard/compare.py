@@ -69,8 +69,9 @@ def pivot(table: pd.DataFrame) -> pd.DataFrame:
         return f"{pct} ({r.misclassified}) / {it}"
 
     t = table.assign(figure=[cell(r) for r in table.itertuples()])
-    index = by or [along]
-    p = t.pivot_table(index=index, columns=along, values="figure", aggfunc="first", sort=False)
+    if not by:  # a grid of one axis: one row (an index may not also be the columns)
+        t, by = t.assign(block="all cells"), ["block"]
+    p = t.pivot_table(index=by, columns=along, values="figure", aggfunc="first", sort=False)
     p.columns = [str(c).removeprefix(AXIS) for c in p.columns]
     p.index.names = [str(n).removeprefix(AXIS) for n in p.index.names]
     return p
@@ -79,8 +80,9 @@ def pivot(table: pd.DataFrame) -> pd.DataFrame:
 def block_columns(table: pd.DataFrame) -> list[str]:
     """A grid's other axes (``with_axes``), else BLOCK, or STRATEGY_BLOCK when the
     campaigns use more than one strategy."""
-    if "blocks" in table.attrs:
+    if table.attrs.get("blocks"):
         return table.attrs["blocks"]
+    # A grid of one axis (a strategy study) has no other axes: the usual blocks apply.
     if "strategy" in table and table["strategy"].nunique() > 1:
         return STRATEGY_BLOCK
     return BLOCK
