@@ -30,7 +30,7 @@ from engine.home import campaign_dir, db_path
 from engine.images import ImageSink
 from engine.metrics import test_reference
 from engine.search_loop import Campaign, Progress, _seed_dir  # noqa: F401  (re-exported)
-from store import CampaignWriter, Store, create_campaign, queries, recovery
+from store import CampaignWriter, Store, create_campaign, recovery
 from store.liveness import CampaignLock
 from store.metrics import write_metrics
 from store.writer import now
@@ -203,6 +203,10 @@ def execute(
                 differential.close(r, store, home, cid, row["evaluations"])
         finally:
             lock.release()
+    # Here, not at the top: pandas costs 0.4 s of start-up and is needed only once the
+    # search is over.
+    from store import queries
+
     return CampaignResult(
         cid,
         status,

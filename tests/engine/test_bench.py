@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -42,15 +43,35 @@ def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
 
     console = Console(record=True, width=250)
     out = bench_scale((3,), generations=2, large_generations=1, console=console,
-                      help_runs=1, limit_budget_s=2.0)  # fmt: skip
-    limit = out["limit"][out["best_batch"]]
-    assert out["best_batch"] == max(out["limit"], key=out["limit"].get)
+                      help_runs=1, limit_budget_s=2.0, sustain_s=0.2)  # fmt: skip
+    assert out["ranked"] == sorted(out["peak"], key=out["peak"].get, reverse=True)[:2]
     assert [r["seeds"] for r in out["sizes"]] == [3]
     for r in out["sizes"]:
-        # Efficiency is against the best batch's raw throughput, not the campaign's own.
-        assert r["efficiency"] == pytest.approx(r["campaign_evals_per_s"] / limit)
+        # Efficiency is against the best batch's raw throughput, not the campaign's own,
+        # measured around this campaign.
+        assert r["limit_batch"] in out["ranked"]
+        assert r["limit"] == pytest.approx((r["limit_before"] + r["limit_after"]) / 2)
+        assert r["efficiency"] == pytest.approx(r["campaign_evals_per_s"] / r["limit"])
         assert r["evaluations"] > 0 and 0 <= r["store_share"] < 1
         assert r["startup_s"] > 0 and r["peak_memory_gb"] > 0
     assert out["help_seconds"] > 0
     text = console.export_text()
     assert "physical limit" in text and "latentfuzz --help" in text
+
+
+def test_sustained_counts_every_timed_call_but_the_untimed_first():
+    from engine.bench_scale import sustained, sustained_limit
+
+    calls = []
+
+    def fn(n: int) -> None:
+        calls.append(n)
+        time.sleep(0.01)
+
+    rate = sustained(fn, 8, 0.1)
+    timed = len(calls) - 1
+    assert timed >= 5 and set(calls) == {8}
+    # Each timed call takes at least 10 ms: at most 8 items per 10 ms.
+    assert 0 < rate <= 800
+    calls.clear()
+    assert sustained_limit(lambda n: time.sleep(0.01 if n == 4 else 0.04), [2, 4], 0.1)[1] == 4
