@@ -51,7 +51,9 @@ def physical_limit(fn, budget_s: float = 20.0) -> dict[int, float]:
     fastest kept), in this process with this process's torch threads: the ranking."""
     from engine import batching
 
-    return batching.sweep(fn, 1 << 30, budget_s=budget_s, reps=5, stop_past_peak=False)
+    return batching.sweep(
+        fn, 1 << 30, budget_s=budget_s, reps=5, stop_past_peak=False, refine=False
+    )
 
 
 def sustained(fn, batch: int, seconds: float) -> float:

@@ -67,6 +67,23 @@ def test_one_slow_first_measurement_does_not_decide_alone():
     assert len(eps) >= 3 and max(eps, key=eps.get) != 16
 
 
+def test_sizes_measured_in_a_slow_moment_are_measured_again():
+    # The machine's speed drifts: size 16 ran in a fast moment, 32 and 64 in a slow one,
+    # which ended the first pass; measured again in turns, 64 (truly fastest) wins.
+    per_item = {16: 1.3e-5, 32: 1.1e-5, 64: 1.0e-5, 128: 1.05e-5}
+    factors = iter([1.0, 1.0, 0.7, 0.7] + [1.5] * 4)
+    clock = FakeClock(lambda n: per_item.get(n, 2e-5) * n * next(factors, 0.7))
+    eps = batching.sweep(clock.work, max_batch=1 << 20, budget_s=0.05, clock=clock)
+    assert list(eps)[:3] == [16, 32, 64] and 128 not in eps  # the first pass stopped at 64
+    assert max(eps, key=eps.get) == 64
+    assert clock.calls.count(64) > 2 and clock.t <= 0.05 + 1e-9
+    # Without the second look, the fast moment decides.
+    clock = FakeClock(lambda n: per_item.get(n, 2e-5) * n * next(factors2, 0.7))
+    factors2 = iter([1.0, 1.0, 0.7, 0.7] + [1.5] * 4)
+    once = batching.sweep(clock.work, 1 << 20, 0.05, clock=clock, refine=False)
+    assert max(once, key=once.get) == 16
+
+
 def test_item_bytes_counts_every_layer_output():
     net = nn.Sequential(nn.Linear(8, 100), nn.ReLU(), nn.Linear(100, 10))
     x = torch.zeros(1000, 8)
