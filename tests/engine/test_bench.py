@@ -44,7 +44,7 @@ def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
     console = Console(record=True, width=250)
     out = bench_scale((3,), generations=2, large_generations=1, console=console,
                       help_runs=1, limit_budget_s=2.0, sustain_s=0.2)  # fmt: skip
-    assert out["ranked"] == sorted(out["peak"], key=out["peak"].get, reverse=True)[:2]
+    assert out["ranked"] == sorted(out["peak"], key=out["peak"].get, reverse=True)[:3]
     assert [r["seeds"] for r in out["sizes"]] == [3]
     for r in out["sizes"]:
         # Efficiency is against the best batch's raw throughput, not the campaign's own,
