@@ -42,11 +42,11 @@ def _column(v: Any, n: int) -> np.ndarray:
     return np.array([v] * n, dtype=object) if v is None or isinstance(v, str) else np.full(n, v)
 
 
-def frame(chunks: list[Columns]) -> pa.Table:
-    """One Arrow table from chunks of columns; scalars are broadcast to their chunk's length.
-
-    Arrow wraps numpy columns without copying; a pandas frame per flush cost more than
-    the insert itself."""
+def columns(chunks: list[Columns]) -> dict[str, np.ndarray]:
+    """One array per column from chunks of columns; scalars are broadcast to their chunk's
+    length. DuckDB scans such a dict itself (NaN and None become NULL): an Arrow table would
+    import pandas, 0.4 s of the first flush, and a pandas frame per flush cost more than the
+    insert itself."""
     cols: dict[str, list[np.ndarray]] = {}
     for chunk in chunks:
         n = max(
@@ -54,9 +54,12 @@ def frame(chunks: list[Columns]) -> pa.Table:
         )
         for name, v in chunk.items():
             cols.setdefault(name, []).append(_column(v, n))
-    return pa.table(
-        {name: pa.array(np.concatenate(parts), from_pandas=True) for name, parts in cols.items()}
-    )
+    return {name: np.concatenate(parts) for name, parts in cols.items()}
+
+
+def frame(chunks: list[Columns]) -> pa.Table:
+    """The same columns as an Arrow table (recovery files are Parquet)."""
+    return pa.table({k: pa.array(v, from_pandas=True) for k, v in columns(chunks).items()})
 
 
 def now() -> datetime:
@@ -78,8 +81,9 @@ def create_campaign(store: Store, row: dict[str, Any]) -> None:
         con.execute(f"INSERT INTO campaigns ({cols}) VALUES ({marks})", list(row.values()))
 
 
-def insert_table(con, table: str, rows: pa.Table, campaign_id: str) -> None:
-    """Insert Arrow rows into a campaign table; the id is bound once, not sent per row."""
+def insert_table(con, table: str, rows, campaign_id: str) -> None:
+    """Insert rows (an Arrow table, or `columns`) into a campaign table; the id is bound
+    once, not sent per row."""
     con.register("batch", rows)
     con.execute(
         f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS campaign_id, * FROM batch",
@@ -88,9 +92,11 @@ def insert_table(con, table: str, rows: pa.Table, campaign_id: str) -> None:
     con.unregister("batch")
 
 
-def apply_seed_updates(con, upd: pa.Table, campaign_id: str) -> None:
-    """Final per-seed outcomes (seed_idx plus SEED_UPDATE_COLS columns)."""
-    cols = [c for c in SEED_UPDATE_COLS if c in upd.column_names]
+def apply_seed_updates(con, upd, campaign_id: str) -> None:
+    """Final per-seed outcomes (seed_idx plus SEED_UPDATE_COLS columns), as an Arrow table
+    or `columns`."""
+    names = upd.column_names if isinstance(upd, pa.Table) else list(upd)
+    cols = [c for c in SEED_UPDATE_COLS if c in names]
     con.register("upd", upd)
     sets = ", ".join(f"{c} = upd.{c}" for c in cols)
     con.execute(
@@ -225,9 +231,9 @@ class CampaignWriter:
     def _write(self, con, pending: dict[str, list[Columns]], updates: list[Columns]) -> None:
         for table, chunks in pending.items():
             if chunks:
-                insert_table(con, table, frame(chunks), self.campaign_id)
+                insert_table(con, table, columns(chunks), self.campaign_id)
         if updates:
-            apply_seed_updates(con, frame(updates), self.campaign_id)
+            apply_seed_updates(con, columns(updates), self.campaign_id)
 
     def close(self) -> None:
         """Stop the background thread (the pending rows stay pending)."""
