@@ -25,7 +25,9 @@ for c in cards:
     mine = "" if zoo.is_bundled(c["name"]) else " · yours"
     with st.expander(f"{c['name']} · {c['kind']} · {c['dataset']}{mine}"):
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in card_facts(c)))
-        if c["kind"] == "generator":
+        # On request: drawing loads the model (the DM imports diffusers), which made the
+        # page's first run take 4 s when every generator drew at once.
+        if c["kind"] == "generator" and st.toggle("Show samples", key=f"samples-{c['name']}"):
             show_samples(c["name"])
 st.subheader("Uploaded classifiers")
 up = uploaded(get_home())

@@ -57,6 +57,11 @@ def test_models_page_is_readable_with_samples_and_uploads(tmp_path, monkeypatch)
     (home / "uploads" / "0123456789abcdef-mine.pt").write_bytes(b"x" * 10)
     at = page_opener(home, monkeypatch)("models.py")
     assert not at.exception, at.exception
+    assert not at.get("image")  # samples on request: no model loaded for the page itself
+    for t in at.toggle:
+        t.set_value(True)
+    at.run()
+    assert not at.exception, at.exception
     table = at.dataframe[0].value
     assert not table.isna().any().any()
     assert "None" not in table.astype(str).to_numpy()

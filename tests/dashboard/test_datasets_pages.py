@@ -66,7 +66,11 @@ def test_models_page_shows_user_models_beside_the_zoo(app, tmp_path: Path, monke
     assert table.loc["pets-convnet", "dataset"] == "pets"
     assert any(e.label.startswith("pets-vae · generator · pets · yours") for e in at.expander)
     pets = next(e for e in at.expander if e.label.startswith("pets-vae"))
-    assert [x.type for x in pets.children.values()] == ["markdown", "image"]  # 3-ch samples
+    assert [x.type for x in pets.children.values()] == ["markdown", "toggle"]
+    at.toggle(key="samples-pets-vae").set_value(True).run()
+    assert not at.exception, at.exception
+    pets = next(e for e in at.expander if e.label.startswith("pets-vae"))
+    assert [x.type for x in pets.children.values()] == ["markdown", "toggle", "image"]  # 3-ch
     assert not any(c.value.startswith("No samples") for c in at.caption)
 
 
