@@ -46,10 +46,10 @@ class Evaluator:
             with model_errors("generator", zb.shape[0]):
                 x = self.gen.decode(zb, yb if self.gen.conditional else None)
             with model_errors("classifier", zb.shape[0]):
-                out = self.clf.logits(x).cpu()
+                out = self.clf.logits(x, finite_input=True).cpu()
             if self.clf_b is not None:
                 with model_errors("classifier B", zb.shape[0]):
-                    out = torch.cat([out, self.clf_b.logits(x).cpu()], 1)
+                    out = torch.cat([out, self.clf_b.logits(x, finite_input=True).cpu()], 1)
             logits.append(out)
             images.append(to_uint8(x).cpu())
             self.batch_sizes.append(int(zb.shape[0]))

@@ -32,9 +32,14 @@ class Classifier(ABC):
     def _to(self, device: torch.device) -> None: ...
 
     @torch.no_grad()
-    def logits(self, x: torch.Tensor) -> torch.Tensor:
-        """Images (B, C, H, W) in [0, 1] -> finite logits (B, K)."""
-        check_tensor(x, f"classifier {self.name} input", self.input_shape, self.device)
+    def logits(self, x: torch.Tensor, finite_input: bool = False) -> torch.Tensor:
+        """Images (B, C, H, W) in [0, 1] -> finite logits (B, K). `finite_input`: x comes
+        from Generator.decode, which has checked it already (one pass over every image
+        less per batch)."""
+        check_tensor(
+            x, f"classifier {self.name} input", self.input_shape, self.device,
+            finite=not finite_input,
+        )  # fmt: skip
         out = self._logits(x)
         if not isinstance(out, torch.Tensor) or out.shape != (x.shape[0], self.num_classes):
             got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__

@@ -113,8 +113,17 @@ class Generator(nn.Module, ABC):
 
     @property
     def device(self) -> torch.device:
-        p = next(self.parameters(), None)
-        return p.device if p is not None else torch.device("cpu")
+        # Cached: decode reads it for every batch, and walking the parameters cost about
+        # 1% of a campaign's time. `_apply` (.to, .cuda, .half) forgets it.
+        dev = self.__dict__.get("_device")
+        if dev is None:
+            p = next(self.parameters(), None)
+            dev = self.__dict__["_device"] = p.device if p is not None else torch.device("cpu")
+        return dev
+
+    def _apply(self, fn, *args, **kwargs):
+        self.__dict__.pop("_device", None)
+        return super()._apply(fn, *args, **kwargs)
 
     @torch.no_grad()
     def decode(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from store import SCHEMA_VERSION, CampaignWriter, Store, StoreError, create_campaign, queries
-from store.writer import now
+from store.writer import STORE_SHARE, now
 from tests.helpers import old_store
 
 
@@ -114,6 +114,28 @@ def test_writer_batches_and_finish(store: Store):
     assert (s["viable"], s["misclassified"], s["misclassified_pct"]) == (2, 1, 50.0)
     # The seed interrupted while searching has no iterations: it is in neither mean.
     assert s["iterations_to_failure"] == s["iterations_icst"] == 3.0
+
+
+def test_flushes_are_spaced_to_keep_the_store_under_its_share(store: Store):
+    """The rule, not a timing: after a flush, the next waits until the writer's time so
+    far is STORE_SHARE of the time elapsed, and never less than flush_seconds."""
+    create_campaign(store, campaign_row())
+    w = CampaignWriter(store, "c1", flush_seconds=2.0, background=False)
+    w.append("generations", **gen_rows("c1", 1, 2))
+    w.flush()
+    if w.seconds < 0.04:  # a quiet flush of milliseconds: the usual cadence
+        assert w._interval == 2.0
+    w.seconds = 1.0  # as if the store had already taken a second (a loaded machine)
+    w.append("generations", **gen_rows("c1", 2, 2))
+    w.flush()
+    elapsed = w._last - w._started
+    assert w._interval == pytest.approx(w.seconds / STORE_SHARE - elapsed)
+    assert (w.seconds) / (elapsed + w._interval) == pytest.approx(STORE_SHARE)
+    w.append("generations", **gen_rows("c1", 3, 2))
+    w.maybe_flush()  # not due for about 40 s: stays pending
+    assert w.flushes == 2
+    w.finish("finished")
+    assert len(queries.generations(store, "c1")) == 6
 
 
 def test_list_campaigns_joins_summary(store: Store):
