@@ -42,7 +42,9 @@ def limit_forward(generator: str = "vae", device: str = "cpu"):
     classifier (engine.batching.raw_forward)."""
     from engine import batching
     from engine.config import parse_config, resolve
+    from engine.malloc import keep_freed_memory
 
+    keep_freed_memory()  # the allocator the campaigns run with (engine/malloc.py)
     r = resolve(parse_config({"seeds": 1, "generator": generator, "device": device}))
     return batching.raw_forward(r.generator, r.classifier, max(batching.CANDIDATES))
 

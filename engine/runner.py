@@ -28,6 +28,7 @@ from engine.errors import LatentfuzzError
 from engine.evaluator import Evaluator, model_errors  # noqa: F401  (re-exported)
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink
+from engine.malloc import keep_freed_memory
 from engine.metrics import test_reference
 from engine.search_loop import Campaign, Progress, _seed_dir  # noqa: F401  (re-exported)
 from store import CampaignWriter, Store, create_campaign, recovery
@@ -96,6 +97,7 @@ def run_campaign(
     """
     if campaign_id is not None:
         check_id_syntax(campaign_id)  # before anything is loaded or written
+    keep_freed_memory()  # before the batch sweep, which must see the campaign's allocator
     r = resolve(cfg, models_root)
     cfg = r.config  # with what resolve derives (an escape campaign's seed count)
     store = Store(db_path(home))
@@ -149,6 +151,7 @@ def execute(
     holds; releases the lock. `wrap` puts a filter between the search and the writer (a
     resumed campaign's replay, engine/resume.py)."""
     cfg = r.config
+    keep_freed_memory()  # a resumed campaign comes here directly
     rng = torch.Generator().manual_seed(cfg.seed)
     writer = CampaignWriter(store, cid, cfg.flush_seconds)
     writer.seconds = time.perf_counter() - t0  # the campaign row is store time too
