@@ -106,7 +106,8 @@ class ImageSink:
     def __init__(self, home: Path) -> None:
         self.home = home
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png")
-        self._futures: list[Future] = []
+        #: Queued writes not yet done, and failed ones (for close): insertion-ordered.
+        self._futures: dict[Future, None] = {}
         self._pending: dict[str, list[np.ndarray]] = {}  # frames not yet appended
         self._count: dict[str, int] = {}  # frames so far, per open strip
         self.strip_bytes: list[int] = []
@@ -146,8 +147,15 @@ class ImageSink:
         self._submit(self._write, rel_paths, images.cpu().numpy())
 
     def _submit(self, fn, *args) -> None:
-        self._futures.append(self._pool.submit(fn, *args))
-        self._futures = [f for f in self._futures if not f.done() or f.exception()]
+        # A done write forgets itself: rescanning the list at every submit was quadratic,
+        # 2.1 s of a one-generation 1,000-seed campaign whose seeds all finished at once.
+        f = self._pool.submit(fn, *args)
+        self._futures[f] = None
+        f.add_done_callback(self._forget)
+
+    def _forget(self, f: Future) -> None:
+        if not f.cancelled() and f.exception() is None:
+            self._futures.pop(f, None)
 
     def _write(self, rel_paths: list[str], arr: np.ndarray) -> None:
         for rel, img in zip(rel_paths, arr, strict=True):
@@ -180,5 +188,5 @@ class ImageSink:
         seeds keep a PNG), wait for every queued image; re-raise the first error."""
         self.write_strips(release=True)
         self._pool.shutdown(wait=True)
-        for f in self._futures:
+        for f in list(self._futures):
             f.result()

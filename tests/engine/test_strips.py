@@ -83,3 +83,34 @@ def test_a_campaign_flushing_every_generation_appends_only_new_frames(home: Path
         n = int(gens[gens.seed_idx == row.seed_idx]["image"].notna().sum())
         assert frame_count(home / row.improvements_image, 28) == n
         assert not sidecar(home / row.improvements_image).exists()
+
+
+def test_queueing_an_image_costs_the_same_however_many_are_queued(tmp_path: Path, monkeypatch):
+    """Counted, not timed: a submit once rescanned every queued write (1,000 seeds finishing
+    at once made 2,000 submits scan up to 2,000 futures each)."""
+    from concurrent.futures import Future
+
+    looks = [0]
+    real_done = Future.done
+
+    def done(self):
+        looks[0] += 1
+        return real_done(self)
+
+    monkeypatch.setattr(Future, "done", done)
+    sink = ImageSink(tmp_path)
+    n = 400
+    for i in range(n):
+        sink.save([f"s{i}/result.png"], frames(1, i))
+    sink.close()
+    assert looks[0] <= n  # linear: the old rescan made about n * n / 2 looks
+    assert len(list(tmp_path.glob("s*/result.png"))) == n
+    assert not sink._futures  # done writes forget themselves
+
+
+def test_a_failed_image_write_is_raised_at_close(tmp_path: Path):
+    (tmp_path / "s0").write_text("a file where a folder should be")
+    sink = ImageSink(tmp_path)
+    sink.save(["s0/result.png"], frames(1))
+    with pytest.raises(OSError):
+        sink.close()
