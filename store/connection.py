@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from store import host
 from store.errors import StoreBusy, StoreError
 from store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
@@ -224,7 +225,11 @@ class Store:
                 con = None
                 if self._flock.try_acquire(exclusive=not read_only):
                     try:
-                        con = duckdb.connect(self.path, read_only=read_only)
+                        con = (
+                            duckdb.connect(self.path, read_only=True)
+                            if read_only
+                            else host.attach(self.path)
+                        )
                     except (duckdb.IOException, duckdb.ConnectionException) as e:
                         # A process that does not take our lock file (an older latentfuzz,
                         # the duckdb CLI) still holds the database: wait for it too.
@@ -250,7 +255,7 @@ class Store:
                 yield con
             finally:
                 try:
-                    con.close()
+                    con.close() if read_only else host.detach(con, self.path)
                 finally:
                     self._flock.release()
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from store import Store
+from store import Store, host
 
 
 def test_a_session_opens_the_file_once_and_a_write_inside_it_works(tmp_path: Path, monkeypatch):
@@ -18,7 +18,13 @@ def test_a_session_opens_the_file_once_and_a_write_inside_it_works(tmp_path: Pat
         opened.append(kw.get("read_only"))
         return real(*a, **kw)
 
+    def attach(path):  # writes attach the file to the process's host instance
+        opened.append(False)
+        return real_attach(path)
+
+    real_attach = host.attach
     monkeypatch.setattr(duckdb, "connect", connect)
+    monkeypatch.setattr(host, "attach", attach)
     with store.session():
         for _ in range(5):
             assert store.query("SELECT 1 AS x")["x"][0] == 1
