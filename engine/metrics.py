@@ -18,11 +18,11 @@ data_range=1)`` gives the same value (tests/engine/test_metrics.py).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from engine.fitness import top2
 
@@ -41,19 +41,27 @@ def gaussian_1d() -> torch.Tensor:
     return g / g.sum()
 
 
-def _window(channels: int) -> torch.Tensor:
+@functools.lru_cache(maxsize=8)
+def _band(n: int) -> torch.Tensor:
+    """(n - WIN + 1, n): row i holds the 1-d window at offset i, so `band @ x` filters the
+    rows of x over their valid region."""
     g = gaussian_1d()
-    return (g[:, None] * g[None, :]).expand(channels, 1, WIN, WIN).contiguous()
+    out = torch.zeros(n - WIN + 1, n, dtype=torch.float64)
+    for i in range(n - WIN + 1):
+        out[i, i : i + WIN] = g
+    return out
 
 
 def ssim(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """SSIM per image pair (N,) of images (N, C, H, W) in [0, 1] (H, W >= 11)."""
     a, b = a.double(), b.double()
-    c = a.shape[1]
-    w = _window(c)
+    rows, cols = _band(a.shape[-2]), _band(a.shape[-1]).T
 
     def blur(x: torch.Tensor) -> torch.Tensor:
-        return F.conv2d(x, w, groups=c)  # valid region: no padding
+        # The 2-d Gaussian is the outer product of two 1-d ones, so the window is applied
+        # as two matrix products: float64 conv2d has no fast CPU kernel, and 11 x 11 taps
+        # on 1,000 result images took 1.5 s of a campaign's close, now about 50 ms.
+        return rows @ x @ cols  # valid region: no padding
 
     mu_a, mu_b = blur(a), blur(b)
     var_a = blur(a * a) - mu_a**2
