@@ -225,11 +225,7 @@ class Store:
                 con = None
                 if self._flock.try_acquire(exclusive=not read_only):
                     try:
-                        con = (
-                            duckdb.connect(self.path, read_only=True)
-                            if read_only
-                            else host.attach(self.path)
-                        )
+                        con = host.attach(self.path, read_only)
                     except (duckdb.IOException, duckdb.ConnectionException) as e:
                         # A process that does not take our lock file (an older latentfuzz,
                         # the duckdb CLI) still holds the database: wait for it too.
@@ -255,7 +251,7 @@ class Store:
                 yield con
             finally:
                 try:
-                    con.close() if read_only else host.detach(con, self.path)
+                    host.detach(con, self.path)
                 finally:
                     self._flock.release()
 
@@ -335,7 +331,10 @@ class Store:
         version = 0
         if not self.memory and Path(self.path).exists():
             with self.read() as con:
-                tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+                tables = con.execute(
+                    "SELECT table_name FROM information_schema.tables "
+                    "WHERE table_catalog = current_database()"
+                ).fetchall()
                 if ("meta",) in tables:
                     row = con.execute(
                         "SELECT value FROM meta WHERE key = 'schema_version'"

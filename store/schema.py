@@ -244,15 +244,25 @@ KEYS: dict[str, str] = {
 }
 
 
+#: The store's own catalog: writes attach the file beside others (store/host.py).
+HERE = " database_name = current_database()"
+
+
+def own_tables(con) -> set[str]:
+    sql = f"SELECT table_name FROM duckdb_tables() WHERE{HERE}"
+    return {r[0] for r in con.execute(sql).fetchall()}
+
+
 def add_keys(con) -> None:
     """Give every existing campaign table its primary key. Stores written before schema 4
     may hold duplicates (a reused campaign id): the first row of each key is kept, as a
     reader saw it first. Tables that do not exist yet are created with their key by DDL."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    tables = own_tables(con)
     keyed = {
         r[0]
         for r in con.execute(
-            "SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
+            f"SELECT table_name FROM duckdb_constraints() WHERE{HERE} "
+            "AND constraint_type = 'PRIMARY KEY'"
         ).fetchall()
     }
     for table, key in KEYS.items():
@@ -267,7 +277,7 @@ def add_keys(con) -> None:
             nn = [
                 r[0]
                 for r in con.execute(
-                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                    f"SELECT column_name FROM duckdb_columns() WHERE{HERE} AND table_name = ? "
                     "AND NOT is_nullable",
                     [table],
                 ).fetchall()
@@ -286,7 +296,7 @@ def add_keys(con) -> None:
 def add_column(con, table: str, column: str) -> None:
     """Add a column to a table that an older store may not have yet (DDL, which runs
     after the migrations, then creates the table with the column)."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    tables = own_tables(con)
     if table in tables:
         con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}")
 
@@ -302,7 +312,7 @@ OLD_SEED_STATUSES = {"failed": "misclassified", "non_viable": "non-viable"}
 def rename_seed_statuses(con) -> None:
     """Schema 7: old seed statuses in the words of SEED_STATUSES (campaign statuses,
     where `failed` means the campaign failed, stay as they are)."""
-    sql = "SELECT column_name FROM duckdb_columns() WHERE table_name = 'seeds'"
+    sql = f"SELECT column_name FROM duckdb_columns() WHERE{HERE} AND table_name = 'seeds'"
     cols = {r[0] for r in con.execute(sql).fetchall()}
     if "status" in cols:  # a store too old (or too partial) to have seed statuses has none
         for old, new in OLD_SEED_STATUSES.items():

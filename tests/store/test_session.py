@@ -4,26 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
 from store import Store, host
 
 
 def test_a_session_opens_the_file_once_and_a_write_inside_it_works(tmp_path: Path, monkeypatch):
     store = Store(tmp_path / "s.duckdb")
     opened = []
-    real = duckdb.connect
+    real = host.attach
 
-    def connect(*a, **kw):
-        opened.append(kw.get("read_only"))
-        return real(*a, **kw)
+    def attach(path, read_only=False):
+        opened.append(read_only)
+        return real(path, read_only)
 
-    def attach(path):  # writes attach the file to the process's host instance
-        opened.append(False)
-        return real_attach(path)
-
-    real_attach = host.attach
-    monkeypatch.setattr(duckdb, "connect", connect)
     monkeypatch.setattr(host, "attach", attach)
     with store.session():
         for _ in range(5):
