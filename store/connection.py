@@ -226,10 +226,12 @@ class Store:
                 if self._flock.try_acquire(exclusive=not read_only):
                     try:
                         con = host.attach(self.path, read_only)
-                    except (duckdb.IOException, duckdb.ConnectionException) as e:
+                    except BaseException as e:
                         # A process that does not take our lock file (an older latentfuzz,
                         # the duckdb CLI) still holds the database: wait for it too.
                         self._flock.release()
+                        if not isinstance(e, duckdb.Error):
+                            raise
                         if not _is_lock_conflict(e):
                             raise StoreError(
                                 f"store {self.path} cannot be opened ({_first_line(e)}); {FIX}"

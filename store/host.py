@@ -23,6 +23,8 @@ import duckdb
 _GUARD = threading.Lock()
 _HOST: duckdb.DuckDBPyConnection | None = None
 _PID: int | None = None
+#: Uses of each attached file under way (alias -> count).
+_USERS: dict[str, int] = {}
 
 
 def _host() -> duckdb.DuckDBPyConnection:
@@ -36,15 +38,17 @@ def _host() -> duckdb.DuckDBPyConnection:
             spill = os.path.join(tempfile.gettempdir(), f"latentfuzz-duckdb-{os.getpid()}")
             _HOST = duckdb.connect(":memory:", config={"temp_directory": spill})
             _PID = os.getpid()
+            _USERS.clear()
         return _HOST
 
 
 def _reset() -> None:
-    """Drop the instance (closing it releases every file it holds); the next write builds
+    """Drop the instance (closing it releases every file it holds); the next access builds
     a new one."""
     global _HOST
     with _GUARD:
         host, _HOST = _HOST, None
+        _USERS.clear()
     if host is not None and os.getpid() == _PID:
         # The failure that brought us here is raised by the caller.
         with contextlib.suppress(duckdb.Error):
@@ -52,19 +56,27 @@ def _reset() -> None:
 
 
 def alias(path: str) -> str:
-    """The catalog name of the file while attached: one per path, so that two stores
-    written by two threads at once never meet."""
-    return "store_" + hashlib.sha1(path.encode()).hexdigest()[:16]
+    """The catalog name of the file while attached: one per file, however its path is
+    spelled, so that two stores used by two threads at once never meet."""
+    return "store_" + hashlib.sha1(os.path.realpath(path).encode()).hexdigest()[:16]
 
 
 def attach(path: str, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection whose default catalog is the store file at `path`. Raises duckdb's
-    error when the file cannot be opened (held by another process)."""
+    error when the file cannot be opened (held by another process).
+
+    A use nested in another of the same file (a read inside a page's session, in the
+    thread that holds the file's lock) shares its attachment, as duckdb.connect shared
+    its instance: the file is released when the last one ends."""
     con = _host().cursor()
     name = alias(path)
     try:
-        quoted = path.replace("'", "''")
-        con.execute(f"ATTACH '{quoted}' AS {name}" + (" (READ_ONLY)" if read_only else ""))
+        with _GUARD:
+            if _USERS.get(name, 0) == 0:
+                quoted = path.replace("'", "''")
+                mode = " (READ_ONLY)" if read_only else ""
+                con.execute(f"ATTACH '{quoted}' AS {name}{mode}")
+            _USERS[name] = _USERS.get(name, 0) + 1
     except BaseException:
         con.close()
         raise
@@ -77,10 +89,16 @@ def attach(path: str, read_only: bool = False) -> duckdb.DuckDBPyConnection:
 
 
 def detach(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    """Release the file (checkpointed, if it was written) and close the connection."""
+    """End a use of the file: the last one releases it (checkpointed, if it was written).
+    Closes the connection."""
+    name = alias(path)
     try:
         con.execute("USE memory")
-        con.execute(f"DETACH {alias(path)}")
+        with _GUARD:
+            _USERS[name] -= 1
+            if _USERS[name] == 0:
+                del _USERS[name]
+                con.execute(f"DETACH {name}")
     except BaseException:
         # A checkpoint that failed (a full disk) may leave the file attached and locked:
         # closing the whole instance lets it go.

@@ -223,8 +223,8 @@ class CampaignWriter:
             spent = time.perf_counter() - t0
             self.seconds += spent
             self._last = time.monotonic()
-            # Every flush pays a fixed 20 to 60 ms (open, commit, checkpoint on close) plus
-            # its rows, more on a loaded machine: the next one waits until the writer's
+            # Every flush pays a fixed 10 to 50 ms (attach, commit, checkpoint on detach)
+            # plus its rows, more on a loaded machine: the next one waits until the writer's
             # time so far (the campaign row included) is under STORE_SHARE of the
             # campaign's, so the search keeps at least 97.5% of the machine. On a quiet
             # machine that is every `flush_seconds` (a flush of 25 ms every 2 s is 1.3%).

@@ -98,8 +98,10 @@ def test_a_failed_release_drops_the_instance_and_the_next_write_works(tmp_path: 
     con.execute("INSERT INTO meta VALUES ('kept', 'x')")
     # A DETACH that fails (here: of a name never attached; in life, a checkpoint on a full
     # disk) must not leave the store attached and locked for the rest of the process.
+    never = str(tmp_path / "never.duckdb")
+    host._USERS[host.alias(never)] = 1
     try:
-        host.detach(con, str(tmp_path / "never.duckdb"))
+        host.detach(con, never)
     except duckdb.Error:
         pass
     else:
@@ -108,3 +110,15 @@ def test_a_failed_release_drops_the_instance_and_the_next_write_works(tmp_path: 
     with store.write() as w:
         w.execute("INSERT INTO meta VALUES ('after', 'x')")
     assert len(store.query("SELECT * FROM meta WHERE key IN ('kept', 'after')")) == 2
+
+
+def test_a_read_nested_in_another_of_the_same_file_shares_it(tmp_path: Path):
+    store = Store(tmp_path / "s.duckdb")
+    again = Store(str(tmp_path / ".." / tmp_path.name / "s.duckdb"))  # another spelling
+    with store.session():
+        assert store.query("SELECT count(*) AS n FROM meta")["n"][0] > 0
+        for other in (store, again):  # the page's session holds the file in this thread
+            with other.read() as con:
+                assert con.execute("SELECT count(*) FROM meta").fetchone()[0] > 0
+        assert store.query("SELECT 1 AS x")["x"][0] == 1  # the session's use goes on
+    assert other_process_opens(store.path) == "opened"  # the last use let it go
