@@ -43,7 +43,7 @@ def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
 
     console = Console(record=True, width=250)
     out = bench_scale((3,), generations=2, large_generations=1, console=console,
-                      help_runs=1, limit_budget_s=2.0, sustain_s=0.2)  # fmt: skip
+                      help_runs=1, limit_budget_s=2.0, sustain_s=0.2, max_runs=2)  # fmt: skip
     assert out["ranked"] == sorted(out["peak"], key=out["peak"].get, reverse=True)[:3]
     assert [r["seeds"] for r in out["sizes"]] == [3]
     for r in out["sizes"]:
@@ -54,6 +54,8 @@ def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
         assert r["efficiency"] == pytest.approx(r["campaign_evals_per_s"] / r["limit"])
         assert r["evaluations"] > 0 and 0 <= r["store_share"] < 1
         assert r["startup_s"] > 0 and r["peak_memory_gb"] > 0
+        # A campaign this short runs again (here up to 2 runs); the median run counts.
+        assert len(r["runs"]) == 2 and r["campaign_evals_per_s"] == min(r["runs"])
     assert out["help_seconds"] > 0
     text = console.export_text()
     assert "physical limit" in text and "latentfuzz --help" in text
@@ -75,3 +77,11 @@ def test_sustained_counts_every_timed_call_but_the_untimed_first():
     assert 0 < rate <= 800
     calls.clear()
     assert sustained_limit(lambda n: time.sleep(0.01 if n == 4 else 0.04), [2, 4], 0.1)[1] == 4
+
+
+def test_the_median_run_counts_whole():
+    from engine.bench_scale import median_run
+
+    runs = [{"campaign_evals_per_s": v, "store_share": v / 1e4} for v in (300.0, 100.0, 200.0)]
+    assert median_run(runs) == {"campaign_evals_per_s": 200.0, "store_share": 0.02}
+    assert median_run(runs[:2])["campaign_evals_per_s"] == 100.0  # the lower middle
