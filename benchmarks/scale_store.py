@@ -8,9 +8,10 @@
    a time with their rows interleaved, ordered by generation then clone, as campaigns
    running side by side write them; not one campaign appended after another. Every 5th
    batch forms a study, so the study queries have something to find.
-3. Times every named query of store/queries.py (median of 3, each opening its own
-   connection as the dashboard does: the file attached and released), `failing_seeds` over 175 campaigns, and every page
-   through Streamlit's AppTest (script time of the first run, caches cold, and of a second).
+3. Times every named query of store/queries.py (median of 3, each opening the file as
+   the dashboard does: attached, then released), `failing_seeds` over 175 campaigns, and
+   every page through Streamlit's AppTest (script time of the first run, caches cold, and
+   of a second).
 4. Prints the table as markdown (the README's).
 """
 
