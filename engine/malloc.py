@@ -5,8 +5,9 @@ when freed, and trims the heap's top back to the OS, so every batch page-faults 
 buffers in again. In a campaign, where other allocations come between batches, that cost
 a 100-seed VAE campaign on 2 cores about 37% of its throughput at batch 128 and 7% at 32
 (README, "The bench now, with the allocator fix"). A bare forward loop hides it: glibc's
-adaptive threshold settles there. Fixed thresholds keep blocks under 32 MiB on the heap and the heap's top
-mapped; the memory cap (`batch_memory_mb`) still bounds what a batch takes.
+adaptive threshold settles there. Fixed thresholds keep blocks under 32 MiB on the heap
+and the heap's top mapped; the memory cap (`batch_memory_mb`) still bounds what a batch
+takes.
 """
 
 from __future__ import annotations
