@@ -225,13 +225,15 @@ class Store:
                 con = None
                 if self._flock.try_acquire(exclusive=not read_only):
                     try:
-                        con = host.attach(self.path, read_only)
+                        # Depth 1: no other use of the file in this process.
+                        outermost = self._flock.depth == 1
+                        con = host.attach(self.path, read_only, outermost)
                     except BaseException as e:
                         # A process that does not take our lock file (an older latentfuzz,
                         # the duckdb CLI) still holds the database: wait for it too.
                         self._flock.release()
                         if not isinstance(e, duckdb.Error):
-                            raise
+                            raise  # a StoreError of host's, or an interrupt
                         if not _is_lock_conflict(e):
                             raise StoreError(
                                 f"store {self.path} cannot be opened ({_first_line(e)}); {FIX}"

@@ -20,11 +20,17 @@ import threading
 
 import duckdb
 
+from store.errors import StoreError
+
 _GUARD = threading.Lock()
 _HOST: duckdb.DuckDBPyConnection | None = None
 _PID: int | None = None
-#: Uses of each attached file under way (alias -> count).
+#: Uses of each attached file under way (alias -> count), and whether it is read-only.
 _USERS: dict[str, int] = {}
+_MODES: dict[str, bool] = {}
+#: The instance each open connection came from (id -> instance), so that a failure resets
+#: that one, never a newer one another thread has built since.
+_INSTANCE: dict[int, duckdb.DuckDBPyConnection] = {}
 
 
 def _host() -> duckdb.DuckDBPyConnection:
@@ -39,20 +45,24 @@ def _host() -> duckdb.DuckDBPyConnection:
             _HOST = duckdb.connect(":memory:", config={"temp_directory": spill})
             _PID = os.getpid()
             _USERS.clear()
+            _MODES.clear()
         return _HOST
 
 
-def _reset() -> None:
-    """Drop the instance (closing it releases every file it holds); the next access builds
-    a new one."""
+def _reset(instance: duckdb.DuckDBPyConnection) -> None:
+    """Drop `instance` if it is still the process's (closing it releases every file it
+    holds); the next access builds a new one. Another thread's newer instance stays."""
     global _HOST
     with _GUARD:
-        host, _HOST = _HOST, None
+        if _HOST is not instance:
+            return
+        _HOST = None
         _USERS.clear()
-    if host is not None and os.getpid() == _PID:
+        _MODES.clear()
+    if os.getpid() == _PID:
         # The failure that brought us here is raised by the caller.
         with contextlib.suppress(duckdb.Error):
-            host.close()
+            instance.close()
 
 
 def alias(path: str) -> str:
@@ -61,30 +71,45 @@ def alias(path: str) -> str:
     return "store_" + hashlib.sha1(os.path.realpath(path).encode()).hexdigest()[:16]
 
 
-def attach(path: str, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def attach(path: str, read_only: bool = False, outermost: bool = True) -> duckdb.DuckDBPyConnection:
     """A connection whose default catalog is the store file at `path`. Raises duckdb's
     error when the file cannot be opened (held by another process).
 
-    A use nested in another of the same file (a read inside a page's session, in the
-    thread that holds the file's lock) shares its attachment, as duckdb.connect shared
-    its instance: the file is released when the last one ends."""
-    con = _host().cursor()
+    A use nested in another of the same file (`outermost` False: a read inside a page's
+    session, in the thread that holds the file's lock) shares its attachment, as
+    duckdb.connect shared its instance: the file is released when the last one ends. An
+    outermost use starts from a clean slate: an attachment or a count that an interrupt
+    left behind (Ctrl-C between ATTACH and the count) is dropped first."""
+    instance = _host()
+    con = instance.cursor()
     name = alias(path)
+    counted = False
     try:
         with _GUARD:
-            if _USERS.get(name, 0) == 0:
+            if outermost:
+                _USERS.pop(name, None)
+                _MODES.pop(name, None)
+                con.execute(f"DETACH DATABASE IF EXISTS {name}")
+            if name not in _USERS:
                 quoted = path.replace("'", "''")
                 mode = " (READ_ONLY)" if read_only else ""
                 con.execute(f"ATTACH '{quoted}' AS {name}{mode}")
-            _USERS[name] = _USERS.get(name, 0) + 1
-    except BaseException:
-        con.close()
-        raise
-    try:
+                _USERS[name], _MODES[name] = 0, read_only
+            elif _MODES[name] and not read_only:
+                raise StoreError(
+                    f"store {path} is open read-only in this thread: a write cannot run "
+                    "inside a read of the same store; end the read first"
+                )
+            _USERS[name] += 1
+            counted = True
         con.execute(f"USE {name}")
     except BaseException:
-        detach(con, path)
+        if counted:
+            detach(con, path)
+        else:
+            con.close()
         raise
+    _INSTANCE[id(con)] = instance
     return con
 
 
@@ -92,18 +117,33 @@ def detach(con: duckdb.DuckDBPyConnection, path: str) -> None:
     """End a use of the file: the last one releases it (checkpointed, if it was written).
     Closes the connection."""
     name = alias(path)
+    instance = _INSTANCE.pop(id(con), None) or _HOST
     try:
         con.execute("USE memory")
         with _GUARD:
             _USERS[name] -= 1
             if _USERS[name] == 0:
-                del _USERS[name]
-                con.execute(f"DETACH {name}")
+                del _USERS[name], _MODES[name]
+                try:
+                    con.execute(f"DETACH {name}")
+                except duckdb.Error:
+                    names = {
+                        r[0]
+                        for r in con.execute(
+                            "SELECT database_name FROM duckdb_databases()"
+                        ).fetchall()
+                    }
+                    if name in names:
+                        raise
+                    # Detached, but its checkpoint failed (a full disk): what was committed
+                    # is in the WAL, which the next open replays, as duckdb.connect's close
+                    # left it. The write succeeded; it must not be retried.
     except BaseException:
-        # A checkpoint that failed (a full disk) may leave the file attached and locked:
-        # closing the whole instance lets it go.
+        # A release that failed may leave the file attached and locked: closing the
+        # whole instance lets it go.
         with contextlib.suppress(duckdb.Error):
             con.close()
-        _reset()
+        if instance is not None:
+            _reset(instance)
         raise
     con.close()

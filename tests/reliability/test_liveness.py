@@ -14,7 +14,9 @@ from store.liveness import CampaignLock, lock_path
 from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
 from tests.reliability.conftest import cli
 
-LONG = ["run", "--seeds", "2", "--generations", "400", "--population", "6", "--best-left", "2",
+# Stopped or killed early; long enough that its first flush (2 s) comes well before its end
+# on a quiet machine (400 generations took 1.2 s once the store was attached).
+LONG = ["run", "--seeds", "2", "--generations", "5000", "--population", "6", "--best-left", "2",
         "--perturbation", "low", "--seed", "1", "--quiet"]  # fmt: skip
 
 

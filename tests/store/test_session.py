@@ -12,9 +12,9 @@ def test_a_session_opens_the_file_once_and_a_write_inside_it_works(tmp_path: Pat
     opened = []
     real = host.attach
 
-    def attach(path, read_only=False):
+    def attach(path, read_only=False, outermost=True):
         opened.append(read_only)
-        return real(path, read_only)
+        return real(path, read_only, outermost)
 
     monkeypatch.setattr(host, "attach", attach)
     with store.session():
