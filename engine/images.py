@@ -177,6 +177,11 @@ class ImageSink:
         """The strip PNG from its sidecar, written once; the sidecar goes after it."""
         path = self.home / rel
         side = sidecar(path)
+        if not side.exists():
+            # Ctrl-C between a strip's bookkeeping steps: its PNG was assembled already,
+            # or no frame of it reached the disk. Either way there is nothing to add, and
+            # the campaign must end `interrupted`, not fail here at close.
+            return
         (c, h, w), n = _read_sidecar(side)
         raw = np.fromfile(side, dtype=np.uint8, offset=_HEADER.size, count=n * c * h * w)
         strip = raw.reshape(n, c, h, w).transpose(1, 2, 0, 3).reshape(c, h, n * w)

@@ -122,7 +122,9 @@ objective = st.radio(
     help="what the search minimises and when an input counts as failing",
 )
 chosen = OBJECTIVES[objective]
-with st.form("campaign"):
+# Enter in a number field only commits its value: with Streamlit's default it submitted the
+# form, and a user typing the seed count launched a campaign with the other fields unset.
+with st.form("campaign", enter_to_submit=False):
     objective_fields: dict = {}
     k = ds.num_classes
     if chosen.get("escape"):

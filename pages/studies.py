@@ -48,7 +48,7 @@ with tab_new:
             f"{population} failing images; the planner proposes **{planned}** for a 95% "
             "confidence level and a 5% margin of error (Cochran, finite-population correction)."
         )
-        with st.form("new_study"):
+        with st.form("new_study", enter_to_submit=False):  # Enter commits a field only
             a, b, c, d = st.columns(4)
             name = a.text_input("Name", "")
             sample = b.number_input("Images to label", 1, max(1, population), max(1, planned))

@@ -140,7 +140,10 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
             page.wait_for_selector("text=Status: finished", timeout=180_000)
             page.wait_for_selector(".vega-embed", timeout=30_000)
             # The gallery shows a seed/result pair for every seed with a result image.
-            seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
+            store = Store(home / "latentfuzz.duckdb")
+            # Enter in a field (pressed above to commit each value) must not launch.
+            assert queries.list_campaigns(store)["id"].tolist() == [cid]
+            seeds = queries.seeds(store, cid)
             shown = seeds[seeds["result_image"].notna()]
             assert len(shown) >= 1, f"no seed finished:\n{seeds.to_string()}"
             for i in shown["seed_idx"]:
