@@ -303,8 +303,9 @@ class Store:
     def session(self) -> Iterator[None]:
         """One read connection serves this thread's `query` calls inside the block: opened
         at the first query, closed at the end of the block or before this thread writes.
-        A dashboard page run makes about ten queries, and opening and closing the file
-        costs 20 ms (quiet) to 120 ms (busy machine) each, most of a page's script time.
+        A dashboard page run makes about ten queries. Opening and closing the file cost
+        20 to 120 ms each while every open built a database instance, and still costs a
+        few ms attached (store/host.py); one open also gives the page one snapshot.
         Other processes can read meanwhile; a campaign's writer defers its rows to its
         next flush (store/CONTRACT.md, rule 4), so keep sessions as short as a page run."""
         if self.memory or getattr(self._tls, "stack", None) is not None:
