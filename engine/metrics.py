@@ -60,7 +60,7 @@ def ssim(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     def blur(x: torch.Tensor) -> torch.Tensor:
         # The 2-d Gaussian is the outer product of two 1-d ones, so the window is applied
         # as two matrix products: float64 conv2d has no fast CPU kernel, and 11 x 11 taps
-        # on 1,000 result images took 1.5 s of a campaign's close, now about 50 ms.
+        # on 1,000 result images took 1.5 s of a campaign's close, now about 0.02 s.
         return rows @ x @ cols  # valid region: no padding
 
     mu_a, mu_b = blur(a), blur(b)

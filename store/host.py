@@ -25,9 +25,8 @@ from store.errors import StoreError
 _GUARD = threading.Lock()
 _HOST: duckdb.DuckDBPyConnection | None = None
 _PID: int | None = None
-#: Uses of each attached file under way (alias -> count), and whether it is read-only.
-_USERS: dict[str, int] = {}
-_MODES: dict[str, bool] = {}
+#: Each attached file (alias -> [uses under way, attached read-only]).
+_ATTACHED: dict[str, list] = {}
 #: The instance each open connection came from (id -> instance), so that a failure resets
 #: that one, never a newer one another thread has built since.
 _INSTANCE: dict[int, duckdb.DuckDBPyConnection] = {}
@@ -44,8 +43,7 @@ def _host() -> duckdb.DuckDBPyConnection:
             spill = os.path.join(tempfile.gettempdir(), f"latentfuzz-duckdb-{os.getpid()}")
             _HOST = duckdb.connect(":memory:", config={"temp_directory": spill})
             _PID = os.getpid()
-            _USERS.clear()
-            _MODES.clear()
+            _ATTACHED.clear()
         return _HOST
 
 
@@ -57,8 +55,7 @@ def _reset(instance: duckdb.DuckDBPyConnection) -> None:
         if _HOST is not instance:
             return
         _HOST = None
-        _USERS.clear()
-        _MODES.clear()
+        _ATTACHED.clear()
     if os.getpid() == _PID:
         # The failure that brought us here is raised by the caller.
         with contextlib.suppress(duckdb.Error):
@@ -87,20 +84,19 @@ def attach(path: str, read_only: bool = False, outermost: bool = True) -> duckdb
     try:
         with _GUARD:
             if outermost:
-                _USERS.pop(name, None)
-                _MODES.pop(name, None)
+                _ATTACHED.pop(name, None)
                 con.execute(f"DETACH DATABASE IF EXISTS {name}")
-            if name not in _USERS:
+            if name not in _ATTACHED:
                 quoted = path.replace("'", "''")
                 mode = " (READ_ONLY)" if read_only else ""
                 con.execute(f"ATTACH '{quoted}' AS {name}{mode}")
-                _USERS[name], _MODES[name] = 0, read_only
-            elif _MODES[name] and not read_only:
+                _ATTACHED[name] = [0, read_only]
+            elif _ATTACHED[name][1] and not read_only:
                 raise StoreError(
                     f"store {path} is open read-only in this thread: a write cannot run "
                     "inside a read of the same store; end the read first"
                 )
-            _USERS[name] += 1
+            _ATTACHED[name][0] += 1
             counted = True
         con.execute(f"USE {name}")
     except BaseException:
@@ -121,9 +117,9 @@ def detach(con: duckdb.DuckDBPyConnection, path: str) -> None:
     try:
         con.execute("USE memory")
         with _GUARD:
-            _USERS[name] -= 1
-            if _USERS[name] == 0:
-                del _USERS[name], _MODES[name]
+            _ATTACHED[name][0] -= 1
+            if _ATTACHED[name][0] == 0:
+                del _ATTACHED[name]
                 try:
                     con.execute(f"DETACH {name}")
                 except duckdb.Error:

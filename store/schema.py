@@ -245,11 +245,11 @@ KEYS: dict[str, str] = {
 
 
 #: The store's own catalog: writes attach the file beside others (store/host.py).
-HERE = " database_name = current_database()"
+HERE = "database_name = current_database()"
 
 
 def own_tables(con) -> set[str]:
-    sql = f"SELECT table_name FROM duckdb_tables() WHERE{HERE}"
+    sql = f"SELECT table_name FROM duckdb_tables() WHERE {HERE}"
     return {r[0] for r in con.execute(sql).fetchall()}
 
 
@@ -261,7 +261,7 @@ def add_keys(con) -> None:
     keyed = {
         r[0]
         for r in con.execute(
-            f"SELECT table_name FROM duckdb_constraints() WHERE{HERE} "
+            f"SELECT table_name FROM duckdb_constraints() WHERE {HERE} "
             "AND constraint_type = 'PRIMARY KEY'"
         ).fetchall()
     }
@@ -277,7 +277,7 @@ def add_keys(con) -> None:
             nn = [
                 r[0]
                 for r in con.execute(
-                    f"SELECT column_name FROM duckdb_columns() WHERE{HERE} AND table_name = ? "
+                    f"SELECT column_name FROM duckdb_columns() WHERE {HERE} AND table_name = ? "
                     "AND NOT is_nullable",
                     [table],
                 ).fetchall()
@@ -312,7 +312,7 @@ OLD_SEED_STATUSES = {"failed": "misclassified", "non_viable": "non-viable"}
 def rename_seed_statuses(con) -> None:
     """Schema 7: old seed statuses in the words of SEED_STATUSES (campaign statuses,
     where `failed` means the campaign failed, stay as they are)."""
-    sql = f"SELECT column_name FROM duckdb_columns() WHERE{HERE} AND table_name = 'seeds'"
+    sql = f"SELECT column_name FROM duckdb_columns() WHERE {HERE} AND table_name = 'seeds'"
     cols = {r[0] for r in con.execute(sql).fetchall()}
     if "status" in cols:  # a store too old (or too partial) to have seed statuses has none
         for old, new in OLD_SEED_STATUSES.items():
