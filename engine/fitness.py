@@ -7,8 +7,9 @@ else is known of them (expected labels, latents, seed latents, target class):
 - Criterion: ``criterion(logits, ctx) -> bool (N,)``, True where the input fails.
 
 An objective that needs more than the expected labels names the context fields it reads in
-``requires``; the runner fills every field and ``resolve`` checks what the config must give
-(a target class), so no call site grows an argument when an objective needs something new.
+``requires``; the runner fills the fields its objectives require (``need`` names a missing
+one) and ``resolve`` checks what the config must give (a target class), so no call site
+grows an argument when an objective needs something new.
 """
 
 from __future__ import annotations

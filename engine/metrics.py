@@ -121,8 +121,9 @@ class MetricsTracker:
             {"generation": generation, "step": step, "evaluations": 0, "failing": 0,
              "mse_sum": 0.0, "ssim_sum": 0.0, "measured": 0},
         )  # fmt: skip
+        n_failing = int(failing.sum())
         rec["evaluations"] += s * m
-        rec["failing"] += int(failing.sum())
+        rec["failing"] += n_failing
         if images is not None:
             flat = to_unit(images.flatten(0, 1))
             seeds = to_unit(self.seed_images[seed_idx]).repeat_interleave(m, 0)
@@ -133,11 +134,12 @@ class MetricsTracker:
         if self.wrong is None:
             self.wrong = torch.zeros(len(self.viable), k, dtype=torch.bool)
         self.evaluations += s * m
-        self.failing_evaluations += int(failing.sum())
+        self.failing_evaluations += n_failing
         pred = logits.argmax(2)
-        hit = torch.zeros(s, k, dtype=torch.bool).scatter_(1, pred, True)
-        hit[torch.arange(s), expected] = False
-        self.wrong[seed_idx] |= hit
+        # True at every (seed, predicted class) other than the seed's own: the value at a
+        # repeated index is the same for every repeat, and the own class stays False.
+        rows = seed_idx[:, None].expand_as(pred)
+        self.wrong.index_put_((rows, pred), pred != expected[:, None])
 
     def finished(
         self, seed_idx: torch.Tensor, failed: torch.Tensor, logits: torch.Tensor,

@@ -53,6 +53,7 @@ class Generation:
     logits_b: torch.Tensor | None  # (S, P, K) classifier B's (differential campaigns)
     objective2: torch.Tensor | None  # (S, P) a multi-objective strategy's second objective
     best: torch.Tensor  # (S,) slot of the lowest fitness
+    best_fit: torch.Tensor  # (S,) the lowest fitness
     improved: torch.Tensor  # (S,) best fitness dropped this generation
     failed: torch.Tensor  # (S,) some individual fails the criterion
     result: torch.Tensor  # (S,) slot reported as the seed's result if it stops now
@@ -91,6 +92,7 @@ class Campaign:
         self.n_failed = 0
         self.strategy_seconds = 0.0
         self.k = r.classifier.num_classes
+        self.needs = {*r.fitness.requires, *r.criterion.requires}
         self.archive = Archive(cid, writer, sink) if r.archive else None
 
     def split(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -183,10 +185,11 @@ class Campaign:
         slots, cand = self.strategy.ask()
         s, m = cand.shape[:2]
         y = self.labels[self.active]
-        both, images = self.evaluate(cand.flatten(0, 1), y.repeat_interleave(m))
+        ym = y.repeat_interleave(m)
+        both, images = self.evaluate(cand.flatten(0, 1), ym)
         both, images = both.view(s, m, -1), images.view(s, m, *images.shape[1:])
         logits, logits_b = self.split(both)
-        ctx = self.context(cand, logits_b)
+        ctx = self.context(cand, ym, logits_b)
         scores = r.fitness(logits.flatten(0, 1), ctx).view(s, m)
         failing_now = r.criterion(logits.flatten(0, 1), ctx).view(s, m)
         t = time.perf_counter()
@@ -198,7 +201,7 @@ class Campaign:
         found = None
         if self.archive is not None:
             found = (
-                g, self.active.repeat_interleave(m), y.repeat_interleave(m),
+                g, self.active.repeat_interleave(m), ym,
                 images.flatten(0, 1), logits.flatten(0, 1),
                 None if logits_b is None else logits_b.flatten(0, 1),
                 scores.flatten(), failing_now.flatten(),
@@ -212,7 +215,8 @@ class Campaign:
         pop, scores, pop_both = self.strategy.population()
         p = scores.shape[1]
         pop_logits, pop_logits_b = self.split(pop_both)
-        failing = r.criterion(pop_logits.flatten(0, 1), self.context(pop, pop_logits_b)).view(s, p)
+        ctx = self.context(pop, y.repeat_interleave(p), pop_logits_b)
+        failing = r.criterion(pop_logits.flatten(0, 1), ctx).view(s, p)
         best = scores.argmin(1)
         best_fit = scores.gather(1, best[:, None]).squeeze(1)
         improved = best_fit < self.best_so_far
@@ -227,22 +231,29 @@ class Campaign:
             done = done | stop
         return Generation(
             g, slots, images, pop, scores, pop_logits, pop_logits_b,
-            self.strategy.objective2(), best, improved, failed, result, done, found,
+            self.strategy.objective2(), best, best_fit, improved, failed, result, done, found,
         )  # fmt: skip
 
-    def context(self, z: torch.Tensor, logits_b: torch.Tensor | None = None) -> Context:
-        """The objective context of latents (S, M, ...) of the active seeds, and of
-        classifier B's logits (S, M, K) where there is a second classifier, flattened to
-        N = S x M individuals."""
+    def context(
+        self, z: torch.Tensor, expected: torch.Tensor, logits_b: torch.Tensor | None = None
+    ) -> Context:
+        """The objective context of latents (S, M, ...) of the active seeds, their labels
+        (S x M,), and classifier B's logits (S, M, K) where there is a second classifier,
+        flattened to N = S x M individuals. The latent fields only where an objective
+        `requires` them: a margin fitness reads none, and copying every latent twice a
+        generation is a visible share of a small campaign's bookkeeping."""
         m = z.shape[1]
 
         def rep(t: torch.Tensor) -> torch.Tensor:
             return t.repeat_interleave(m, 0)
 
+        latents = "latents" in self.needs
         return Context(
-            expected=rep(self.labels[self.active]),
-            latents=z.flatten(2).flatten(0, 1).float(),
-            seed_latents=rep(self.seed_latents.flatten(1).float()),
+            expected=expected,
+            latents=z.flatten(2).flatten(0, 1).float() if latents else None,
+            seed_latents=(
+                rep(self.seed_latents.flatten(1).float()) if "seed_latents" in self.needs else None
+            ),
             target=None if self.targets is None else rep(self.targets),
             logits_b=None if logits_b is None else logits_b.flatten(0, 1),
         )
@@ -256,16 +267,15 @@ class Campaign:
         probs, top = top2(best_logits)
         image = np.full(s, None, dtype=object)
         frame = np.full(s, None, dtype=object)
-        idx = torch.nonzero(gen.improved).flatten().numpy()
+        idx = torch.nonzero(gen.improved).flatten()
         if len(idx):
-            strips = [self.strips[int(self.active[i])] for i in idx]
-            image[idx] = strips
-            frame[idx] = self.sink.add_frames(
-                strips, self.images_of(gen, gen.best, gen.improved)[idx]
-            )
+            strips = [self.strips[i] for i in self.active[idx].tolist()]
+            at = idx.numpy()
+            image[at] = strips
+            frame[at] = self.sink.add_frames(strips, self.images_of(gen, idx, gen.best[idx]))
         self.writer.append(
             "generations", seed_idx=self.active.numpy(), generation=gen.g,
-            best_fitness=gen.scores[rows, gen.best].numpy(),
+            best_fitness=gen.best_fit.numpy(),
             mean_fitness=gen.scores.mean(1).numpy(),
             best_pred=best_logits.argmax(1).numpy(),
             best_pred_b=best_b,
@@ -275,13 +285,13 @@ class Campaign:
             elapsed_s=time.perf_counter() - self.t0, image=image, image_frame=frame,
         )  # fmt: skip
         if self.cfg.record_individuals:
-            evaluated = torch.zeros(p, dtype=torch.bool)
-            evaluated[gen.slots] = True
+            evaluated = np.zeros(p, dtype=bool)
+            evaluated[gen.slots.numpy()] = True
             self.writer.append(
-                "individuals", seed_idx=self.active.repeat_interleave(p).numpy(),
+                "individuals", seed_idx=np.repeat(self.active.numpy(), p),
                 generation=gen.g, individual=np.tile(np.arange(p), s),
                 fitness=gen.scores.flatten().numpy(), pred=gen.logits.argmax(2).flatten().numpy(),
-                evaluated=evaluated.repeat(s).numpy(),
+                evaluated=np.tile(evaluated, s),
                 pred_b=None if gen.logits_b is None else gen.logits_b.argmax(2).flatten().numpy(),
                 objective2=None if gen.objective2 is None else gen.objective2.flatten().numpy(),
             )  # fmt: skip
@@ -298,7 +308,7 @@ class Campaign:
         probs, _ = top2(logits)
         results = [f"{_seed_dir(self.cid, int(i))}/result.png" for i in seed_idx]
         strips = [self.strips[int(i)] for i in seed_idx]
-        result_images = self.images_of(gen, gen.result, gen.done)[d]
+        result_images = self.images_of(gen, d, slot)
         self.sink.save(results, result_images)
         self.metrics.finished(seed_idx, gen.failed[d], logits, result_images)
         self.sink.write_strips(strips, release=True)
@@ -327,20 +337,21 @@ class Campaign:
         if self.targets is not None:
             self.targets = self.targets[keep]
 
-    def images_of(self, gen: Generation, want: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """uint8 images (S, C, H, W) of population slot want[i] where mask[i] (else zeros).
+    def images_of(self, gen: Generation, rows: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """uint8 images (N, C, H, W) of population slot slots[i] of active seed rows[i].
 
         Slots evaluated this generation come from the evaluation; any other (a survivor
         that became best without a new evaluation, which the GA never produces) is decoded.
         """
-        out = torch.zeros((len(want), *gen.images.shape[2:]), dtype=torch.uint8)
         pos = torch.full((gen.pop.shape[1],), -1, dtype=torch.long)
         pos[gen.slots] = torch.arange(len(gen.slots))
-        where = pos[want]
-        fresh = mask & (where >= 0)
-        out[fresh] = gen.images[torch.nonzero(fresh).flatten(), where[fresh]]
-        stale = torch.nonzero(mask & (where < 0)).flatten()
-        if len(stale):
-            z = gen.pop[stale, want[stale]].reshape(len(stale), *self.strategy.space.latent_shape)
-            out[stale] = self.evaluate(z, self.labels[self.active][stale])[1]
+        where = pos[slots]
+        stale = where < 0
+        if not bool(stale.any()):
+            return gen.images[rows, where]
+        out = torch.empty((len(rows), *gen.images.shape[2:]), dtype=torch.uint8)
+        out[~stale] = gen.images[rows[~stale], where[~stale]]
+        r, z = rows[stale], gen.pop[rows[stale], slots[stale]]
+        z = z.reshape(len(r), *self.strategy.space.latent_shape)
+        out[stale] = self.evaluate(z, self.labels[self.active][r])[1]
         return out

@@ -158,7 +158,9 @@ def mutate(
     """Add step x N(0, 1) to genes that differ from the seed. (S, C, D), (S, D), (S,)."""
     noise = torch.randn(children.shape, generator=rng).to(children.device)
     moved = children != seed[:, None, :]
-    return children + noise * step[:, None, None] * moved
+    # The noise scaled in place, in the order of noise * step * moved: the same bits, two
+    # temporaries of the population's size fewer.
+    return children + noise.mul_(step[:, None, None]).mul_(moved)
 
 
 def update_step(
@@ -208,17 +210,16 @@ class GeneticAlgorithm(PopulationStrategy):
         self.prev_best = best
 
         elite = select_elite(self.pop, self.scores, e)
-        e_pop, e_scores, e_logits = (
-            take(self.pop, elite),
-            take(self.scores, elite),
-            take(self.logits, elite),
-        )
+        e_pop = take(self.pop, elite)
         i, j = pick_parents(s, e, c, rng)
         children = crossover(take(e_pop, i), take(e_pop, j), rng)
-        children = self._clamp(mutate(children, self.seed, self.step.to(children.device), rng))
-
-        self.pop = torch.cat([e_pop, children], dim=1)
-        self.scores = torch.cat([e_scores, torch.full((s, c), float("nan"))], dim=1)
-        self.logits = torch.cat([e_logits, torch.full((s, c, e_logits.shape[-1]), float("nan"))], 1)
+        children = mutate(children, self.seed, self.step.to(children.device), rng)
+        self.pop = torch.cat([e_pop, children.clamp_(self.space.low, self.space.high)], dim=1)
+        # Children's rows are NaN until told: filled whole, then the elites' written over.
+        scores = torch.full_like(self.scores, float("nan"))
+        scores[:, :e] = take(self.scores, elite)
+        logits = torch.full_like(self.logits, float("nan"))
+        logits[:, :e] = take(self.logits, elite)
+        self.scores, self.logits = scores, logits
         # Survivors keep their scores: decoding is deterministic, so only children are asked.
         self.slots = torch.arange(e, p.population)

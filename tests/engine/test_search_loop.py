@@ -1,0 +1,47 @@
+"""The search loop's own helpers, on hand-made generations."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from engine.search_loop import Campaign, Generation
+
+
+def _generation(pop: torch.Tensor, slots: torch.Tensor, images: torch.Tensor) -> Generation:
+    s, p = pop.shape[:2]
+    z = torch.zeros(s, p)
+    return Generation(
+        g=1, slots=slots, images=images, pop=pop, scores=z, logits=z[..., None],
+        logits_b=None, objective2=None, best=z[:, 0].long(), best_fit=z[:, 0],
+        improved=z[:, 0].bool(), failed=z[:, 0].bool(), result=z[:, 0].long(),
+        done=z[:, 0].bool(),
+    )  # fmt: skip
+
+
+def test_images_of_takes_evaluated_slots_and_decodes_the_others():
+    # 2 active seeds, population 4, slots 2 and 3 evaluated this generation. An image is
+    # its latent's first gene as a 1x1 uint8 image, so every answer is checkable.
+    pop = torch.arange(8, dtype=torch.float32).view(2, 4, 1) * 10  # (S, P, D=1)
+    slots = torch.tensor([2, 3])
+    images = pop[:, slots].to(torch.uint8).view(2, 2, 1, 1, 1)  # (S, M, C, H, W)
+    decoded = []
+
+    def evaluate(z, labels):
+        decoded.append((z.clone(), labels.clone()))
+        return torch.zeros(len(z), 10), z.to(torch.uint8).view(len(z), 1, 1, 1)
+
+    c = Campaign.__new__(Campaign)
+    c.evaluate, c.labels, c.active = evaluate, torch.tensor([5, 6, 7]), torch.tensor([2, 0])
+    c.strategy = SimpleNamespace(space=SimpleNamespace(latent_shape=(1,)))
+    gen = _generation(pop, slots, images)
+
+    # Fresh only: straight from the evaluation, nothing decoded.
+    got = c.images_of(gen, torch.tensor([1, 0]), torch.tensor([3, 2]))
+    assert got.flatten().tolist() == [70, 20] and decoded == []
+    # Seed row 1's slot 0 was not evaluated now: decoded with that seed's label.
+    got = c.images_of(gen, torch.tensor([0, 1]), torch.tensor([3, 0]))
+    assert got.flatten().tolist() == [30, 40]
+    assert len(decoded) == 1
+    assert decoded[0][0].flatten().tolist() == [40.0] and decoded[0][1].tolist() == [5]
