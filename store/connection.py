@@ -41,7 +41,11 @@ def check_file(path: str) -> None:
 
     Cheap (a stat and 12 bytes): run on every open, so that an empty, garbage or
     truncated file is named at once rather than by a failing CHECKPOINT at the end of a
-    campaign."""
+    campaign. A file is its headers plus whole 256 KiB blocks, with one exception: a
+    checkpoint that failed on a full disk leaves part of a new block at the end, beside
+    the WAL that holds what was committed. DuckDB opens such a file and replays its WAL,
+    so that one is let through. (Whole blocks cut from the end pass this check and are
+    named by the first read, Store._init_schema.)"""
     p = Path(path)
     if p.is_dir():
         raise StoreError(f"store {p} is a directory, expected a DuckDB file; move it away")
@@ -54,7 +58,8 @@ def check_file(path: str) -> None:
         raise StoreError(
             f"store {p} is not a DuckDB database (no DUCK signature in its header); {FIX}"
         )
-    if size < _HEADER or (size - _HEADER) % _BLOCK:
+    torn_tail = Path(f"{p}.wal").exists()
+    if size < _HEADER or ((size - _HEADER) % _BLOCK and not torn_tail):
         raise StoreError(
             f"store {p} is truncated ({size:,} bytes, not its headers plus whole 256 KiB "
             f"blocks); {FIX}"
@@ -335,16 +340,20 @@ class Store:
     def _init_schema(self) -> None:
         version = 0
         if not self.memory and Path(self.path).exists():
-            with self.read() as con:
-                tables = con.execute(
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_catalog = current_database()"
-                ).fetchall()
-                if ("meta",) in tables:
-                    row = con.execute(
-                        "SELECT value FROM meta WHERE key = 'schema_version'"
-                    ).fetchone()
-                    version = int(row[0]) if row else 0
+            try:
+                with self.read() as con:
+                    tables = con.execute(
+                        "SELECT table_name FROM information_schema.tables "
+                        "WHERE table_catalog = current_database()"
+                    ).fetchall()
+                    if ("meta",) in tables:
+                        row = con.execute(
+                            "SELECT value FROM meta WHERE key = 'schema_version'"
+                        ).fetchone()
+                        version = int(row[0]) if row else 0
+            except duckdb.IOException as e:
+                # Blocks the file no longer has (whole blocks cut from its end).
+                raise StoreError(f"store {self.path} is damaged ({_first_line(e)}); {FIX}") from e
             if version == SCHEMA_VERSION:
                 return
             if version > SCHEMA_VERSION:

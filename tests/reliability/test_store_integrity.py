@@ -92,6 +92,9 @@ def _damage(path: Path, how: str) -> None:
     elif how == "truncated":
         data = path.read_bytes()
         path.write_bytes(data[: len(data) - 100_000])
+    elif how == "whole blocks cut":  # still headers plus whole blocks, fewer than counted
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) - 256 * 1024])
     elif how == "newer":
         con = duckdb.connect(str(path))
         con.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
@@ -100,7 +103,8 @@ def _damage(path: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how,says", [
     ("empty", "is empty (0 bytes)"), ("garbage", "is not a DuckDB database"),
-    ("truncated", "is truncated"), ("newer", "schema version 999"),
+    ("truncated", "is truncated"), ("whole blocks cut", "is damaged (IO Error: Could not read"),
+    ("newer", "schema version 999"),
 ])  # fmt: skip
 def test_a_damaged_store_is_named_with_the_fix(home: Path, env, how, says):
     path = home / "latentfuzz.duckdb"

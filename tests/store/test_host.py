@@ -145,11 +145,15 @@ def test_a_committed_write_whose_checkpoint_fails_is_not_reported_as_failed(tmp_
         capture_output=True, text=True,
     )  # fmt: skip
     assert run.stdout.strip() == "written", run.stderr[-500:]
-    # The failed checkpoint left part of a block at the file's end, which Store's own
-    # check refuses as truncated; DuckDB replays the WAL and reads every row.
-    con = duckdb.connect(str(path), read_only=True)
-    assert con.execute("SELECT count(*) FROM meta WHERE key LIKE 'k%'").fetchone()[0] == 5000
-    con.close()
+    # The failed checkpoint left part of a block at the file's end, which no header
+    # counts: the store still opens (Store's own check once refused it as truncated),
+    # DuckDB replays the WAL, every row is there, and the store takes writes again.
+    assert (path.stat().st_size - 3 * 4096) % (256 * 1024), "no torn tail: test is moot"
+    store = Store(path)
+    assert store.query("SELECT count(*) AS n FROM meta WHERE key LIKE 'k%'")["n"][0] == 5000
+    with store.write() as con:
+        con.execute("INSERT INTO meta VALUES ('after', 'x')")
+    assert len(Store(path).query("SELECT * FROM meta WHERE key = 'after'")) == 1
 
 
 def test_a_write_inside_a_read_of_the_same_store_is_refused_in_one_line(tmp_path: Path):
