@@ -19,6 +19,14 @@ nav = st.navigation([
 # One store connection serves the whole page run (opened at its first query), instead of
 # one per query (store/connection.py: Store.session).
 from dashboard.data import get_store  # noqa: E402 - after set_page_config, which comes first
+from store import StoreError  # noqa: E402
 
-with get_store().session():
+try:
+    store = get_store()
+except StoreError as e:
+    # A damaged, truncated or newer store: the one line that names it and the fix, on
+    # every page, instead of a traceback.
+    st.error(str(e), icon=":material/error:")
+    st.stop()
+with store.session():
     nav.run()

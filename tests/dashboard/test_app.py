@@ -42,3 +42,29 @@ def test_campaigns_are_listed(app_home: Path):
     assert at.dataframe[0].value.empty
     at.text_input[0].input(res.campaign_id[-4:]).run()
     assert len(at.dataframe[0].value) == 1
+
+
+@pytest.mark.parametrize("how,says", [
+    ("garbage", "is not a DuckDB database"),
+    ("whole blocks cut", "is damaged (IO Error"),
+    ("newer", "schema version 999"),
+])  # fmt: skip
+def test_a_damaged_store_is_named_in_one_line_not_a_traceback(app_home: Path, how, says):
+    import duckdb
+
+    from store import Store
+
+    path = app_home / "latentfuzz.duckdb"
+    Store(path)
+    if how == "garbage":
+        path.write_bytes(b"\0" * 300_000)
+    elif how == "whole blocks cut":
+        path.write_bytes(path.read_bytes()[: -256 * 1024])
+    else:
+        con = duckdb.connect(str(path))
+        con.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+        con.close()
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert len(at.error) == 1 and says in at.error[0].value
+    assert "\n" not in at.error[0].value and "move the file away" in at.error[0].value
