@@ -16,8 +16,10 @@ limit measured once for all sizes compares each campaign with another minute's m
 A size whose campaign is short (10 seeds: about 2 s) runs until its runs add up to 10 s,
 at most 5 runs, and the run of median evaluations/s counts (all are printed). Each
 campaign runs as the user runs it, `latentfuzz run` in its own process, which also gives its
-start-up time (command to first generation, through $LATENTFUZZ_FIRST_GENERATION_FILE,
-which the CLI stamps) and its peak memory (the child's maximum resident set, from wait4).
+start-up time (command to the end of the first generation, through
+$LATENTFUZZ_FIRST_GENERATION_FILE, which the CLI stamps at its first progress report; at
+1,000 seeds that generation's 25,000 evaluations are most of it) and its peak memory
+(the child's maximum resident set, from wait4).
 """
 
 from __future__ import annotations
