@@ -19,13 +19,13 @@ nav = st.navigation([
 # One store connection serves the whole page run (opened at its first query), instead of
 # one per query (store/connection.py: Store.session).
 from dashboard.data import get_store  # noqa: E402 - after set_page_config, which comes first
-from store import StoreError  # noqa: E402
+from store import StoreBusy, StoreError  # noqa: E402
 
 try:
     store = get_store()
-except StoreError as e:
-    # A damaged, truncated or newer store: the one line that names it and the fix, on
-    # every page, instead of a traceback.
+except (StoreError, StoreBusy) as e:
+    # A damaged, truncated or newer store, or one another process holds: the one line
+    # that names it and the fix, on every page, instead of a traceback.
     st.error(str(e), icon=":material/error:")
     st.stop()
 with store.session():

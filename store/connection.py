@@ -11,6 +11,7 @@ import fcntl
 import os
 import random
 import re
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -39,13 +40,16 @@ _HEADER, _BLOCK, _MAGIC = 3 * 4096, 256 * 1024, b"DUCK"
 def check_file(path: str) -> None:
     """Raise StoreError with the fix when `path` is not a whole DuckDB file.
 
-    Cheap (a stat and 12 bytes): run on every open, so that an empty, garbage or
-    truncated file is named at once rather than by a failing CHECKPOINT at the end of a
-    campaign. A file is its headers plus whole 256 KiB blocks, with one exception: a
-    checkpoint that failed on a full disk leaves part of a new block at the end, beside
-    the WAL that holds what was committed. DuckDB opens such a file and replays its WAL,
-    so that one is let through. (Whole blocks cut from the end pass this check and are
-    named by the first read, Store._init_schema.)"""
+    Cheap (a stat and the 12 KiB of headers): run on every open, so that an empty, garbage
+    or truncated file is named at once rather than by a failing CHECKPOINT at the end of a
+    campaign. A file is its headers plus whole 256 KiB blocks, with one exception, a torn
+    tail: a checkpoint that failed on a full disk leaves part of a new block at the end,
+    beside the WAL that holds what was committed, and DuckDB opens such a file and replays
+    the WAL. A partial last block passes only with a WAL that is not empty and a file at
+    least as long as its active database header counts. A cut file fails that last test
+    even beside a stray WAL. (The count alone cannot judge every file: DuckDB drops free
+    blocks from a file's end without lowering it.) Damage this check cannot see, such as
+    whole blocks cut, is named in one line where a read meets it (`_connect`)."""
     p = Path(path)
     if p.is_dir():
         raise StoreError(f"store {p} is a directory, expected a DuckDB file; move it away")
@@ -53,17 +57,44 @@ def check_file(path: str) -> None:
     if size == 0:
         raise StoreError(f"store {p} is empty (0 bytes), expected a DuckDB database; {FIX}")
     with open(p, "rb") as f:
-        head = f.read(12)
+        head = f.read(_HEADER)
     if head[8:12] != _MAGIC:
         raise StoreError(
             f"store {p} is not a DuckDB database (no DUCK signature in its header); {FIX}"
         )
-    torn_tail = Path(f"{p}.wal").exists()
-    if size < _HEADER or ((size - _HEADER) % _BLOCK and not torn_tail):
+    partial = size >= _HEADER and (size - _HEADER) % _BLOCK
+    if size < _HEADER or (partial and not _torn_tail(p, head, size)):
         raise StoreError(
             f"store {p} is truncated ({size:,} bytes, not its headers plus whole 256 KiB "
             f"blocks); {FIX}"
         )
+
+
+def _torn_tail(p: Path, head: bytes, size: int) -> bool:
+    """Whether a file ending in part of a block is what a failed checkpoint leaves: a WAL
+    with something in it, and at least the blocks the active database header counts.
+    A database header (at 4 and 8 KiB) is a checksum, then iteration, meta block, free
+    list, block count and block size, 8 bytes each; the higher iteration is active."""
+    wal = Path(f"{p}.wal")
+    if not wal.exists() or wal.stat().st_size == 0:
+        return False
+    active = None
+    for at in (4096, 8192):
+        iteration, _, _, blocks, block = struct.unpack_from("<QqqQQ", head, at + 8)
+        sane = block == _BLOCK and blocks < 1 << 40
+        if sane and (active is None or iteration > active[0]):
+            active = (iteration, blocks)
+    return active is not None and size >= _HEADER + active[1] * _BLOCK
+
+
+def _is_damage(e: BaseException) -> bool:
+    """DuckDB's errors for a file missing blocks or holding corrupt ones."""
+    msg = str(e).lower()
+    return "could not read enough bytes" in msg or "corrupt database file" in msg
+
+
+def _damaged(path: str, e: BaseException) -> StoreError:
+    return StoreError(f"store {path} is damaged ({_first_line(e)}); {FIX}")
 
 
 def _writable(path: Path) -> bool:
@@ -258,6 +289,10 @@ class Store:
                 delay = min(delay * 2, 0.01)
             try:
                 yield con
+            except duckdb.Error as e:
+                if _is_damage(e):
+                    raise _damaged(self.path, e) from e
+                raise
             finally:
                 try:
                     host.detach(con, self.path)
@@ -299,10 +334,15 @@ class Store:
         """Run a read query and return a pandas DataFrame (on this thread's session
         connection inside `session()`)."""
         con = self._session_connection()
-        if con is not None:
+        if con is None:
+            with self.read() as con:
+                return con.execute(sql, params or []).df()
+        try:
             return con.execute(sql, params or []).df()
-        with self.read() as con:
-            return con.execute(sql, params or []).df()
+        except duckdb.Error as e:  # a page's session connection: not inside _connect's block
+            if _is_damage(e):
+                raise _damaged(self.path, e) from e
+            raise
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
@@ -351,9 +391,10 @@ class Store:
                             "SELECT value FROM meta WHERE key = 'schema_version'"
                         ).fetchone()
                         version = int(row[0]) if row else 0
-            except duckdb.IOException as e:
-                # Blocks the file no longer has (whole blocks cut from its end).
-                raise StoreError(f"store {self.path} is damaged ({_first_line(e)}); {FIX}") from e
+            except duckdb.Error as e:
+                # Any failure to read the catalog of a file that passed check_file is
+                # damage (lock conflicts were settled when it was attached).
+                raise _damaged(self.path, e) from e
             if version == SCHEMA_VERSION:
                 return
             if version > SCHEMA_VERSION:

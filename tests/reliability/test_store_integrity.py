@@ -171,3 +171,38 @@ def test_a_read_only_home_can_be_listed_shown_and_exported(env):
         for p in [base, *base.rglob("*")]:
             p.chmod(0o777)
         shutil.rmtree(base)
+
+
+def _store_with_data_blocks(path: Path) -> None:
+    """A store whose campaigns table fills several blocks (3,000 rows of 2 kB configs)."""
+    store = Store(path)
+    with store.write(checkpoint=True) as con:
+        con.execute(
+            "INSERT INTO campaigns (id, name, status, created_at, dataset, generator, "
+            "classifier, strategy, n_seeds, random_seed, config, environment, dir) "
+            "SELECT 'c' || i, 'n' || i, 'finished', now(), 'mnist', 'g', 'c', 'ga', 10, 1, "
+            "to_json(repeat('x', 2000)), '{}', 'campaigns/c' || i FROM range(3000) t(i)"
+        )
+
+
+@pytest.mark.parametrize("cut,wal,says", [
+    # Blocks of table data gone: the catalog reads, the campaigns' rows do not.
+    (2 * 256 * 1024, None, "is damaged (IO Error: Could not read enough bytes"),
+    # A cut file beside a WAL is not a checkpoint's torn tail: it is shorter than its
+    # header counts, whether the WAL is empty or not.
+    (300_000, b"", "is truncated"),
+    (300_000, b"\x01" * 4096, "is truncated"),
+])  # fmt: skip
+def test_damage_in_data_blocks_or_beside_a_wal_is_named_in_one_line(
+    home: Path, env, cut, wal, says
+):
+    path = home / "latentfuzz.duckdb"
+    _store_with_data_blocks(path)
+    path.write_bytes(path.read_bytes()[:-cut])
+    if wal is not None:
+        Path(f"{path}.wal").write_bytes(wal)
+    size = path.stat().st_size
+    for args in (["campaigns"], ["rename", "c5", "x"]):
+        p = cli(args, env, ok=False)
+        one_line_error(p, says)
+    assert path.stat().st_size == size  # nothing "repaired" by a checkpoint
