@@ -220,7 +220,29 @@ def bench_scale(
         f"{sustain_s:g} s each in two turns"
     )
     console.print(f"latentfuzz --help: {help_s:.2f} s (median of {help_runs})")
-    if any(r["efficiency"] > 1 for r in rows):
-        console.print("efficiency above 1: the machine was busier while the limit was "
-                      "measured than during a campaign; rerun on a quiet machine")  # fmt: skip
+    for line in caveats(rows):
+        console.print(line)
     return {"peak": peak, "ranked": ranked, "sizes": rows, "help_seconds": help_s}
+
+
+#: Before and after limits further apart than this: the machine's speed moved during the
+#: size's campaigns, and their efficiency compares them with a machine they did not run on.
+MAX_DRIFT = 0.15
+
+
+def caveats(rows: list[dict]) -> list[str]:
+    """Lines that say which figures the machine, not the engine, decided."""
+    out = []
+    for r in rows:
+        lo, hi = sorted((r["limit_before"], r["limit_after"]))
+        if hi > (1 + MAX_DRIFT) * lo:
+            out.append(
+                f"{r['seeds']} seeds: the limit moved by {100 * (hi / lo - 1):.0f}% between "
+                f"before ({r['limit_before']:,.0f}) and after ({r['limit_after']:,.0f}) its "
+                "campaigns: the machine's speed changed while they ran, so their efficiency "
+                "is not the engine's; rerun on a quiet machine"
+            )
+    if any(r["efficiency"] > 1 for r in rows):
+        out.append("efficiency above 1: the machine was busier while the limit was "
+                   "measured than during a campaign; rerun on a quiet machine")  # fmt: skip
+    return out

@@ -85,3 +85,17 @@ def test_the_median_run_counts_whole():
     runs = [{"campaign_evals_per_s": v, "store_share": v / 1e4} for v in (300.0, 100.0, 200.0)]
     assert median_run(runs) == {"campaign_evals_per_s": 200.0, "store_share": 0.02}
     assert median_run(runs[:2])["campaign_evals_per_s"] == 100.0  # the lower middle
+
+
+def test_a_limit_that_moved_around_a_size_is_named():
+    from engine.bench_scale import caveats
+
+    def row(seeds, before, after, eff):
+        return {"seeds": seeds, "limit_before": before, "limit_after": after, "efficiency": eff}
+
+    # Run H of the README: the 10-seed limit went from 2,653 to 4,626 evals/s.
+    lines = caveats([row(10, 2653.0, 4625.6, 1.008), row(100, 4544.7, 4300.0, 0.95)])
+    assert len(lines) == 2
+    assert lines[0].startswith("10 seeds: the limit moved by 74% between before (2,653)")
+    assert "efficiency above 1" in lines[1]
+    assert caveats([row(10, 4000.0, 4500.0, 0.9)]) == []  # 12.5%: within the noise allowed
