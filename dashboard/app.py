@@ -21,12 +21,16 @@ nav = st.navigation([
 from dashboard.data import get_store  # noqa: E402 - after set_page_config, which comes first
 from store import StoreBusy, StoreError  # noqa: E402
 
+# A damaged, truncated or newer store, or one another process holds: the one line that
+# names it and the fix, instead of a traceback. Opening the store checks the file and its
+# catalog; a block lost from one table is met only by the page that reads it.
 try:
     store = get_store()
 except (StoreError, StoreBusy) as e:
-    # A damaged, truncated or newer store, or one another process holds: the one line
-    # that names it and the fix, on every page, instead of a traceback.
     st.error(str(e), icon=":material/error:")
     st.stop()
 with store.session():
-    nav.run()
+    try:
+        nav.run()
+    except (StoreError, StoreBusy) as e:
+        st.error(str(e), icon=":material/error:")
