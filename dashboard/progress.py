@@ -45,8 +45,24 @@ def campaign_progress(
         return 0.0, f"drawing {n} seeds and checking that the classifier gets them right"
     if frac <= 0 or elapsed <= 0:
         return 0.0, f"{where} · estimating the time left…"
-    left = elapsed * (1 - frac) / frac
-    return frac, f"{where} · {duration(elapsed)} elapsed, at most about {duration(left)} left"
+    saved = float(progress.get("saved_s") or 0.0)  # campaign time of its last stored row
+    if 0 < saved <= elapsed and saved / frac > elapsed:
+        # The rate of the rows stored, not of the time since: between two of the writer's
+        # saves (10 s and more on a busy machine) the estimate then falls as time passes,
+        # where elapsed / frac climbed until the next save. (A resumed campaign's row times
+        # start again from zero: it, and a campaign behind its estimate, keep the old rule.)
+        left = saved / frac - elapsed
+        age = elapsed - saved
+        stale = f" · saved {duration(age)} ago" if age >= STALE_S else ""
+    else:
+        left, stale = elapsed * (1 - frac) / frac, ""
+    return frac, (
+        f"{where} · {duration(elapsed)} elapsed, at most about {duration(left)} left{stale}"
+    )
+
+
+#: Rows older than this are said to be: the writer saves every 2 s on a quiet machine.
+STALE_S = 5.0
 
 
 def startup_progress(

@@ -161,13 +161,15 @@ def individuals(store: Store, campaign_id: str, seed_idx: int) -> pd.DataFrame:
 
 
 def progress(store: Store, campaign_id: str) -> dict[str, Any]:
-    """Live view: status, generations written so far, and seeds done."""
+    """Live view: status, generations written so far (and the campaign time of the last,
+    `saved_s`), and seeds done."""
     df = store.query(
         """
         SELECT c.status,
                (SELECT coalesce(max(generation), 0) FROM generations g WHERE g.campaign_id = c.id)
                    AS generation,
                (SELECT count(*) FROM generations g WHERE g.campaign_id = c.id) AS generation_rows,
+               (SELECT max(elapsed_s) FROM generations g WHERE g.campaign_id = c.id) AS saved_s,
                (SELECT count(*) FROM seeds s WHERE s.campaign_id = c.id
                    AND s.status NOT IN ('searching')) AS seeds_done,
                c.n_seeds

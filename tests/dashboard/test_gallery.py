@@ -84,6 +84,22 @@ def test_progress_is_the_generation_budget_done_with_an_upper_bound_eta():
     assert frac == 0.5  # no generation budget: the share of seeds done
 
 
+def test_the_time_left_falls_between_saves_and_says_how_old_the_rows_are():
+    from datetime import datetime, timedelta
+
+    from dashboard.progress import campaign_progress
+
+    start = datetime(2026, 1, 1, 12, 0, 0)
+    c = {"created_at": start, "config": {"strategy_params": {"generations": 100}}}
+    # Generation 25 was saved 10 s into the campaign; the page asks 2, 10 and 20 s later.
+    # (elapsed / frac would say 36, 60 and 90 s: rising while nothing new is saved.)
+    p = {"generation": 25, "seeds_done": 0, "n_seeds": 10, "saved_s": 10.0}
+    texts = [campaign_progress(c, p, start + timedelta(seconds=10 + d))[1] for d in (2, 10, 20)]
+    assert [t.split("at most about ")[1] for t in texts] == [
+        "28 s left", "20 s left · saved 10 s ago", "10 s left · saved 20 s ago",
+    ]  # fmt: skip
+
+
 def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
     home, cid = campaign
     seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
