@@ -29,6 +29,9 @@ Columns = dict[str, Any]
 TABLES = ("seeds", "generations", "individuals", "images", "archive")
 #: The store's share of a campaign's time that flushes are spaced to stay under.
 STORE_SHARE = 0.025
+#: ...but flushes are at most this many `flush_seconds` apart, however long they take: a
+#: reader's view of a running campaign is never older than that (10 s by default).
+MAX_SPACING = 5
 SEED_UPDATE_COLS = (
     "status", "misclassified", "iterations", "evaluations", "final_pred", "final_fitness",
     "final_top1", "final_top2", "latent_distance", "result_image", "elapsed_s",
@@ -231,9 +234,11 @@ class CampaignWriter:
             # least 97.5% of the machine. Counting only the flushes made let each flush
             # overshoot by its own cost: 3.2% at 100 seeds on a busy machine. On a quiet
             # machine this is every `flush_seconds` (a flush of 25 ms every 2 s is 1.3%).
+            # Never more than MAX_SPACING flush periods apart, though: a live view
+            # whose progress froze for 15 s on a busy machine looked broken.
             elapsed = self._last - self._started
             due = (self.seconds + spent) / STORE_SHARE - elapsed
-            self._interval = max(self.flush_seconds, due)
+            self._interval = min(max(self.flush_seconds, due), MAX_SPACING * self.flush_seconds)
         self.flushes += 1
         return True
 

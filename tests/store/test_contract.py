@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from store import SCHEMA_VERSION, CampaignWriter, Store, StoreError, create_campaign, queries
-from store.writer import STORE_SHARE, now
+from store.writer import MAX_SPACING, STORE_SHARE, now
 from tests.helpers import old_store
 
 
@@ -119,26 +119,31 @@ def test_writer_batches_and_finish(store: Store):
 def test_flushes_are_spaced_to_keep_the_store_under_its_share(store: Store):
     """The rule, not a timing: after a flush, the next waits until the writer's time so
     far, the next flush counted at the last one's cost, is STORE_SHARE of the time
-    elapsed, and never less than flush_seconds."""
+    elapsed, never less than flush_seconds and never more than MAX_SPACING of them."""
     create_campaign(store, campaign_row())
     w = CampaignWriter(store, "c1", flush_seconds=2.0, background=False)
     w.append("generations", **gen_rows("c1", 1, 2))
     w.flush()
     if w.seconds < 0.04:  # a quiet flush of milliseconds: the usual cadence
         assert w._interval == 2.0
-    w.seconds = 1.0  # as if the store had already taken a second (a loaded machine)
+    w.seconds = 0.1  # as if the store had already taken 100 ms (a loaded machine)
     w.append("generations", **gen_rows("c1", 2, 2))
     w.flush()
     elapsed, spent = w._last - w._started, w.last_flush_seconds
     assert 0 < spent < w.seconds
+    assert 2.0 < w._interval < MAX_SPACING * 2.0, "the share rule, not a bound, decides here"
     assert w._interval == pytest.approx((w.seconds + spent) / STORE_SHARE - elapsed)
     # Once the next flush has cost as much as this one, the share is STORE_SHARE.
     assert (w.seconds + spent) / (elapsed + w._interval) == pytest.approx(STORE_SHARE)
+    w.seconds = 1.0  # a whole second: the share rule would wait about 40 s
     w.append("generations", **gen_rows("c1", 3, 2))
-    w.maybe_flush()  # not due for about 40 s: stays pending
-    assert w.flushes == 2
+    w.flush()
+    assert w._interval == MAX_SPACING * 2.0  # a live view is at most 10 s old
+    w.append("generations", **gen_rows("c1", 4, 2))
+    w.maybe_flush()  # not due for 10 s: stays pending
+    assert w.flushes == 3
     w.finish("finished")
-    assert len(queries.generations(store, "c1")) == 6
+    assert len(queries.generations(store, "c1")) == 8
 
 
 def test_list_campaigns_joins_summary(store: Store):
