@@ -94,3 +94,12 @@ def wait_for_start(store: Store, home: Path, cid: str) -> None:
                                                time.time())  # fmt: skip
     st.progress(frac, text=f"start-up: {waited:.0f} s")
     st.markdown(checklist or "- ◻ starting the campaign's process")
+
+
+@st.fragment(run_every=2.0)
+def wait_for_first(store: Store) -> None:
+    """Until the store holds a campaign (one started from the command line, say): then
+    the whole page, which shows it. Without this the page said "no campaign yet" for
+    good."""
+    if not queries.list_campaigns(store).empty:
+        st.rerun()

@@ -11,7 +11,7 @@ from dashboard.escape import escape_panel
 from dashboard.gallery import gallery
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
-from dashboard.progress import campaign_progress, wait_for_start
+from dashboard.progress import campaign_progress, wait_for_first, wait_for_start
 from dashboard.text import md_text
 from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
@@ -28,6 +28,7 @@ if cid is None and not campaigns.empty:
     cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{names[i]} ({i})")
 if cid is None:
     st.info("No campaign yet: start one on the New campaign page.")
+    wait_for_first(store)
     st.stop()
 
 c = queries.campaign(store, cid)

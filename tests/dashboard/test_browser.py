@@ -372,3 +372,25 @@ def test_an_idle_campaign_list_shows_a_campaign_started_from_a_terminal(
             raise AssertionError(diagnose(page, tmp_path, "idle-list", server_log, home)) from e
         finally:
             browser.close()
+
+
+def test_a_campaign_page_opened_before_any_campaign_shows_the_first_one(
+    server: str, home: Path, env, server_log: Path
+):
+    """It said "No campaign yet" for good (found in a browser walkthrough); it now looks
+    every 2 s and shows the campaign once its row is there."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers import start_cli
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+        page.goto(f"{server}/campaign")
+        page.wait_for_selector("text=No campaign yet", timeout=60_000)
+        assert start_cli(["run", "--seeds", "2", "--generations", "3", "--quiet"], env).wait() == 0
+        try:
+            page.wait_for_selector("text=Status:", timeout=15_000)
+        except Exception:
+            pytest.fail(diagnose(page, REPO / "test-artifacts", "first-campaign", server_log, home))
+        browser.close()
