@@ -25,12 +25,7 @@ from store import StoreBusy, StoreError  # noqa: E402
 # names it and the fix, instead of a traceback. Opening the store checks the file and its
 # catalog; a block lost from one table is met only by the page that reads it.
 try:
-    store = get_store()
+    with get_store().session():
+        nav.run()
 except (StoreError, StoreBusy) as e:
     st.error(str(e), icon=":material/error:")
-    st.stop()
-with store.session():
-    try:
-        nav.run()
-    except (StoreError, StoreBusy) as e:
-        st.error(str(e), icon=":material/error:")

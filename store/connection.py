@@ -97,6 +97,17 @@ def _damaged(path: str, e: BaseException) -> StoreError:
     return StoreError(f"store {path} is damaged ({_first_line(e)}); {FIX}")
 
 
+@contextlib.contextmanager
+def _naming_damage(path: str) -> Iterator[None]:
+    """DuckDB's damage errors inside the block as one StoreError line; others as they are."""
+    try:
+        yield
+    except duckdb.Error as e:
+        if _is_damage(e):
+            raise _damaged(path, e) from e
+        raise
+
+
 def _writable(path: Path) -> bool:
     """Whether this process may write the store: the file and its folder (DuckDB writes a
     WAL beside the file). EROFS counts too, which os.access reports for root as well."""
@@ -288,11 +299,8 @@ class Store:
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.01)
             try:
-                yield con
-            except duckdb.Error as e:
-                if _is_damage(e):
-                    raise _damaged(self.path, e) from e
-                raise
+                with _naming_damage(self.path):
+                    yield con
             finally:
                 try:
                     host.detach(con, self.path)
@@ -337,12 +345,8 @@ class Store:
         if con is None:
             with self.read() as con:
                 return con.execute(sql, params or []).df()
-        try:
+        with _naming_damage(self.path):  # a page's session: not inside _connect's block
             return con.execute(sql, params or []).df()
-        except duckdb.Error as e:  # a page's session connection: not inside _connect's block
-            if _is_damage(e):
-                raise _damaged(self.path, e) from e
-            raise
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:

@@ -165,17 +165,18 @@ def progress(store: Store, campaign_id: str) -> dict[str, Any]:
     `saved_s`), and seeds done."""
     df = store.query(
         """
-        SELECT c.status,
-               (SELECT coalesce(max(generation), 0) FROM generations g WHERE g.campaign_id = c.id)
-                   AS generation,
-               (SELECT count(*) FROM generations g WHERE g.campaign_id = c.id) AS generation_rows,
-               (SELECT max(elapsed_s) FROM generations g WHERE g.campaign_id = c.id) AS saved_s,
+        WITH g AS (  -- one pass over the campaign's generations rows
+            SELECT coalesce(max(generation), 0) AS generation, count(*) AS generation_rows,
+                   max(elapsed_s) AS saved_s
+            FROM generations WHERE campaign_id = ?
+        )
+        SELECT c.status, g.generation, g.generation_rows, g.saved_s,
                (SELECT count(*) FROM seeds s WHERE s.campaign_id = c.id
                    AND s.status NOT IN ('searching')) AS seeds_done,
                c.n_seeds
-        FROM campaigns c WHERE c.id = ?
+        FROM campaigns c, g WHERE c.id = ?
         """,
-        [campaign_id],
+        [campaign_id, campaign_id],
     )
     return {} if df.empty else df.iloc[0].to_dict()
 
