@@ -193,3 +193,14 @@ def test_an_error_mid_campaign_marks_it_failed(home: Path):
     assert "searching" not in set(seeds["status"])
     gens = queries.generations(store, cid)
     assert gens["generation"].max() == 3  # the generations before the error are kept
+
+
+def test_the_result_and_the_row_give_the_same_store_time_within_the_wall(home: Path):
+    # The result once counted the final write too, which lands after the wall clock
+    # stops: a 3-generation campaign showed a store share above 1 in the bench.
+    cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}})
+    res = run_campaign(cfg, home)
+    row = queries.campaign(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    assert res.store_seconds == pytest.approx(float(row["store_seconds"]))
+    assert res.wall_seconds == pytest.approx(float(row["wall_seconds"]))
+    assert 0 < res.store_seconds < res.wall_seconds
