@@ -6,6 +6,13 @@
                         turns, and the fastest counts; bare forward passes only (no checks,
                         search, store or images)
     engine efficiency = the campaign's evaluations/s / the physical limit
+    shape bound       = the best efficiency a campaign evaluating as many candidates per
+                        step as this one did could reach: each step's candidates split
+                        into the fastest equal batches, at the sweep's rate by size; a
+                        10-seed campaign's last seeds evaluate 15 candidates a generation,
+                        which no engine runs at the best batch's rate
+    loop efficiency   = engine efficiency / shape bound: what the engine's own work
+                        (search, checks, store, images) leaves of what the shape allows
 
 The limit does not depend on the batch size the campaign happened to use, so a badly
 chosen batch shows as low efficiency instead of hiding in a slow twin. It is sustained
@@ -38,6 +45,8 @@ from rich.console import Console
 from rich.table import Table
 
 FIRST_GENERATION_ENV = "LATENTFUZZ_FIRST_GENERATION_FILE"
+#: Sizes below the campaign sweep's smallest, for the shape bound.
+SMALL_SIZES = (1, 2, 4, 8)
 CLI = [sys.executable, "-m", "engine.cli"]
 
 
@@ -59,7 +68,36 @@ def physical_limit(fn, budget_s: float = 20.0) -> dict[int, float]:
     this process's torch threads: the ranking."""
     from engine import batching
 
-    return batching.sweep(fn, 1 << 30, budget_s=budget_s, reps=5, stop_past_peak=False)
+    sizes = SMALL_SIZES + batching.CANDIDATES
+    return batching.sweep(
+        fn, 1 << 30, budget_s=budget_s, candidates=sizes, reps=5, stop_past_peak=False
+    )
+
+
+def candidates_per_step(store, cid: str) -> list[int]:
+    """How many candidates campaign `cid` evaluated at once, step by step: its seeds, then
+    each generation's candidates over all seeds still searching (from the generations
+    rows' running evaluation count per seed)."""
+    from store import queries
+
+    g = queries.generations(store, cid)[["seed_idx", "generation", "evaluations"]]
+    new = g["evaluations"] - g.groupby("seed_idx")["evaluations"].shift(fill_value=0)
+    per_generation = new.groupby(g["generation"]).sum().sort_index()
+    n_seeds = int(queries.campaign(store, cid)["n_seeds"])
+    return [n_seeds, *map(int, per_generation)]
+
+
+def shape_bound(counts: list[int], curve: dict[int, float]) -> float:
+    """The highest efficiency against the best size's rate that evaluating `counts`
+    candidates step by step allows: each step split into the k equal batches that run
+    fastest at `curve`'s rate (items/s by batch size, linear between the sizes measured)."""
+    sizes = np.array(sorted(curve), dtype=float)
+    rate = np.array([curve[int(b)] for b in sizes])
+    seconds = 0.0
+    for n in counts:
+        k = np.arange(max(1, int(np.ceil(n / sizes[-1]))), max(1, n) + 1)
+        seconds += n / np.interp(n / k, sizes, rate).max()
+    return sum(counts) / seconds / rate.max() if seconds else 1.0
 
 
 def sustained(fn, batch: int, seconds: float) -> float:
@@ -119,6 +157,7 @@ def campaign_at(
     row = queries.campaign(store, queries.list_campaigns(store)["id"].iloc[0])
     evals, wall = float(row["evaluations"]), float(row["wall_seconds"])
     return {
+        "counts": candidates_per_step(store, row["id"]),
         "seeds": seeds,
         "generations": generations,
         "evaluations": evals,
@@ -187,27 +226,31 @@ def bench_scale(
                        limit_batch=b1 if before >= after else b2,
                        runs=[r["campaign_evals_per_s"] for r in runs])  # fmt: skip
             row["efficiency"] = row["campaign_evals_per_s"] / row["limit"]
+            row["shape_bound"] = shape_bound(row.pop("counts"), peak)
             rows.append(row)
         shutil.rmtree(home / "campaigns", ignore_errors=True)
     help_s = help_seconds(help_runs)
     t = Table("seeds", "generations", "evaluations", "campaign evals/s", "physical limit",
-              "engine efficiency", "store share", "start-up (s)", "peak memory (GB)", "batch",
+              "engine efficiency", "shape bound", "store share", "start-up (s)",
+              "peak memory (GB)", "batch",
               title=f"latentfuzz bench: {generator}, {perturbation}, seed 1, {device}, torch "
               f"threads {torch.get_num_threads()}")  # fmt: skip
     for r in rows:
         t.add_row(str(r["seeds"]), str(r["generations"]), f"{r['evaluations']:,.0f}",
                   f"{r['campaign_evals_per_s']:,.0f}",
                   f"{r['limit']:,.0f} (batch {r['limit_batch']})", f"{r['efficiency']:.3f}",
-                  f"{100 * r['store_share']:.2f}%", f"{r['startup_s']:.2f}",
-                  f"{r['peak_memory_gb']:.2f}", str(r["batch_size"]))  # fmt: skip
+                  f"{r['shape_bound']:.3f}", f"{100 * r['store_share']:.2f}%",
+                  f"{r['startup_s']:.2f}", f"{r['peak_memory_gb']:.2f}",
+                  str(r["batch_size"]))  # fmt: skip
     console.print(t)
     for r in rows:  # whole figures too: a narrow terminal cuts the table's cells
         console.print(
             f"{r['seeds']} seeds, {r['generations']} generations: {r['evaluations']:,.0f} "
             f"evaluations, {r['campaign_evals_per_s']:,.1f} evals/s against a physical limit "
             f"of {r['limit']:,.1f} (before {r['limit_before']:,.1f}, after "
-            f"{r['limit_after']:,.1f}), efficiency {r['efficiency']:.3f}, store share "
-            f"{100 * r['store_share']:.2f}%, start-up {r['startup_s']:.2f} s, peak memory "
+            f"{r['limit_after']:,.1f}), efficiency {r['efficiency']:.3f} (shape bound "
+            f"{r['shape_bound']:.3f}, loop {r['efficiency'] / r['shape_bound']:.3f}), store "
+            f"share {100 * r['store_share']:.2f}%, start-up {r['startup_s']:.2f} s, peak memory "
             f"{r['peak_memory_gb']:.2f} GB, batch {r['batch_size']}"
             + (f"; median of {len(r['runs'])} runs of "
                + ", ".join(f"{v:,.0f}" for v in r["runs"]) + " evals/s"

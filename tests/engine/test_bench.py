@@ -54,11 +54,13 @@ def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
         assert r["efficiency"] == pytest.approx(r["campaign_evals_per_s"] / r["limit"])
         assert r["evaluations"] > 0 and 0 <= r["store_share"] < 1
         assert r["startup_s"] > 0 and r["peak_memory_gb"] > 0
+        assert 0 < r["shape_bound"] <= 1
         # A campaign this short runs again (here up to 2 runs); the median run counts.
         assert len(r["runs"]) == 2 and r["campaign_evals_per_s"] == min(r["runs"])
     assert out["help_seconds"] > 0
     text = console.export_text()
     assert "physical limit" in text and "latentfuzz --help" in text
+    assert "shape bound" in text and "1: " in text  # the sweep reaches single items
 
 
 def test_sustained_counts_every_timed_call_but_the_untimed_first():
@@ -99,3 +101,46 @@ def test_a_limit_that_moved_around_a_size_is_named():
     assert lines[0].startswith("10 seeds: the limit moved by 74% between before (2,653)")
     assert "efficiency above 1" in lines[1]
     assert caveats([row(10, 4000.0, 4500.0, 0.9)]) == []  # 12.5%: within the noise allowed
+
+
+def test_the_shape_bound_is_what_batch_sizes_allow():
+    from engine.bench_scale import shape_bound
+
+    flat = {1: 100.0, 64: 100.0, 256: 100.0}
+    assert shape_bound([1, 15, 300], flat) == pytest.approx(1.0)
+    # Batches of 8 run at half the best rate: a campaign of 8 candidates a step can reach
+    # half the limit, however well its engine does.
+    curve = {8: 50.0, 64: 100.0, 128: 100.0}
+    assert shape_bound([8, 8, 8], curve) == pytest.approx(0.5)
+    # 16 candidates: one batch of 16, at the rate linear between 8 and 64.
+    assert shape_bound([16], curve) == pytest.approx((50 + 50 * 8 / 56) / 100)
+    # 300 past a falling curve: three batches of 100 beat 256 + 44 and two of 150.
+    falling = {8: 50.0, 100: 100.0, 256: 60.0}
+    assert shape_bound([300], falling) == pytest.approx(1.0)
+    # Steps weigh by their time, not their count: 1,000 candidates at full rate and 8 at
+    # half take 10 + 0.16 time units for 1,008 items.
+    assert shape_bound([1000, 8], curve) == pytest.approx(1008 / (1000 / 100 + 8 / 50) / 100)
+
+
+def test_candidates_per_step_add_up_to_the_campaigns_evaluations(tmp_path: Path):
+    from engine.bench_scale import candidates_per_step
+    from engine.config import parse_config
+    from engine.runner import run_campaign
+    from store import Store, queries
+
+    cfg = parse_config(
+        {"seeds": 4, "seed": 3, "strategy_params": {"generations": 6, "perturbation": "high"}}
+    )
+    res = run_campaign(cfg, tmp_path)
+    store = Store(tmp_path / "latentfuzz.duckdb")
+    counts = candidates_per_step(store, res.campaign_id)
+    # The evaluator's own record of every batch, summed per call: the same steps.
+    assert (
+        sum(counts)
+        == res.evaluations
+        == int(queries.campaign(store, res.campaign_id)["evaluations"])
+    )
+    assert counts[0] == 4 and len(counts) == 1 + int(
+        queries.generations(store, res.campaign_id)["generation"].max()
+    )
+    assert counts == res.batch_sizes  # the suite's batch (2,048) holds any step whole
