@@ -7,6 +7,11 @@ significantly different from the best underlined. Tests, at alpha = 0.05: Fisher
 test on the 2x2 counts for the proportions (viable of seeds, misclassified of viable,
 valid of labelled, preserved of valid), two-sided Mann-Whitney U on the ICST iterations
 (every viable seed, survivors at the budget; fewer is better).
+
+Only finished campaigns take part in the marks. A running, interrupted, failed or crashed
+campaign's figures cover the seeds it has finished so far, a different sample (the seeds
+that fail early finish first, so its iterations look best): such a row is shown with its
+status and never marked, nor does it decide what the best of its block is.
 """
 
 from __future__ import annotations
@@ -112,7 +117,7 @@ def campaign_rows(
         to_fail = s.loc[failing, "iterations"].astype(float)
         iterations[cid], failures[cid] = icst, to_fail
         rows.append({
-            "campaign": cid, "name": c["name"], "dataset": c["dataset"],
+            "campaign": cid, "name": c["name"], "status": c["status"], "dataset": c["dataset"],
             "generator": c["generator"], "preset": c["preset"], "strategy": c["strategy"],
             "budget": (c["config"].get("strategy_params") or {}).get("generations"),
             "eval_budget": c["config"].get("evaluation_budget"),
@@ -156,8 +161,10 @@ def significance(table: pd.DataFrame, iterations: dict[str, pd.Series]) -> pd.Da
     """Per cell: 'best', 'tied' (not significantly different from the best of its block)
     or ''."""
     marks = pd.DataFrame("", index=table.index, columns=list(COLUMNS))
+    finished = table.index[table["status"].eq("finished")] if "status" in table else table.index
     for _, rows in blocks(table):
-        _mark_block(table.loc[rows], iterations, marks)
+        if len(rows := rows[rows.isin(finished)]):
+            _mark_block(table.loc[rows], iterations, marks)
     return marks
 
 
@@ -229,8 +236,10 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
         for i in rows:
             r = table.loc[i]
             icst = num(r.iterations_icst, ".1f")
+            status = r.get("status", "finished")
+            name = md_text(r["name"]) + ("" if status == "finished" else f" *({status})*")
             out.append(
-                f"| {md_text(r['name'])} | {md_text(r[second])} | "
+                f"| {name} | {md_text(r[second])} | "
                 f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
                 f"{cell(i, 'misclassified_pct', num(r.misclassified_pct, '.0f'))} "
                 f"({r.misclassified}) | "

@@ -70,7 +70,8 @@ def metrics_panel(store: Store, campaign_id: str) -> None:
 
 
 def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str:
-    """One markdown row of metrics per campaign (those finished)."""
+    """One markdown row of metrics per campaign; a campaign that has not finished has
+    none yet (they are computed once its search ends) and says its status."""
     df = queries.metrics_table(store, ids).set_index("campaign_id")
     camps = queries.campaigns_by_id(store, ids).set_index("id")
     strategies = camps["strategy"]
@@ -82,17 +83,24 @@ def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str
         + " |",
         "|---" * (3 + len(keys)) + "|",
     ]
+
+    def without(name: str, cid: str) -> str:
+        return (f"| {name} | {md_text(strategies[cid])} | — | "
+                + " | ".join("—" for _ in keys) + " |")  # fmt: skip
+
     for cid in ids:
+        name = md_text(names.get(cid, cid))
         if cid in imported:  # another tool's results: no search evaluations to measure
-            out.append(f"| {md_text(names.get(cid, cid))} | {md_text(strategies[cid])} | — | "
-                       + " | ".join("—" for _ in keys) + " |")  # fmt: skip
+            out.append(without(name, cid))
             continue
         if cid not in df.index:
+            if (status := camps.loc[cid, "status"]) != "finished":  # computed at its end
+                out.append(without(f"{name} *({status})*", cid))
             continue
         r = df.loc[cid]
         strategy = strategies[cid]
         out.append(
-            f"| {md_text(names.get(cid, cid))} | {md_text(strategy)} | {int(r['evaluations']):,} | "
+            f"| {name} | {md_text(strategy)} | {int(r['evaluations']):,} | "
             + " | ".join(cell(r[k], k) for k in keys)
             + " |"
         )

@@ -66,7 +66,8 @@ st.caption(
     f"Underlined: not significantly different from that best (alpha {ALPHA}; Fisher's "
     f"exact test for the proportions, two-sided Mann-Whitney U for the ICST iterations). "
     f"{queries.ICST_ITERATIONS.capitalize()}; the {queries.FAILURE_ITERATIONS} is shown "
-    f"beside it, unmarked."
+    f"beside it, unmarked. A campaign that has not finished shows its status; its figures "
+    f"cover the seeds finished so far, and it takes no part in the marks."
 )
 st.download_button("Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv")
 if "along" in table.attrs:
@@ -80,7 +81,8 @@ st.markdown(metrics_markdown(store, ids, labels))
 st.caption("Error rate, success rate, label diversity, MSE and SSIM (Gaussian 11x11, sigma "
            "1.5, data range 1) of result vs seed images, failures per 1,000 evaluations, and "
            "the median top-2 probability gap (SINVAD's boundary check). —: a campaign "
-           "imported from another tool's results, which has no search evaluations.")  # fmt: skip
+           "imported from another tool's results, which has no search evaluations, or one "
+           "that has not finished (metrics are computed when it ends).")  # fmt: skip
 
 differential_table(store, ids, labels)
 

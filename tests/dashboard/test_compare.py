@@ -82,3 +82,20 @@ def test_names_are_text_never_markup():
     assert row.replace("\\|", "").count("|") == 9
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert md_text("$x$") == "\\$x\\$" and md_text("*b*") == "\\*b\\*"
+
+
+def test_an_unfinished_campaign_says_so_and_takes_no_part_in_the_marks():
+    t, its = table()
+    # C was interrupted: its seeds that fail early have finished, so its iterations (10)
+    # look best. It must not be bold, nor push A and B out of the best.
+    t["status"] = ["finished", "finished", "interrupted"]
+    m = significance(t, its)
+    assert m.loc[2].tolist() == [""] * 5
+    # B (90) is best once C is out; A (two seeds) is not significantly different.
+    assert m["iterations_icst"].tolist() == ["tied", "best", ""]
+    assert m["misclassified_pct"].tolist() == ["", "best", ""]
+    md = markdown_table(t, m)
+    assert "| C *(interrupted)* | dm | 50 | 90 (9) | 10.0 (3.0) |" in md
+    assert "| A | vae |" in md  # a finished campaign's name is as before
+    t["status"] = "running"  # a block of unfinished campaigns only: nothing to mark
+    assert (significance(t, its) == "").all().all()

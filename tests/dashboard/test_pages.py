@@ -126,6 +126,26 @@ def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
     assert len(failing[second]) == int(viable["misclassified"].sum())
 
 
+def test_compare_marks_an_interrupted_campaign_and_leaves_it_out_of_the_marks(app, seeded):
+    home, first = seeded
+
+    def stop_at_3(p) -> None:
+        if p.generation == 3:
+            raise KeyboardInterrupt
+
+    cfg = parse_config({"seeds": 4, "seed": 1, "strategy_params": {"generations": 30}})
+    stopped = run_campaign(cfg, home, progress=stop_at_3)
+    assert stopped.status == "interrupted"
+    at = app("compare.py", id=[first, stopped.campaign_id])
+    assert not at.exception
+    table = at.markdown[0].value
+    row = next(line for line in table.splitlines() if "*(interrupted)*" in line)
+    assert "**" not in row and "<u>" not in row  # partial figures are never marked
+    assert "not finished shows its status" in at.caption[0].value
+    metrics = next(m.value for m in at.markdown if m.value.startswith("| campaign | strategy"))
+    assert "*(interrupted)*" in metrics  # a row that says why it has no metrics
+
+
 def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     """Started from a terminal in another process, watched by the Campaign page: no lock
     error at any refresh, and the page follows the campaign to its end."""
