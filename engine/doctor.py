@@ -19,7 +19,7 @@ from PIL import Image
 
 from engine.images import frame_count
 from store import Store, liveness, queries, recovery
-from store.schema import KEYS
+from store.schema import KEYS, UNINDEXED, rebuild
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,15 @@ def check(store: Store, home: Path) -> list[Finding]:
 def fix(store: Store, home: Path) -> list[str]:
     """The safe repairs; returns what was done, one line each."""
     done = [f"wrote the recovery rows of {c}" for c in recovery.ingest(store, timeout=30)]
+    for table in sorted(UNINDEXED):
+        # No index refuses a second copy of a row here (store/schema.py): a copy is
+        # dropped, the first row of each key kept, as the indexed tables would have.
+        key = KEYS[table]
+        with store.write(timeout=30) as con:
+            n = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {table}").fetchone()[0]
+            if n:
+                rebuild(con, table, f"rowid IN (SELECT min(rowid) FROM {table} GROUP BY {key})")
+                done.append(f"dropped {n} duplicated {table} rows")
     done += [f"marked {c} crashed" for c in liveness.reap(store, timeout=30)]
     known = set(queries.list_campaigns(store)["id"])
     root = home / "campaigns"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -90,8 +90,8 @@ DDL = [
         pred INTEGER NOT NULL,
         evaluated BOOLEAN NOT NULL,       -- false for survivors carried with their score
         pred_b INTEGER,                   -- classifier B's label (schema 8)
-        objective2 DOUBLE,                -- a multi-objective strategy's second objective
-        PRIMARY KEY (campaign_id, seed_idx, generation, individual)
+        objective2 DOUBLE                 -- a multi-objective strategy's second objective
+        -- No PRIMARY KEY (schema 11): see UNINDEXED.
     )""",
     """CREATE TABLE IF NOT EXISTS images (
         campaign_id VARCHAR NOT NULL,
@@ -244,6 +244,13 @@ KEYS: dict[str, str] = {
 }
 
 
+#: Keys no index enforces. A campaign writes a row per individual per generation (25,000
+#: a generation at 1,000 seeds), and DuckDB's index on them doubled every flush's time and
+#: tripled the file. The writer keeps the key: each generation's rows are appended once,
+#: in one transaction, and a failed flush rolls back whole; `latentfuzz doctor` checks it.
+UNINDEXED = {"individuals"}
+
+
 #: The store's own catalog: writes attach the file beside others (store/host.py).
 HERE = "database_name = current_database()"
 
@@ -253,18 +260,21 @@ def own_tables(con) -> set[str]:
     return {r[0] for r in con.execute(sql).fetchall()}
 
 
+def keyed_tables(con) -> set[str]:
+    sql = (
+        f"SELECT table_name FROM duckdb_constraints() WHERE {HERE} "
+        "AND constraint_type = 'PRIMARY KEY'"
+    )
+    return {r[0] for r in con.execute(sql).fetchall()}
+
+
 def add_keys(con) -> None:
-    """Give every existing campaign table its primary key. Stores written before schema 4
-    may hold duplicates (a reused campaign id): the first row of each key is kept, as a
-    reader saw it first. Tables that do not exist yet are created with their key by DDL."""
+    """Give every existing campaign table its primary key (but UNINDEXED). Stores written
+    before schema 4 may hold duplicates (a reused campaign id): the first row of each key
+    is kept, as a reader saw it first. Tables that do not exist yet are created with their
+    key by DDL."""
     tables = own_tables(con)
-    keyed = {
-        r[0]
-        for r in con.execute(
-            f"SELECT table_name FROM duckdb_constraints() WHERE {HERE} "
-            "AND constraint_type = 'PRIMARY KEY'"
-        ).fetchall()
-    }
+    keyed = keyed_tables(con)
     for table, key in KEYS.items():
         if table not in tables or table in keyed:
             continue
@@ -273,24 +283,34 @@ def add_keys(con) -> None:
         ).fetchone()
         if n != distinct:
             # DuckDB still sees rows deleted in this transaction when it builds the key, so
-            # the table is rebuilt from the first row of each key (NOT NULL put back).
-            nn = [
-                r[0]
-                for r in con.execute(
-                    f"SELECT column_name FROM duckdb_columns() WHERE {HERE} AND table_name = ? "
-                    "AND NOT is_nullable",
-                    [table],
-                ).fetchall()
-            ]
-            con.execute(
-                f"CREATE TABLE {table}__keyed AS SELECT * FROM {table} WHERE rowid IN "
-                f"(SELECT min(rowid) FROM {table} GROUP BY {key})"
-            )
-            con.execute(f"DROP TABLE {table}")
-            con.execute(f"ALTER TABLE {table}__keyed RENAME TO {table}")
-            for c in nn:
-                con.execute(f"ALTER TABLE {table} ALTER COLUMN {c} SET NOT NULL")
-        con.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key})")
+            # the table is rebuilt from the first row of each key.
+            rebuild(con, table, f"rowid IN (SELECT min(rowid) FROM {table} GROUP BY {key})")
+        if table not in UNINDEXED:  # its key is the writer's to keep
+            con.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key})")
+
+
+def rebuild(con, table: str, where: str = "true") -> None:
+    """`table` made anew from its rows that match `where`, without its primary key (DuckDB
+    cannot drop one), NOT NULL put back."""
+    nn = [
+        r[0]
+        for r in con.execute(
+            f"SELECT column_name FROM duckdb_columns() WHERE {HERE} AND table_name = ? "
+            "AND NOT is_nullable",
+            [table],
+        ).fetchall()
+    ]
+    con.execute(f"CREATE TABLE {table}__new AS SELECT * FROM {table} WHERE {where}")
+    con.execute(f"DROP TABLE {table}")
+    con.execute(f"ALTER TABLE {table}__new RENAME TO {table}")
+    for c in nn:
+        con.execute(f"ALTER TABLE {table} ALTER COLUMN {c} SET NOT NULL")
+
+
+def drop_unindexed_keys(con) -> None:
+    """Schema 11: the tables of UNINDEXED rebuilt without their primary key."""
+    for table in sorted(UNINDEXED & keyed_tables(con)):
+        rebuild(con, table)
 
 
 def add_column(con, table: str, column: str) -> None:
@@ -346,4 +366,5 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "seeds", "params JSON"),
     ],
     10: [],  # issue 16, grids: DDL creates grid_cells
+    11: [drop_unindexed_keys],  # issue 12: individuals' rows written at half the cost
 }

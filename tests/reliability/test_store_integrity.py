@@ -22,7 +22,7 @@ TINY = ["--seeds", "2", "--generations", "3", "--population", "6", "--best-left"
 FIX = "restore a backup, or move the file away"
 
 
-def test_every_campaign_table_refuses_a_second_row_with_the_same_key(tmp_path: Path):
+def test_every_indexed_campaign_table_refuses_a_second_row_with_the_same_key(tmp_path: Path):
     store = Store(tmp_path / "s.duckdb")
     create_campaign(store, campaign_row("c1"))
     with pytest.raises(duckdb.ConstraintException):
@@ -30,7 +30,6 @@ def test_every_campaign_table_refuses_a_second_row_with_the_same_key(tmp_path: P
     for table, row in (
         ("seeds", "('c1', 0, 0, 3, 3, 1.0, true, 'searching')"),
         ("generations", "('c1', 0, 1, 1, 1, 3, 3, .9, 5, .1, .1, 25, .1)"),
-        ("individuals", "('c1', 0, 1, 0, 1.0, 3, true)"),
         ("images", "('c1', 0, 'seed', 'x.png')"),
     ):
         cols = store.query(f"SELECT * FROM {table} LIMIT 0").columns
@@ -63,7 +62,65 @@ def test_an_old_store_with_a_reused_id_gets_its_keys(tmp_path: Path):
     assert store.query("SELECT path FROM images")["path"].tolist() == ["a"]
     keys = store.query("SELECT table_name FROM duckdb_constraints() "
                        "WHERE constraint_type = 'PRIMARY KEY'")["table_name"]  # fmt: skip
-    assert {"campaigns", "seeds", "generations", "individuals", "images"} <= set(keys)
+    assert {"campaigns", "seeds", "generations", "images"} <= set(keys)
+    assert "individuals" not in set(keys)  # schema 11: the writer keeps its key
+
+
+def test_individuals_keep_their_key_without_an_index(home: Path, env):
+    """Schema 11 dropped the index of `individuals` (it doubled each flush): a campaign
+    writes each key once, and doctor finds a copy and drops it. (Killed and resumed
+    campaigns: tests/reliability/test_kill_resume.py, where doctor finds no duplicate.)"""
+    from engine import doctor
+
+    cli(["run", *TINY, "--id", "a"], env)
+    store = Store(home / "latentfuzz.duckdb")
+    key = "campaign_id, seed_idx, generation, individual"
+
+    def counts() -> tuple[int, int]:
+        sql = f"SELECT count(*) AS n, count(DISTINCT ({key})) AS k FROM individuals"
+        return tuple(store.query(sql).iloc[0])
+
+    n, k = counts()
+    assert n == k == 2 * 3 * 6  # 2 seeds, 3 generations, population 6, at most
+    with store.write() as con:
+        con.execute("INSERT INTO individuals SELECT * FROM individuals LIMIT 2")
+    assert counts() == (n + 2, k)
+    found = [f.detail for f in doctor.check(store, home) if f.kind == "duplicate-keys"]
+    assert found == ["individuals: 2 keys appear twice"]
+    assert doctor.fix(store, home) == ["dropped 2 duplicated individuals rows"]
+    assert counts() == (n, k)
+    assert not [f for f in doctor.check(store, home) if f.kind == "duplicate-keys"]
+
+
+def test_a_schema_10_store_loses_the_individuals_index_and_keeps_its_rows(tmp_path: Path):
+    path = tmp_path / "s.duckdb"
+    store = Store(path)
+    create_campaign(store, campaign_row("c1"))
+    rows = [("c1", 0, 1, i, 0.5 * i, 3, True, None, None) for i in range(4)]
+    del store
+    con = duckdb.connect(str(path))
+    # The table as schema 10 made it: with its primary key.
+    con.execute("DROP TABLE individuals")
+    con.execute(
+        "CREATE TABLE individuals (campaign_id VARCHAR NOT NULL, seed_idx INTEGER NOT NULL, "
+        "generation INTEGER NOT NULL, individual INTEGER NOT NULL, fitness DOUBLE NOT NULL, "
+        "pred INTEGER NOT NULL, evaluated BOOLEAN NOT NULL, pred_b INTEGER, objective2 DOUBLE, "
+        "PRIMARY KEY (campaign_id, seed_idx, generation, individual))"
+    )
+    con.executemany("INSERT INTO individuals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(path)
+    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "11"
+    got = store.query("SELECT * FROM individuals ORDER BY individual")
+    assert [
+        tuple(r) for r in got.astype(object).where(got.notna(), None).itertuples(index=False)
+    ] == rows
+    keys = store.query("SELECT table_name FROM duckdb_constraints() "
+                       "WHERE constraint_type = 'PRIMARY KEY'")["table_name"]  # fmt: skip
+    assert "individuals" not in set(keys) and "generations" in set(keys)
+    with pytest.raises(duckdb.ConstraintException), store.write() as con:  # NOT NULL kept
+        con.execute("INSERT INTO individuals VALUES ('c1', 0, 2, 0, NULL, 3, true, NULL, NULL)")
 
 
 @pytest.mark.parametrize("bad", ["../../x", "a/b", ".hidden", "", "x" * 101, "a b", "é"])
