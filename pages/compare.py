@@ -99,7 +99,11 @@ with left:
             + base.mark_line(strokeWidth=2.5).encode(
                 y=alt.Y("median:Q", title="median best fitness")
             )
-        ).properties(height=300),
+        )
+        .properties(height=300)
+        # The legend draws the first layer's symbol: the bands' 15% opacity made every
+        # campaign's swatch the same pale tint.
+        .configure_legend(symbolOpacity=1),
         width="stretch",
     )
 with right:

@@ -144,6 +144,11 @@ def test_compare_marks_an_interrupted_campaign_and_leaves_it_out_of_the_marks(ap
     assert "not finished shows its status" in at.caption[0].value
     metrics = next(m.value for m in at.markdown if m.value.startswith("| campaign | strategy"))
     assert "*(interrupted)*" in metrics  # a row that says why it has no metrics
+    # The convergence legend's swatches are solid, not the bands' pale tint.
+    import json
+
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert spec["config"]["legend"]["symbolOpacity"] == 1
 
 
 def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
