@@ -167,3 +167,47 @@ def test_a_campaign_stores_its_measured_batch_in_the_config_resume_replays(home:
     c2 = queries.campaign(Store(home / "latentfuzz.duckdb"), res2.campaign_id)
     assert c2["environment"]["batch"]["source"] == "cache"
     assert c2["config"]["batch_size"] == b["batch_size"]
+
+
+def test_a_sweep_cut_short_while_rising_climbs_one_size_per_campaign():
+    def slow(n: int) -> float:  # a diffusion model on a CPU: fastest per item at 256
+        return 2 * peaked(n) * 70
+
+    clock = FakeClock(slow)
+    eps = batching.sweep(clock.work, max_batch=1 << 20, budget_s=0.8, clock=clock)
+    assert list(eps) == [16, 32, 64] and batching.still_rising(eps, 1 << 20)
+    climbs = []
+    while batching.extend(clock.work, eps, 1 << 20, budget_s=10.0, clock=clock):
+        climbs.append(max(eps))
+    assert climbs == [128, 256]  # then 512 was slower than 256: no more climbing
+    assert max(eps) == 512 and max(eps, key=eps.get) == 256
+    # The best size and the next each ran twice, in turns, in this moment.
+    assert clock.calls[-4:] == [256, 512, 256, 512]
+    # A step that does not fit in the budget is not taken; the cap bounds it.
+    eps = {16: 100.0, 32: 200.0}
+    assert not batching.extend(clock.work, eps, 1 << 20, budget_s=0.5, clock=clock)
+    assert list(eps) == [16, 32]  # 2 x (32 + 64) / 200 = 0.96 s > 0.5 s: nothing ran
+    assert not batching.still_rising({16: 1.0, 32: 2.0}, max_batch=32)
+    assert not batching.still_rising({16: 2.0, 32: 1.0}, max_batch=1 << 20)
+
+
+def test_a_cached_sweep_that_was_still_rising_is_extended_by_the_next_campaign(
+    tmp_path: Path, measured
+):
+    r = resolve(parse_config({"seeds": 2}))
+    first = batching.choose(r, tmp_path, 1024)
+    path = tmp_path / batching.CACHE
+    cache = json.loads(path.read_text())
+    (key,) = cache
+    # As a slow model leaves it: 16 and 32 measured, 32 best, the budget spent.
+    cache[key].update(evals_per_s={"16": 1000.0, "32": 2000.0}, batch_size=32, rising=True)
+    path.write_text(json.dumps(cache))
+    c = batching.choose(r, tmp_path, 1024)
+    assert c.source == "extended" and set(c.evals_per_s) == {16, 32, 64}
+    assert c.batch_size == max(c.evals_per_s, key=c.evals_per_s.get)
+    entry = json.loads(path.read_text())[key]
+    assert entry["batch_size"] == c.batch_size and set(entry["evals_per_s"]) == {"16", "32", "64"}
+    assert entry["rising"] == batching.still_rising(c.evals_per_s, first.max_batch)
+    entry_rising = dict(entry, rising=False)
+    path.write_text(json.dumps({key: entry_rising}))
+    assert batching.choose(r, tmp_path, 1024).source == "cache"  # done climbing: as cached
