@@ -88,7 +88,10 @@ def block_columns(table: pd.DataFrame) -> list[str]:
     if table.attrs.get("blocks"):
         return table.attrs["blocks"]
     # A grid of one axis (a strategy study) has no other axes: the usual blocks apply.
-    if "strategy" in table and table["strategy"].nunique() > 1:
+    # Finished campaigns decide: a running one of another strategy must not regroup them.
+    done = table[table["status"].eq("finished")] if "status" in table else table
+    done = table if done.empty else done
+    if "strategy" in done and done["strategy"].nunique() > 1:
         return STRATEGY_BLOCK
     return BLOCK
 

@@ -77,7 +77,9 @@ def physical_limit(fn, budget_s: float = 20.0) -> dict[int, float]:
 def candidates_per_step(store, cid: str) -> list[int]:
     """How many candidates campaign `cid` evaluated at once, step by step: its seeds, then
     each generation's candidates over all seeds still searching (from the generations
-    rows' running evaluation count per seed)."""
+    rows' running evaluation count per seed). A survivor's image decoded again for a strip
+    (engine/search_loop.py `images_of`: never in the GA, a few in other strategies) is not
+    counted."""
     from store import queries
 
     g = queries.generations(store, cid)[["seed_idx", "generation", "evaluations"]]

@@ -11,6 +11,7 @@ write recovery folders, move orphan folders to ``<home>/orphans/``.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 from PIL import Image
 
 from engine.images import frame_count
-from store import Store, liveness, queries, recovery
+from store import Store, StoreBusy, liveness, queries, recovery
 from store.schema import KEYS, UNINDEXED, rebuild
 
 
@@ -119,13 +120,16 @@ def fix(store: Store, home: Path) -> list[str]:
     done = [f"wrote the recovery rows of {c}" for c in recovery.ingest(store, timeout=30)]
     for table in sorted(UNINDEXED):
         # No index refuses a second copy of a row here (store/schema.py): a copy is
-        # dropped, the first row of each key kept, as the indexed tables would have.
+        # dropped, the first row of each key kept, as the indexed tables would have. A
+        # read-only or busy store keeps it, and `check` goes on naming it.
         key = KEYS[table]
-        with store.write(timeout=30) as con:
-            n = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {table}").fetchone()[0]
-            if n:
-                rebuild(con, table, f"rowid IN (SELECT min(rowid) FROM {table} GROUP BY {key})")
-                done.append(f"dropped {n} duplicated {table} rows")
+        sql = f"SELECT count(*) - count(DISTINCT ({key})) AS n FROM {table}"
+        if not store.writable or not int(store.query(sql)["n"][0]):
+            continue
+        with contextlib.suppress(StoreBusy), store.write(timeout=30) as con:
+            n = con.execute(sql).fetchone()[0]
+            rebuild(con, table, f"rowid IN (SELECT min(rowid) FROM {table} GROUP BY {key})")
+            done.append(f"dropped {n} duplicated {table} rows")
     done += [f"marked {c} crashed" for c in liveness.reap(store, timeout=30)]
     known = set(queries.list_campaigns(store)["id"])
     root = home / "campaigns"

@@ -244,8 +244,8 @@ KEYS: dict[str, str] = {
 }
 
 
-#: Keys no index enforces. A campaign writes a row per individual per generation (25,000
-#: a generation at 1,000 seeds), and DuckDB's index on them doubled every flush's time and
+#: Keys no index enforces. A campaign writes a row per individual per generation (25 per
+#: seed searched), and DuckDB's index on them doubled every flush's time and
 #: tripled the file. The writer keeps the key: each generation's rows are appended once,
 #: in one transaction, and a failed flush rolls back whole; `latentfuzz doctor` checks it.
 UNINDEXED = {"individuals"}

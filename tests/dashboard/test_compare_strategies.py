@@ -48,3 +48,15 @@ def test_strategies_are_compared_at_equal_dataset_and_evaluation_budget():
     md = markdown_table(t, marks)
     assert "**Block: mnist, 3760 evaluations per seed at most**" in md
     assert "| campaign | strategy | % viable seeds" in md and "| B | sinvad |" in md
+
+
+def test_an_unfinished_campaign_of_another_strategy_does_not_regroup_finished_ones():
+    t = table(["ga", "ga", "sinvad"], [3760, 3760, 3740])
+    t["preset"] = ["low", "high", None]
+    t["status"] = ["finished", "finished", "running"]
+    # The two GA campaigns keep their ICST blocks (low, high): they are not compared.
+    assert block_columns(t) == BLOCK
+    m = significance(t, {c: pd.Series([1.0, 2.0]) for c in t["campaign"]})
+    assert m.loc[[0, 1], "misclassified_pct"].tolist() == ["best", "best"]
+    t["status"] = "running"  # nothing finished: the campaigns' own grouping
+    assert block_columns(t) == STRATEGY_BLOCK

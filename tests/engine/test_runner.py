@@ -84,6 +84,23 @@ def test_stop_at_first_failure(home: Path):
         assert g["generation"].iloc[-1] == row.iterations
 
 
+def test_candidates_run_in_equal_batches_no_larger_than_the_batch_size():
+    import torch
+
+    from engine.config import resolve
+    from engine.evaluator import Evaluator
+
+    ev = Evaluator(resolve(parse_config({"seeds": 2, "batch_size": 128})))
+    z, y = torch.randn(300, ev.gen.latent_shape[0]), torch.zeros(300, dtype=torch.long)
+    whole, whole_images = Evaluator(resolve(parse_config({"seeds": 2, "batch_size": 300})))(z, y)
+    for n, sizes in ((135, [68, 67]), (128, [128]), (129, [65, 64]), (300, [100, 100, 100])):
+        ev.batch_sizes.clear()
+        logits, images = ev(z[:n], y[:n])
+        assert ev.batch_sizes == sizes  # never a tail of 7 beside a full batch
+        assert logits.shape == (n, 10) and torch.equal(images, whole_images[:n])
+        assert torch.allclose(logits, whole[:n], atol=1e-4)
+
+
 def test_finished_seeds_drop_out_of_the_batch(home: Path):
     res = run(home, seeds=6)
     seeds = queries.seeds(db(home), res.campaign_id)

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
 from store import SCHEMA_VERSION, Store, StoreError, create_campaign, queries
@@ -82,13 +83,24 @@ def test_individuals_keep_their_key_without_an_index(home: Path, env):
 
     n, k = counts()
     assert n == k == 2 * 3 * 6  # 2 seeds, 3 generations, population 6, at most
-    with store.write() as con:
-        con.execute("INSERT INTO individuals SELECT * FROM individuals LIMIT 2")
+    first = "campaign_id = 'a' AND seed_idx = 0 AND generation = 1 AND individual < 2"
+    kept = store.query(f"SELECT fitness FROM individuals WHERE {first} ORDER BY individual")
+    with store.write() as con:  # two copies that differ: the first written must stay
+        con.execute(
+            f"INSERT INTO individuals SELECT * REPLACE (fitness + 1 AS fitness) "
+            f"FROM individuals WHERE {first}"
+        )
     assert counts() == (n + 2, k)
     found = [f.detail for f in doctor.check(store, home) if f.kind == "duplicate-keys"]
     assert found == ["individuals: 2 keys appear twice"]
+    store.writable = False  # a read-only store: --fix leaves it, check still names it
+    assert doctor.fix(store, home) == []
+    assert [f.detail for f in doctor.check(store, home) if f.kind == "duplicate-keys"] == found
+    store.writable = True
     assert doctor.fix(store, home) == ["dropped 2 duplicated individuals rows"]
     assert counts() == (n, k)
+    after = store.query(f"SELECT fitness FROM individuals WHERE {first} ORDER BY individual")
+    pd.testing.assert_frame_equal(after, kept)
     assert not [f for f in doctor.check(store, home) if f.kind == "duplicate-keys"]
 
 
