@@ -250,9 +250,11 @@ def choose(r, home: Path, cap_mb: int) -> BatchChoice:
             return BatchChoice(int(c["batch_size"]), "cache", eps, c.get("max_batch"))
         t0 = time.perf_counter()
         fn = raw_forward(gen, clf, min(c["max_batch"], max(CANDIDATES)))
+        before = dict(eps)
         go_on = extend(fn, eps, c["max_batch"])
         best = max(eps, key=eps.get)
-        choice = BatchChoice(best, "extended", eps, c["max_batch"], time.perf_counter() - t0)
+        source = "cache" if eps == before else "extended"  # a step too long is not taken
+        choice = BatchChoice(best, source, eps, c["max_batch"], time.perf_counter() - t0)
         c.update(batch_size=best, evals_per_s=eps, rising=go_on)
         _write(path, cache)
         return choice

@@ -15,6 +15,8 @@ from engine.config import parse_config, resolve
 from engine.runner import run_campaign
 from store import Store, queries
 
+STILL_RISING = batching.still_rising
+
 
 class FakeClock:
     """A clock that `work(n)` advances by a cost model instead of real time."""
@@ -96,6 +98,9 @@ def test_item_bytes_counts_every_layer_output():
 @pytest.fixture
 def measured(monkeypatch):
     monkeypatch.delenv(batching.ENV_VAR, raising=False)
+    # A real sweep that a busy moment cuts short while still rising would be continued by
+    # the next choice (`extend`, tested on its own): these tests are about the cache.
+    monkeypatch.setattr(batching, "still_rising", lambda *a, **k: False)
 
 
 def test_config_and_env_override_the_measurement(tmp_path: Path, monkeypatch, measured):
@@ -163,10 +168,16 @@ def test_a_campaign_stores_its_measured_batch_in_the_config_resume_replays(home:
     b = c["environment"]["batch"]
     assert b["source"] == "sweep" and c["config"]["batch_size"] == b["batch_size"]
     assert set(res.batch_sizes) <= {b["batch_size"], *range(1, b["batch_size"])}
+    # The next campaign reads the cache, one size further where the sweep stopped still
+    # rising (a busy moment can cut a sweep short); either way its config keeps its batch.
+    (entry,) = json.loads((home / batching.CACHE).read_text()).values()
     res2 = run_campaign(cfg, home)
     c2 = queries.campaign(Store(home / "latentfuzz.duckdb"), res2.campaign_id)
-    assert c2["environment"]["batch"]["source"] == "cache"
-    assert c2["config"]["batch_size"] == b["batch_size"]
+    b2 = c2["environment"]["batch"]
+    assert b2["source"] in (("cache", "extended") if entry["rising"] else ("cache",))
+    assert c2["config"]["batch_size"] == b2["batch_size"]
+    if b2["source"] == "cache":
+        assert b2["batch_size"] == b["batch_size"]
 
 
 def test_a_sweep_cut_short_while_rising_climbs_one_size_per_campaign():
@@ -192,8 +203,9 @@ def test_a_sweep_cut_short_while_rising_climbs_one_size_per_campaign():
 
 
 def test_a_cached_sweep_that_was_still_rising_is_extended_by_the_next_campaign(
-    tmp_path: Path, measured
+    tmp_path: Path, measured, monkeypatch
 ):
+    monkeypatch.setattr(batching, "still_rising", STILL_RISING)  # the real rule here
     r = resolve(parse_config({"seeds": 2}))
     first = batching.choose(r, tmp_path, 1024)
     path = tmp_path / batching.CACHE
@@ -208,6 +220,12 @@ def test_a_cached_sweep_that_was_still_rising_is_extended_by_the_next_campaign(
     entry = json.loads(path.read_text())[key]
     assert entry["batch_size"] == c.batch_size and set(entry["evals_per_s"]) == {"16", "32", "64"}
     assert entry["rising"] == batching.still_rising(c.evals_per_s, first.max_batch)
+    # A step that no longer fits in the budget measures nothing: as cached, and done.
+    slow = dict(entry, evals_per_s={"16": 10.0, "32": 20.0}, batch_size=32, rising=True)
+    path.write_text(json.dumps({key: slow}))
+    c = batching.choose(r, tmp_path, 1024)
+    assert (c.source, c.batch_size, c.sweep_seconds < 0.1) == ("cache", 32, True)
+    assert json.loads(path.read_text())[key]["rising"] is False
     entry_rising = dict(entry, rising=False)
     path.write_text(json.dumps({key: entry_rising}))
     assert batching.choose(r, tmp_path, 1024).source == "cache"  # done climbing: as cached
