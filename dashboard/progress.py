@@ -103,3 +103,20 @@ def wait_for_first(store: Store) -> None:
     good."""
     if not queries.list_campaigns(store).empty:
         st.rerun()
+
+
+@st.fragment(run_every=1.0)
+def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
+    """After Resume: until the resumed process has marked the campaign running (then the
+    whole page, live), or has written an error to its launch log past `log_from` (the
+    log's length at the click: an earlier launch's lines do not count)."""
+    c = queries.campaign(store, cid)
+    if c is None or c["status"] not in ("crashed", "interrupted"):
+        st.session_state.pop(f"resume:{cid}", None)
+        st.rerun(scope="app")
+    new = launch_log(home, cid)[log_from:]
+    if "error" in new.lower():
+        st.session_state.pop(f"resume:{cid}", None)
+        st.error(f"The campaign did not resume:\n\n```\n{new[-2000:]}\n```")
+        return
+    st.info("Resuming: starting the campaign's process…")

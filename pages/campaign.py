@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from dashboard import launch
 from dashboard.annotations import annotation_editor
 from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
 from dashboard.data import get_home, get_store
@@ -11,7 +12,12 @@ from dashboard.escape import escape_panel
 from dashboard.gallery import gallery
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
-from dashboard.progress import campaign_progress, wait_for_first, wait_for_start
+from dashboard.progress import (
+    campaign_progress,
+    wait_for_first,
+    wait_for_resume,
+    wait_for_start,
+)
 from dashboard.text import md_text
 from dashboard.url_state import url_widget
 from engine.csv_io import to_csv_bytes
@@ -59,6 +65,23 @@ running = c["status"] == "running"
 imported = c.get("kind") == "imported"  # another tool's results: no generations rows
 
 
+def resume_offer(status: str) -> None:
+    """A stopped campaign's way on, in view (it was inside "Manage this campaign")."""
+    key = f"resume:{cid}"
+    if key in st.session_state:
+        wait_for_resume(store, home, cid, st.session_state[key])
+        return
+    left, right = st.columns([4, 1])
+    left.warning(
+        f"This campaign is {status}: its figures cover the seeds finished so far. Resume "
+        "continues it from its last written generation, to the results it would have had."
+    )
+    if right.button("Resume", type="primary"):
+        st.session_state[key] = len(launch_log(home, cid))
+        launch.resume(home, cid)
+        st.rerun(scope="app")
+
+
 @st.fragment(run_every=2.0 if running else None)
 def live() -> None:
     now = queries.campaign(store, cid)
@@ -90,6 +113,8 @@ def live() -> None:
         st.rerun()  # finished: render the final page once, without the timer
 
 
+if c["status"] in ("crashed", "interrupted") and not imported:
+    resume_offer(c["status"])
 live()
 if running:
     st.stop()
@@ -97,16 +122,10 @@ if running:
 
 @st.fragment
 def manage() -> None:
-    """Resume, rename, delete (the store-level functions do the work; store/admin.py)."""
-    from dashboard.launch import resume
+    """Rename, delete (the store-level functions do the work; store/admin.py)."""
     from store.admin import delete_campaign, rename_campaign
 
     with st.expander("Manage this campaign"):
-        if c["status"] in ("crashed", "interrupted") and st.button(
-            "Resume", help="continue from the last written generation to the same results"
-        ):
-            resume(home, cid)
-            st.toast("Resuming…")
         new = st.text_input("Name", c["name"], key="rename")
         if new != c["name"] and st.button("Rename"):
             rename_campaign(store, cid, new)

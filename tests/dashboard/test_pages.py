@@ -151,6 +151,40 @@ def test_compare_marks_an_interrupted_campaign_and_leaves_it_out_of_the_marks(ap
     assert spec["config"]["legend"]["symbolOpacity"] == 1
 
 
+def test_an_interrupted_campaign_offers_resume_in_view_and_waits_for_it(home: Path, monkeypatch):
+    from dashboard import launch
+    from store import Store
+    from store.liveness import CampaignLock
+
+    def stop_at_2(p) -> None:
+        if p.generation == 2:
+            raise KeyboardInterrupt
+
+    cfg = parse_config({"seeds": 3, "seed": 1, "strategy_params": {"generations": 30}})
+    cid = run_campaign(cfg, home, progress=stop_at_2).campaign_id
+    calls = []
+    monkeypatch.setattr(launch, "resume", lambda h, c: calls.append((h, c)))
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception
+    assert "This campaign is interrupted" in at.warning[0].value
+    button = next(b for b in at.button if b.label == "Resume")
+    assert not [e for e in at.expander if any(b.label == "Resume" for b in e.button)]
+    button.click().run()
+    assert calls == [(home, cid)]
+    assert any("Resuming" in i.value for i in at.info)  # waits for the process
+    # The resumed process holds the campaign's lock and marks it running: the page goes
+    # live (the next reruns would show its progress).
+    lock = CampaignLock(home, cid).acquire()
+    try:
+        with Store(home / "latentfuzz.duckdb").write() as con:
+            con.execute("UPDATE campaigns SET status = 'running' WHERE id = ?", [cid])
+        at.run()
+        assert not at.exception and not [w for w in at.warning if "interrupted" in w.value]
+        assert any(m.value == "**Status:** running" for m in at.markdown)
+    finally:
+        lock.release()
+
+
 def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     """Started from a terminal in another process, watched by the Campaign page: no lock
     error at any refresh, and the page follows the campaign to its end."""
