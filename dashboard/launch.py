@@ -37,6 +37,12 @@ def launch(cfg: CampaignConfig, home: Path) -> str:
     return cid
 
 
+def launched(home: Path, cid: str) -> bool:
+    """Whether this dashboard launched (or resumed) campaign `cid`: its log exists from the
+    moment its process is started, empty until the process writes."""
+    return (home / "launch" / f"{cid}.log").exists()
+
+
 def launch_log(home: Path, cid: str) -> str:
     path = home / "launch" / f"{cid}.log"
     return path.read_text() if path.exists() else ""
@@ -59,3 +65,14 @@ def resume(home: Path, cid: str) -> None:
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
+
+
+def failure(log: str) -> str:
+    """The line of a launch log that says why its process failed: the CLI's own one-line
+    error, else the last exception line of a traceback, else the log's last line."""
+    lines = [x.strip() for x in log.splitlines() if x.strip()]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.lower() == "error" or (head.endswith(("Error", "Exception")) and " " not in head):
+            return line
+    return lines[-1] if lines else ""

@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard.form_check import duration
-from dashboard.launch import launch_log
+from dashboard.launch import failure, launch_log
 from engine import startup
 from store import Store, queries
 
@@ -117,6 +117,8 @@ def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
     new = launch_log(home, cid)[log_from:]
     if "error" in new.lower():
         st.session_state.pop(f"resume:{cid}", None)
-        st.error(f"The campaign did not resume:\n\n```\n{new[-2000:]}\n```")
+        st.error(f"The campaign did not resume: {failure(new)}")
+        with st.expander("Its log"):
+            st.code(new[-4000:])
         return
     st.info("Resuming: starting the campaign's process…")

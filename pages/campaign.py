@@ -20,8 +20,10 @@ from dashboard.progress import (
 )
 from dashboard.text import md_text
 from dashboard.url_state import url_widget
+from engine import startup
 from engine.csv_io import to_csv_bytes
 from engine.datasets import DatasetError, get_dataset
+from engine.errors import LatentfuzzError
 from engine.export import zip_bytes
 from engine.import_results import imported_note
 from store import queries
@@ -41,11 +43,19 @@ c = queries.campaign(store, cid)
 if c is None:
     # Launched a moment ago: the engine process has not written its campaign row yet.
     log = launch_log(home, cid)
-    st.title(f"Campaign {cid}")
+    st.title(f"Campaign {md_text(cid)}")
     if "error" in log.lower():
-        st.error(f"The campaign did not start:\n\n```\n{log[-2000:]}\n```")
+        st.error(f"The campaign did not start: {launch.failure(log)}")
+        with st.expander("Its log"):
+            st.code(log[-4000:])
         st.stop()
-    st.info("Starting the campaign…")
+    if launch.launched(home, cid) or startup.read(home, cid):
+        st.info("Starting the campaign…")
+    else:  # nothing launched it from here, and no process has reported start-up steps
+        st.warning(
+            f"No campaign with id {md_text(cid)}. If it was just started from a terminal, it "
+            "shows here once its first row is written; otherwise see the Campaigns page."
+        )
     wait_for_start(store, home, cid)
     st.stop()
 
@@ -187,4 +197,9 @@ if tab_table.open:
 
 a, b = st.columns(2)
 a.download_button("Download CSV", to_csv_bytes(seeds), f"{cid}-seeds.csv", "text/csv")
-b.download_button("Download zip", zip_bytes(store, home, cid), f"{cid}.zip", "application/zip")
+try:
+    archive = zip_bytes(store, home, cid)
+except LatentfuzzError as e:  # its folder moved or damaged: the rest of the page still shows
+    b.warning(f"No zip: {e}. `latentfuzz doctor` lists what is missing.")
+else:
+    b.download_button("Download zip", archive, f"{cid}.zip", "application/zip")

@@ -89,8 +89,8 @@ def campaign_table() -> None:
     )  # fmt: skip
     running = int((df["status"] == "running").sum())
     live = f" {running} running: this list refreshes every 2 s." if running else ""
-    st.caption(f"{len(view)} campaigns. Click a column header to sort; click an id to open "
-               f"it.{live}")  # fmt: skip
+    count = f"{len(view)} campaign{'' if len(view) == 1 else 's'}"
+    st.caption(f"{count}. Click a column header to sort; click an id to open it.{live}")
 
 
 campaign_table()

@@ -92,7 +92,9 @@ empty = pd.DataFrame(columns=["seed_idx", "generation", "best_fitness", "evaluat
 bands = pd.concat([convergence_frame(best.get(c, empty)).assign(campaign=labels[c]) for c in ids])
 with left:
     st.subheader("Convergence")
-    base = alt.Chart(bands).encode(x="generation:Q", color=categorical("campaign"))
+    # One colour per campaign in both charts, in the selection's order.
+    order = [labels[c] for c in ids]
+    base = alt.Chart(bands).encode(x="generation:Q", color=categorical("campaign", domain=order))
     st.altair_chart(
         (
             base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
@@ -132,7 +134,7 @@ with right:
                 y=alt.Y(
                     "share:Q", title="share of viable seeds failed", scale=alt.Scale(domain=[0, 1])
                 ),
-                color=categorical("campaign"),
+                color=categorical("campaign", domain=order),
             )
             .properties(height=300),
             width="stretch",
@@ -169,14 +171,11 @@ for s in shared[:show]:
             img = load_image(home, rel, scale=3)
             if img is not None:
                 slot.image(img, caption=cap)
-        col.caption(
-            f"seed {s}: label {int(r.seed_label)}"
-            + (
-                f" → {int(r.final_pred)} in {int(r.iterations)}"
-                if pd.notna(r.final_pred)
-                else " (not viable)"
-            )
-        )
+        if pd.notna(r.final_pred):
+            outcome = f" → {int(r.final_pred)} in {int(r.iterations)}"
+        else:  # never searched, or still searching where the campaign stopped
+            outcome = " (not viable)" if not bool(r.viable) else f" ({r.status})"
+        col.caption(f"seed {s}: label {int(r.seed_label)}{outcome}")
 
 st.subheader("Settings that differ")
 st.dataframe(config_diff(store, ids, camps).rename(columns=labels), width="stretch")

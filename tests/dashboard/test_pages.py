@@ -42,10 +42,48 @@ def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
     assert len(at.get("download_button")) == 2
 
 
-def test_campaign_page_for_an_unknown_id_waits_for_it(app):
+def test_campaign_page_for_an_unknown_id_says_so_and_waits_for_it(app, seeded):
     at = app("campaign.py", id="not-started-yet")
     assert not at.exception
+    # Nothing launched it and no process reported start-up: not "Starting the campaign".
+    from dashboard.text import md_text
+
+    assert f"No campaign with id {md_text('not-started-yet')}" in at.warning[0].value
+    assert not [i for i in at.info if "Starting" in i.value]
+    (seeded[0] / "launch").mkdir(exist_ok=True)
+    (seeded[0] / "launch" / "just-launched.log").write_text("")  # the New campaign page's
+    at = app("campaign.py", id="just-launched")
     assert "Starting the campaign" in at.info[0].value
+
+
+def test_a_failed_launch_says_why_in_one_line_first(app, seeded):
+    from dashboard.launch import failure
+
+    traceback = (
+        'n.py", line 1126, in __call__\n    return self.main(*args)\n'
+        "FileExistsError: [Errno 17] File exists: '/h/campaigns/x'\n"
+    )
+    assert failure(traceback) == "FileExistsError: [Errno 17] File exists: '/h/campaigns/x'"
+    one_line = "loading models\nerror: unknown generator 'nope'; expected one of [...]\n"
+    assert failure(one_line) == "error: unknown generator 'nope'; expected one of [...]"
+    assert failure("") == "" and failure("a\nlast words\n") == "last words"
+    (seeded[0] / "launch").mkdir(exist_ok=True)
+    (seeded[0] / "launch" / "broken.log").write_text(traceback)
+    at = app("campaign.py", id="broken")
+    assert not at.exception
+    assert at.error[0].value.startswith("The campaign did not start: FileExistsError: [Errno 17]")
+    assert at.expander[0].label == "Its log"
+
+
+def test_a_campaign_whose_images_are_gone_still_shows_its_page(home: Path, monkeypatch):
+    cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}})
+    cid = run_campaign(cfg, home).campaign_id
+    for png in (home / "campaigns" / cid).rglob("seed.png"):
+        png.unlink()
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception
+    assert any(w.value.startswith("No zip:") and "doctor" in w.value for w in at.warning)
+    assert len(at.get("download_button")) == 1  # the CSV still
 
 
 def test_new_campaign_page_offers_only_compatible_models(app):
@@ -144,11 +182,23 @@ def test_compare_marks_an_interrupted_campaign_and_leaves_it_out_of_the_marks(ap
     assert "not finished shows its status" in at.caption[0].value
     metrics = next(m.value for m in at.markdown if m.value.startswith("| campaign | strategy"))
     assert "*(interrupted)*" in metrics  # a row that says why it has no metrics
-    # The convergence legend's swatches are solid, not the bands' pale tint.
+    # The convergence legend's swatches are solid, not the bands' pale tint, and each
+    # campaign has the same colour in both charts.
     import json
 
-    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
-    assert spec["config"]["legend"]["symbolOpacity"] == 1
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert specs[0]["config"]["legend"]["symbolOpacity"] == 1
+
+    def domain(spec) -> list:
+        layer = spec.get("layer", [spec])[0]
+        return layer["encoding"]["color"]["scale"]["domain"]
+
+    names = at.multiselect[0].value
+    assert domain(specs[0]) == domain(specs[1])
+    assert len(domain(specs[0])) == len(names) == 2
+    # A seed the stopped campaign was still searching is not called "not viable".
+    captions = [c.value for c in at.caption if c.value.startswith("seed ")]
+    assert any(c.endswith("(interrupted)") for c in captions)
 
 
 def test_an_interrupted_campaign_offers_resume_in_view_and_waits_for_it(home: Path, monkeypatch):
