@@ -364,7 +364,7 @@ def test_an_idle_campaign_list_shows_a_campaign_started_from_a_terminal(
             try:
                 assert proc.wait(timeout=180) == 0, proc.communicate()
                 # At most one 10 s poll after the row exists, plus a render.
-                page.wait_for_selector("text=1 campaigns.", timeout=30_000)
+                page.wait_for_selector("text=1 campaign.", timeout=30_000)
             finally:
                 proc.kill()
             assert page.evaluate("window.__same_page === true")
