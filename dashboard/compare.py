@@ -82,6 +82,12 @@ def pivot(table: pd.DataFrame) -> pd.DataFrame:
     return p
 
 
+def finished(table: pd.DataFrame) -> pd.Series:
+    """Which rows are finished campaigns, the only ones marked (all, in a table without
+    statuses)."""
+    return table["status"].eq("finished") if "status" in table else pd.Series(True, table.index)
+
+
 def block_columns(table: pd.DataFrame) -> list[str]:
     """A grid's other axes (``with_axes``), else BLOCK, or STRATEGY_BLOCK when the
     campaigns use more than one strategy."""
@@ -89,7 +95,7 @@ def block_columns(table: pd.DataFrame) -> list[str]:
         return table.attrs["blocks"]
     # A grid of one axis (a strategy study) has no other axes: the usual blocks apply.
     # Finished campaigns decide: a running one of another strategy must not regroup them.
-    done = table[table["status"].eq("finished")] if "status" in table else table
+    done = table[finished(table)]
     done = table if done.empty else done
     if "strategy" in done and done["strategy"].nunique() > 1:
         return STRATEGY_BLOCK
@@ -164,9 +170,9 @@ def significance(table: pd.DataFrame, iterations: dict[str, pd.Series]) -> pd.Da
     """Per cell: 'best', 'tied' (not significantly different from the best of its block)
     or ''."""
     marks = pd.DataFrame("", index=table.index, columns=list(COLUMNS))
-    finished = table.index[table["status"].eq("finished")] if "status" in table else table.index
+    done = table.index[finished(table)]
     for _, rows in blocks(table):
-        if len(rows := rows[rows.isin(finished)]):
+        if len(rows := rows[rows.isin(done)]):
             _mark_block(table.loc[rows], iterations, marks)
     return marks
 

@@ -23,28 +23,26 @@ def launch(cfg: CampaignConfig, home: Path) -> str:
     """Validate cfg (ConfigError if invalid), start the campaign, return its id."""
     cfg = resolve(cfg).config  # with what resolve derives (an escape campaign's seeds)
     cid = new_campaign_id()
-    folder = home / "launch"
-    folder.mkdir(parents=True, exist_ok=True)
-    cfg_path = folder / f"{cid}.yaml"
+    cfg_path = log_path(home, cid).with_suffix(".yaml")
+    cfg_path.parent.mkdir(parents=True, exist_ok=True)
     cfg_path.write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
-    with open(folder / f"{cid}.log", "w") as log:
-        subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "run", "--config", str(cfg_path),
-             "--home", str(home), "--id", cid, "--quiet"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,  # survives the page's rerun and Streamlit's restarts
-        )  # fmt: skip
+    _start(home, cid, ["run", "--config", str(cfg_path), "--id", cid], "w")
     return cid
+
+
+def log_path(home: Path, cid: str) -> Path:
+    """The output of the process this dashboard started for `cid` (launch or resume)."""
+    return home / "launch" / f"{cid}.log"
 
 
 def launched(home: Path, cid: str) -> bool:
     """Whether this dashboard launched (or resumed) campaign `cid`: its log exists from the
     moment its process is started, empty until the process writes."""
-    return (home / "launch" / f"{cid}.log").exists()
+    return log_path(home, cid).exists()
 
 
 def launch_log(home: Path, cid: str) -> str:
-    path = home / "launch" / f"{cid}.log"
+    path = log_path(home, cid)
     return path.read_text() if path.exists() else ""
 
 
@@ -57,11 +55,16 @@ def stop(home: Path, cid: str) -> bool:
 
 def resume(home: Path, cid: str) -> None:
     """Continue a crashed or interrupted campaign in its own process (`latentfuzz resume`)."""
-    folder = home / "launch"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{cid}.log", "a") as log:
+    _start(home, cid, ["resume", cid], "a")
+
+
+def _start(home: Path, cid: str, args: list[str], mode: str) -> None:
+    """`latentfuzz ARGS --home HOME --quiet` in its own session (it survives the page's
+    rerun and Streamlit's restarts), its output in the campaign's launch log."""
+    log_path(home, cid).parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path(home, cid), mode) as log:
         subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "resume", cid, "--home", str(home), "--quiet"],
+            [sys.executable, "-m", "engine.cli", *args, "--home", str(home), "--quiet"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip

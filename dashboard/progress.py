@@ -18,7 +18,7 @@ import streamlit as st
 from dashboard.form_check import duration
 from dashboard.launch import failure, launch_log
 from engine import startup
-from store import Store, queries
+from store import Store, liveness, queries
 
 
 def generation_budget(config: dict[str, Any] | None) -> int | None:
@@ -111,7 +111,7 @@ def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
     whole page, live), or has written an error to its launch log past `log_from` (the
     log's length at the click: an earlier launch's lines do not count)."""
     c = queries.campaign(store, cid)
-    if c is None or c["status"] not in ("crashed", "interrupted"):
+    if c is None or c["status"] not in liveness.RESUMABLE:
         st.session_state.pop(f"resume:{cid}", None)
         st.rerun(scope="app")
     new = launch_log(home, cid)[log_from:]

@@ -82,7 +82,7 @@ def check(store: Store, home: Path) -> list[Finding]:
             x for x in (f"{len(missing)} missing images" if missing else "",
                         f"{dangling} strips short of their frames" if dangling else "") if x
         )  # fmt: skip
-        if status in ("crashed", "interrupted"):
+        if status in liveness.RESUMABLE:
             if status == "crashed":
                 dead = " (its process is gone; marked by --fix)" if r.status == "running" else ""
                 detail = f"crashed{dead}; `latentfuzz resume {r.id}` continues it"

@@ -31,9 +31,7 @@ from engine.errors import ConfigError, LatentfuzzError
 from engine.home import db_path
 from engine.runner import CampaignResult, Evaluator, Progress, execute
 from store import CampaignWriter, Store, queries, recovery
-from store.liveness import CampaignLock, reap
-
-RESUMABLE = ("crashed", "interrupted")
+from store.liveness import RESUMABLE, CampaignLock, reap
 
 
 @dataclass

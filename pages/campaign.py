@@ -26,7 +26,7 @@ from engine.datasets import DatasetError, get_dataset
 from engine.errors import LatentfuzzError
 from engine.export import zip_bytes
 from engine.import_results import imported_note
-from store import queries
+from store import liveness, queries
 
 store, home = get_store(), get_home()
 campaigns = queries.list_campaigns(store)
@@ -123,7 +123,7 @@ def live() -> None:
         st.rerun()  # finished: render the final page once, without the timer
 
 
-if c["status"] in ("crashed", "interrupted") and not imported:
+if c["status"] in liveness.RESUMABLE and not imported:
     resume_offer(c["status"])
 live()
 if running:

@@ -23,6 +23,8 @@ from pathlib import Path
 from store.connection import Store, StoreBusy, StoreError
 
 LOCK_NAME = "campaign.lock"
+#: Statuses of a campaign whose process is gone before its end: `latentfuzz resume` goes on.
+RESUMABLE = ("crashed", "interrupted")
 CRASHED_ERROR = (
     "the campaign process ended without closing the campaign (killed, out of memory or a "
     "power loss); `latentfuzz resume {cid}` continues it from its last written generation"
