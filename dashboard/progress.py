@@ -84,12 +84,15 @@ def startup_progress(
 
 
 @st.fragment(run_every=1.0)
-def wait_for_start(store: Store, home: Path, cid: str) -> None:
+def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> None:
     """Until the campaign's row exists: the engine's start-up steps, checked off as its
     process reports them (engine/startup.py), then the whole page once the row is there
-    or the process has written an error."""
+    or the process has written an error. `steps=False`: an id nothing is known to start,
+    watched without a checklist that would say it is starting."""
     if queries.campaign(store, cid) is not None or "error" in launch_log(home, cid).lower():
         st.rerun()
+    if not steps and not startup.read(home, cid):
+        return
     frac, checklist, waited = startup_progress(startup.read(home, cid), startup.STEPS,
                                                time.time())  # fmt: skip
     st.progress(frac, text=f"start-up: {waited:.0f} s")

@@ -49,14 +49,15 @@ if c is None:
         with st.expander("Its log"):
             st.code(log[-4000:])
         st.stop()
-    if launch.launched(home, cid) or startup.read(home, cid):
+    known = launch.launched(home, cid) or bool(startup.read(home, cid))
+    if known:
         st.info("Starting the campaign…")
     else:  # nothing launched it from here, and no process has reported start-up steps
         st.warning(
             f"No campaign with id {md_text(cid)}. If it was just started from a terminal, it "
             "shows here once its first row is written; otherwise see the Campaigns page."
         )
-    wait_for_start(store, home, cid)
+    wait_for_start(store, home, cid, steps=known)
     st.stop()
 
 st.title(f"Campaign {md_text(c['name'])}")

@@ -50,6 +50,7 @@ def test_campaign_page_for_an_unknown_id_says_so_and_waits_for_it(app, seeded):
 
     assert f"No campaign with id {md_text('not-started-yet')}" in at.warning[0].value
     assert not [i for i in at.info if "Starting" in i.value]
+    assert not at.get("progress")  # no start-up checklist for an id nothing started
     (seeded[0] / "launch").mkdir(exist_ok=True)
     (seeded[0] / "launch" / "just-launched.log").write_text("")  # the New campaign page's
     at = app("campaign.py", id="just-launched")
