@@ -4,8 +4,8 @@ Checks: the store file opens (done by Store) and no campaign table holds two row
 key; dead campaigns (`running` with no live process) and crashed ones; campaign folders
 without a campaign row (orphans); images the store names that are missing on disk; strip
 frames that generation rows point to beyond the end of their strip; recovery folders not
-yet written. A crashed or interrupted campaign's missing files are reported with it, as
-`resume` rewrites them. ``fix`` does only the safe repairs: mark dead campaigns crashed,
+yet written. A crashed or interrupted campaign's missing files are reported with the
+advice to resume it, as `resume` rewrites them. ``fix`` does only the safe repairs: mark dead campaigns crashed,
 write recovery folders, move orphan folders to ``<home>/orphans/``.
 """
 
@@ -89,6 +89,10 @@ def check(store: Store, home: Path) -> list[Finding]:
                 out.append(
                     Finding("crashed", r.id, detail + (f", rewriting {files}" * bool(files)))
                 )
+            elif files:  # interrupted: no finding of its own, but its files are still checked
+                kind = "missing-images" if missing else "dangling-frames"
+                out.append(Finding(kind, r.id, f"interrupted with {files}; `latentfuzz "
+                                   f"resume {r.id}` rewrites them"))  # fmt: skip
             continue
         if missing:
             out.append(Finding("missing-images", r.id, f"{len(missing)} missing, e.g. "

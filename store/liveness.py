@@ -55,7 +55,16 @@ class CampaignLock:
 
     def acquire(self) -> CampaignLock:
         """Take the lock or raise StoreError naming the process that holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            # Something that is not a folder stands where the campaign's folder belongs
+            # (a file moved or copied there by hand): its images and lock cannot live there.
+            raise StoreError(
+                f"{folder} is not a folder (expected campaign {folder.name}'s folder of "
+                "images); move that file aside and run the command again"
+            ) from None
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -83,3 +83,23 @@ def test_doctor_lists_orphans_missing_images_and_short_strips_and_fixes_what_is_
     assert (home / "orphans" / "ghost").is_dir()
     kinds = {(f.kind, f.campaign) for f in doctor.check(store, home)}
     assert kinds == {("missing-images", "c1"), ("dangling-frames", "c1")}
+
+
+def test_an_interrupted_campaigns_missing_files_are_found_and_a_file_at_its_folder_refused(
+    home, env
+):
+    run_campaign(parse_config(SMALL), home, campaign_id="c1")
+    store = Store(home / "latentfuzz.duckdb")
+    with store.write() as con:  # as Ctrl-C leaves it (without the stop, which is slow here)
+        con.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = 'c1'")
+    assert doctor.check(store, home) == []  # interrupted alone is not an anomaly
+    seeds = queries.seeds(store, "c1")
+    (home / seeds[seeds.viable].iloc[0].result_image).unlink()
+    found = doctor.check(store, home)
+    assert [(f.kind, f.campaign) for f in found] == [("missing-images", "c1")], found
+    assert "interrupted with 1 missing images; `latentfuzz resume c1`" in found[0].detail
+    folder = home / "campaigns" / "c1"
+    folder.rename(home / "c1.bak")
+    folder.write_text("not a folder")
+    one_line_error(cli(["resume", "c1"], env, ok=False), f"{folder} is not a folder",
+                   "move that file aside")  # fmt: skip
