@@ -28,9 +28,14 @@ def generation_budget(config: dict[str, Any] | None) -> int | None:
 
 
 def campaign_progress(
-    campaign: dict[str, Any], progress: dict[str, Any], now: datetime | None = None
+    campaign: dict[str, Any],
+    progress: dict[str, Any],
+    now: datetime | None = None,
+    replay: tuple[float, int, int] | None = None,
 ) -> tuple[float, str]:
-    """(fraction done in [0, 1], one line: where it is and about how long is left)."""
+    """(fraction done in [0, 1], one line: where it is and about how long is left).
+    `replay`: a resumed campaign's report (engine/startup.py), whose clock starts at the
+    resume, not at the first start hours before."""
     budget = generation_budget(campaign.get("config"))
     n, done = int(progress.get("n_seeds") or 0), int(progress.get("seeds_done") or 0)
     gen = int(progress.get("generation") or 0)
@@ -40,22 +45,42 @@ def campaign_progress(
         f"generation {gen}" + (f" of {budget}" if budget else "") + f" · {done} of {n} seeds done"
     )
     now = now or datetime.now(UTC).replace(tzinfo=None)  # the store's clock: naive UTC
-    elapsed = (now - campaign["created_at"]).total_seconds()
+    start, since = campaign["created_at"], "elapsed"
+    resumed = replay and datetime.fromtimestamp(replay[0], UTC).replace(tzinfo=None)
+    if resumed and resumed >= start:  # (not a report left by a deleted namesake)
+        start, since = resumed, "since the resume"
+    elapsed = (now - start).total_seconds()
     if gen == 0:
         return 0.0, f"drawing {n} seeds and checking that the classifier gets them right"
+    if since != "elapsed":
+        # The resumed process runs the search again from generation 0 (engine/resume.py),
+        # writing nothing until it passes the stored generations: its own position, not
+        # the store's, says how fast it goes.
+        replayed, last = replay[1], replay[2]
+        pos = replayed if replayed < last else gen
+        if replayed < last:
+            where += f" · replaying stored generation {replayed} of {last}"
+        if not budget or pos <= 0 or elapsed <= 0:
+            return frac, f"{where} · {duration(max(elapsed, 0))} {since}"
+        left = elapsed * max(budget - pos, 0) / pos
+        return frac, f"{where} · {duration(elapsed)} {since}, at most about {duration(left)} left"
     if frac <= 0 or elapsed <= 0:
         return 0.0, f"{where} · estimating the time left…"
+    # The time left from the generations done: seeds that finish early make the rest of
+    # the generations cheaper, never dearer, so this is an upper bound. (The share of
+    # seeds done is not: the seeds left may search to the last generation.)
+    rate = gen / budget if budget else frac
     saved = float(progress.get("saved_s") or 0.0)  # campaign time of its last stored row
-    if 0 < saved <= elapsed and saved / frac > elapsed:
+    if 0 < saved <= elapsed and saved / rate > elapsed:
         # The rate of the rows stored, not of the time since: between two of the writer's
         # saves (10 s and more on a busy machine) the estimate then falls as time passes,
-        # where elapsed / frac climbed until the next save. (A resumed campaign's row times
-        # start again from zero: it, and a campaign behind its estimate, keep the old rule.)
-        left = saved / frac - elapsed
+        # where elapsed / frac climbed until the next save. (A campaign behind its
+        # estimate keeps the rule below.)
+        left = saved / rate - elapsed
         age = elapsed - saved
         stale = f" · saved {duration(age)} ago" if age >= STALE_S else ""
     else:
-        left, stale = elapsed * (1 - frac) / frac, ""
+        left, stale = elapsed * (1 - rate) / rate, ""
     return frac, (
         f"{where} · {duration(elapsed)} elapsed, at most about {duration(left)} left{stale}"
     )

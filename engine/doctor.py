@@ -5,8 +5,8 @@ key; dead campaigns (`running` with no live process) and crashed ones; campaign 
 without a campaign row (orphans); images the store names that are missing on disk; strip
 frames that generation rows point to beyond the end of their strip; recovery folders not
 yet written. A crashed or interrupted campaign's missing files are reported with the
-advice to resume it, as `resume` rewrites them. ``fix`` does only the safe repairs: mark dead campaigns crashed,
-write recovery folders, move orphan folders to ``<home>/orphans/``.
+advice to resume it, as `resume` rewrites them. ``fix`` does only the safe repairs: mark
+dead campaigns crashed, write recovery folders, move orphan folders to ``<home>/orphans/``.
 """
 
 from __future__ import annotations

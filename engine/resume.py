@@ -30,6 +30,7 @@ from engine.config import from_record, resolve
 from engine.errors import ConfigError, LatentfuzzError
 from engine.home import db_path
 from engine.runner import CampaignResult, Evaluator, Progress, execute
+from engine.startup import ReplayReport
 from store import CampaignWriter, Store, queries, recovery
 from store.liveness import RESUMABLE, CampaignLock, reap
 
@@ -61,8 +62,10 @@ class ReplayWriter:
     """Stands between the search and its CampaignWriter while a campaign is replayed: rows
     the store holds already are checked and dropped, the rest go through."""
 
-    def __init__(self, writer: CampaignWriter, committed: Committed) -> None:
-        self.w, self.c = writer, committed
+    def __init__(
+        self, writer: CampaignWriter, committed: Committed, report: ReplayReport | None = None
+    ) -> None:
+        self.w, self.c, self.report = writer, committed, report
         self.g = 0  # the generation being recorded (its generations rows come first)
 
     def batch(self) -> contextlib.AbstractContextManager[None]:
@@ -77,6 +80,8 @@ class ReplayWriter:
                 return
         elif table == "generations":
             self.g = int(columns["generation"])
+            if self.report is not None:
+                self.report.at(self.g)
             if self.g <= self.c.last:
                 self._check(columns)
                 return
@@ -156,7 +161,8 @@ def resume_campaign(
                 "AND status = 'interrupted'",
                 [cid],
             )
+    report = ReplayReport(home, cid, committed.last)
     return execute(
         r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
-        wrap=lambda w: ReplayWriter(w, committed),
+        wrap=lambda w: ReplayWriter(w, committed, report),
     )  # fmt: skip

@@ -48,3 +48,45 @@ def read(home: Path, campaign_id: str) -> list[tuple[float, str]]:
         except ValueError:
             continue  # a line being written
     return out
+
+
+def replay_path(home: Path, campaign_id: str) -> Path:
+    return Path(home) / "launch" / f"{campaign_id}.replay"
+
+
+class ReplayReport:
+    """A resumed campaign's clock and replay position, for the Campaign page: the store's
+    rows say neither (its created_at is the first start, and replayed generations write
+    nothing). One small file, `<started> <replayed> <last>`, replaced at most twice a
+    second, so a reader never sees half of it."""
+
+    def __init__(self, home: Path, campaign_id: str, last: int) -> None:
+        self.path, self.last = replay_path(home, campaign_id), last
+        self.started, self.written, self.done = time.time(), 0.0, False
+        self.at(0)
+
+    def at(self, generation: int) -> None:
+        """The replay has reached `generation`: written at the start, at the end of the
+        replay, and at most every 0.5 s between; nothing after the end."""
+        now = time.time()
+        if self.done or (now - self.written < 0.5 and 0 < generation < self.last):
+            return
+        self.done = generation >= self.last
+        self.written = now
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text(f"{self.started:.3f} {min(generation, self.last)} {self.last}\n")
+            tmp.replace(self.path)
+        except OSError:
+            pass  # a read-only home loses the report, not the campaign
+
+
+def read_replay(home: Path, campaign_id: str) -> tuple[float, int, int] | None:
+    """(resume time since the epoch, generations replayed, generations to replay), or None
+    for a campaign never resumed (or a report unreadable)."""
+    try:
+        t, done, last = replay_path(home, campaign_id).read_text().split()
+        return float(t), int(done), int(last)
+    except (OSError, ValueError):
+        return None

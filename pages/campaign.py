@@ -100,7 +100,7 @@ def live() -> None:
     left, right = st.columns([4, 1])
     left.markdown(f"**Status:** {now['status']}")
     if now["status"] == "running":
-        frac, text = campaign_progress(now, p)
+        frac, text = campaign_progress(now, p, replay=startup.read_replay(home, cid))
         left.progress(frac, text=text)
     if now["status"] == "running" and right.button("Stop", type="secondary"):
         if stop(home, cid):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pandas as pd
 import torch
 from PIL import Image
 
-from engine import doctor
+from engine import doctor, startup
 from engine.config import parse_config
 from engine.runner import run_campaign
 from store import Store, queries
@@ -37,8 +38,14 @@ def test_an_interrupted_campaign_resumes_from_the_cli_to_the_same_outcomes(home,
     proc.communicate(timeout=120)
     status = queries.campaign(store, "stopped")["status"]
     if status == "interrupted":  # (on a very fast machine it may have finished first)
+        last = int(queries.progress(store, "stopped")["generation"])
+        before = time.time()
         p = cli(["resume", "stopped", "--quiet"], env)
         assert "stopped finished" in " ".join(p.stdout.split())
+        # The Campaign page's clock and replay position (engine/startup.py): the replay
+        # reported its end.
+        started, replayed, to_replay = startup.read_replay(home, "stopped")
+        assert before <= started <= time.time() and replayed == to_replay == last >= 2
     pd.testing.assert_frame_equal(outcomes(store, "stopped"), outcomes(store, "reference"),
                                   check_dtype=False)  # fmt: skip
     p = cli(["resume", "stopped"], env, ok=False)
