@@ -15,8 +15,8 @@ def url_widget(
     default: Any, many: bool = False, **kwargs: Any,
 ) -> Any:  # fmt: skip
     """`widget` (st.selectbox / st.multiselect / st.radio or a column's) over `options`,
-    set from the query parameter `param` (values matched as text; unknown ones ignored),
-    else `default`; the chosen value is written back to the URL.
+    set from the query parameter `param` (values matched as text; unknown ones left out,
+    and kept for `url_unknown`), else `default`; the chosen value is written back to the URL.
 
     The URL wins when it changed since this widget last wrote it (a link, a bookmark, the
     browser's back button); otherwise the widget keeps what the user chose."""
@@ -24,6 +24,11 @@ def url_widget(
     url_now = tuple(qp.get_all(param)) if param in qp else ()
     wanted = url_now if param in qp else (
         tuple(str(d) for d in default) if many else (str(default),))  # fmt: skip
+    synced = st.session_state.get(f"{key}:synced")
+    linked = param in qp and (key not in st.session_state or synced != url_now)
+    if linked:
+        known = {str(o) for o in options}
+        st.session_state[f"{key}:unknown"] = [w for w in url_now if w not in known]
     if key in st.session_state and st.session_state.get(f"{key}:synced") != url_now:
         # Changed from outside (a link, a bookmark, back): the URL replaces the widget's
         # remembered value.
@@ -56,7 +61,26 @@ def url_widget(
         if value is not None:
             qp[param] = str(value)
         written = () if value is None else (str(value),)
+    if not linked and synced is not None and written != synced:
+        st.session_state.pop(f"{key}:unknown", None)  # the user chose since the link
     st.session_state[f"{key}:synced"] = written
+    return value
+
+
+def url_text(widget: Callable[..., Any], label: str, param: str, **kwargs: Any) -> str:
+    """`widget` (st.text_input or a column's) set from, and written back to, the query
+    parameter `param`, by the same rule as `url_widget`: a changed URL wins, else the
+    user's text; an empty text leaves the parameter out."""
+    qp, key = st.query_params, f"url:{param}"
+    url_now = qp.get(param, "")
+    if key not in st.session_state or st.session_state.get(f"{key}:synced") != url_now:
+        st.session_state[key] = url_now
+    value = widget(label, key=key, **kwargs)
+    if value:
+        qp[param] = value
+    elif param in qp:
+        del qp[param]
+    st.session_state[f"{key}:synced"] = value
     return value
 
 
@@ -64,3 +88,9 @@ def _in_order(options: list[Any], wanted: tuple[str, ...]) -> list[Any]:
     """The options named in `wanted`, in the URL's order (a comparison's column order)."""
     by_text = {str(o): o for o in options}
     return list(dict.fromkeys(by_text[w] for w in wanted if w in by_text))
+
+
+def url_unknown(param: str) -> list[str]:
+    """The values the last link or bookmark gave `param` that matched no option (a deleted
+    campaign, a link from another home): the page says so instead of dropping them."""
+    return st.session_state.get(f"url:{param}:unknown", [])

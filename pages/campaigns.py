@@ -6,7 +6,7 @@ can be bookmarked; while a campaign runs, the list refreshes itself every 2 s.""
 import streamlit as st
 
 from dashboard.data import get_store
-from dashboard.url_state import url_widget
+from dashboard.url_state import url_text, url_widget
 from store import annotations, queries
 
 st.title("Campaigns")
@@ -35,16 +35,17 @@ if df.empty:
     st.stop()
 
 FILTERS = ("status", "dataset", "generator", "classifier")
-cols = st.columns(1 + len(FILTERS))
-tag = url_widget(cols[0].multiselect, "Tag", "tag",
+# Two rows of three: in one row of five, a chosen model's name was cut to "mnist-co…".
+cols = [*st.columns(3), *st.columns(3)]
+text = url_text(cols[0].text_input, "Name or id contains", "q")
+tag = url_widget(cols[1].multiselect, "Tag", "tag",
                  sorted({t for ts in df["tags"] for t in ts}), [], many=True)  # fmt: skip
 chosen = {
     f: url_widget(
         col.multiselect, f.capitalize(), f, sorted(df[f].dropna().unique()), [], many=True
     )  # fmt: skip
-    for col, f in zip(cols[1:], FILTERS, strict=True)
+    for col, f in zip(cols[2:], FILTERS, strict=True)
 }
-text = st.text_input("Name or id contains")
 
 
 # Live: every 2 s while a campaign runs, every 10 s otherwise, so that a campaign started

@@ -19,7 +19,7 @@ from dashboard.differential import differential_table
 from dashboard.metrics import metrics_markdown
 from dashboard.palette import categorical
 from dashboard.text import md_text
-from dashboard.url_state import url_widget
+from dashboard.url_state import url_unknown, url_widget
 from engine.csv_io import to_csv_bytes
 from store import queries
 
@@ -43,6 +43,12 @@ default = members or campaigns.head(3)["id"].tolist()
 # The selection lives in the URL (?id=A&id=B): a comparison can be bookmarked and shared.
 ids = url_widget(st.multiselect, "Campaigns", "id", campaigns["id"].tolist(), default,
                  many=True, format_func=lambda i: labels[i])  # fmt: skip
+for param, what in (("group", "study or grid"), ("id", "campaign")):
+    if gone := url_unknown(param):
+        st.warning(
+            f"The link names {len(gone)} {what}{'s' * (len(gone) > 1)} this store does "
+            f"not hold, left out: {', '.join(gone)}. Deleted, or from another home?"
+        )
 if len(ids) < 2:
     st.info("Choose at least two campaigns.")
     st.stop()
@@ -89,11 +95,14 @@ differential_table(store, ids, labels)
 left, right = st.columns(2)
 best = dict(tuple(read_set("best_fitness", ids, status).groupby("campaign_id", sort=False)))
 empty = pd.DataFrame(columns=["seed_idx", "generation", "best_fitness", "evaluations", "elapsed_s"])
-bands = pd.concat([convergence_frame(best.get(c, empty)).assign(campaign=labels[c]) for c in ids])
+# The charts' names carry an unfinished campaign's status, as the tables do: its curves
+# stop where it stopped, not where the search would have.
+shown = {c: labels[c] + ("" if status[c] == "finished" else f" ({status[c]})") for c in ids}
+bands = pd.concat([convergence_frame(best.get(c, empty)).assign(campaign=shown[c]) for c in ids])
 with left:
     st.subheader("Convergence")
     # One colour per campaign in both charts, in the selection's order.
-    order = [labels[c] for c in ids]
+    order = [shown[c] for c in ids]
     base = alt.Chart(bands).encode(x="generation:Q", color=categorical("campaign", domain=order))
     st.altair_chart(
         (
@@ -116,7 +125,7 @@ with right:
             {
                 "iterations": it.sort_values().to_numpy(),
                 "share": (pd.Series(range(1, len(it) + 1)) / n_viable[c]).to_numpy(),
-                "campaign": labels[c],
+                "campaign": shown[c],
             }
         )  # fmt: skip
         for c, it in failures.items()

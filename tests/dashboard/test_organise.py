@@ -67,6 +67,19 @@ def test_campaigns_page_filters_by_tag_from_the_url(two, monkeypatch):
     assert at.query_params["status"] in ("finished", ["finished"])
 
 
+def test_campaigns_page_name_filter_is_in_the_url(two, monkeypatch):
+    home, _ = two
+    at = page_opener(home, monkeypatch)("campaigns.py", q="sec")
+    assert not at.exception, at.exception
+    box = next(t for t in at.text_input if t.label == "Name or id contains")
+    assert box.value == "sec" and at.dataframe[0].value["name"].tolist() == ["second"]
+    box.set_value("fir").run()
+    assert at.query_params["q"] in ("fir", ["fir"])
+    assert at.dataframe[0].value["name"].tolist() == ["first"]
+    next(t for t in at.text_input if t.label == "Name or id contains").set_value("").run()
+    assert "q" not in at.query_params and len(at.dataframe[0].value) == 2
+
+
 def test_campaign_page_edits_tags_and_notes(two, monkeypatch):
     home, (first, _) = two
     at = page_opener(home, monkeypatch)("campaign.py", id=first)
@@ -86,6 +99,21 @@ def test_compare_selection_is_in_the_url(two, monkeypatch):
     assert at.multiselect[0].value == [first, second]
     at.multiselect[0].set_value([second, first]).run()
     assert list(at.query_params["id"]) == [second, first]
+
+
+def test_compare_says_which_linked_campaigns_it_does_not_hold(two, monkeypatch):
+    home, (first, second) = two
+    at = page_opener(home, monkeypatch)("compare.py", id=[first, "gone", second])
+    assert not at.exception, at.exception
+    assert at.multiselect[0].value == [first, second]
+    assert [w.value for w in at.warning] == [
+        "The link names 1 campaign this store does not hold, left out: gone. Deleted, or "
+        "from another home?"
+    ]
+    at.run()  # still said on the next run, as long as the selection is the link's
+    assert len(at.warning) == 1
+    at.multiselect[0].set_value([second, first]).run()  # chosen since: no longer said
+    assert not at.warning
 
 
 def test_campaign_tab_is_in_the_url_and_only_it_renders(two, monkeypatch):

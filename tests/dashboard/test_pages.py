@@ -183,6 +183,9 @@ def test_compare_marks_an_interrupted_campaign_and_leaves_it_out_of_the_marks(ap
     assert "not finished shows its status" in at.caption[0].value
     metrics = next(m.value for m in at.markdown if m.value.startswith("| campaign | strategy"))
     assert "*(interrupted)*" in metrics  # a row that says why it has no metrics
+    # ... and so do the charts' legends.
+    spec = at.get("vega_lite_chart")[0].proto.spec
+    assert f"{stopped.campaign_id} (interrupted)" in spec, spec[:2000]
     # The convergence legend's swatches are solid, not the bands' pale tint, and each
     # campaign has the same colour in both charts.
     import json
