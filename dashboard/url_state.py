@@ -29,7 +29,7 @@ def url_widget(
     if linked:
         known = {str(o) for o in options}
         st.session_state[f"{key}:unknown"] = [w for w in url_now if w not in known]
-    if key in st.session_state and st.session_state.get(f"{key}:synced") != url_now:
+    if key in st.session_state and synced != url_now:
         # Changed from outside (a link, a bookmark, back): the URL replaces the widget's
         # remembered value.
         st.session_state[key] = (
