@@ -100,6 +100,10 @@ def take_turn(**action) -> bool:
 
 
 def save(value: int) -> None:
+    if state["item"] is None:
+        # A key pressed again before the page drew "nothing left": there is no image to
+        # answer (an answer without an item broke the whole write).
+        return
     state["pending"].append((state["item"], value, state["shown_at"]))
     if state["upcoming"] is None:  # nothing reserved (yet): write now and take what comes
         take_turn()

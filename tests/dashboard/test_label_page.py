@@ -248,3 +248,26 @@ def test_a_key_costs_one_store_transaction_and_shows_the_reserved_image(page, st
         assert len([o for o in opened if o is False]) == 1, opened  # one write per key
         upcoming = at.session_state[f"label:{sid}:fay"]["upcoming"]
     assert mine(home, sid, "fay")["position"].tolist() == [1, 2, 3]
+
+
+def test_a_key_pressed_after_the_last_image_is_ignored(tmp_path, monkeypatch):
+    """In the browser a quick second key can land on the answer buttons of the page drawn
+    before "nothing left": it wrote an answer without an image (a NOT NULL traceback,
+    then a stuck page). Here: a click on the last image's button, kept from before."""
+    home = tmp_path / "home"
+    cfg = parse_config({"seeds": 5, "seed": 1, "strategy_params": {"generations": 40}})
+    cid = run_campaign(cfg, home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0, k=1, sample=2))
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("../pages/label.py")
+    at.query_params.update(study=sid, labeller="dan")
+    at.run()
+    while shown(at, sid, "dan") is not None:
+        key = at.button(key="class3")
+        key.click().run()
+    assert "Nothing left" in at.success[0].value and len(mine(home, sid, "dan")) == 2
+    key.click().run()
+    assert not at.exception, at.exception
