@@ -27,6 +27,7 @@ from engine.errors import LatentfuzzError
 from engine.export import zip_bytes
 from engine.import_results import imported_note
 from store import liveness, queries
+from store.errors import StoreBusy, StoreError
 
 store, home = get_store(), get_home()
 campaigns = queries.list_campaigns(store)
@@ -139,11 +140,19 @@ def manage() -> None:
     with st.expander("Manage this campaign"):
         new = st.text_input("Name", c["name"], key="rename")
         if new != c["name"] and st.button("Rename"):
-            rename_campaign(store, cid, new)
-            st.rerun()
+            try:
+                rename_campaign(store, cid, new)
+            except (StoreError, StoreBusy) as e:  # an empty or too long name, a busy store
+                st.error(f"Not renamed: {e}")
+            else:
+                st.rerun()
         sure = st.checkbox(f"Yes, delete {cid} and its folder", key="confirm_delete")
         if st.button("Delete", type="primary", disabled=not sure):
-            delete_campaign(store, home, cid)
+            try:
+                delete_campaign(store, home, cid)
+            except (StoreError, StoreBusy) as e:  # running since the page was drawn, a busy store
+                st.error(f"Not deleted: {e}")
+                return
             st.query_params.clear()
             st.rerun(scope="app")
 

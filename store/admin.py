@@ -52,6 +52,8 @@ def rename_campaign(store: Store, cid: str, name: str) -> None:
     """Give a campaign a new display name (its id, folder and rows stay)."""
     name = name.strip()
     if not name or len(name) > 200:
-        raise StoreError(f"name {name!r} must have 1-200 characters")
+        got = "only spaces" if not name else f"{len(name)} characters"
+        raise StoreError(f"a campaign name needs 1 to 200 characters, not {got}; "
+                         "give a shorter or a non-empty one")  # fmt: skip
     with store.write() as con:
         con.execute("UPDATE campaigns SET name = ? WHERE id = ?", [name, cid])

@@ -24,9 +24,16 @@ def test_rename_then_delete_from_the_campaign_page(tmp_path: Path, monkeypatch):
     at.switch_page("../pages/campaign.py")
     at.query_params["id"] = cid
     at.run()
+    store = Store(home / "latentfuzz.duckdb")
+    for bad, said in (("   ", "not only spaces"), ("x" * 300, "not 300 characters")):
+        at.text_input(key="rename").input(bad).run()
+        next(b for b in at.button if b.label == "Rename").click().run()
+        assert not at.exception, at.exception  # was a StoreError traceback
+        assert at.error[0].value.startswith("Not renamed: a campaign name needs 1 to 200")
+        assert said in at.error[0].value
+        assert queries.campaign(store, cid)["name"] != bad.strip()
     at.text_input(key="rename").input("renamed here").run()
     next(b for b in at.button if b.label == "Rename").click().run()
-    store = Store(home / "latentfuzz.duckdb")
     assert queries.campaign(store, cid)["name"] == "renamed here"
     delete = next(b for b in at.button if b.label == "Delete")
     assert delete.disabled  # not before the confirmation
