@@ -73,7 +73,9 @@ st.caption(
     f"exact test for the proportions, two-sided Mann-Whitney U for the ICST iterations). "
     f"{queries.ICST_ITERATIONS.capitalize()}; the {queries.FAILURE_ITERATIONS} is shown "
     f"beside it, unmarked. A campaign that has not finished shows its status; its figures "
-    f"cover the seeds finished so far, and it takes no part in the marks."
+    f"cover the seeds finished so far, and it takes no part in the marks. Validity and "
+    f"label preservation: each labelled result image once, with the verdict of the newest "
+    f"validity study that holds all its answers."
 )
 st.download_button("Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv")
 if "along" in table.attrs:

@@ -125,7 +125,8 @@ def result_labels(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
         return pd.DataFrame()
     marks = ", ".join("?" * len(campaign_ids))
     return store.query(
-        f"""SELECT i.*, s.k, s.rule FROM label_items i JOIN label_studies s ON s.id = i.study_id
+        f"""SELECT i.*, s.k, s.rule, s.created_at AS study_created
+            FROM label_items i JOIN label_studies s ON s.id = i.study_id
             WHERE i.kind = 'result' AND i.campaign_id IN ({marks})""",
         list(campaign_ids),
     )

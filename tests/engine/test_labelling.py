@@ -28,7 +28,7 @@ from engine.labelling import (
     wide_export,
 )
 from engine.runner import run_campaign
-from store import Store
+from store import Store, queries
 from store import labels as ls
 from tests.helpers import label_all
 
@@ -222,6 +222,29 @@ def test_statistics_of_a_labelled_study(campaign, tmp_path):
     cv = campaign_validity(store, [cid]).set_index("campaign")
     n_result = int((items["kind"] == "result").sum())
     assert cv.loc[cid, ["labelled", "valid", "preserved"]].tolist() == [n_result] * 3
+
+
+def test_an_image_in_several_studies_counts_once_with_the_newest_verdict(campaign, tmp_path):
+    store, home = fresh_store(campaign, tmp_path)
+    cid = campaign[1]
+
+    def labelled(answer) -> str:  # a study of the campaign's results, k=1, all answered
+        sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0, k=1))
+        items = ls.items(store, sid).set_index("item_id")
+        ls.join(store, sid, "ann")
+        while (i := ls.next_item(store, sid, "ann")) is not None:
+            ls.answer(store, sid, i, "ann", answer(items.loc[i]), datetime.now())
+        return sid
+
+    labelled(lambda it: INVALID)
+    cv = campaign_validity(store, [cid]).set_index("campaign")
+    n = int(cv.loc[cid, "labelled"])
+    assert n > 0 and cv.loc[cid, "valid"] == 0
+    labelled(lambda it: int(it.expected))  # the same images again, now valid
+    cv = campaign_validity(store, [cid]).set_index("campaign")
+    failing = int(queries.seeds(store, cid)["misclassified"].fillna(False).sum())
+    # Each image once (it was each study's verdict once: 2n of n images), the newest says.
+    assert cv.loc[cid, ["labelled", "valid", "preserved"]].tolist() == [n, n, n] and n <= failing
 
 
 def test_unsure_is_a_decided_nothing():
