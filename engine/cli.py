@@ -233,7 +233,8 @@ def run(
             raise typer.Exit(130) from None
     console.print(
         f"campaign [bold]{result.campaign_id}[/] {result.status} in {result.wall_seconds:.1f}s "
-        f"({result.evaluations} evaluations)"
+        f"({result.evaluations:,} model evaluations, {result.search_evaluations:,} of them by "
+        "the search)"
     )
     console.print(status_line(result.summary))
     if result.status == "interrupted":

@@ -52,6 +52,9 @@ class CampaignResult:
     #: Time in the strategy's own work (see, tell, advance): NSGA-II's sorting, crowding
     #: and diversity update, the GA's breeding.
     strategy_seconds: float = 0.0
+    #: The search's own evaluations (the metrics' count, the dashboard's "search
+    #: evaluations"); `evaluations` also counts the seeds' checks before the search.
+    search_evaluations: int = 0
 
 
 def new_campaign_id() -> str:
@@ -224,6 +227,7 @@ def execute(
         evaluate.batch_sizes,
         raw,
         campaign.strategy_seconds,
+        campaign.metrics.evaluations,
     )
 
 

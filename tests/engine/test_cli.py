@@ -50,6 +50,17 @@ def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
     assert float(m[3]) == round(100 * mis / viable, 1)
     cid = re.search(r"campaign (\S+) finished", out)[1]
     assert (home / "campaigns" / cid).is_dir()  # --home rule: LATENTFUZZ_HOME
+    # Both counts, named: the dashboard's "search evaluations" is the second (the first
+    # also counts the seeds' checks, and the two read as a discrepancy).
+    from store import Store, queries
+
+    m = re.search(r"\(([\d,]+) model evaluations, ([\d,]+) of them by the search\)", out)
+    assert m, out
+    store = Store(home / "latentfuzz.duckdb")
+    row = queries.campaign(store, cid)
+    metrics = store.query("SELECT evaluations FROM campaign_metrics WHERE campaign_id = ?", [cid])
+    assert int(m[1].replace(",", "")) == row["evaluations"]
+    assert int(m[2].replace(",", "")) == metrics["evaluations"][0] < row["evaluations"]
 
     listing = cli(["campaigns"], {**env, "COLUMNS": "200"}).stdout
     assert cid in listing and "finished" in listing
