@@ -48,11 +48,11 @@ def gallery(seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_r
     classes = url_widget(b.multiselect, "Expected class", "gallery_class",
                          list(class_names), [], many=True)  # fmt: skip
     top = int(seeds["iterations"].max()) if seeds["iterations"].notna().any() else 0
-    most = c.number_input("At most iterations", 0, max(top, 0), max(top, 0),
-                          key="gallery_iterations")  # fmt: skip
-    chosen = filter_seeds(
-        seeds, statuses, [class_names.index(n) for n in classes], most if top else None
-    )
+    # Only once some seed has its iterations (a crashed campaign's have none yet): a box
+    # that said "at most 0" beside nine seeds shown read as a filter that failed.
+    most = c.number_input("At most iterations", 0, top, top, key="gallery_iterations") \
+        if top else None  # fmt: skip
+    chosen = filter_seeds(seeds, statuses, [class_names.index(n) for n in classes], most)
     if chosen.empty:
         st.info("No seed matches these filters.")
         return

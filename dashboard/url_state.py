@@ -40,7 +40,14 @@ def url_widget(
     # would make Streamlit warn on the page.
     remembered = key in st.session_state
     if remembered and many:  # options can change between runs (a deleted campaign's tag)
-        st.session_state[key] = [o for o in st.session_state[key] if o in options]
+        kept = [o for o in st.session_state[key] if o in options]
+        if kept or not st.session_state[key]:
+            st.session_state[key] = kept
+        else:
+            # Every value chosen has gone (a resumed campaign has no `interrupted` seeds
+            # left): the default, not an empty selection that shows nothing.
+            del st.session_state[key]
+            remembered, wanted = False, tuple(str(d) for d in default)
     elif remembered and st.session_state[key] not in options:
         del st.session_state[key]
         remembered = False

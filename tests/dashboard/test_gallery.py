@@ -65,6 +65,31 @@ def test_gallery_counts_filters_pages_and_keeps_its_state_in_the_url(campaign, m
     assert all("expected **7**" in c and "(misclassified)" in c for c in captions)
 
 
+def test_a_gallery_filter_whose_statuses_all_went_falls_back_to_the_default(
+    tmp_path, monkeypatch
+):
+    """A crashed campaign's gallery showed its `interrupted` seeds; resumed in place and
+    finished, it has none, and the remembered filter showed nothing at all."""
+    home = tmp_path / "home"
+    cfg = parse_config({"seeds": 6, "seed": 2, "strategy_params": {"generations": 15}})
+    cid = run_campaign(cfg, home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    with store.write() as con:
+        con.execute("UPDATE seeds SET status = 'interrupted', iterations = NULL "
+                    "WHERE campaign_id = ? AND viable", [cid])  # fmt: skip
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    show = next(m for m in at.multiselect if m.label == "Show")
+    assert show.value == ["interrupted"]
+    assert not [n for n in at.number_input if n.label == "At most iterations"]  # none known
+    with store.write() as con:  # as the resumed run leaves it
+        con.execute("UPDATE seeds SET status = 'survived', iterations = 15 "
+                    "WHERE campaign_id = ? AND viable", [cid])  # fmt: skip
+    at.run()
+    assert not at.exception, at.exception
+    assert next(m for m in at.multiselect if m.label == "Show").value == ["survived"]
+    assert gallery_captions(at)
+
+
 def test_progress_is_the_generation_budget_done_with_an_upper_bound_eta():
     from datetime import datetime, timedelta
 
