@@ -65,9 +65,7 @@ def test_gallery_counts_filters_pages_and_keeps_its_state_in_the_url(campaign, m
     assert all("expected **7**" in c and "(misclassified)" in c for c in captions)
 
 
-def test_a_gallery_filter_whose_statuses_all_went_falls_back_to_the_default(
-    tmp_path, monkeypatch
-):
+def test_a_gallery_filter_whose_statuses_all_went_falls_back_to_the_default(tmp_path, monkeypatch):
     """A crashed campaign's gallery showed its `interrupted` seeds; resumed in place and
     finished, it has none, and the remembered filter showed nothing at all."""
     home = tmp_path / "home"
