@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
 
@@ -275,3 +276,26 @@ def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None)
         flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
     df = pd.DataFrame(flat)
     return df[df.nunique(axis=1) > 1]
+
+
+def failure_curves(
+    failures: dict[str, pd.Series], n_viable: dict[str, int], names: dict[str, str]
+) -> pd.DataFrame:
+    """Share of viable seeds failed by iteration, a step curve per campaign with a failure
+    (iterations, share, campaign): each from (0, 0) to the last failure of any campaign,
+    as a step line through one point (a campaign with a single failing seed) drew nothing."""
+    end = max((float(it.max()) for it in failures.values() if len(it)), default=0.0)
+    curves = [
+        pd.DataFrame(
+            {
+                "iterations": [0.0, *it.sort_values().astype(float), end],
+                "share": [0.0, *(np.arange(1, len(it) + 1) / n_viable[c]), len(it) / n_viable[c]],
+                "campaign": names[c],
+            }
+        )  # fmt: skip
+        for c, it in failures.items()
+        if len(it)
+    ]
+    return (
+        pd.concat(curves) if curves else pd.DataFrame(columns=["iterations", "share", "campaign"])
+    )

@@ -8,6 +8,7 @@ from dashboard.compare import (
     ALPHA,
     campaign_rows,
     config_diff,
+    failure_curves,
     markdown_table,
     pivot,
     significance,
@@ -122,23 +123,12 @@ with left:
 with right:
     st.subheader("Seeds failed by iteration")
     n_viable = dict(zip(table["campaign"], table["viable"], strict=True))
-    curves = [
-        pd.DataFrame(
-            {
-                "iterations": it.sort_values().to_numpy(),
-                "share": (pd.Series(range(1, len(it) + 1)) / n_viable[c]).to_numpy(),
-                "campaign": shown[c],
-            }
-        )  # fmt: skip
-        for c, it in failures.items()
-        if len(it)
-    ]
-    if not curves:
+    curves = failure_curves(failures, n_viable, shown)
+    if curves.empty:
         st.info("No selected campaign has a misclassified seed yet.")
     else:
-        ecdf = pd.concat(curves)
         st.altair_chart(
-            alt.Chart(ecdf)
+            alt.Chart(curves)
             .mark_line(interpolate="step-after")
             .encode(
                 x="iterations:Q",

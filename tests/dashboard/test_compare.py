@@ -99,3 +99,20 @@ def test_an_unfinished_campaign_says_so_and_takes_no_part_in_the_marks():
     assert "| A | vae |" in md  # a finished campaign's name is as before
     t["status"] = "running"  # a block of unfinished campaigns only: nothing to mark
     assert (significance(t, its) == "").all().all()
+
+
+def test_failure_curves_start_at_zero_and_reach_the_last_failure():
+    from dashboard.compare import failure_curves
+
+    failures = {
+        "a": pd.Series([8.0]),
+        "b": pd.Series([30.0, 12.0]),
+        "c": pd.Series([], dtype=float),
+    }
+    got = failure_curves(failures, {"a": 4, "b": 2, "c": 3}, {"a": "A", "b": "B", "c": "C"})
+    by = {k: g[["iterations", "share"]].values.tolist() for k, g in got.groupby("campaign")}
+    # One failing seed: a line from (0, 0) through its step to the end (it drew nothing).
+    assert by["A"] == [[0, 0], [8, 0.25], [30, 0.25]]
+    assert by["B"] == [[0, 0], [12, 0.5], [30, 1.0], [30, 1.0]]
+    assert "C" not in by  # no failure, no curve
+    assert failure_curves({}, {}, {}).empty
