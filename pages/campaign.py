@@ -84,9 +84,13 @@ def resume_offer(status: str) -> None:
         wait_for_resume(store, home, cid, st.session_state[key])
         return
     left, right = st.columns([4, 1])
+    # Its error, when it is the CLI's advice to resume, is said here once, beside the
+    # button (the page said it twice: this warning and a red box below).
+    why = (c["error"] or "").split("; `latentfuzz resume")[0]
     left.warning(
-        f"This campaign is {status}: its figures cover the seeds finished so far. Resume "
-        "continues it from its last written generation, to the results it would have had."
+        f"This campaign is {status}" + (f" ({why})" if why else "") + ": its figures cover "
+        "the seeds finished so far. Resume continues it from its last written generation, "
+        "to the results it would have had."
     )
     if right.button("Resume", type="primary"):
         st.session_state[key] = len(launch_log(home, cid))
@@ -108,8 +112,8 @@ def live() -> None:
             st.toast("Stopping after the current generation…")
         else:
             st.toast("The campaign's process is gone; it is marked crashed.")
-    if now["error"]:
-        st.error(now["error"])
+    if now["error"] and not (now["status"] in liveness.RESUMABLE and not imported):
+        st.error(now["error"])  # (a resumable campaign's is in the Resume offer above)
     status_bar(queries.summary(store, cid), int(now["n_seeds"]))
     if imported:
         st.info(imported_note(now))

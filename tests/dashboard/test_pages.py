@@ -239,6 +239,25 @@ def test_an_interrupted_campaign_offers_resume_in_view_and_waits_for_it(home: Pa
         lock.release()
 
 
+def test_a_crashed_campaign_says_why_once_beside_its_resume_button(home: Path, monkeypatch):
+    from store import Store
+    from store.liveness import CRASHED_ERROR
+
+    cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 5}})
+    cid = run_campaign(cfg, home).campaign_id
+    with Store(home / "latentfuzz.duckdb").write() as con:  # as a reader marks a dead one
+        con.execute("UPDATE campaigns SET status = 'crashed', error = ? WHERE id = ?",
+                    [CRASHED_ERROR.format(cid=cid), cid])  # fmt: skip
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert at.warning[0].value.startswith(
+        "This campaign is crashed (the campaign process ended without closing the campaign "
+        "(killed, out of memory or a power loss)): its figures cover"
+    )
+    assert not at.error  # the red box that repeated it, with the command line's advice
+    assert any(b.label == "Resume" for b in at.button)
+
+
 def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     """Started from a terminal in another process, watched by the Campaign page: no lock
     error at any refresh, and the page follows the campaign to its end."""
