@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
+
+from engine.errors import ModelError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -30,4 +33,17 @@ def save_upload(home: Path, name: str, data: bytes) -> Path:
         raise ValueError(f"upload name {name!r} resolves outside {folder}")
     folder.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
+    return path
+
+
+def accept_upload(home: Path, name: str, data: bytes, check: Callable[[Path], object]) -> Path:
+    """Save an uploaded model and `check` it (load and validate). A file the check refuses
+    is not kept: listed among the uploaded classifiers it looked usable. Its ModelError
+    names the file as the user knows it, not by its stored path."""
+    path = save_upload(home, name, data)
+    try:
+        check(path)
+    except ModelError as e:
+        path.unlink(missing_ok=True)
+        raise ModelError(str(e).replace(str(path), name)) from e
     return path

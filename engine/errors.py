@@ -11,3 +11,14 @@ class ConfigError(LatentfuzzError, ValueError):
 
 class ModelError(LatentfuzzError, ValueError):
     """A model file or a model's output is not what the engine needs."""
+
+
+def cause(e: BaseException, limit: int = 200) -> str:
+    """`Type: first line` of a library's exception, for inside one of our messages: cut at
+    a word with an ellipsis where too long (a cut mid-word, "...your checkpoint file is)",
+    read as a broken message)."""
+    lines = str(e).strip().splitlines()
+    text = lines[0] if lines else ""
+    if len(text) > limit:
+        text = text[:limit].rsplit(" ", 1)[0] + "…"
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__

@@ -9,7 +9,7 @@ from dashboard.form_check import CONFIRM_SECONDS, duration, limits, problems, pr
 from dashboard.launch import launch
 from dashboard.param_form import param_form
 from dashboard.text import md_text
-from dashboard.uploads import save_upload
+from dashboard.uploads import accept_upload
 from engine import zoo
 from engine.classifiers import load_file
 from engine.config import CampaignConfig, parse_config, resolve
@@ -60,10 +60,9 @@ if choice == UPLOAD:
     )
     classifier_ok = False
     if up is not None:
-        data = up.getvalue()
-        path = save_upload(home, up.name, data)  # a safe base name, inside the home
-        try:
-            load_file(path, ds.shape, ds.num_classes, dataset)
+        try:  # stored under a safe base name inside the home, and only if it loads
+            check = lambda p: load_file(p, ds.shape, ds.num_classes, dataset)  # noqa: E731
+            path = accept_upload(home, up.name, up.getvalue(), check)
             right.success(f"{up.name}: valid for {dataset}")
             classifier, classifier_ok = str(path), True
         except ModelError as e:

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from engine.classifiers.base import Classifier, register_format
-from engine.errors import ModelError
+from engine.errors import ModelError, cause
 
 EXPORT = (
     "torch.onnx.export(model.eval(), torch.rand(1, C, H, W), 'model.onnx', "
@@ -175,7 +175,7 @@ def load_onnx(
         session = _session(path, ["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001 - onnxruntime raises its own types for bad files
         raise ModelError(
-            f"could not load {path} as ONNX ({type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            f"could not load {path} as ONNX ({cause(e)}"
             f"); expected a model written by torch.onnx.export, tf2onnx or jax2onnx"
         ) from e
     inputs = session.get_inputs()
@@ -214,7 +214,7 @@ def load_onnx(
     except Exception as e:  # noqa: BLE001 - any failure here is the graph refusing our input
         raise ModelError(
             f"{path.name} failed on {dataset} images of shape (batch, {c}, {h}, {w}) "
-            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); export it for that shape"
+            f"({cause(e)}); export it for that shape"
         ) from e
     for out, b in ((out3, 3), (out1, 1)):
         if out.dim() != 2 or out.shape[0] != b:

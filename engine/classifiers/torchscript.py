@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from engine.classifiers.base import ModuleClassifier, register_format
-from engine.errors import ModelError
+from engine.errors import ModelError, cause
 
 FIX = "export with torch.jit.script(model) or torch.jit.trace(model, example) then torch.jit.save"
 
@@ -33,7 +33,7 @@ def load_torchscript(
             module = torch.jit.load(str(path), map_location="cpu")
     except Exception as e:  # noqa: BLE001 - torch raises many types for a corrupt archive
         raise ModelError(
-            f"could not load {path} as TorchScript ({type(e).__name__}: {str(e)[:200]}); "
+            f"could not load {path} as TorchScript ({cause(e)}); "
             f"expected a file written by torch.jit.save: {FIX}"
         ) from e
     module.eval()
@@ -46,7 +46,7 @@ def load_torchscript(
     except Exception as e:  # noqa: BLE001 - any failure here means the input shape is wrong
         raise ModelError(
             f"{path.name} failed on {dataset} images of shape {shape_txt} in [0, 1] "
-            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); the classifier must take "
+            f"({cause(e)}); the classifier must take "
             f"that shape"
         ) from e
     for out, b in ((out3, 3), (out1, 1)):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from engine.errors import ModelError
+from engine.errors import ModelError, cause
 from engine.generators.base import GENERATORS, Generator
 
 DECODER = "decoder.pt"
@@ -32,7 +32,7 @@ def load_decoder(path: Path) -> torch.nn.Module:
             return torch.jit.load(str(path), map_location="cpu").eval()
     except Exception as e:  # noqa: BLE001 - torch raises many types for a corrupt archive
         raise ModelError(
-            f"could not load {path} as TorchScript ({type(e).__name__}: {str(e)[:200]}); "
+            f"could not load {path} as TorchScript ({cause(e)}); "
             f"expected a decoder written by torch.jit.save: {FIX}"
         ) from e
 
