@@ -12,6 +12,7 @@ from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
 from dashboard.text import md_text
+from dashboard.url_state import url_unknown, url_widget
 from engine import labelling
 from engine.agreement import sample_size
 from engine.csv_io import to_csv_bytes
@@ -94,11 +95,12 @@ if studies.empty:
     st.stop()
 
 ids = studies["id"].tolist()
-asked = st.query_params.get("study")
-sid = st.sidebar.selectbox(
-    "Study", ids, index=ids.index(asked) if asked in ids else 0,
-    format_func=lambda i: studies.set_index("id").loc[i, "name"],
-)  # fmt: skip
+names = dict(zip(studies["id"], studies["name"], strict=True))
+# In the URL both ways (it was only read): a reload, or a shared link, keeps the study.
+sid = url_widget(st.sidebar.selectbox, "Study", "study", ids, ids[0], format_func=names.get)
+if gone := url_unknown("study"):
+    st.warning(f"The link names a study this store does not hold ({gone[0]}); showing "
+               f"{names[sid]}.")  # fmt: skip
 s, v, j = labelling.load(store, sid)
 try:
     ds = get_dataset(s["dataset"])

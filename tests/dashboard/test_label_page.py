@@ -150,6 +150,10 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     assert not at.exception
     assert len(ls.adjudications(store, sid)) == 1
     assert int(at.metric[3].value) == queue_before - 1
+    # The study chosen in the sidebar goes into the URL (a reload kept only the tab).
+    other = study[2]
+    next(s for s in at.sidebar.selectbox if s.label == "Study").set_value(other).run()
+    assert at.query_params["study"] in (other, [other])
 
 
 def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
