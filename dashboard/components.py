@@ -60,11 +60,12 @@ def convergence_frame(gens: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-#: What each objective's fitness measures, for the chart's axis.
+#: What each objective's fitness measures, for the chart's axis: short lines, as one line
+#: longer than the 320 px chart was cut at both ends ("est fitness (L1 ... class chan").
 FITNESS_TITLES = {
-    "margin": "best fitness (margin of the expected class)",
-    "targeted": "best fitness (how far the target trails the top other class)",
-    "boundary": "best fitness (L1 distance to the seed, once the class changed)",
+    "margin": ["best fitness", "(margin of the expected class)"],
+    "targeted": ["best fitness", "(how far the target trails", "the top other class)"],
+    "boundary": ["best fitness", "(L1 distance to the seed,", "once the class changed)"],
 }
 
 
@@ -89,7 +90,8 @@ def convergence_chart(
         .encode(
             x=x_enc,
             y=alt.Y(
-                "best_fitness:Q", title=FITNESS_TITLES.get(fitness, f"best fitness ({fitness})")
+                "best_fitness:Q",
+                title=FITNESS_TITLES.get(fitness, ["best fitness", f"({fitness})"]),
             ),
             detail="seed_idx:N",
             tooltip=["seed_idx", "generation", "best_fitness", "best_pred"],
