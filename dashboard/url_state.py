@@ -12,14 +12,16 @@ import streamlit as st
 
 def url_widget(
     widget: Callable[..., Any], label: str, param: str, options: Sequence[Any],
-    default: Any, many: bool = False, **kwargs: Any,
+    default: Any, many: bool = False, say_unknown: bool = True, **kwargs: Any,
 ) -> Any:  # fmt: skip
     """`widget` (st.selectbox / st.multiselect / st.radio or a column's) over `options`,
     set from the query parameter `param` (values matched as text; unknown ones left out,
     and kept for `url_unknown`), else `default`; the chosen value is written back to the URL.
 
     The URL wins when it changed since this widget last wrote it (a link, a bookmark, the
-    browser's back button); otherwise the widget keeps what the user chose."""
+    browser's back button); otherwise the widget keeps what the user chose. Values of the
+    link that match nothing are said in one line (`say_unknown`), not silently replaced
+    (`?seed=99` showed seed 0 without a word)."""
     qp, options, key = st.query_params, list(options), f"url:{param}"
     url_now = tuple(qp.get_all(param)) if param in qp else ()
     wanted = url_now if param in qp else (
@@ -71,6 +73,10 @@ def url_widget(
     if not linked and synced is not None and written != synced:
         st.session_state.pop(f"{key}:unknown", None)  # the user chose since the link
     st.session_state[f"{key}:synced"] = written
+    if say_unknown and (gone := url_unknown(param)):
+        now = ", ".join(map(str, value)) if many else value
+        st.caption(f"⚠ The link's {label.lower()} {', '.join(gone)} matches nothing here; "
+                   f"showing {now if now not in (None, '') else 'all'}.")  # fmt: skip
     return value
 
 

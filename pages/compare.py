@@ -35,7 +35,8 @@ labels = dict(zip(campaigns["id"], campaigns["name"], strict=True))
 # A group (a study, or a grid: its cells) picks the campaigns; a link's ?id= list wins.
 ANY = "(campaigns of your choice)"
 first = ANY if "id" in st.query_params or studies.empty else studies["study"][0]
-group = url_widget(st.selectbox, "Group (study or grid)", "group", [ANY, *studies["study"]], first)
+group = url_widget(st.selectbox, "Group (study or grid)", "group", [ANY, *studies["study"]], first,
+                   say_unknown=False)  # fmt: skip
 members = queries.study_campaigns(store, group) if group != ANY else []
 if group != ANY and st.session_state.get("compare:group") != group:
     st.session_state["url:id"] = members  # the group's campaigns replace the selection
@@ -43,7 +44,7 @@ st.session_state["compare:group"] = group
 default = members or campaigns.head(3)["id"].tolist()
 # The selection lives in the URL (?id=A&id=B): a comparison can be bookmarked and shared.
 ids = url_widget(st.multiselect, "Campaigns", "id", campaigns["id"].tolist(), default,
-                 many=True, format_func=lambda i: labels[i])  # fmt: skip
+                 many=True, say_unknown=False, format_func=lambda i: labels[i])  # fmt: skip
 for param, what in (("group", "study or grid"), ("id", "campaign")):
     if gone := url_unknown(param):
         st.warning(

@@ -97,7 +97,8 @@ if studies.empty:
 ids = studies["id"].tolist()
 names = dict(zip(studies["id"], studies["name"], strict=True))
 # In the URL both ways (it was only read): a reload, or a shared link, keeps the study.
-sid = url_widget(st.sidebar.selectbox, "Study", "study", ids, ids[0], format_func=names.get)
+sid = url_widget(st.sidebar.selectbox, "Study", "study", ids, ids[0], say_unknown=False,
+                 format_func=names.get)  # fmt: skip
 if gone := url_unknown("study"):
     st.warning(f"The link names a study this store does not hold ({gone[0]}); showing "
                f"{names[sid]}.")  # fmt: skip

@@ -77,10 +77,10 @@ def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
     line = spec["layer"][0]
     assert line["mark"]["point"]  # one row still draws a visible mark
     assert line["encoding"]["x"]["axis"]["format"] == "d"  # whole generations
-    assert "margin" in line["encoding"]["y"]["title"]
+    assert "(margin of the expected class)" in line["encoding"]["y"]["title"]
     two = pd.concat([one, one.assign(generation=2, best_fitness=BOUNDARY_UNCHANGED)])
     spec = convergence_chart(two, fitness="boundary").to_dict()
-    assert "L1 distance" in spec["layer"][0]["encoding"]["y"]["title"]
+    assert "(L1 distance to the seed," in spec["layer"][0]["encoding"]["y"]["title"]
     data = spec["datasets"][spec["layer"][0]["data"]["name"]]
     assert [r["best_fitness"] for r in data] == [0.5]  # the 1e6 placeholder is not drawn
 

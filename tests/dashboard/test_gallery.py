@@ -161,3 +161,10 @@ def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
     at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed=str(third))
     assert not at.exception, at.exception
     assert next(s for s in at.selectbox if s.label == "Seed").value == third
+    assert not [c for c in at.caption if c.value.startswith("⚠")]
+    # A seed the campaign does not have is said, not silently replaced by the first.
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed="999")
+    first = next(s for s in at.selectbox if s.label == "Seed").value
+    assert [c.value for c in at.caption if c.value.startswith("⚠")] == [
+        f"⚠ The link's seed 999 matches nothing here; showing {first}."
+    ]

@@ -80,6 +80,15 @@ def test_campaigns_page_name_filter_is_in_the_url(two, monkeypatch):
     assert "q" not in at.query_params and len(at.dataframe[0].value) == 2
 
 
+def test_a_links_filter_values_that_match_nothing_are_said(two, monkeypatch):
+    home, _ = two
+    at = page_opener(home, monkeypatch)("campaigns.py", status=["bogus", "finished"])
+    assert not at.exception, at.exception
+    said = [c.value for c in at.caption if c.value.startswith("⚠")]
+    assert said == ["⚠ The link's status bogus matches nothing here; showing finished."]
+    assert len(at.dataframe[0].value) == 2
+
+
 def test_campaign_page_edits_tags_and_notes(two, monkeypatch):
     home, (first, _) = two
     at = page_opener(home, monkeypatch)("campaign.py", id=first)
