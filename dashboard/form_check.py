@@ -20,17 +20,26 @@ JS_SAFE = 2**53 - 1
 CONFIRM_SECONDS = 600
 
 
-def limits(model: type[BaseModel], field: str) -> dict[str, int]:
-    """min_value / max_value for an int field's number_input, from the model's bounds."""
+def limits(model: type[BaseModel], field: str) -> dict[str, Any]:
+    """An int field's number_input settings from the model's bounds: the allowed range in
+    its help, and only the browser's own limit as a bound. Streamlit's min_value and
+    max_value refuse a typed value silently (a red box, the reason in a tooltip, and Launch
+    did nothing), so the model's bounds are checked at Launch by `problems`, which names
+    the field and the value in a sentence."""
     lo, hi = bounds(model.model_fields[field])
-    out = {}
+    # lt bounds are exclusive; bounds() gives the bound itself.
+    lt = any(hasattr(m, "lt") for m in model.model_fields[field].metadata)
+    hi = None if hi is None else min(int(hi) - lt, JS_SAFE)
+    return {"help": allowed(lo, hi), "min_value": -JS_SAFE, "max_value": JS_SAFE}
+
+
+def allowed(lo: float | None, hi: float | None) -> str | None:
+    """'From 1 to 100,000.', 'At least 0.', or None."""
+    if lo is not None and hi is not None:
+        return f"From {lo:,} to {hi:,}."
     if lo is not None:
-        out["min_value"] = int(lo)
-    if hi is not None:
-        # lt bounds are exclusive; bounds() gives the bound itself.
-        lt = any(hasattr(m, "lt") for m in model.model_fields[field].metadata)
-        out["max_value"] = min(int(hi) - lt, JS_SAFE)
-    return out
+        return f"At least {lo:,}."
+    return None if hi is None else f"At most {hi:,}."
 
 
 def _sentence(err: dict[str, Any], names: dict[str, str]) -> str:

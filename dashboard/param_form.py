@@ -1,10 +1,11 @@
 """Widgets for a strategy's parameters, built from its pydantic model (fields, bounds,
 descriptions), so a new strategy needs no page code.
 
-Per field: int and float -> number_input within the model's bounds; bool -> checkbox; a
-Literal, or a str field whose Field gives ``json_schema_extra={"options": [...]}`` ->
-selectbox; an optional field (default None) gets a "default" choice (selectbox) or 0 for
-"default" (number_input). The label is the field's title, else its name.
+Per field: int and float -> number_input, the model's bounds in its help (checked at
+Launch); bool -> checkbox; a Literal, or a str field whose Field gives
+``json_schema_extra={"options": [...]}`` -> selectbox; an optional field (default None)
+gets a "default" choice (selectbox) or an empty box that says "default" (number_input).
+The label is the field's title, else its name.
 """
 
 from __future__ import annotations
@@ -74,20 +75,23 @@ def widget(st_like, name: str, info: FieldInfo, default: Any, key: str) -> Any:
         lo, hi = bounds(info)
         is_int = annotation is int
         cast = int if is_int else float
-        if optional:  # 0 stands for "default" below every positive bound
-            lo, value = 0, 0 if default is None else default
-            help_ = f"{help_ or ''} (0: default)".strip()
-        else:
-            value = default
-        kwargs: dict[str, Any] = {"value": cast(value), "help": help_, "key": key}
-        if lo is not None:
-            kwargs["min_value"] = cast(lo)
-        if hi is not None:
-            kwargs["max_value"] = cast(hi)
+        # The range goes into the help, not into min_value / max_value: Streamlit refuses
+        # a typed value outside them silently, where Launch names the field and the value
+        # (dashboard/form_check.py).
+        if lo is not None or hi is not None:
+            rng = f"from {lo} to {hi}" if lo is not None and hi is not None else (
+                f"at least {lo}" if lo is not None else f"at most {hi}")  # fmt: skip
+            help_ = f"{help_ or ''} ({rng})".strip()
+        kwargs: dict[str, Any] = {"help": help_, "key": key}
+        # An optional field left empty is "default" (it showed 0.00000, which read as a
+        # step of zero).
+        kwargs["value"] = None if default is None else cast(default)
+        if optional:
+            kwargs["placeholder"] = DEFAULT
         if not is_int:
             kwargs["format"] = "%.5f"
         v = st_like.number_input(text, **kwargs)
-        return None if optional and v == 0 else cast(v)
+        return None if v is None else cast(v)
     return st_like.text_input(text, value="" if default is None else str(default), key=key)
 
 

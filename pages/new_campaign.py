@@ -127,10 +127,12 @@ with st.form("campaign", enter_to_submit=False):
     objective_fields: dict = {}
     k = ds.num_classes
     if chosen.get("escape"):
+        bounded = limits(CampaignConfig, "escape_per_pair")
         per_pair = st.number_input(
-            "Searches per class pair", value=5, **limits(CampaignConfig, "escape_per_pair"),
-            help=f"each source class seeds this many images, searched towards each of the "
-            f"other {k - 1} classes (SINVAD's analysis); seeds = this x sources x {k - 1}",
+            "Searches per class pair", value=5, **{**bounded,
+            "help": f"each source class seeds this many images, searched towards each of "
+            f"the other {k - 1} classes (SINVAD's analysis); seeds = this x sources x "
+            f"{k - 1}. {bounded['help'] or ''}"},
         )  # fmt: skip
         objective_fields["escape_per_pair"] = int(per_pair)
         seeds = None

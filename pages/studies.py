@@ -64,9 +64,9 @@ with tab_new:
             )  # fmt: skip
             seed_images = f.checkbox("Also show the seed images", False)
             triggering = f.checkbox(
-                "Triggering inputs instead (differential campaigns)", False,
-                help="the images two classifiers label differently; the statistics then "
-                "say which classifier people agree with",
+                "Triggering inputs instead", False,  # (a longer label was cut off)
+                help="differential campaigns: the images two classifiers label "
+                "differently; the statistics then say which classifier people agree with",
             )  # fmt: skip
             seed = g.number_input("Random seed", value=0, **limits(labelling.StudyConfig, "seed"))
             if st.form_submit_button("Create study", type="primary", disabled=not chosen):

@@ -37,19 +37,24 @@ def launch_button(at: AppTest):
     return next(b for b in at.button if b.label == "Launch")
 
 
-def test_seed_fields_take_their_limits_from_the_campaign_model(page):
+def test_seed_fields_say_their_limits_from_the_campaign_model(page):
     seeds = number(page, "Seeds")
-    assert (seeds.min, seeds.max) == (1, 100_000)  # CampaignConfig.seeds: ge=1, le=100_000
-    assert number(page, "Random seed").min == 0
-    assert limits(CampaignConfig, "seed")["max_value"] == 2**53 - 1  # lt 2**63, browser-safe
+    assert seeds.help == "From 1 to 100,000."  # CampaignConfig.seeds: ge=1, le=100_000
+    assert number(page, "Random seed").help == f"From 0 to {2**53 - 1:,}."  # browser-safe
+    assert limits(CampaignConfig, "seed")["max_value"] == 2**53 - 1
 
 
-def test_widgets_refuse_out_of_model_values_and_launch_names_the_rest(page):
-    """The browser cannot send a value outside a widget's model bounds (Streamlit keeps
-    the last valid one); what only the model can judge is named as a sentence."""
+def test_out_of_model_values_are_named_at_launch_with_what_was_entered(page):
+    """Streamlit's own min/max refused a typed 0 without a word (a red box, the reason in
+    a tooltip) and Launch did nothing: the model's bounds are checked at Launch."""
     number(page, "Seeds").set_value(0)
-    page.run()
-    assert number(page, "Seeds").value == 10
+    number(page, "Random seed").set_value(-1)
+    launch_button(page).click().run()
+    text = page.error[0].value.replace("\\", "")
+    assert text.startswith("Cannot launch; please fix:")
+    assert "Seeds must be at least 1 (you entered 0)." in text
+    assert "Random seed must be at least 0 (you entered -1)." in text
+    assert page.launched == []
     sentences = problems(CampaignConfig, {"seeds": 0, "seed": -1, "name": "x" * 201},
                          {"seeds": "Seeds", "seed": "Random seed"})  # fmt: skip
     assert sentences == [

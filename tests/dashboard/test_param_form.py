@@ -37,13 +37,17 @@ def test_every_field_of_every_strategy_has_a_widget_with_its_bounds(page, name):
                for w in page.get(kind)}  # fmt: skip
     for field, info in Params.model_fields.items():
         w = widgets[label(field, info)]
-        if w.type == "number_input" and info.default is not None:
+        if w.type == "number_input":
+            # The bounds are said in the help and checked at Launch (a widget bound
+            # refused a typed value without a word).
             lo, hi = bounds(info)
-            assert w.value == info.default
-            if lo is not None:
-                assert w.min == lo
-            if hi is not None:
-                assert w.max == hi
+            assert w.value == info.default  # None: an empty box that says "default"
+            if info.default is None:
+                assert w.proto.placeholder == "default"
+            if lo is not None and hi is not None:
+                assert f"(from {lo} to {hi})" in w.help
+            elif lo is not None:
+                assert f"(at least {lo})" in w.help
         assert w.help is None or (info.description or "") in w.help
     # The GIFTbench preset radio only for strategies with a step preset.
     presets = [r for r in page.radio if r.label == "Settings"]
