@@ -8,6 +8,7 @@ form can neither allow what Launch then refuses nor refuse what the engine accep
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -42,6 +43,10 @@ def allowed(lo: float | None, hi: float | None) -> str | None:
     return None if hi is None else f"At most {hi:,}."
 
 
+#: A setting in a model's own message, with its value if given: `best_left=25`, `step`.
+_SETTING = re.compile(r"\b([a-z_]+)\b(?:=(<[^>]*>|[^\s,;]+?)(?=[\s,;]|\.?$))?")
+
+
 def _sentence(err: dict[str, Any], names: dict[str, str]) -> str:
     """One pydantic error as a sentence that names the field as the form labels it."""
     field = str(err["loc"][0]) if err["loc"] else ""
@@ -59,6 +64,10 @@ def _sentence(err: dict[str, Any], names: dict[str, str]) -> str:
     }.get(kind)
     if text is None:  # a model's own check: already a sentence, minus pydantic's prefix
         text = err["msg"].removeprefix("Value error, ")
+        # ...written for the config file ("best_left=25 must be smaller than
+        # population=25"): each setting named as the form labels it.
+        text = _SETTING.sub(lambda m: m[0] if m[1] not in names else names[m[1]] + (
+            f" ({m[2]})" if m[2] else ""), text)  # fmt: skip
         return f"{who}: {text}." if who else f"{text}."
     if kind == "string_too_long":
         entered = f" (it has {len(got)})"

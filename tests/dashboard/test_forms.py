@@ -70,7 +70,8 @@ def test_a_cross_field_rule_reads_as_a_sentence(page):
     (err,) = page.error
     text = err.value.replace("\\", "")
     assert text.startswith("Cannot launch; please fix:")
-    assert "best_left=10 must be smaller than population=5" in text
+    # Named as the form labels them (it said "best_left=10 ... population=5").
+    assert "best_left (elites) (10) must be smaller than Population (5)" in text
     assert "Value error" not in text and "strategy_params" not in text
     assert page.launched == []
 
@@ -108,3 +109,12 @@ def test_projection_is_seeds_x_budget_x_measured_time():
     assert problems(ga.Params, {"population": 1}, {}) == [
         "Population must be at least 2 (you entered 1)."
     ]
+
+
+def test_a_models_own_message_names_settings_as_the_form_does():
+    Params = STRATEGIES.get("ga").Params
+    assert problems(Params, {"perturbation": "custom"}, {}) == [
+        "Step preset ('custom') needs Custom step (<positive float>)."
+    ]  # it said "perturbation='custom' needs step=<positive float>"
+    said = problems(Params, {"perturbation": "strong", "step": 1e9}, {})
+    assert said[0].startswith("Custom step (1000000000.0) given with Step preset ('strong')")

@@ -79,5 +79,6 @@ def test_an_out_of_model_combination_is_refused_on_the_page(page, monkeypatch):
     next(n for n in page.number_input if n.label == "Population").set_value(10)
     next(n for n in page.number_input if n.label == "Elites").set_value(10)
     page.button[0].click().run()
-    assert "elites=10 must be smaller than population=10" in page.error[0].value
+    said = page.error[0].value.replace("\\", "")
+    assert "Elites (10) must be smaller than Population (10)" in said
     assert launched == []
