@@ -160,7 +160,11 @@ with tab_adj:
     if queue.empty:
         st.success("No undecided image: nothing to settle.")
     else:
-        reviewer = st.text_input("Reviewer", key="reviewer")
+        reviewer = st.text_input("Reviewer", key="reviewer",
+                                 placeholder="your name, to settle images")  # fmt: skip
+        if not reviewer:  # the buttons below wait for it, greyed out without a word
+            st.caption("Type your name as reviewer to settle an image: the verdict is "
+                       "stored with it.")  # fmt: skip
         item = queue.iloc[0]
         st.caption(f"{len(queue)} undecided images; the labellers' answers are kept as given.")
         left, right = st.columns([1, 2])

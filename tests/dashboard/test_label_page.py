@@ -145,7 +145,9 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     }
     queue_before = int(at.metric[3].value)
     assert queue_before == 1  # stb called the first image invalid, sta named its class
+    assert any(c.value.startswith("Type your name as reviewer") for c in at.caption)
     at.text_input(key="reviewer").input("rev").run()
+    assert not any(c.value.startswith("Type your name as reviewer") for c in at.caption)
     at.button(key="adj3").click().run()
     assert not at.exception
     assert len(ls.adjudications(store, sid)) == 1
