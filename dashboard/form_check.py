@@ -47,6 +47,18 @@ def allowed(lo: float | None, hi: float | None) -> str | None:
 _SETTING = re.compile(r"\b([a-z_]+)\b(?:=(<[^>]*>|[^\s,;]+?)(?=[\s,;]|\.?$))?")
 
 
+def _labelled(names: dict[str, str]):
+    """`best_left=25` -> `Elites = 25`; a bare `best_left` -> `Elites`; a bare word that
+    is also a short setting's name (`k`, `step`) stays a word."""
+
+    def sub(m: re.Match) -> str:
+        if m[1] not in names or (m[2] is None and "_" not in m[1]):
+            return m[0]
+        return names[m[1]] + (f" = {m[2]}" if m[2] else "")
+
+    return sub
+
+
 def _sentence(err: dict[str, Any], names: dict[str, str]) -> str:
     """One pydantic error as a sentence that names the field as the form labels it."""
     field = str(err["loc"][0]) if err["loc"] else ""
@@ -66,8 +78,7 @@ def _sentence(err: dict[str, Any], names: dict[str, str]) -> str:
         text = err["msg"].removeprefix("Value error, ")
         # ...written for the config file ("best_left=25 must be smaller than
         # population=25"): each setting named as the form labels it.
-        text = _SETTING.sub(lambda m: m[0] if m[1] not in names else names[m[1]] + (
-            f" ({m[2]})" if m[2] else ""), text)  # fmt: skip
+        text = _SETTING.sub(_labelled(names), text)
         return f"{who}: {text}." if who else f"{text}."
     if kind == "string_too_long":
         entered = f" (it has {len(got)})"

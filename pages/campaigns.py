@@ -70,6 +70,7 @@ def campaign_table() -> None:
         df = df[hit[0] | hit[1]]
     view = df.assign(
         open="/campaign?id=" + df["id"],
+        preset=df["preset"].fillna("–"),  # a strategy without presets (it showed "None")
         duration_s=df["wall_seconds"].round(1),
         viable_seeds=df["viable"].astype(str) + " of " + df["n_seeds"].astype(str),
     )[["open", "name", "tags", "status", "dataset", "generator", "classifier", "strategy",
@@ -86,6 +87,8 @@ def campaign_table() -> None:
             "iterations_to_failure": st.column_config.NumberColumn(
                 "iterations to failure", format="%.1f", help=queries.FAILURE_ITERATIONS),
             "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
+            "viable_seeds": st.column_config.TextColumn("viable seeds"),
+            "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
         },
     )  # fmt: skip
     running = int((df["status"] == "running").sum())

@@ -112,6 +112,9 @@ def test_an_invalid_study_reads_as_a_sentence(monkeypatch, tmp_path):
     assert not at.exception, at.exception
     (error,) = at.error
     assert error.value.startswith("Cannot create the study; please fix:")
-    assert "- majority vote needs k &gt;= 3 answers per image, got k=2" in error.value
+    assert (
+        "- majority vote needs k &gt;= 3 answers per image, got Labellers per image \\(k\\) = 2"
+        in error.value
+    )
     for dump in ("validation error", "For further information", "Value error", "type="):
         assert dump not in error.value

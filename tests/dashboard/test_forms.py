@@ -71,7 +71,7 @@ def test_a_cross_field_rule_reads_as_a_sentence(page):
     text = err.value.replace("\\", "")
     assert text.startswith("Cannot launch; please fix:")
     # Named as the form labels them (it said "best_left=10 ... population=5").
-    assert "best_left (elites) (10) must be smaller than Population (5)" in text
+    assert "best_left (elites) = 10 must be smaller than Population = 5" in text
     assert "Value error" not in text and "strategy_params" not in text
     assert page.launched == []
 
@@ -114,7 +114,7 @@ def test_projection_is_seeds_x_budget_x_measured_time():
 def test_a_models_own_message_names_settings_as_the_form_does():
     Params = STRATEGIES.get("ga").Params
     assert problems(Params, {"perturbation": "custom"}, {}) == [
-        "Step preset ('custom') needs Custom step (<positive float>)."
+        "Step preset = 'custom' needs Custom step = <positive float>."
     ]  # it said "perturbation='custom' needs step=<positive float>"
     said = problems(Params, {"perturbation": "strong", "step": 1e9}, {})
-    assert said[0].startswith("Custom step (1000000000.0) given with Step preset ('strong')")
+    assert said[0].startswith("Custom step = 1000000000.0 given with Step preset = 'strong'")

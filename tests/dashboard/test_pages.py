@@ -104,7 +104,7 @@ def test_invalid_combination_is_not_launched(app, seeded, monkeypatch):
     at.button[0].click().run()
     assert not at.exception
     text = at.error[0].value.replace("\\", "")  # the sentences are escaped Markdown
-    assert "best_left (elites) (10) must be smaller than Population (10)" in text
+    assert "best_left (elites) = 10 must be smaller than Population = 10" in text
     assert launched == []
 
 

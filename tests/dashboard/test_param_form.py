@@ -80,5 +80,5 @@ def test_an_out_of_model_combination_is_refused_on_the_page(page, monkeypatch):
     next(n for n in page.number_input if n.label == "Elites").set_value(10)
     page.button[0].click().run()
     said = page.error[0].value.replace("\\", "")
-    assert "Elites (10) must be smaller than Population (10)" in said
+    assert "Elites = 10 must be smaller than Population = 10" in said
     assert launched == []
