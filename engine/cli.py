@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from engine.cli_bundle import register as register_bundle
@@ -251,35 +252,34 @@ def campaigns(home: HomeOpt = None) -> None:
     if df.empty:
         console.print("no campaigns yet; start one with `latentfuzz run`")
         return
-    t = Table(
-        "id",
-        "status",
-        "dataset",
-        "generator",
-        "classifier",
-        "preset",
-        "viable",
-        "misclassified",
-        "iterations (ICST)",
-        "iter. to failure",
-        "created",
-    )
-    t.columns[0].no_wrap = True
+    cols = {  # header -> the row's text
+        "id": lambda r: r.id,
+        "name": lambda r: "" if r.name == r.id else str(r.name),
+        "status": lambda r: shown_status(home, r.id, r.status),
+        "dataset": lambda r: r.dataset,
+        "generator": lambda r: r.generator,
+        "classifier": lambda r: str(r.classifier),
+        "strategy": lambda r: f"{r.strategy}" + (f" {r.preset}" if fmt(r.preset) else ""),
+        "viable": lambda r: f"{r.viable}/{r.n_seeds}",
+        "misclassified": lambda r: f"{r.misclassified}" + (
+            f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else ""),
+        "iterations (ICST)": lambda r: fmt(r.iterations_icst, ".1f"),
+        "iter. to failure": lambda r: fmt(r.iterations_to_failure, ".1f"),
+        "created": lambda r: str(r.created_at)[:16],
+    }  # fmt: skip
+    narrow = console.width < 150
+    if narrow:
+        # A terminal of 80 columns cut every one of the 12 columns to "…": here the ones
+        # that tell campaigns apart, without borders, the name last; `show ID` has the rest.
+        keep = ("id", "status", "generator", "strategy", "misclassified", "iterations (ICST)",
+                *(("name",) if console.width >= 110 else ()))  # fmt: skip
+        cols = {"ICST" if k.startswith("iter") else k: cols[k] for k in keep}
+        cols["ICST"] = lambda r: fmt(r.iterations_icst, ".0f")
+    t = Table(*cols, box=None if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
+    for c in t.columns[:-1] if narrow else t.columns[:1]:
+        c.no_wrap = True
     for r in df.itertuples():
-        pct = fmt(r.misclassified_pct, ".0f")
-        t.add_row(
-            r.id,
-            shown_status(home, r.id, r.status),
-            r.dataset,
-            r.generator,
-            str(r.classifier),
-            fmt(r.preset),
-            f"{r.viable}/{r.n_seeds}",
-            f"{r.misclassified}" + (f" ({pct}%)" if pct else ""),
-            fmt(r.iterations_icst, ".1f"),
-            fmt(r.iterations_to_failure, ".1f"),
-            str(r.created_at)[:19],
-        )
+        t.add_row(*(f(r) for f in cols.values()))
     console.print(t)
 
 

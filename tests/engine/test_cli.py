@@ -64,6 +64,11 @@ def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
 
     listing = cli(["campaigns"], {**env, "COLUMNS": "200"}).stdout
     assert cid in listing and "finished" in listing
+    # At 80 columns the columns that tell campaigns apart, whole (every one was cut to …).
+    narrow = cli(["campaigns"], {**env, "COLUMNS": "80"}).stdout
+    row = next(line for line in narrow.splitlines() if cid in line)
+    assert "…" not in narrow and max(map(len, narrow.splitlines())) <= 80
+    assert row.split()[1:4] == ["finished", "mnist-vae", "ga"], row
     shown = cli(["show", cid], {**env, "COLUMNS": "200"}).stdout
     assert "viable seeds" in shown and "result image" in shown
 
