@@ -13,7 +13,7 @@ from engine.agreement import INVALID, UNSURE
 from engine.config import parse_config
 from engine.labelling import StudyConfig, create_study
 from engine.runner import run_campaign
-from store import Store
+from store import Store, queries
 from store import labels as ls
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -140,6 +140,7 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     assert len(tables) >= 3  # by generator x perturbation, by campaign, labellers
     by_campaign = tables[1].value
     assert by_campaign["campaign"].tolist() == [cid]
+    assert by_campaign["name"].tolist() == [queries.campaign(store, cid)["name"]]
     assert {"Cohen's kappa", "Fleiss' kappa", "Krippendorff's alpha"} <= {
         m.label for m in at.metric
     }
