@@ -285,17 +285,16 @@ def failure_curves(
     (iterations, share, campaign): each from (0, 0) to the last failure of any campaign,
     as a step line through one point (a campaign with a single failing seed) drew nothing."""
     end = max((float(it.max()) for it in failures.values() if len(it)), default=0.0)
-    curves = [
-        pd.DataFrame(
-            {
-                "iterations": [0.0, *it.sort_values().astype(float), end],
-                "share": [0.0, *(np.arange(1, len(it) + 1) / n_viable[c]), len(it) / n_viable[c]],
-                "campaign": names[c],
-            }
-        )  # fmt: skip
-        for c, it in failures.items()
-        if len(it)
-    ]
+    curves = []
+    for c, it in failures.items():
+        if not len(it):
+            continue
+        x = list(it.sort_values().astype(float))
+        y = list(np.arange(1, len(it) + 1) / n_viable[c])
+        tail = [(end, y[-1])] if x[-1] < end else []
+        points = [(0.0, 0.0), *zip(x, y, strict=True), *tail]
+        frame = pd.DataFrame(points, columns=["iterations", "share"])
+        curves.append(frame.assign(campaign=names[c]))
     return (
         pd.concat(curves) if curves else pd.DataFrame(columns=["iterations", "share", "campaign"])
     )

@@ -12,7 +12,7 @@ import streamlit as st
 from PIL import Image
 
 from dashboard.palette import categorical
-from store import queries
+from store import Store, queries
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
 
@@ -149,14 +149,19 @@ def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | Non
     return img.resize((img.width * scale, img.height * scale), Image.NEAREST)
 
 
-def study_table(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """A group_table (engine.labelling) in the paper's layout: % (#) with its 95% CI."""
+def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> pd.DataFrame:
+    """A group_table (engine.labelling) in the paper's layout: % (#) with its 95% CI; by
+    campaign, each named as on every other page beside its id (from `store`)."""
 
     def pct(v: float) -> str:
         return "–" if pd.isna(v) else f"{v:.1f}"
 
     names = {"generator": "generator", "preset": "perturbation", "campaign_id": "campaign"}
     out = t[by].rename(columns=names)
+    if "campaign" in out and store is not None:
+        camps = queries.campaigns_by_id(store, out["campaign"].dropna().tolist())
+        out.insert(1, "name", out["campaign"].map(dict(zip(camps["id"], camps["name"],
+                                                               strict=True))))  # fmt: skip
     out["images"] = t["n"]
     out["% validity (#)"] = [f"{pct(p)} ({n})" for p, n in zip(t.valid_pct, t.valid, strict=True)]
     out["validity 95% CI"] = t["valid_ci"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from dashboard.param_form import bounds, label
+from dashboard.param_form import allowed, label
 
 #: Largest integer a browser's number field holds exactly (JavaScript's safe integer).
 JS_SAFE = 2**53 - 1
@@ -22,25 +22,14 @@ CONFIRM_SECONDS = 600
 
 
 def limits(model: type[BaseModel], field: str) -> dict[str, Any]:
-    """An int field's number_input settings from the model's bounds: the allowed range in
-    its help, and only the browser's own limit as a bound. Streamlit's min_value and
-    max_value refuse a typed value silently (a red box, the reason in a tooltip, and Launch
-    did nothing), so the model's bounds are checked at Launch by `problems`, which names
-    the field and the value in a sentence."""
-    lo, hi = bounds(model.model_fields[field])
-    # lt bounds are exclusive; bounds() gives the bound itself.
-    lt = any(hasattr(m, "lt") for m in model.model_fields[field].metadata)
-    hi = None if hi is None else min(int(hi) - lt, JS_SAFE)
-    return {"help": allowed(lo, hi), "min_value": -JS_SAFE, "max_value": JS_SAFE}
-
-
-def allowed(lo: float | None, hi: float | None) -> str | None:
-    """'From 1 to 100,000.', 'At least 0.', or None."""
-    if lo is not None and hi is not None:
-        return f"From {lo:,} to {hi:,}."
-    if lo is not None:
-        return f"At least {lo:,}."
-    return None if hi is None else f"At most {hi:,}."
+    """An int field's number_input settings: the model's range in its help, and only the
+    browser's own limit as a bound. Streamlit's min_value and max_value refuse a typed
+    value silently (a red box, the reason in a tooltip, and Launch did nothing), so the
+    model's bounds are checked at Launch by `problems`, which names the field and the
+    value in a sentence."""
+    rng = allowed(model.model_fields[field])
+    return {"help": rng[0].upper() + rng[1:] + "." if rng else None,
+            "min_value": -JS_SAFE, "max_value": JS_SAFE}  # fmt: skip
 
 
 #: A setting in a model's own message, with its value if given: `best_left=25`, `step`.

@@ -32,6 +32,27 @@ def _base(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def allowed(info: FieldInfo) -> str | None:
+    """The field's range in words, exclusive bounds as such: 'from 1 to 100,000', 'more
+    than 0', 'more than 0 and less than 1', or None."""
+    parts = []
+    lo_in = hi_in = None
+    for m in info.metadata:
+        if isinstance(m, annotated_types.Ge):
+            lo_in = f"{m.ge:,}"
+        elif isinstance(m, annotated_types.Gt):
+            parts.append(f"more than {m.gt:,}")
+        elif isinstance(m, annotated_types.Le):
+            hi_in = f"{m.le:,}"
+        elif isinstance(m, annotated_types.Lt):
+            parts.append(f"less than {m.lt:,}")
+    if lo_in and hi_in:
+        return f"from {lo_in} to {hi_in}"
+    parts = ([f"at least {lo_in}"] if lo_in else []) + parts + (
+        [f"at most {hi_in}"] if hi_in else [])  # fmt: skip
+    return " and ".join(parts) or None
+
+
 def bounds(info: FieldInfo) -> tuple[float | None, float | None]:
     """Lowest and highest allowed value from ge/gt/le/lt (gt/lt as the closest allowed)."""
     lo = hi = None
@@ -72,17 +93,16 @@ def widget(st_like, name: str, info: FieldInfo, default: Any, key: str) -> Any:
     if annotation is bool:
         return st_like.checkbox(text, value=bool(default), help=help_, key=key)
     if annotation in (int, float):
-        lo, hi = bounds(info)
         is_int = annotation is int
         cast = int if is_int else float
         # The range goes into the help, not into min_value / max_value: Streamlit refuses
         # a typed value outside them silently, where Launch names the field and the value
         # (dashboard/form_check.py).
-        if lo is not None or hi is not None:
-            rng = f"from {lo} to {hi}" if lo is not None and hi is not None else (
-                f"at least {lo}" if lo is not None else f"at most {hi}")  # fmt: skip
+        if rng := allowed(info):
             help_ = f"{help_ or ''} ({rng})".strip()
         kwargs: dict[str, Any] = {"help": help_, "key": key}
+        if is_int:
+            kwargs["step"] = 1  # an empty (optional) box would otherwise take decimals
         # An optional field left empty is "default" (it showed 0.00000, which read as a
         # step of zero).
         kwargs["value"] = None if default is None else cast(default)

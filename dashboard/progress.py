@@ -69,7 +69,7 @@ def campaign_progress(
     # The time left from the generations done: seeds that finish early make the rest of
     # the generations cheaper, never dearer, so this is an upper bound. (The share of
     # seeds done is not: the seeds left may search to the last generation.)
-    rate = gen / budget if budget else frac
+    rate = min(1.0, gen / budget) if budget else frac
     saved = float(progress.get("saved_s") or 0.0)  # campaign time of its last stored row
     if 0 < saved <= elapsed and saved / rate > elapsed:
         # The rate of the rows stored, not of the time since: between two of the writer's

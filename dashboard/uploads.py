@@ -25,10 +25,17 @@ def safe_name(name: str, default: str = "upload.pt") -> str:
     return base if base.strip("_") else default
 
 
+def upload_path(home: Path, name: str, data: bytes) -> Path:
+    """home/uploads/<hash>-<safe name>: equal bytes, one path."""
+    return (
+        home / "uploads"
+    ).resolve() / f"{hashlib.sha256(data).hexdigest()[:16]}-{safe_name(name)}"
+
+
 def save_upload(home: Path, name: str, data: bytes) -> Path:
     """Write `data` to home/uploads/<hash>-<safe name> and return the path (inside home)."""
     folder = (home / "uploads").resolve()
-    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}-{safe_name(name)}"
+    path = upload_path(home, name, data)
     if path.resolve().parent != folder:  # cannot happen with a safe name; checked anyway
         raise ValueError(f"upload name {name!r} resolves outside {folder}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -40,10 +47,14 @@ def accept_upload(home: Path, name: str, data: bytes, check: Callable[[Path], ob
     """Save an uploaded model and `check` it (load and validate). A file the check refuses
     is not kept: listed among the uploaded classifiers it looked usable. Its ModelError
     names the file as the user knows it, not by its stored path."""
+    kept = upload_path(home, name, data).is_file()  # the same bytes, accepted before
     path = save_upload(home, name, data)
     try:
         check(path)
-    except ModelError as e:
-        path.unlink(missing_ok=True)
-        raise ModelError(str(e).replace(str(path), name)) from e
+    except BaseException as e:
+        if not kept:  # never a file that a campaign may use
+            path.unlink(missing_ok=True)
+        if isinstance(e, ModelError):
+            raise ModelError(str(e).replace(str(path), name).replace(path.name, name)) from e
+        raise
     return path

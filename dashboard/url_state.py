@@ -31,6 +31,12 @@ def url_widget(
     if linked:
         known = {str(o) for o in options}
         st.session_state[f"{key}:unknown"] = [w for w in url_now if w not in known]
+        if many and not known.intersection(url_now):
+            # Nothing of the link is here: the default, not an empty selection (a
+            # gallery filter that shows no seed).
+            wanted = tuple(str(d) for d in default)
+    elif param not in qp and key not in st.session_state:
+        st.session_state.pop(f"{key}:unknown", None)  # a fresh visit without the link
     if key in st.session_state and synced != url_now:
         # Changed from outside (a link, a bookmark, back): the URL replaces the widget's
         # remembered value.
@@ -75,8 +81,8 @@ def url_widget(
     st.session_state[f"{key}:synced"] = written
     if say_unknown and (gone := url_unknown(param)):
         now = ", ".join(map(str, value)) if many else value
-        st.caption(f"⚠ The link's {label.lower()} {', '.join(gone)} matches nothing here; "
-                   f"showing {now if now not in (None, '') else 'all'}.")  # fmt: skip
+        st.caption(f"⚠ The link gives {label} = {', '.join(gone)}, which matches nothing "
+                   f"here; showing {now if now not in (None, '') else 'all'}.")  # fmt: skip
     return value
 
 

@@ -150,6 +150,9 @@ def resume_campaign(
     lock = CampaignLock(home, cid).acquire()
     with _released_on_error(lock):
         committed = Committed.load(store, cid)
+        # Before the campaign reads as running: a page must not take an earlier resume's
+        # report for this one's.
+        report = ReplayReport(home, cid, committed.last)
         with store.write() as con:
             con.execute(
                 "UPDATE campaigns SET status = 'running', pid = ?, error = NULL, "
@@ -161,7 +164,6 @@ def resume_campaign(
                 "AND status = 'interrupted'",
                 [cid],
             )
-    report = ReplayReport(home, cid, committed.last)
     return execute(
         r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
         wrap=lambda w: ReplayWriter(w, committed, report),

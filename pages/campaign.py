@@ -86,7 +86,7 @@ def resume_offer(status: str) -> None:
     left, right = st.columns([4, 1])
     # Its error, when it is the CLI's advice to resume, is said here once, beside the
     # button (the page said it twice: this warning and a red box below).
-    why = (c["error"] or "").split("; `latentfuzz resume")[0]
+    why = liveness.without_advice(c["error"])
     left.warning(
         f"This campaign is {status}" + (f" ({why})" if why else "") + ": its figures cover "
         "the seeds finished so far. Resume continues it from its last written generation, "

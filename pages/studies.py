@@ -126,12 +126,7 @@ with tab_stats:
         if t.empty:
             st.info("No image has all its answers yet.")
             break
-        table = study_table(t, by)
-        if "campaign" in table:  # named as on every other page, the id beside it
-            camps = queries.campaigns_by_id(store, table["campaign"].dropna().tolist())
-            named = dict(zip(camps["id"], camps["name"], strict=True))
-            table.insert(1, "name", table["campaign"].map(named))
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(study_table(t, by, store), hide_index=True, width="stretch")
     sides = labelling.model_agreement(v, s["rule"])
     if len(sides):
         st.subheader("Which classifier people agree with")

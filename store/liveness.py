@@ -31,6 +31,12 @@ CRASHED_ERROR = (
 )
 
 
+def without_advice(error: str | None) -> str:
+    """A stopped campaign's error without the command line's advice to resume it (for a
+    page that offers Resume beside it)."""
+    return (error or "").split("; `latentfuzz resume")[0]
+
+
 def lock_path(home: Path, cid: str) -> Path:
     return Path(home) / "campaigns" / cid / LOCK_NAME
 

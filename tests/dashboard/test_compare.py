@@ -113,6 +113,6 @@ def test_failure_curves_start_at_zero_and_reach_the_last_failure():
     by = {k: g[["iterations", "share"]].values.tolist() for k, g in got.groupby("campaign")}
     # One failing seed: a line from (0, 0) through its step to the end (it drew nothing).
     assert by["A"] == [[0, 0], [8, 0.25], [30, 0.25]]
-    assert by["B"] == [[0, 0], [12, 0.5], [30, 1.0], [30, 1.0]]
+    assert by["B"] == [[0, 0], [12, 0.5], [30, 1.0]]  # already at the end
     assert "C" not in by  # no failure, no curve
     assert failure_curves({}, {}, {}).empty

@@ -86,6 +86,14 @@ def test_a_gallery_filter_whose_statuses_all_went_falls_back_to_the_default(tmp_
     assert not at.exception, at.exception
     assert next(m for m in at.multiselect if m.label == "Show").value == ["survived"]
     assert gallery_captions(at)
+    # A link (a bookmark of the crashed campaign's view) whose statuses are all gone:
+    # the default too, said in a line (it showed no seed while saying "showing all").
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid, gallery_status="interrupted")
+    assert next(m for m in at.multiselect if m.label == "Show").value == ["survived"]
+    assert gallery_captions(at)
+    assert [c.value for c in at.caption if c.value.startswith("⚠")] == [
+        "⚠ The link gives Show = interrupted, which matches nothing here; showing survived."
+    ]
 
 
 def test_progress_is_the_generation_budget_done_with_an_upper_bound_eta():
@@ -166,5 +174,5 @@ def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
     at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed="999")
     first = next(s for s in at.selectbox if s.label == "Seed").value
     assert [c.value for c in at.caption if c.value.startswith("⚠")] == [
-        f"⚠ The link's seed 999 matches nothing here; showing {first}."
+        f"⚠ The link gives Seed = 999, which matches nothing here; showing {first}."
     ]

@@ -85,7 +85,9 @@ def test_a_links_filter_values_that_match_nothing_are_said(two, monkeypatch):
     at = page_opener(home, monkeypatch)("campaigns.py", status=["bogus", "finished"])
     assert not at.exception, at.exception
     said = [c.value for c in at.caption if c.value.startswith("⚠")]
-    assert said == ["⚠ The link's status bogus matches nothing here; showing finished."]
+    assert said == [
+        "⚠ The link gives Status = bogus, which matches nothing here; showing finished."
+    ]
     assert len(at.dataframe[0].value) == 2
 
 

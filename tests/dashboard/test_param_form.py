@@ -9,7 +9,7 @@ import streamlit as st
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from dashboard.param_form import bounds, label
+from dashboard.param_form import allowed, bounds, label
 from engine.strategies import STRATEGIES
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -40,18 +40,31 @@ def test_every_field_of_every_strategy_has_a_widget_with_its_bounds(page, name):
         if w.type == "number_input":
             # The bounds are said in the help and checked at Launch (a widget bound
             # refused a typed value without a word).
-            lo, hi = bounds(info)
             assert w.value == info.default  # None: an empty box that says "default"
             if info.default is None:
                 assert w.proto.placeholder == "default"
-            if lo is not None and hi is not None:
-                assert f"(from {lo} to {hi})" in w.help
-            elif lo is not None:
-                assert f"(at least {lo})" in w.help
+            lo, hi = bounds(info)
+            if lo is not None or hi is not None:
+                assert f"({allowed(info)})" in w.help
         assert w.help is None or (info.description or "") in w.help
     # The GIFTbench preset radio only for strategies with a step preset.
     presets = [r for r in page.radio if r.label == "Settings"]
     assert bool(presets) == ("perturbation" in Params.model_fields)
+
+
+def test_a_range_says_which_bounds_are_exclusive():
+    from pydantic import BaseModel, Field
+
+    class P(BaseModel):
+        n: int = Field(5, ge=1, le=100_000)
+        step: float = Field(0.1, gt=0)
+        decay: float = Field(0.5, gt=0, lt=1)
+        seed: int = Field(0, ge=0)
+
+    said = {k: allowed(i) for k, i in P.model_fields.items()}
+    # "at least 0" for a step that must be more than 0 was refused at Launch.
+    assert said == {"n": "from 1 to 100,000", "step": "more than 0",
+                    "decay": "more than 0 and less than 1", "seed": "at least 0"}  # fmt: skip
 
 
 def test_a_sinvad_campaign_is_launched_with_its_own_parameters(page, monkeypatch):

@@ -85,6 +85,11 @@ def test_a_rejected_upload_is_not_kept_and_its_error_names_it_as_uploaded(home: 
     torch.jit.save(model, buf)
     path = accept_upload(home, "good.pt", buf.getvalue(), check)
     assert path.is_file() and path.parent == (home / "uploads").resolve()
+    # The same file again, refused for another dataset: the first, accepted copy (which
+    # campaigns use) stays, and the error names the upload, not the stored file.
+    with pytest.raises(ModelError) as e:
+        accept_upload(home, "good.pt", buf.getvalue(), lambda p: load_file(p, (3, 32, 32), 10))
+    assert path.is_file() and path.name not in str(e.value) and "good.pt" in str(e.value)
 
 
 def test_formula_cells_are_neutralised_and_numbers_are_not(tmp_path: Path):
