@@ -69,6 +69,16 @@ def metrics_panel(store: Store, campaign_id: str) -> None:
         st.altair_chart(gap_histogram(m), width="stretch")
 
 
+#: Compare's headers: three more columns than the Campaign page's table, whose long
+#: headers ran the table past the page's column; its caption says what each measures.
+SHORT = {
+    "error_rate": "error rate", "success_rate": "success rate",
+    "label_diversity": "label diversity", "mean_mse": "MSE", "mean_ssim": "SSIM",
+    "failures_per_1k": "failures / 1k evals", "result_gap_median": "top-2 gap, results",
+    "test_gap_median": "top-2 gap, test images",
+}  # fmt: skip
+
+
 def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str:
     """One markdown row of metrics per campaign; a campaign that has not finished has
     none yet (they are computed once its search ends) and says its status."""
@@ -78,9 +88,7 @@ def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str
     imported = set(camps.index[camps["kind"] == "imported"]) if "kind" in camps else set()
     keys = list(queries.METRIC_LABELS)
     out = [
-        "| campaign | strategy | evaluations | "
-        + " | ".join(queries.METRIC_LABELS.values())
-        + " |",
+        "| campaign | strategy | evaluations | " + " | ".join(SHORT[k] for k in keys) + " |",
         "|---" * (3 + len(keys)) + "|",
     ]
 

@@ -88,9 +88,11 @@ if "along" in table.attrs:
 
 st.subheader("Metrics")
 st.markdown(metrics_markdown(store, ids, labels))
-st.caption("Error rate, success rate, label diversity, MSE and SSIM (Gaussian 11x11, sigma "
-           "1.5, data range 1) of result vs seed images, failures per 1,000 evaluations, and "
-           "the median top-2 probability gap (SINVAD's boundary check). —: a campaign "
+st.caption("Error rate: failing / all evaluations; success rate: seeds with a failure; "
+           "label diversity: wrong labels per seed; MSE and SSIM (Gaussian 11x11, sigma "
+           "1.5, data range 1) of result vs seed images; failures per 1,000 evaluations; "
+           "the median top-2 probability gap of the results and of the test images "
+           "(SINVAD's boundary check). —: a campaign "
            "imported from another tool's results, which has no search evaluations, or one "
            "that has not finished (metrics are computed when it ends).")  # fmt: skip
 

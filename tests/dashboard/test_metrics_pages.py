@@ -45,5 +45,5 @@ def test_compare_page_blocks_strategies_by_evaluation_budget_and_shows_metrics(a
     assert "**Block: mnist, 70 evaluations per seed at most**" in text
     assert "**Block: mnist, 50 evaluations per seed at most**" in text
     assert "| campaign | strategy | % viable seeds" in text
-    metrics = next(m.value for m in at.markdown if "failures per 1,000 evaluations" in m.value)
+    metrics = next(m.value for m in at.markdown if "failures / 1k evals" in m.value)
     assert "| ga |" in metrics and "| sinvad |" in metrics
