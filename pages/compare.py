@@ -182,4 +182,9 @@ for s in shared[:show]:
         col.caption(f"seed {s}: label {int(r.seed_label)}{outcome}")
 
 st.subheader("Settings that differ")
-st.dataframe(config_diff(store, ids, camps).rename(columns=labels), width="stretch")
+st.dataframe(
+    config_diff(store, ids, camps).rename(columns=labels),
+    width="stretch",
+    column_config={"_index": st.column_config.Column("setting", width="medium")},
+)
+# (a setting's name, such as strategy_params.generations, was cut to "strategy_params.ge…")
