@@ -101,6 +101,10 @@ def resume_offer(status: str) -> None:
 @st.fragment(run_every=2.0 if running else None)
 def live() -> None:
     now = queries.campaign(store, cid)
+    if now is None:  # deleted while this page was open
+        st.warning(f"Campaign {cid} has been deleted.")
+        st.page_link("../pages/campaigns.py", label="All campaigns")
+        return
     p = queries.progress(store, cid)
     left, right = st.columns([4, 1])
     left.markdown(f"**Status:** {now['status']}")

@@ -6,6 +6,7 @@ which `latentfuzz doctor --fix` moves away, never rows that point at missing fil
 
 from __future__ import annotations
 
+import glob
 import shutil
 from pathlib import Path
 
@@ -46,6 +47,10 @@ def delete_campaign(store: Store, home: Path, cid: str) -> None:
     folder = Path(home) / "campaigns" / cid
     if folder.is_dir():
         shutil.rmtree(folder)
+    # Its launch log, start-up steps and replay report: left behind, they made its page
+    # say "Starting the campaign…" for good.
+    for leftover in (Path(home) / "launch").glob(f"{glob.escape(cid)}.*"):
+        leftover.unlink(missing_ok=True)
 
 
 def rename_campaign(store: Store, cid: str, name: str) -> None:

@@ -62,7 +62,13 @@ def test_rename_and_delete(home: Path, env):
     p = cli(["delete", "c1"], env, ok=False, input="n\n")
     one_line_error(p, "nothing deleted")
     assert queries.campaign(store, "c1") is not None and (home / "campaigns" / "c1").is_dir()
+    (home / "launch").mkdir(exist_ok=True)
+    for leftover in ("c1.log", "c1.steps", "c1.replay", "c10.log"):  # as a launch leaves them
+        (home / "launch" / leftover).write_text("x")
     cli(["delete", "c1"], env, input="y\n")
+    # Its launch files go with it (left, its page said "Starting the campaign…" for good);
+    # another campaign's stay.
+    assert sorted(p.name for p in (home / "launch").iterdir()) == ["c10.log"]
     cli(["delete", "c2", "--yes"], env)
     assert queries.list_campaigns(store).empty and not list((home / "campaigns").iterdir())
     for t in ("seeds", "generations", "individuals", "images"):
