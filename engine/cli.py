@@ -15,7 +15,7 @@ from rich.table import Table
 
 from engine.cli_bundle import register as register_bundle
 from engine.cli_campaigns import register as register_campaign_commands
-from engine.cli_common import HomeOpt, console, err, fmt, shown_status, warn_unfinished
+from engine.cli_common import HomeOpt, console, err, fmt, one_line, shown_status, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.cli_data import register as register_data
 from engine.cli_diff import register as register_diff
@@ -633,10 +633,13 @@ def main() -> None:
 
     try:
         app()
-    except (LatentfuzzError, StoreError, StoreBusy) as e:
+    except Exception as e:  # noqa: BLE001 - a bug's traceback is re-raised below
+        said = str(e) if isinstance(e, (LatentfuzzError, StoreError, StoreBusy)) else one_line(e)
+        if said is None:
+            raise
         # One line, no traceback; markup off so that paths with [brackets] print as they are.
         err.print("[red]error:[/] ", end="")
-        err.print(str(e), markup=False, highlight=False, soft_wrap=True)
+        err.print(said, markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

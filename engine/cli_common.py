@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from engine.errors import yaml_problem
 from engine.home import ENV_VAR, db_path, resolve_home
 
 console = Console()
@@ -60,3 +61,27 @@ def fmt(v: Any, spec: str = "") -> str:
     if v is None or pd.isna(v):
         return ""
     return format(int(v), "d") if spec == "d" else format(v, spec)
+
+
+def one_line(e: BaseException, flags: bool = False) -> str | None:
+    """A file-system, YAML or validation error as the one line a user gets (what was
+    received, what was expected, the fix), or None for a bug, which keeps its traceback.
+    These came through as tracebacks: a folder given where a file goes, a missing
+    folder, an unclosed bracket in a YAML file, a pydantic dump for `--k 0`. `flags`:
+    name a setting as the command's option (`--gold-rate`)."""
+    if isinstance(e, OSError):
+        what = f"cannot use {e.filename}: {e.strerror or e}" if e.filename else str(e)
+        return f"{what}; give a file path in a folder that exists and that you may write"
+    if type(e).__module__.startswith("yaml"):
+        return yaml_problem(e)
+    if type(e).__name__ == "ValidationError" and hasattr(e, "errors"):
+        said = []
+        for err in e.errors():
+            field = ".".join(map(str, err["loc"])) or "settings"
+            if flags and err["loc"]:  # named as the command's option
+                field = "--" + str(err["loc"][0]).replace("_", "-")
+            got = err.get("input")
+            given = "" if isinstance(got, dict) else f" (you gave {got!r})"
+            said.append(f"{field}: {err['msg'].removeprefix('Value error, ')}{given}")
+        return "invalid settings: " + "; ".join(said)
+    return None

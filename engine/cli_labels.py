@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from engine.cli_common import HomeOpt, console, fmt, warn_unfinished
+from engine.cli_common import HomeOpt, console, fmt, one_line, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home
@@ -57,7 +57,7 @@ def create_cmd(
                           gold_rate=gold_rate, rule=rule, seed=seed, name=name,
                           triggering=triggering)  # fmt: skip
     except ValidationError as e:
-        raise LatentfuzzError(f"invalid study settings: {e}") from e
+        raise LatentfuzzError(str(one_line(e, flags=True))) from e
     sid = create_study(store, resolve_home(home), cfg)
     console.print(f"created {sid}; open the Label page of the dashboard to label it")
 

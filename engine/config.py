@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine import zoo
 from engine.classifiers import Classifier
 from engine.datasets import Dataset, DatasetError, dataset_names, get_dataset
-from engine.errors import ConfigError, ModelError
+from engine.errors import ConfigError, ModelError, yaml_problem
 from engine.fitness import CRITERIA, FITNESS, Criterion, Fitness
 from engine.generators import Generator
 from engine.strategies import STRATEGIES, SearchSpace, Strategy
@@ -140,7 +140,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+        raise ConfigError(f"{path} is {yaml_problem(e)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} holds a {type(data).__name__}, expected a mapping of settings")
     return data

@@ -22,3 +22,12 @@ def cause(e: BaseException, limit: int = 200) -> str:
     if len(text) > limit:
         text = text[:limit].rsplit(" ", 1)[0] + "…"
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def yaml_problem(e: BaseException) -> str:
+    """A YAML parse error in one line: 'not valid YAML at line 2, column 1: expected ...;
+    check ...' (PyYAML's own text spans six lines, with a caret drawing)."""
+    mark = getattr(e, "problem_mark", None)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    return (f"not valid YAML{at}: {getattr(e, 'problem', None) or e}; check the brackets, "
+            "quotes and indentation there")  # fmt: skip

@@ -46,10 +46,19 @@ def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> in
     failed export never leaves a partial zip behind."""
     seeds = _seeds(store, campaign_id)
     zip_path = Path(zip_path)
-    tmp = zip_path.with_suffix(zip_path.suffix + ".part")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        n = _write_pairs(zf, seeds, home)
-    tmp.replace(zip_path)
+    if zip_path.is_dir():
+        raise LatentfuzzError(f"{zip_path} is a folder; give the zip's file path, such as "
+                              f"{zip_path / campaign_id}.zip")  # fmt: skip
+    if not zip_path.parent.is_dir():
+        raise LatentfuzzError(f"folder {zip_path.parent} does not exist; create it, or give a "
+                              "zip path in a folder that exists")  # fmt: skip
+    tmp = zip_path.with_name(zip_path.name + ".part")
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            n = _write_pairs(zf, seeds, home)
+        tmp.replace(zip_path)
+    finally:
+        tmp.unlink(missing_ok=True)  # (it stood beside a folder given as the zip)
     return n
 
 

@@ -116,3 +116,28 @@ def test_an_interrupted_campaigns_missing_files_are_found_and_a_file_at_its_fold
     folder.write_text("not a folder")
     one_line_error(cli(["resume", "c1"], env, ok=False), f"{folder} is not a folder",
                    "move that file aside")  # fmt: skip
+
+
+def test_paths_yaml_and_settings_that_cannot_be_used_get_one_line(home: Path, env, tmp_path):
+    """Each of these was a traceback (IsADirectoryError, FileNotFoundError, a six-line
+    YAML message, a pydantic dump), and the zip left a stray .part beside the folder."""
+    run_campaign(parse_config(SMALL), home, campaign_id="c1")
+    one_line_error(cli(["export", "c1", "--zip", str(tmp_path)], env, ok=False),
+                   f"{tmp_path} is a folder; give the zip's file path")  # fmt: skip
+    assert not tmp_path.with_name(tmp_path.name + ".part").exists()
+    one_line_error(cli(["export", "c1", "--zip", str(tmp_path / "no" / "x.zip")], env, ok=False),
+                   f"folder {tmp_path / 'no'} does not exist")  # fmt: skip
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seeds: [1\n")
+    one_line_error(cli(["run", "-c", str(bad)], env, ok=False),
+                   f"{bad} is not valid YAML at line 2, column 1")  # fmt: skip
+    one_line_error(cli(["labels", "create", "--campaign", "c1", "--k", "0"], env, ok=False),
+                   "--k: Input should be greater than or equal to 1 (you gave 0)")  # fmt: skip
+    # What reaches the command's top level from a library: one line, the file named.
+    from engine.cli_common import one_line
+
+    assert one_line(IsADirectoryError(21, "Is a directory", str(tmp_path))) == (
+        f"cannot use {tmp_path}: Is a directory; give a file path in a folder that exists "
+        "and that you may write"
+    )
+    assert one_line(RuntimeError("a bug")) is None  # a bug keeps its traceback
