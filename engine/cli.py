@@ -15,7 +15,16 @@ from rich.table import Table
 
 from engine.cli_bundle import register as register_bundle
 from engine.cli_campaigns import register as register_campaign_commands
-from engine.cli_common import HomeOpt, console, err, fmt, one_line, shown_status, warn_unfinished
+from engine.cli_common import (
+    HomeOpt,
+    console,
+    err,
+    fmt,
+    one_line,
+    shown_status,
+    start_up_interruptible,
+    warn_unfinished,
+)
 from engine.cli_common import open_store as _store
 from engine.cli_data import register as register_data
 from engine.cli_diff import register as register_diff
@@ -63,6 +72,7 @@ def status_line(s: dict[str, Any]) -> str:
 
 
 @app.command()
+@start_up_interruptible
 def run(
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="YAML config; flags override it")
@@ -130,6 +140,11 @@ def run(
     ] = None,
 ) -> Any:
     """Run a campaign and print GIFTbench's status line."""
+    # Ctrl-C and the dashboard's stop button (SIGTERM) both stop the search cleanly. SIGINT
+    # is set explicitly, and first: a process started in the background inherits it as
+    # ignored, and a Ctrl-C in the seconds of imports before was lost.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     from engine.campaign_id import check_id_syntax
 
     if campaign_id is not None:
@@ -196,10 +211,6 @@ def run(
     cfg = parse_config(raw)
     h = resolve_home(home)
     report(h, campaign_id, STEPS[1])
-    # Ctrl-C and the dashboard's stop button (SIGTERM) both stop the search cleanly. SIGINT
-    # is set explicitly: a process started in the background inherits it as ignored.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with Progress(
         TextColumn("[bold]gen {task.completed}/{task.total}"),
         BarColumn(),
@@ -208,6 +219,9 @@ def run(
         TimeElapsedColumn(),
         console=err,
         disable=quiet,
+        # Gone when the command ends: a refusal (an unknown generator, say) printed
+        # below a "gen 0/None" bar that never moved.
+        transient=True,
     ) as bar:
         task = bar.add_task("campaign", total=None, info="starting")
         # `latentfuzz bench` times start-up (command to first generation) through this file.
@@ -228,10 +242,15 @@ def run(
 
         try:
             result = run_campaign(cfg, h, progress=on_progress, campaign_id=campaign_id)
-        except KeyboardInterrupt:  # a second Ctrl-C, while the last rows waited for the store
-            err.print("interrupted while waiting for the store; the campaign's last rows are "
-                      "in a recovery file that the next command writes", markup=False)  # fmt: skip
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt:
+            from store import recovery
+
+            if recovery.pending(h):  # a second Ctrl-C, while the last rows waited
+                err.print("interrupted while waiting for the store; the campaign's last "
+                          "rows are in a recovery file that the next command writes",
+                          markup=False)  # fmt: skip
+                raise typer.Exit(130) from None
+            raise  # in the start-up (it said the above, which was not so)
     console.print(
         f"campaign [bold]{result.campaign_id}[/] {result.status} in {result.wall_seconds:.1f}s "
         f"({result.evaluations:,} model evaluations, {result.search_evaluations:,} of them by "

@@ -3,6 +3,7 @@ table cells."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,3 +86,18 @@ def one_line(e: BaseException, flags: bool = False) -> str | None:
             said.append(f"{field}: {err['msg'].removeprefix('Value error, ')}{given}")
         return "invalid settings: " + "; ".join(said)
     return None
+
+
+def start_up_interruptible(command):
+    """A Ctrl-C before the command's own handling (imports, model loading) says so in one
+    line and exits 130; it exited silently."""
+
+    @functools.wraps(command)
+    def wrapped(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            err.print("interrupted before the search began", markup=False)
+            raise typer.Exit(130) from None
+
+    return wrapped

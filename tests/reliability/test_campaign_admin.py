@@ -141,3 +141,26 @@ def test_paths_yaml_and_settings_that_cannot_be_used_get_one_line(home: Path, en
         "and that you may write"
     )
     assert one_line(RuntimeError("a bug")) is None  # a bug keeps its traceback
+
+
+def test_ctrl_c_in_the_start_up_stops_a_background_run_and_says_so(home: Path, env):
+    """Started from a shell's `&`, a process inherits SIGINT ignored: a Ctrl-C in its first
+    seconds was lost (the campaign ran to the end), and one a little later said the last
+    rows were in a recovery file, which was not so."""
+    import signal as sig
+    import subprocess
+
+    from engine import startup
+    from tests.helpers import CLI
+
+    proc = subprocess.Popen([*CLI, "run", "--id", "early", "--seeds", "2", "--generations", "50"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: sig.signal(sig.SIGINT, sig.SIG_IGN))  # fmt: skip
+    deadline = time.time() + 60
+    while not startup.read(home, "early"):  # its first step: the handler is in place
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.01)
+    proc.send_signal(sig.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted before the search began" in stderr and "recovery" not in stderr
