@@ -72,9 +72,10 @@ def campaign_table() -> None:
         open="/campaign?id=" + df["id"],
         preset=df["preset"].fillna("–"),  # a strategy without presets (it showed "None")
         duration_s=df["wall_seconds"].round(1),
-        viable_seeds=df["viable"].astype(str) + " of " + df["n_seeds"].astype(str),
+        # Numbers, so that the column sorts as numbers ("9 of 9" came after "90 of 90").
+        viable_seeds=df["viable"].astype(int), seeds=df["n_seeds"].astype(int),
     )[["open", "name", "tags", "status", "dataset", "generator", "classifier", "strategy",
-       "preset", "viable_seeds", "misclassified", "misclassified_pct", "iterations_icst",
+       "preset", "viable_seeds", "seeds", "misclassified", "misclassified_pct", "iterations_icst",
        "iterations_to_failure", "created_at", "duration_s"]]  # fmt: skip
     st.dataframe(
         view, hide_index=True, width="stretch",
@@ -87,7 +88,8 @@ def campaign_table() -> None:
             "iterations_to_failure": st.column_config.NumberColumn(
                 "iterations to failure", format="%.1f", help=queries.FAILURE_ITERATIONS),
             "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
-            "viable_seeds": st.column_config.TextColumn("viable seeds"),
+            "viable_seeds": st.column_config.NumberColumn("viable seeds"),
+            "seeds": st.column_config.NumberColumn("of seeds"),
             "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
         },
     )  # fmt: skip
