@@ -225,7 +225,11 @@ def differential_table(store: Store, ids: list[str], labels: dict[str, str]) -> 
     st.subheader("Differential testing")
     out = df.reindex(columns=["campaign_id", *COMPARE_COLUMNS]).rename(columns=COMPARE_COLUMNS)
     out.insert(0, "campaign", [labels.get(c, c) for c in df["campaign_id"]])
-    st.dataframe(out.drop(columns=["campaign_id"]), hide_index=True, width="stretch")
+    out = out.drop(columns=["campaign_id"])
+    # One decimal, as on the Campaign page (it showed "281.3333").
+    floats = {c: st.column_config.NumberColumn(format="%.1f")
+              for c in out.columns if pd.api.types.is_float_dtype(out[c])}  # fmt: skip
+    st.dataframe(out, hide_index=True, width="stretch", column_config=floats)
     st.caption("Triggering inputs: distinct images A and B label differently. Valid: every "
                "validity filter accepts them. Geometric diversity: log det of the Gram matrix "
                "of normalised penultimate features of a random subset (its size beside it); "
