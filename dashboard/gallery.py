@@ -85,9 +85,20 @@ def card(r, home: Path, class_names: tuple[str, ...]) -> None:
         )
     elif pd.isna(r.final_pred):
         st.caption(f"seed {r.seed_idx}: expected **{expected}** ({r.status})")
+    elif not pd.isna(getattr(r, "final_pred_b", None)):
+        # Two classifiers: the search's failure is their disagreement, often with A right
+        # ("expected 5, predicted 5 (misclassified)" read as a contradiction).
+        said = "they disagree" if r.status == "misclassified" else r.status
+        n = int(r.iterations)
+        st.caption(
+            f"seed {r.seed_idx}: expected **{expected}**, A says "
+            f"**{class_names[int(r.final_pred)]}**, B says "
+            f"**{class_names[int(r.final_pred_b)]}** after {n} iteration{'s' * (n != 1)} "
+            f"({said})"
+        )
     else:
         st.caption(
             f"seed {r.seed_idx}: expected **{expected}**, predicted "
-            f"**{class_names[int(r.final_pred)]}** after {int(r.iterations)} iterations "
-            f"({r.status})"
+            f"**{class_names[int(r.final_pred)]}** after {int(r.iterations)} "
+            f"iteration{'s' * (int(r.iterations) != 1)} ({r.status})"
         )

@@ -95,6 +95,16 @@ def _triggering_rows(pool: pd.DataFrame) -> list[dict]:
 
 def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
     """Draw the study's images, write its gold images and store it; returns its id."""
+    if not cfg.triggering:
+        camps = queries.campaigns_by_id(store, cfg.campaigns)
+        if two := camps.loc[camps["classifier_b"].notna(), "id"].tolist():
+            # Their "misclassified" seeds are the inputs A and B label differently, often
+            # with A right: a misclassification study of them measured non-failures.
+            raise ConfigError(
+                f"campaigns {two} test two classifiers against each other: their failing "
+                "seeds are inputs the two label differently, not misclassifications. Label "
+                'them with --triggering ("Triggering inputs instead" on the Studies page)'
+            )
     pool = (triggering_inputs if cfg.triggering else failing_seeds)(store, cfg.campaigns)
     if pool.empty and cfg.triggering:
         raise ConfigError(

@@ -122,3 +122,24 @@ def test_studies_page_says_which_classifier_people_agree_with(app, diffed):
     assert any(s.value == "Which classifier people agree with" for s in at.subheader)
     sides = next(d.value for d in at.dataframe if "humans_agree_b" in d.value.columns)
     assert sides["humans_agree_b"].tolist() == [3] and sides["humans_agree_a"].tolist() == [0]
+
+
+def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refused(app, diffed):
+    """Its failing seeds are inputs A and B label differently, often with A right: the
+    gallery said "expected 5, predicted 5 (misclassified)", and `labels create` without
+    --triggering built a misclassification study of non-failures."""
+    from engine.errors import ConfigError
+    from engine.labelling import StudyConfig, create_study
+    from store import queries
+
+    home, cid = diffed
+    store = Store(home / "latentfuzz.duckdb")
+    seeds = queries.seeds(store, cid)
+    failing = seeds[seeds["status"] == "misclassified"]
+    assert len(failing), seeds
+    at = app("campaign.py", id=cid)
+    captions = [c.value for c in at.caption if c.value.startswith("seed ")]
+    assert captions and all(", A says **" in c and ", B says **" in c for c in captions)
+    assert any(c.endswith("(they disagree)") for c in captions)
+    with pytest.raises(ConfigError, match="test two classifiers against each other.*--triggering"):
+        create_study(store, home, StudyConfig(campaigns=[cid]))
