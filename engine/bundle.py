@@ -226,11 +226,16 @@ def _rewrite_id(con, old: str, new: str) -> None:
             params.update(po=_prefix(old), pn=_prefix(new), d=f"campaigns/{old}",
                           dn=f"campaigns/{new}")  # fmt: skip
         con.execute(f"UPDATE {table} SET {', '.join(sets)}", params)
+    # A campaign without a name of its own is shown by its id: the new one (its page was
+    # titled with the old id, its caption said the new one).
+    con.execute("UPDATE campaigns SET name = $new WHERE name = $old", {"old": old, "new": new})
 
 
 def _refuse_duplicate(home: Path, cid: str, new_id: str | None, taken: bool) -> None:
     if taken or (home / "campaigns" / cid).exists():
-        hint = "" if new_id else "; import it under another id with --as NEW_ID"
+        hint = (
+            "; choose another --as" if new_id else "; import it under another id with --as NEW_ID"
+        )
         raise BundleError(f"campaign {cid} is already in {home}{hint}")
 
 
@@ -264,7 +269,7 @@ def import_bundle(
                 )
         old = manifest["campaign_id"]
         cid = new_id or old
-        check_id_syntax(cid)
+        check_id_syntax(cid, flag="--as")
         _refuse_duplicate(home, cid, new_id, queries.campaign(store, cid) is not None)
         con = _scratch(tmp, manifest, path)
         ids = [r[0] for r in con.execute("SELECT id FROM campaigns").fetchall()]

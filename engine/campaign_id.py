@@ -17,12 +17,14 @@ from engine.home import campaign_dir
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-def check_id_syntax(cid: str) -> None:
-    """Raise ConfigError unless `cid` is a safe campaign id."""
+def check_id_syntax(cid: str, flag: str = "--id") -> None:
+    """Raise ConfigError unless `cid` is a safe campaign id (`flag`: the option that gave
+    it, named in the advice)."""
     if not ID_PATTERN.fullmatch(cid):
+        fresh = "keep the bundle's id" if flag == "--as" else "get a fresh one"
         raise ConfigError(
             f"campaign id {cid!r} is not allowed; expected 1-100 letters, digits, '.', '_' "
-            "or '-', starting with a letter or digit (leave --id out for a fresh one)"
+            f"or '-', starting with a letter or digit (leave {flag} out to {fresh})"
         )
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from engine.bundle import TABLES, BundleError, _sha256, export_bundle, import_bundle
 from engine.config import parse_config
+from engine.errors import ConfigError
 from engine.runner import run_campaign
-from store import SCHEMA_VERSION, Store, annotations
+from store import SCHEMA_VERSION, Store, annotations, queries
 
 
 def db(home: Path) -> Store:
@@ -78,6 +79,17 @@ def test_round_trip_gives_identical_rows_and_images(source, tmp_path: Path):
     assert image_bytes(fresh, "copy-1") == image_bytes(home, cid)
     seeds = db(fresh).query("SELECT result_image FROM seeds WHERE campaign_id = 'copy-1'")
     assert seeds["result_image"].dropna().str.startswith("campaigns/copy-1/").all()
+    # A campaign named by its id is named by its new one (its page was titled with the old).
+    with db(fresh).write() as con:
+        con.execute("UPDATE campaigns SET name = id")
+    export_bundle(db(fresh), fresh, "copy-1", tmp_path / "named.lfz")
+    assert import_bundle(db(fresh), fresh, tmp_path / "named.lfz", "copy-2") == "copy-2"
+    assert queries.campaign(db(fresh), "copy-2")["name"] == "copy-2"
+    # Under a taken --as: the advice is another --as; a bad one keeps the bundle's id.
+    with pytest.raises(BundleError, match="already in .*; choose another --as$"):
+        import_bundle(db(fresh), fresh, bundle, "copy-1")
+    with pytest.raises(ConfigError, match="leave --as out to keep the bundle's id"):
+        import_bundle(db(fresh), fresh, bundle, "bad id/../x")
 
 
 def _rewrite(bundle: Path, out: Path, change) -> None:
