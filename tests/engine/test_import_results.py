@@ -253,7 +253,7 @@ def test_compare_page_shows_an_imported_campaign_beside_a_native_one(page, impor
     assert [cells[0], cells[1], cells[2].split()[0], cells[3].split()[0], cells[4],
             cells[5]] == ["100", "67 (4)", f"{icst:.1f}", f"{to_fail:.1f}", "75 (3)",
                           "100 (3)"]  # fmt: skip
-    metrics = next(m.value for m in at.markdown if "failures per 1,000" in m.value)
+    metrics = next(m.value for m in at.markdown if "failures / 1k evals" in m.value)
     assert f"| {name} | ga | — | —" in metrics  # no search evaluations to measure
 
 
