@@ -135,6 +135,8 @@ def from_record(raw: dict[str, Any]) -> CampaignConfig:
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder; give the path of a YAML file")
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:

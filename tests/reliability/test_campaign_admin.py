@@ -131,6 +131,8 @@ def test_paths_yaml_and_settings_that_cannot_be_used_get_one_line(home: Path, en
     bad.write_text("seeds: [1\n")
     one_line_error(cli(["run", "-c", str(bad)], env, ok=False),
                    f"{bad} is not valid YAML at line 2, column 1")  # fmt: skip
+    one_line_error(cli(["run", "-c", str(tmp_path)], env, ok=False),
+                   f"config file {tmp_path} is a folder")  # fmt: skip
     one_line_error(cli(["labels", "create", "--campaign", "c1", "--k", "0"], env, ok=False),
                    "--k: Input should be greater than or equal to 1 (you gave 0)")  # fmt: skip
     # What reaches the command's top level from a library: one line, the file named.
