@@ -170,3 +170,19 @@ def test_unknown_dataset_is_one_line_listing_the_known_ones(tmp_path):
         not (tmp_path / "home" / "latentfuzz.duckdb").exists()
         or ls.studies(Store(tmp_path / "home" / "latentfuzz.duckdb")).empty
     )
+
+
+def test_a_mapping_file_with_an_unknown_key_or_bad_yaml_is_refused(tmp_path):
+    """A misspelt key (`imagez`) was ignored, and the import went on with the default
+    column; an unclosed bracket was a parser traceback."""
+    typo = tmp_path / "m.yaml"
+    typo.write_text("imagez: Picture\n")
+    with pytest.raises(ConfigError, match=r"unknown keys \['imagez'\]; its keys are image, id"):
+        ImportMapping.from_yaml(typo)
+    bad = tmp_path / "b.yaml"
+    bad.write_text("image: [Picture\n")
+    with pytest.raises(ConfigError, match="is not valid YAML at line 2"):
+        ImportMapping.from_yaml(bad)
+    good = tmp_path / "g.yaml"
+    good.write_text("image: Picture\n")
+    assert ImportMapping.from_yaml(good).image == "Picture"
