@@ -150,3 +150,12 @@ def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
             st.code(new[-4000:])
         return
     st.info("Resuming: starting the campaign's process…")
+
+
+@st.fragment(run_every=3.0)
+def watch_for_resume(store: Store, cid: str, status: str) -> None:
+    """A stopped campaign's page, until something else resumes it (another tab, the
+    command line): then the whole page, live. A second tab said "crashed" for good."""
+    c = queries.campaign(store, cid)
+    if c is None or c["status"] != status:
+        st.rerun(scope="app")

@@ -17,6 +17,7 @@ from dashboard.progress import (
     wait_for_first,
     wait_for_resume,
     wait_for_start,
+    watch_for_resume,
 )
 from dashboard.text import md_text
 from dashboard.url_state import url_widget
@@ -96,6 +97,7 @@ def resume_offer(status: str) -> None:
         st.session_state[key] = len(launch_log(home, cid))
         launch.resume(home, cid)
         st.rerun(scope="app")
+    watch_for_resume(store, cid, status)
 
 
 @st.fragment(run_every=2.0 if running else None)
