@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine import zoo
 from engine.classifiers import Classifier
 from engine.datasets import Dataset, DatasetError, dataset_names, get_dataset
-from engine.errors import ConfigError, ModelError, yaml_problem
+from engine.errors import ConfigError, ModelError
 from engine.fitness import CRITERIA, FITNESS, Criterion, Fitness
 from engine.generators import Generator
 from engine.strategies import STRATEGIES, SearchSpace, Strategy
+from engine.yaml_io import read_mapping
 
 
 class CampaignConfig(BaseModel):
@@ -134,18 +134,7 @@ def from_record(raw: dict[str, Any]) -> CampaignConfig:
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"config file {path} is a folder; give the path of a YAML file")
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path} is {yaml_problem(e)}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} holds a {type(data).__name__}, expected a mapping of settings")
-    return data
+    return read_mapping(path, "config file")
 
 
 @dataclass

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import yaml
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,6 +35,7 @@ from engine.csv_io import MAX_ROWS, read_table
 from engine.datasets import Dataset, get_dataset
 from engine.errors import ConfigError
 from engine.home import campaign_dir
+from engine.yaml_io import read_mapping
 from store import Store
 from store.writer import insert_table, now
 
@@ -70,13 +70,9 @@ class ResultsMapping(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: Path) -> ResultsMapping:
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"no mapping file {path}; give a YAML file (see engine/formats/)")
+        data = read_mapping(path, "mapping file (see engine/formats/)")
         try:
-            return cls.model_validate(yaml.safe_load(path.read_text()) or {})
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from e
+            return cls.model_validate(data)
         except ValidationError as e:
             probs = "; ".join(
                 f"{'.'.join(map(str, x['loc'])) or 'mapping'}: {x['msg']}" for x in e.errors()

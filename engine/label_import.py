@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 from pydantic import BaseModel, Field
 
 from engine.agreement import INVALID, OTHER, UNSURE
 from engine.csv_io import MAX_ROWS, read_table
 from engine.datasets import Dataset, get_dataset
-from engine.errors import ConfigError, yaml_problem
+from engine.errors import ConfigError
 from engine.labelling import new_study_id, verdicts
+from engine.yaml_io import read_mapping
 from store import Store
 from store import labels as label_store
 
@@ -57,13 +57,7 @@ class ImportMapping(BaseModel, frozen=True):
 
     @classmethod
     def from_yaml(cls, path: Path) -> ImportMapping:
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"mapping file {path} is {yaml_problem(e)}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"mapping file {path} holds a {type(data).__name__}, expected "
-                              "a mapping of keys to column names")  # fmt: skip
+        data = read_mapping(path, "mapping file")
         if unknown := sorted(set(data) - set(cls.model_fields)):
             # A misspelt key was ignored, and the import went on with the default column.
             raise ConfigError(f"mapping file {path} has unknown keys {unknown}; its keys are "
