@@ -24,7 +24,7 @@ from engine.batching import batch_record
 from engine.batching import choose as choose_batch
 from engine.campaign_id import check_id_syntax, check_new_id
 from engine.config import CampaignConfig, Resolved, resolve
-from engine.errors import LatentfuzzError
+from engine.errors import LatentfuzzError, cause
 from engine.evaluator import Evaluator, model_errors  # noqa: F401  (re-exported)
 from engine.home import campaign_dir, db_path
 from engine.images import ImageSink
@@ -242,8 +242,7 @@ def describe(e: BaseException) -> str:
     if _disk_full(e):
         where = getattr(e, "filename", None)
         return "no space left on device" + (f" (writing {where})" if where else "")
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+    return cause(e, limit=len(str(e)))  # the whole first line: the row keeps it all
 
 
 def user_error(e: BaseException, cid: str) -> BaseException:
