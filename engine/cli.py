@@ -277,7 +277,8 @@ def campaigns(home: HomeOpt = None) -> None:
         "status": lambda r: shown_status(home, r.id, r.status),
         "dataset": lambda r: r.dataset,
         "generator": lambda r: r.generator,
-        "classifier": lambda r: str(r.classifier),
+        "classifier": lambda r: str(r.classifier)
+        + (f" vs {r.classifier_b}" if fmt(r.classifier_b) else ""),
         "strategy": lambda r: f"{r.strategy}" + (f" {r.preset}" if fmt(r.preset) else ""),
         "viable": lambda r: f"{r.viable}/{r.n_seeds}",
         "misclassified": lambda r: f"{r.misclassified}" + (
@@ -314,7 +315,8 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
     console.print(
         f"[bold]{c['id']}[/] {shown_status(home, c['id'], c['status'])}  "
         f"{c['dataset']} / {c['generator']} / "
-        f"{c['classifier']} / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}"
+        f"{c['classifier']}{' vs ' + c['classifier_b'] if c.get('classifier_b') else ''} / "
+        f"{c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}"
     )
     df = queries.seeds(store, campaign_id)
     t = Table(

@@ -4,17 +4,36 @@ table cells."""
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from engine.errors import yaml_problem
 from engine.home import ENV_VAR, db_path, resolve_home
 
-console = Console()
-err = Console(stderr=True)
+#: The width of output that goes to a file or a pipe.
+PIPED_WIDTH = 400
+
+
+class CliConsole(Console):
+    """A console whose output, when it goes to a file or a pipe and COLUMNS does not say
+    otherwise, is as wide as its content: rich would fit it to 80 columns, cutting the
+    image paths and ids that a script or `grep` reads out of a table to "campai…"."""
+
+    def _size(self) -> ConsoleDimensions:
+        d = Console.size.fget(self)
+        if self._width is None and not self.is_terminal and "COLUMNS" not in os.environ:
+            return ConsoleDimensions(PIPED_WIDTH, d.height)
+        return d
+
+    size = property(_size, Console.size.fset)
+
+
+console = CliConsole()
+err = CliConsole(stderr=True)
 
 HomeOpt = Annotated[
     Path | None,

@@ -71,6 +71,9 @@ def campaign_table() -> None:
     view = df.assign(
         open="/campaign?id=" + df["id"],
         preset=df["preset"].fillna("–"),  # a strategy without presets (it showed "None")
+        # A differential campaign's two classifiers (the filter matches its A).
+        classifier=df["classifier"]
+        + df["classifier_b"].map(lambda b: f" vs {b}" if isinstance(b, str) else ""),
         duration_s=df["wall_seconds"].round(1),
         # Numbers, so that the column sorts as numbers ("9 of 9" came after "90 of 90").
         viable_seeds=df["viable"].astype(int), seeds=df["n_seeds"].astype(int),

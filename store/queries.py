@@ -40,8 +40,8 @@ def list_campaigns(store: Store) -> pd.DataFrame:
     """One row per campaign, newest first, with the GIFTbench status figures."""
     return store.query(
         f"""
-        SELECT c.id, c.name, c.status, c.dataset, c.generator, c.classifier, c.strategy,
-               c.preset, c.n_seeds, c.target_class, c.random_seed, c.created_at,
+        SELECT c.id, c.name, c.status, c.dataset, c.generator, c.classifier, c.classifier_b,
+               c.strategy, c.preset, c.n_seeds, c.target_class, c.random_seed, c.created_at,
                c.finished_at, c.wall_seconds, c.evaluations, c.kind,
                coalesce(s.viable, 0) AS viable,
                coalesce(s.misclassified, 0) AS misclassified,

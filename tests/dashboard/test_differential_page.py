@@ -143,3 +143,23 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     assert any(c.endswith("(they disagree)") for c in captions)
     with pytest.raises(ConfigError, match="test two classifiers against each other.*--triggering"):
         create_study(store, home, StudyConfig(campaigns=[cid]))
+
+
+def test_lists_name_both_classifiers_of_a_differential_campaign(app, diffed):
+    """The Campaigns page, `campaigns` and `show` said only A ("mnist-convnet"), so a
+    differential campaign read as a plain one of A."""
+    import subprocess
+
+    from tests.helpers import CLI
+
+    home, cid = diffed
+    at = app("campaigns.py")
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert list(table["classifier"]) == ["mnist-convnet vs mnist-lenet5"]
+    env = {"LATENTFUZZ_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    for args in (["campaigns"], ["show", cid]):
+        out = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, check=True)
+        assert "mnist-convnet vs mnist-lenet5" in out.stdout, out.stdout
+        # Written to a pipe: as wide as its content, nothing cut to 80 columns with "…".
+        assert "…" not in out.stdout and max(map(len, out.stdout.splitlines())) > 80
