@@ -89,6 +89,9 @@ def import_cmd(
         str | None, typer.Option(help="file encoding [from its byte-order mark, else utf-8]")
     ] = None,
     max_rows: Annotated[int, typer.Option(help="most data rows read", min=1)] = 100_000,
+    again: Annotated[
+        bool, typer.Option(help="import a file already imported as another study")
+    ] = False,
     home: HomeOpt = None,
 ) -> None:
     """Create a study from an external study's CSV and recompute its verdicts."""
@@ -97,7 +100,8 @@ def import_cmd(
     if not file.exists():
         raise LatentfuzzError(f"no file {file}")
     m = ImportMapping.from_yaml(mapping) if mapping else None
-    res = import_csv(_store(home), file, dataset, m, name, encoding=encoding, max_rows=max_rows)
+    res = import_csv(_store(home), file, dataset, m, name, encoding=encoding,
+                     max_rows=max_rows, again=again)  # fmt: skip
     console.print(
         f"imported {res.rows} images and {res.judgements} answers into {res.study_id} "
         f"({res.empty_cells} empty answer cells)"

@@ -11,6 +11,8 @@ The default mapping fits the header such studies commonly use:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -136,10 +138,20 @@ def import_csv(
     seed: int = 0,
     encoding: str | None = None,
     max_rows: int = MAX_ROWS,
+    again: bool = False,
 ) -> ImportResult:
-    """Create a study from an external CSV; everything is checked before anything is written."""
+    """Create a study from an external CSV; everything is checked before anything is written.
+    The same file, dataset and mapping imported a second time is refused unless `again`:
+    two studies of one file count its answers twice in every report that pools them."""
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
+    key = import_key(path, ds.name, m)
+    if not again and (earlier := imported_as(store, key)) is not None:
+        raise ConfigError(
+            f"{path} was imported already, with this dataset and mapping, as study "
+            f"{earlier['id']} ({earlier['name']!r}, {str(earlier['created_at'])[:16]}); "
+            "pass --again to import it as another study"
+        )
     df = read_table(path, encoding, max_rows)  # streamed, bounded, encoding and rows checked
     # A trailing comma in the header gives an unnamed, empty column: drop it.
     df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
@@ -205,10 +217,31 @@ def import_csv(
     study = {
         "id": sid, "name": name or Path(path).name, "dataset": ds.name, "source": "import",
         "k": k, "rule": "icst", "seed": seed, "resamples": 1000,
-        "config": {"file": str(path), "mapping": m.model_dump()},
+        "config": {"file": str(path), "mapping": m.model_dump(), "import_key": key},
     }  # fmt: skip
     label_store.create_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
+
+
+def import_key(path: Path, dataset: str, m: ImportMapping) -> str:
+    """What makes two imports the same: the file's bytes (not its name: a copy is the same
+    study), the dataset and the mapping."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    h.update(json.dumps([dataset, m.model_dump()], sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def imported_as(store: Store, key: str) -> dict | None:
+    """The newest imported study with this import key, or None."""
+    rows = store.query(
+        "SELECT id, name, created_at FROM label_studies WHERE source = 'import' "
+        "AND json_extract_string(config, '$.import_key') = ? ORDER BY created_at DESC LIMIT 1",
+        [key],
+    )
+    return None if rows.empty else rows.iloc[0].to_dict()
 
 
 def cross_check(df: pd.DataFrame, v: pd.DataFrame, m: ImportMapping) -> pd.DataFrame:

@@ -186,3 +186,26 @@ def test_a_mapping_file_with_an_unknown_key_or_bad_yaml_is_refused(tmp_path):
     good = tmp_path / "g.yaml"
     good.write_text("image: Picture\n")
     assert ImportMapping.from_yaml(good).image == "Picture"
+
+
+def test_the_same_file_imported_twice_is_refused_unless_again(tmp_path):
+    """Importing a file twice made two studies of it, and every report pooling studies
+    counted its answers twice."""
+    store = Store(tmp_path / "db.duckdb")
+    first = import_csv(store, write_csv(tmp_path / "study.csv"), "mnist")
+    copy = write_csv(tmp_path / "renamed copy.csv")  # same bytes, another name
+    with pytest.raises(ConfigError, match=rf"imported already.*study {first.study_id}.*--again"):
+        import_csv(store, copy, "mnist")
+    assert len(ls.studies(store)) == 1
+    # Another mapping or dataset, or other bytes, is another import.
+    other = write_csv(tmp_path / "other.csv", ROWS[:-1])
+    assert import_csv(store, other, "mnist").study_id != first.study_id
+    again = import_csv(store, copy, "mnist", again=True)
+    assert again.study_id != first.study_id and len(ls.studies(store)) == 3
+    env = {"LATENTFUZZ_HOME": str(tmp_path / "h"), "PATH": "/usr/bin:/bin"}
+    run = [*CLI, "labels", "import", str(copy), "--dataset", "mnist"]
+    assert subprocess.run(run, env=env, capture_output=True).returncode == 0
+    p = subprocess.run(run, env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "imported already" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert subprocess.run([*run, "--again"], env=env, capture_output=True).returncode == 0
