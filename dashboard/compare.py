@@ -278,6 +278,18 @@ def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None)
     return df[df.nunique(axis=1) > 1]
 
 
+def by_objective(camps: pd.DataFrame, ids: list[str]) -> dict[str, list[str]]:
+    """{objective: campaign ids}, in the selection's order: fitness values of different
+    objectives (a logit margin, a latent distance, a divergence) share no scale, so a
+    convergence chart holds one objective's campaigns only."""
+    fitness = dict(zip(camps["id"], (c.get("fitness") or "margin" for c in camps["config"]),
+                       strict=True))  # fmt: skip
+    out: dict[str, list[str]] = {}
+    for c in ids:
+        out.setdefault(fitness[c], []).append(c)
+    return out
+
+
 def failure_curves(
     failures: dict[str, pd.Series], n_viable: dict[str, int], names: dict[str, str]
 ) -> pd.DataFrame:

@@ -12,9 +12,13 @@ OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "
              "#000000"]  # fmt: skip
 
 
-def categorical(field: str, title: str | None = None, domain: list | None = None) -> alt.Color:
+def categorical(
+    field: str, title: str | None = None, domain: list | None = None, listed: list | None = None
+) -> alt.Color:
     """A nominal colour encoding of `field` in the Okabe-Ito palette; with `domain`, each
     value keeps its colour in every chart that passes the same list (else a value's colour
-    depends on which values that chart's data holds)."""
+    depends on which values that chart's data holds). `listed`: the values the legend
+    names, where the chart draws only some of the domain (a legend lists all of it)."""
     scale = alt.Scale(range=OKABE_ITO, domain=domain) if domain else alt.Scale(range=OKABE_ITO)
-    return alt.Color(f"{field}:N", scale=scale, title=title or field)
+    legend = alt.Legend(values=listed) if listed is not None else alt.Undefined
+    return alt.Color(f"{field}:N", scale=scale, title=title or field, legend=legend)

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.compare import (
     ALPHA,
+    by_objective,
     campaign_rows,
     config_diff,
     failure_curves,
@@ -109,20 +110,32 @@ with left:
     st.subheader("Convergence")
     # One colour per campaign in both charts, in the selection's order.
     order = [shown[c] for c in ids]
-    base = alt.Chart(bands).encode(x="generation:Q", color=categorical("campaign", domain=order))
-    st.altair_chart(
-        (
-            base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
-            + base.mark_line(strokeWidth=2.5).encode(
-                y=alt.Y("median:Q", title="median best fitness")
-            )
+    groups = by_objective(camps, ids)
+    for objective, members in groups.items():
+        names = [shown[c] for c in members]
+        base = alt.Chart(bands[bands["campaign"].isin(names)]).encode(
+            x="generation:Q", color=categorical("campaign", domain=order, listed=names)
         )
-        .properties(height=300)
-        # The legend draws the first layer's symbol: the bands' 15% opacity made every
-        # campaign's swatch the same pale tint.
-        .configure_legend(symbolOpacity=1),
-        width="stretch",
-    )
+        st.altair_chart(
+            (
+                base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
+                + base.mark_line(strokeWidth=2.5).encode(
+                    y=alt.Y("median:Q", title="median best fitness")
+                )
+            )
+            # The objective in the title: in the axis title it was cut off.
+            .properties(height=300 if len(groups) == 1 else 220, title=f"objective: {objective}")
+            # The legend draws the first layer's symbol: the bands' 15% opacity made every
+            # campaign's swatch the same pale tint.
+            .configure_legend(symbolOpacity=1),
+            width="stretch",
+        )
+    if len(groups) > 1:
+        st.caption(
+            f"One chart per objective ({', '.join(groups)}): their fitness values have "
+            "different scales and meanings, so one axis would compare numbers that do not "
+            "compare."
+        )
 with right:
     st.subheader("Seeds failed by iteration")
     n_viable = dict(zip(table["campaign"], table["viable"], strict=True))

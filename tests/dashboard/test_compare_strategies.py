@@ -60,3 +60,39 @@ def test_an_unfinished_campaign_of_another_strategy_does_not_regroup_finished_on
     assert m.loc[[0, 1], "misclassified_pct"].tolist() == ["best", "best"]
     t["status"] = "running"  # nothing finished: the campaigns' own grouping
     assert block_columns(t) == STRATEGY_BLOCK
+
+
+def test_campaigns_of_different_objectives_get_one_convergence_chart_each(tmp_path, monkeypatch):
+    """A margin (logits) and a boundary (1e6, then a latent distance) campaign shared one
+    "median best fitness" axis: SINVAD's 1e6 flattened the GA's curve to zero."""
+    import json
+
+    from engine.config import parse_config
+    from engine.runner import run_campaign
+    from tests.helpers import page_opener
+
+    ga = run_campaign(
+        parse_config({"seeds": 3, "seed": 1, "strategy_params": {"generations": 4}}), tmp_path
+    ).campaign_id
+    sinvad = run_campaign(parse_config(
+        {"seeds": 3, "seed": 1, "strategy": "sinvad", "strategy_params": {"generations": 4}}),
+        tmp_path).campaign_id  # fmt: skip
+    ga2 = run_campaign(
+        parse_config({"seeds": 3, "seed": 2, "strategy_params": {"generations": 4}}), tmp_path
+    ).campaign_id
+    at = page_opener(tmp_path, monkeypatch)("compare.py", id=[ga, sinvad, ga2])
+    assert not at.exception, at.exception
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    titles = [s["title"] for s in specs if "layer" in s]
+    assert titles == ["objective: margin", "objective: boundary"]
+    margin, boundary = (s for s in specs if "layer" in s)
+
+    def color(spec) -> dict:
+        return {**spec.get("encoding", {}), **spec["layer"][0].get("encoding", {})}["color"]
+
+    # Each lists its own campaigns; a campaign keeps its colour across the charts.
+    assert len(color(margin)["legend"]["values"]) == 2
+    assert len(color(boundary)["legend"]["values"]) == 1
+    assert color(margin)["scale"]["domain"] == color(boundary)["scale"]["domain"]
+    assert len(color(margin)["scale"]["domain"]) == 3
+    assert any("One chart per objective (margin, boundary)" in c.value for c in at.caption)
