@@ -70,10 +70,12 @@ FITNESS_TITLES = {
 
 
 def convergence_chart(
-    gens: pd.DataFrame, x_axis: str = "generation", fitness: str = "margin"
-) -> alt.Chart:
-    """Best fitness per generation for each seed, plus median and inter-quartile band."""
-    from engine.fitness import BOUNDARY_UNCHANGED
+    gens: pd.DataFrame, x_axis: str = "generation", fitness: str = "margin",
+    criterion: str | None = None,
+) -> alt.Chart:  # fmt: skip
+    """Best fitness per generation for each seed, plus median and inter-quartile band, and
+    the score below which a seed fails where the objective has one."""
+    from engine.fitness import BOUNDARY_UNCHANGED, FITNESS
 
     if fitness == "boundary":
         # Until a seed's class changes its fitness is a 1e6 constant, which would flatten
@@ -105,12 +107,17 @@ def convergence_chart(
     median = (
         alt.Chart(band).mark_line(color="#1f77b4", strokeWidth=3).encode(x=f"{x}:Q", y="median:Q")
     )
-    zero = (
-        alt.Chart(pd.DataFrame({"y": [0.0]}))
-        .mark_rule(strokeDash=[4, 4], color="red")
-        .encode(y="y:Q")
-    )
-    return (lines + area + median + zero).properties(height=320)
+    chart = lines + area + median
+    objective = FITNESS.get(fitness) if fitness in FITNESS.names() else None
+    # Only under the criterion it goes with: a divergence or a distance has no such
+    # score, and a line at 0 there read as a failure threshold that is none.
+    if objective and objective.fails_below is not None and criterion in (None, objective.criterion):
+        chart += (
+            alt.Chart(pd.DataFrame({"y": [objective.fails_below], "what": ["fails below"]}))
+            .mark_rule(strokeDash=[4, 4], color="red")
+            .encode(y="y:Q", tooltip=[alt.Tooltip("what:N", title="a seed"), "y:Q"])
+        )
+    return chart.properties(height=320)
 
 
 def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:

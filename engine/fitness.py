@@ -64,6 +64,9 @@ class Fitness(Objective):
     #: True: a seed's search goes on after its first failure, refining the failing
     #: individuals (SINVAD's boundary search); False: a failure ends the seed.
     refines_failures: ClassVar[bool] = False
+    #: The score below which an individual fails `criterion` (charts draw it as a line);
+    #: None where no score splits failing from passing (a divergence, a distance).
+    fails_below: ClassVar[float | None] = None
 
 
 class Criterion(Objective):
@@ -86,6 +89,7 @@ class Margin(Fitness):
     """GIFTbench's fitness: the expected class's logit margin over the runner-up."""
 
     name = "margin"
+    fails_below = 0.0
 
     def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
         return margin(logits, ctx.expected)
@@ -99,6 +103,7 @@ class Targeted(Fitness):
     """
 
     name = "targeted"
+    fails_below = 0.0
     requires = ("target",)
     criterion = "targeted"
 

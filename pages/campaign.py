@@ -129,8 +129,10 @@ def live() -> None:
     if gens.empty:
         st.info("No generation written yet.")
     else:
-        fitness = (now["config"] or {}).get("fitness") or "margin"
-        st.altair_chart(convergence_chart(gens, x_axis, fitness), width="stretch")
+        cfg = now["config"] or {}
+        fitness, criterion = cfg.get("fitness") or "margin", cfg.get("criterion")
+        chart = convergence_chart(gens, x_axis, fitness, criterion)
+        st.altair_chart(chart, width="stretch")
     if running and now["status"] != "running":
         st.rerun()  # finished: render the final page once, without the timer
 

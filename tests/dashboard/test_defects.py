@@ -118,3 +118,26 @@ def test_an_invalid_study_reads_as_a_sentence(monkeypatch, tmp_path):
     )
     for dump in ("validation error", "For further information", "Value error", "type="):
         assert dump not in error.value
+
+
+def test_the_failure_line_is_drawn_only_where_a_score_splits_failing_from_passing():
+    """A red line at 0 on every convergence chart read, for a divergence or a boundary
+    distance, as a failure threshold that those objectives do not have."""
+    import pandas as pd
+
+    from dashboard.components import convergence_chart
+
+    gens = pd.DataFrame({"seed_idx": [0, 0], "generation": [1, 2], "evaluations": [25, 50],
+                         "elapsed_s": [0.1, 0.2], "best_fitness": [0.5, -0.2],
+                         "best_pred": [3, 5]})  # fmt: skip
+
+    def rules(**kw) -> list:
+        spec = convergence_chart(gens, **kw).to_dict()
+        return [spec["datasets"][layer["data"]["name"]][0]["y"]
+                for layer in spec["layer"] if layer["mark"].get("type") == "rule"]  # fmt: skip
+
+    assert rules() == rules(fitness="targeted") == [0.0]
+    assert rules(fitness="margin", criterion="misclassified") == [0.0]
+    assert rules(fitness="divergence") == rules(fitness="boundary") == []
+    # A margin searched under another criterion: 0 is not where that criterion fails.
+    assert rules(fitness="margin", criterion="disagree") == []
