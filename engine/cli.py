@@ -647,6 +647,21 @@ def zoo_measure(
         )
 
 
+def flow_command_lists(t: typer.Typer) -> None:
+    """Each command's line in its group's list: its docstring's first paragraph as one
+    flowing text. Typer kept the docstring's line breaks there, so the list broke lines
+    after a few words ("from its last written generation, to the" / "same results ...")."""
+    for info in t.registered_commands:
+        doc = info.help or (info.callback.__doc__ if info.callback else None)
+        if info.short_help is None and doc:
+            info.short_help = " ".join(doc.strip().split("\n\n")[0].split())
+    for group in t.registered_groups:
+        flow_command_lists(group.typer_instance)
+
+
+flow_command_lists(app)
+
+
 def main() -> None:
     # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch,
     # nor store.connection's module, which pulls in DuckDB and pandas.

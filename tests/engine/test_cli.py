@@ -150,3 +150,18 @@ def test_fast_start_store_commands_skip_torch_and_a_vae_campaign_skips_diffusers
     run = imports(["run", "--seeds", "1", "--generations", "1", "--population", "4",
                    "--best-left", "2", "--quiet"], env)  # fmt: skip
     assert "torch" in run and "diffusers" not in run
+
+
+def test_help_lists_each_command_in_flowing_text(env):
+    """The command list kept each docstring's line breaks: "...last written generation,
+    to the" then "same results an uninterrupted run gives." on a line of its own."""
+    from engine.cli import app
+
+    def commands(t):
+        yield from t.registered_commands
+        for g in t.registered_groups:
+            yield from commands(g.typer_instance)
+
+    assert all("\n" not in c.short_help for c in commands(app) if c.short_help)
+    out = cli(["--help"], {**env, "COLUMNS": "200"}).stdout
+    assert "generation, to the same results an uninterrupted run gives." in out, out
