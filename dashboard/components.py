@@ -23,7 +23,8 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
     b.metric(
-        "misclassified", f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)")
+        queries.failed_as(summary.get("criterion")),
+        f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
     )
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
     c.metric(

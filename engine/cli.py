@@ -65,7 +65,8 @@ def status_line(s: dict[str, Any]) -> str:
     icst = "n/a" if s.get("iterations_icst") is None else f"{s['iterations_icst']:.1f}"
     fail = "n/a" if s.get("iterations_to_failure") is None else f"{s['iterations_to_failure']:.1f}"
     return (
-        f"viable seeds {s['viable']} of {s['seeds_total']}, misclassified {s['misclassified']} "
+        f"viable seeds {s['viable']} of {s['seeds_total']}, "
+        f"{queries.failed_as(s.get('criterion'))} {s['misclassified']} "
         f"({pct} of viable), {queries.ICST_ITERATIONS} {icst}, "
         f"{queries.FAILURE_ITERATIONS} {fail}"
     )
@@ -319,6 +320,7 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         f"{c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}"
     )
     df = queries.seeds(store, campaign_id)
+    failed = queries.failed_as(c["config"].get("criterion"))
     t = Table(
         "seed",
         "label",
@@ -334,7 +336,7 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
             str(r.seed_idx),
             str(r.seed_label),
             "yes" if r.viable else "no",
-            r.status,
+            failed if r.status == "misclassified" else r.status,
             fmt(r.iterations, "d"),
             fmt(r.final_pred, "d"),
             fmt(r.final_fitness, ".3f"),

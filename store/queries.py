@@ -32,6 +32,19 @@ _SUMMARY = """
 #: still searching (an interrupted campaign) has no iterations yet and is left out.
 ICST_ITERATIONS = "mean iterations (viable seeds, survivors at budget)"
 FAILURE_ITERATIONS = "mean iterations to failure (failing seeds)"
+#: What a failing seed is called, by the campaign's failure criterion: a differential
+#: campaign's failures are inputs its two classifiers label differently, and "misclassified
+#: 3" read as three errors of classifier A.
+FAILED_AS = {"misclassified": "misclassified", "targeted": "reached target",
+             "disagree": "A and B disagree"}  # fmt: skip
+
+
+def failed_as(criterion: str | None) -> str:
+    """The name of a failing seed under `criterion` (None: the default, misclassified)."""
+    criterion = criterion or "misclassified"
+    return FAILED_AS.get(criterion, f"failing ({criterion})")
+
+
 _ITERATION_COLS = ("iterations_icst", "iterations_icst_std", "iterations_to_failure",
                    "iterations_to_failure_std")  # fmt: skip
 
@@ -73,9 +86,14 @@ def campaign(store: Store, campaign_id: str) -> dict[str, Any] | None:
 
 def summary(store: Store, campaign_id: str) -> dict[str, Any]:
     """Viable seeds x of y, misclassified n (% of viable), and both iteration means."""
-    df = store.query(f"SELECT * FROM ({_SUMMARY}) WHERE campaign_id = ?", [campaign_id])
+    df = store.query(
+        f"SELECT s.*, json_extract_string(c.config, '$.criterion') AS criterion "
+        f"FROM ({_SUMMARY}) s JOIN campaigns c ON c.id = s.campaign_id WHERE s.campaign_id = ?",
+        [campaign_id],
+    )
     if df.empty:
         return {
+            "criterion": None,
             "seeds_total": 0,
             "viable": 0,
             "misclassified": 0,

@@ -147,7 +147,8 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
 
 def test_lists_name_both_classifiers_of_a_differential_campaign(app, diffed):
     """The Campaigns page, `campaigns` and `show` said only A ("mnist-convnet"), so a
-    differential campaign read as a plain one of A."""
+    differential campaign read as a plain one of A; and "misclassified 2" counted what
+    were disagreements."""
     import subprocess
 
     from tests.helpers import CLI
@@ -164,3 +165,8 @@ def test_lists_name_both_classifiers_of_a_differential_campaign(app, diffed):
         assert "mnist-convnet vs mnist-lenet5" in out.stdout, out.stdout
         # Written to a pipe: as wide as its content, nothing cut to 80 columns with "…".
         assert "…" not in out.stdout and max(map(len, out.stdout.splitlines())) > 80
+    # Its failing seeds are inputs A and B label differently, not A's misclassifications.
+    shown = " ".join(out.stdout.split())
+    assert "A and B disagree" in shown and "misclassified" not in shown, shown
+    page = app("campaign.py", id=cid)
+    assert "A and B disagree" in [m.label for m in page.metric]
