@@ -67,6 +67,30 @@ def metrics_panel(store: Store, campaign_id: str) -> None:
     )
     if m["result_gaps"]:
         st.altair_chart(gap_histogram(m), width="stretch")
+    steps = by_step(m)
+    if not steps.empty:
+        st.markdown("**By interpolation step** (one generation each)")
+        st.dataframe(steps, width="stretch")
+        st.caption("Error rate: failing / all evaluations at that lambda; MSE and SSIM of "
+                   "every image evaluated at that lambda to its seed image.")  # fmt: skip
+
+
+def by_step(m: dict[str, Any]) -> pd.DataFrame:
+    """A strategy that measures images per generation (interpolate: a generation per
+    lambda): error rate, MSE and SSIM by lambda, a column each, as the README's table; empty
+    for the others, whose generations have no image figures."""
+    rows = [r for r in m.get("per_generation") or [] if r.get("mean_mse") is not None]
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    out = pd.DataFrame({
+        "evaluations": df["evaluations"].map("{:,}".format),
+        "error rate": df["error_rate"].map(lambda v: cell(v, "error_rate")),
+        "MSE to the seed": df["mean_mse"].map(lambda v: cell(v, "mean_mse")),
+        "SSIM to the seed": df["mean_ssim"].map(lambda v: cell(v, "mean_ssim")),
+    })  # fmt: skip
+    out.index = [f"{v:.2f}" for v in df["step"]]
+    return out.T.rename_axis("lambda")  # the corner cell above the figures' names
 
 
 #: Compare's headers: three more columns than the Campaign page's table, whose long

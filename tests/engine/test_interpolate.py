@@ -78,3 +78,34 @@ def test_each_lambda_is_one_generation_with_its_error_rate_and_ssim(home: Path):
     assert m["evaluations"] == viable * 9 * 3 * 4
     camp = queries.campaign(store, res.campaign_id)
     assert camp["config"]["evaluation_budget"] == 9 * 3 * 4
+    # The Campaign page shows the figures by lambda (they were stored, never shown).
+    from dashboard.metrics import by_step
+
+    table = by_step(m)
+    assert list(table.columns) == ["0.05", "0.20", "0.35", "0.50"]
+    assert table.loc["SSIM to the seed"].tolist() == [f"{p['mean_ssim']:.3f}" for p in per]
+    assert table.loc["error rate"].tolist() == [f"{p['error_rate']:.3f}" for p in per]
+
+
+def test_the_campaign_page_shows_figures_by_lambda_only_for_interpolation(home, monkeypatch):
+    from tests.helpers import page_opener
+
+    interp = run_campaign(
+        parse_config(
+            {
+                "strategy": "interpolate",
+                "seeds": 2,
+                "seed": 1,
+                "strategy_params": {"k": 2, "lambda_steps": 3},
+            }
+        ),
+        home,
+    ).campaign_id
+    ga = run_campaign(parse_config({"seeds": 2, "seed": 1, "strategy_params": {
+        "generations": 3}}), home).campaign_id  # fmt: skip
+    open_page = page_opener(home, monkeypatch)
+    for cid, shown in ((interp, True), (ga, False)):
+        at = open_page("campaign.py", id=cid)
+        assert not at.exception, at.exception
+        said = any("By interpolation step" in md.value for md in at.markdown)
+        assert said is shown
