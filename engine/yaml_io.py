@@ -21,7 +21,11 @@ def read_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"{what} {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"{what} {path} is a binary file, not YAML text; give the path of a .yaml file"
+        ) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{what} {path} is {yaml_problem(e)}") from None
     if not isinstance(data, dict):

@@ -112,6 +112,14 @@ def test_bad_input_gets_a_clear_error_and_no_traceback(home: Path, env, tmp_path
     bad.write_text("- just\n- a list\n")
     p = cli(["run", "--config", str(bad)], env, ok=False)
     assert "expected a mapping" in p.stderr and p.returncode == 2
+    # A zip or an image given as the config: one line, not a UnicodeDecodeError traceback.
+    binary = tmp_path / "d.zip"
+    binary.write_bytes(b"PK\x03\x04\xba\xff\x00" * 20)
+    for args in (["run", "--config", str(binary)], ["grid", str(binary)]):
+        p = cli(args, env, ok=False)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert "is a binary file, not YAML text" in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     p = cli(["show", "no-such-id"], env, ok=False)
     assert "no campaign 'no-such-id'" in p.stderr
     assert not (home / "campaigns").exists()
