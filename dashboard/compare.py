@@ -36,7 +36,11 @@ BLOCK = ["dataset", "preset", "budget"]
 PRESET_ORDER = {"low": 0, "high": 1, "strong": 2, "custom": 3}
 #: Campaigns of different strategies share no preset or generation: they are compared at
 #: equal dataset and evaluation budget per seed (``latentfuzz study --strategies``).
-STRATEGY_BLOCK = ["dataset", "eval_budget"]
+#: The generator too: a VAE campaign and a GAN campaign of two strategies differ in both.
+STRATEGY_BLOCK = ["dataset", "generator", "eval_budget"]
+#: Prefixed to the block columns when the campaigns' failure criteria differ: a count of
+#: disagreements between two classifiers is no count of misclassifications.
+CRITERION = "criterion"
 
 
 #: Prefix of the columns that carry a grid's axes in the table (``with_axes``).
@@ -98,9 +102,16 @@ def block_columns(table: pd.DataFrame) -> list[str]:
     # Finished campaigns decide: a running one of another strategy must not regroup them.
     done = table[finished(table)]
     done = table if done.empty else done
-    if "strategy" in done and done["strategy"].nunique() > 1:
-        return STRATEGY_BLOCK
-    return BLOCK
+    base = STRATEGY_BLOCK if "strategy" in done and done["strategy"].nunique() > 1 else BLOCK
+    # Every campaign decides this one: rows of two criteria never share a block.
+    if CRITERION in table and table[CRITERION].nunique() > 1:
+        return [CRITERION, *base]
+    return base
+
+
+def _base(cols: list[str]) -> list[str]:
+    """The block columns without the criterion."""
+    return cols[1:] if cols[:1] == [CRITERION] else cols
 
 
 def campaign_rows(
@@ -129,6 +140,7 @@ def campaign_rows(
         rows.append({
             "campaign": cid, "name": c["name"], "status": c["status"], "dataset": c["dataset"],
             "generator": c["generator"], "preset": c["preset"], "strategy": c["strategy"],
+            CRITERION: c["config"].get("criterion") or "misclassified",
             "budget": (c["config"].get("strategy_params") or {}).get("generations"),
             "eval_budget": c["config"].get("evaluation_budget"),
             "seeds": len(s), "viable": viable, "viable_pct": 100 * viable / max(1, len(s)),
@@ -145,10 +157,11 @@ def campaign_rows(
     for c in ("labelled", "valid", "preserved"):
         table[c] = table[c].fillna(0).astype(int)
     cols = block_columns(table)
-    if cols == BLOCK:  # the study's order: low before high, then latentfuzz's own presets
+    first = [CRITERION] if cols[:1] == [CRITERION] else []
+    if _base(cols) == BLOCK:  # the study's order: low before high, then our own presets
         order = table.apply(
-            lambda r: (str(r.dataset), PRESET_ORDER.get(r.preset, 9), str(r.preset),
-                       str(r.budget)),
+            lambda r: (*(str(r[c]) for c in first), str(r.dataset),
+                       PRESET_ORDER.get(r.preset, 9), str(r.preset), str(r.budget)),
             axis=1,
         )  # fmt: skip
     else:
@@ -205,11 +218,14 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
 
 
 def block_title(key: tuple, cols: list[str] | None = None) -> str:
+    if cols is not None and cols[:1] == [CRITERION]:
+        return f"{block_title(key[1:], cols[1:])}; failing: {queries.failed_as(key[0])}"
     if cols is not None and cols not in (BLOCK, STRATEGY_BLOCK):
         parts = [f"{c.removeprefix(AXIS)} = {v}" for c, v in zip(cols, key, strict=True)]
         return ", ".join(parts) or "all cells"
-    if len(key) == 2:
-        return f"{key[0]}, {key[1]} evaluations per seed at most"
+    if cols == STRATEGY_BLOCK:
+        dataset, generator, budget = key
+        return f"{dataset}, {generator}, {budget} evaluations per seed at most"
     dataset, preset, budget = key
     return f"{dataset}, {preset} perturbation, {budget} generations"
 
@@ -231,14 +247,17 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
         return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
 
     cols = block_columns(table)
-    second = table.attrs.get("along") or ("strategy" if cols == STRATEGY_BLOCK else "generator")
+    strategies = _base(cols) == STRATEGY_BLOCK
+    second = table.attrs.get("along") or ("strategy" if strategies else "generator")
     out = []
     for key, rows in blocks(table):
+        crit = table.loc[rows[0]].get(CRITERION) or "misclassified"
+        failing = "misclassification" if crit == "misclassified" else queries.failed_as(crit)
         out += [
             f"**Block: {md_text(block_title(key, cols))}**",
             "",
             f"| campaign | {md_text(second.removeprefix(AXIS))} | % viable seeds "
-            "| % misclassification (#) "
+            f"| % {failing} (#) "
             "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
             "| % validity (#) | % label preservation (#) |",
             "|---|---|---|---|---|---|---|---|",

@@ -71,7 +71,9 @@ st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow
 st.caption(
     f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
     f"budget, as in the ICST study; campaigns of different strategies, within blocks of "
-    f"equal dataset and evaluation budget per seed. Bold: best per column of a block. "
+    f"equal dataset, generator and evaluation budget per seed; campaigns of different "
+    f"failure criteria (two classifiers' disagreements), never together. Bold: best per "
+    f"column of a block. "
     f"Underlined: not significantly different from that best (alpha {ALPHA}; Fisher's "
     f"exact test for the proportions, two-sided Mann-Whitney U for the ICST iterations). "
     f"{queries.ICST_ITERATIONS.capitalize()}; the {queries.FAILURE_ITERATIONS} is shown "
@@ -188,7 +190,9 @@ for s in shared[:show]:
             img = load_image(home, rel, scale=3)
             if img is not None:
                 slot.image(img, caption=cap)
-        if pd.notna(r.final_pred):
+        if pd.notna(r.final_pred) and pd.notna(r.get("final_pred_b")):  # two classifiers
+            outcome = f" → A {int(r.final_pred)}, B {int(r.final_pred_b)} in {int(r.iterations)}"
+        elif pd.notna(r.final_pred):
             outcome = f" → {int(r.final_pred)} in {int(r.iterations)}"
         else:  # never searched, or still searching where the campaign stopped
             outcome = " (not viable)" if not bool(r.viable) else f" ({r.status})"

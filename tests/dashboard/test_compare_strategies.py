@@ -41,12 +41,12 @@ def test_strategies_are_compared_at_equal_dataset_and_evaluation_budget():
     # Presets and generation budgets differ, the evaluation budgets too: three blocks.
     assert len(blocks(t)) == 3
     t["eval_budget"] = 3760
-    assert [k for k, _ in blocks(t)] == [("mnist", "3760")]
+    assert [k for k, _ in blocks(t)] == [("mnist", "mnist-vae", "3760")]
     its = {c: pd.Series([1.0, 2.0, 3.0]) for c in "abc"}
     marks = significance(t, its)
     assert marks.loc[[0, 1], "misclassified_pct"].tolist() == ["best", "best"]
     md = markdown_table(t, marks)
-    assert "**Block: mnist, 3760 evaluations per seed at most**" in md
+    assert "**Block: mnist, mnist\\-vae, 3760 evaluations per seed at most**" in md
     assert "| campaign | strategy | % viable seeds" in md and "| B | sinvad |" in md
 
 
@@ -60,6 +60,27 @@ def test_an_unfinished_campaign_of_another_strategy_does_not_regroup_finished_on
     assert m.loc[[0, 1], "misclassified_pct"].tolist() == ["best", "best"]
     t["status"] = "running"  # nothing finished: the campaigns' own grouping
     assert block_columns(t) == STRATEGY_BLOCK
+
+
+def test_campaigns_of_other_generators_or_failure_criteria_never_share_a_block():
+    """A differential campaign's "100 (4)" disagreements were marked best against a plain
+    campaign's misclassifications in one block, and a VAE random campaign was ranked
+    against a GAN NSGA-II one."""
+    t = table(["ga", "random"], [3760, 3760])
+    t["generator"] = ["mnist-vae", "mnist-gan"]
+    assert len(blocks(t)) == 2
+    t = table(["ga", "ga"], [3760, 3760])
+    t["preset"], t["budget"] = "strong", 250  # the ICST block of both, but for this:
+    t["criterion"] = ["misclassified", "disagree"]
+    assert block_columns(t) == ["criterion", *BLOCK]
+    assert len(blocks(t)) == 2
+    marks = significance(t, {c: pd.Series([1.0, 2.0]) for c in "ab"})
+    assert marks["misclassified_pct"].tolist() == ["best", "best"]  # each alone
+    md = markdown_table(t, marks)
+    assert "strong perturbation, 250 generations; failing: A and B disagree**" in md
+    assert "| % A and B disagree (#) |" in md and "| % misclassification (#) |" in md
+    t["criterion"] = "misclassified"  # one criterion: the ICST blocks as before
+    assert block_columns(t) == BLOCK
 
 
 def test_campaigns_of_different_objectives_get_one_convergence_chart_each(tmp_path, monkeypatch):

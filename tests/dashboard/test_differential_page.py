@@ -100,6 +100,12 @@ def test_compare_gives_differential_campaigns_their_own_columns(app, diffed):
         "SELECT differential FROM campaign_metrics WHERE campaign_id = ?", [cid]
     )
     assert table["triggering"].iloc[0] == yaml.safe_load(figs["differential"][0])["triggering"]
+    # Its disagreements are not ranked against the other's misclassifications: two blocks.
+    icst = at.markdown[0].value
+    assert icst.count("**Block: ") == 2 and "failing: A and B disagree" in icst
+    # Its seeds say both answers ("label 5 → 5" read as no failure at all).
+    seeds = [c.value for c in at.caption if c.value.startswith("seed ")]
+    assert any(" → A " in c and ", B " in c for c in seeds), seeds
 
 
 def test_studies_page_says_which_classifier_people_agree_with(app, diffed):

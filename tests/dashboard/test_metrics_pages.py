@@ -42,8 +42,8 @@ def test_compare_page_blocks_strategies_by_evaluation_budget_and_shows_metrics(a
     assert sorted(at.multiselect[0].value) == sorted(ids)  # the newest study by default
     text = "\n".join(m.value for m in at.markdown)
     # GA 70 and sinvad 50 evaluations per seed at most (4 GA generations): two blocks.
-    assert "**Block: mnist, 70 evaluations per seed at most**" in text
-    assert "**Block: mnist, 50 evaluations per seed at most**" in text
+    assert "**Block: mnist, mnist\\-vae, 70 evaluations per seed at most**" in text
+    assert "**Block: mnist, mnist\\-vae, 50 evaluations per seed at most**" in text
     assert "| campaign | strategy | % viable seeds" in text
     metrics = next(m.value for m in at.markdown if "failures / 1k evals" in m.value)
     assert "| ga |" in metrics and "| sinvad |" in metrics
