@@ -36,10 +36,16 @@ if studies.empty:
     st.info("No study yet: create one on the Validity studies page.")
     st.stop()
 
-sid = st.query_params.get("study")
+sid = linked = st.query_params.get("study")
 if sid not in set(studies["id"]):
+    if linked is not None:
+        # Not another study silently: a mistyped link had its labeller label the wrong one.
+        st.warning(f"The link names a study this store does not hold ({linked}); pick the "
+                   "study to label.")  # fmt: skip
     sid = st.selectbox("Study", studies["id"], format_func=lambda i: studies.set_index("id")
                        .loc[i, "name"])  # fmt: skip
+    if linked is not None and not st.button("Label this study", type="primary"):
+        st.stop()
     st.query_params["study"] = sid
 study = ls.study(store, sid)
 

@@ -278,3 +278,28 @@ def test_a_key_pressed_after_the_last_image_is_ignored(tmp_path, monkeypatch):
     assert "Nothing left" in at.success[0].value and len(mine(home, sid, "dan")) == 2
     key.click().run()
     assert not at.exception, at.exception
+
+
+def test_a_link_to_an_unknown_study_says_so_and_labels_nothing(study, monkeypatch):
+    """`label?study=nope&labeller=zed` opened the labelling screen of another study without
+    a word: a labeller with a mistyped link labelled the wrong study."""
+    from tests.helpers import page_opener
+
+    home, _, sid = study
+    open_page = page_opener(home, monkeypatch)
+    at = open_page("studies.py", study="nope")
+    assert not at.exception, at.exception
+    assert any("nope" in w.value and "does not hold" in w.value for w in at.warning)
+    before = len(ls.judgements(Store(home / "latentfuzz.duckdb"), sid))
+    at = open_page("label.py", study="nope", labeller="zed")
+    assert not at.exception, at.exception
+    assert any("nope" in w.value and "does not hold" in w.value for w in at.warning)
+    assert f"label:{sid}:zed" not in at.session_state  # nobody joined a study unasked
+    # No answer can be given until a study is picked.
+    assert [b.label for b in at.button] == ["Label this study"]
+    assert len(ls.judgements(Store(home / "latentfuzz.duckdb"), sid)) == before
+    chosen = at.selectbox[0].value
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert at.query_params["study"] in (chosen, [chosen])
+    assert f"label:{chosen}:zed" in at.session_state  # now labelling the study picked
