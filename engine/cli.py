@@ -594,9 +594,11 @@ register_sd(zoo_app)  # models import-pipeline
 
 
 @zoo_app.command("list")
-def zoo_list() -> None:
+def zoo_list(home: HomeOpt = None) -> None:
     """Every zoo model with its quality and inference figures."""
     from engine import zoo
+
+    resolve_home(home)  # user models live under it
 
     t = Table(
         "name", "kind", "dataset", "source", "parameters", "quality", "ms/img b1", "ms/img b25"

@@ -25,8 +25,15 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
             f"data directory {path} is a file, expected a folder; move the file away or "
             f"pick another --home / ${ENV_VAR}"
         )
+    if not path.exists() and not path.parent.is_dir():
+        # A typo ("/nonexistent/deep") would otherwise become a new, empty home, folders
+        # and all, and `campaigns` would say "no campaigns yet" about the wrong place.
+        raise LatentfuzzError(
+            f"data directory {path} does not exist, nor does the folder {path.parent} it "
+            f"would go in; check the path, or create {path.parent} first"
+        )
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
     except OSError as e:
         raise LatentfuzzError(
             f"cannot create the data directory {path} ({e.strerror}); pick another --home "

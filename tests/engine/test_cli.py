@@ -173,3 +173,18 @@ def test_help_lists_each_command_in_flowing_text(env):
     assert all("\n" not in c.short_help for c in commands(app) if c.short_help)
     out = cli(["--help"], {**env, "COLUMNS": "200"}).stdout
     assert "generation, to the same results an uninterrupted run gives." in out, out
+
+
+def test_a_mistyped_home_is_refused_not_created(env, tmp_path: Path):
+    """`campaigns --home /nonexistent/deep` said "no campaigns yet" and made the folders
+    and an empty store there."""
+    deep = tmp_path / "nonexistent" / "deep"
+    p = cli(["campaigns", "--home", str(deep)], env, ok=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert f"data directory {deep} does not exist" in " ".join(p.stderr.split())
+    assert not (tmp_path / "nonexistent").exists()
+    # A new home in a folder that exists is made, as before; models list takes --home too.
+    fresh = tmp_path / "fresh"
+    assert "no campaigns yet" in cli(["campaigns", "--home", str(fresh)], env).stdout
+    wide = {**env, "COLUMNS": "200"}
+    assert "mnist-vae" in cli(["models", "list", "--home", str(fresh)], wide).stdout
