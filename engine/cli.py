@@ -672,7 +672,25 @@ def main() -> None:
     from store.errors import StoreBusy, StoreError
 
     try:
-        app()
+        from typer._click import exceptions as click_errors
+    except ImportError:  # a typer that uses click itself
+        from click import exceptions as click_errors
+
+    try:
+        # Not standalone: typer would print a usage error as a boxed panel of several
+        # lines; here it is one line, as every other error.
+        code = app(standalone_mode=False)
+    except getattr(click_errors, "NoArgsIsHelpError", ()):
+        sys.exit(2)  # the group's help, which typer has printed (as standalone mode does)
+    except click_errors.ClickException as e:
+        where = getattr(getattr(e, "ctx", None), "command_path", None) or "latentfuzz"
+        err.print("[red]error:[/] ", end="")
+        err.print(f"{' '.join(e.format_message().split())} (`{where} --help` lists what it "
+                  "takes)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        err.print("aborted", markup=False, highlight=False)
+        sys.exit(1)
     except Exception as e:  # noqa: BLE001 - a bug's traceback is re-raised below
         said = str(e) if isinstance(e, (LatentfuzzError, StoreError, StoreBusy)) else one_line(e)
         if said is None:
@@ -681,6 +699,8 @@ def main() -> None:
         err.print("[red]error:[/] ", end="")
         err.print(said, markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
+    if isinstance(code, int) and code:
+        sys.exit(code)  # typer.Exit(n) and Ctrl-C's 130, which it returns when not standalone
 
 
 if __name__ == "__main__":

@@ -188,3 +188,22 @@ def test_a_mistyped_home_is_refused_not_created(env, tmp_path: Path):
     assert "no campaigns yet" in cli(["campaigns", "--home", str(fresh)], env).stdout
     wide = {**env, "COLUMNS": "200"}
     assert "mnist-vae" in cli(["models", "list", "--home", str(fresh)], wide).stdout
+
+
+def test_usage_errors_are_one_line_that_names_the_help(env):
+    """`--seeds abc`, an unknown command or option printed a usage line, a hint and a
+    boxed panel of several lines."""
+    for args, said in (
+        (["run", "--seeds", "abc"], "Invalid value for '--seeds'"),
+        (["ui", "--port", "99999"], "less than or equal to 65535"),
+        (["bench", "bogus"], "No such command 'bogus'"),
+        (["run", "--nosuch"], "No such option: --nosuch"),
+    ):
+        p = cli(args, env, ok=False)
+        assert p.returncode == 2, (args, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
+        assert "--help` lists what it takes" in lines[0]
+    # A group without a command still shows its help.
+    p = cli(["labels"], env, ok=False)
+    assert p.returncode == 2 and "import" in p.stdout + p.stderr
