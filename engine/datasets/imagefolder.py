@@ -145,6 +145,14 @@ class Report:
     split_rule: str
 
 
+def _rel(path: str | Path, root: Path) -> str:
+    """A file's path under the dataset's folder, as the user sees it in the folder."""
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 class ImageFolder(Dataset):
     """One sub-folder per class of PNG/JPEG images, resized to size x size."""
 
@@ -321,8 +329,13 @@ class ImageFolder(Dataset):
             out[f"{split}_y"] = np.asarray(ys, dtype=np.int64)
             counts[split] = np.bincount(out[f"{split}_y"], minlength=self.num_classes).tolist()
         if not len(out["train_y"]):
-            raise DatasetError(f"{self.root}: no image could be decoded; run "
-                               f"`latentfuzz data check {self.root}` to see why")  # fmt: skip
+            # The reasons themselves: pointing to `data check` sent `data check` in a circle.
+            why = "; ".join(f"{_rel(path, self.root)}: {reason}" for path, reason in rejected[:3])
+            more = f" and {len(rejected) - 3} more" if len(rejected) > 3 else ""
+            raise DatasetError(
+                f"{self.root}: no image could be decoded ({len(rejected)} set aside: "
+                f"{why}{more}); give class folders of PNG or JPEG images"
+            )
         self._report = Report(
             self.class_names, self.folders, counts, sizes, modes, rejected, self.shape,
             self.split_rule,

@@ -69,6 +69,17 @@ def test_check_says_what_it_found_and_what_it_rejected(folder: Path):
         (lambda p: p.mkdir(), "is empty"),
         (lambda p: (p.mkdir(), (p / "a.png").write_bytes(b"x")), "no class folder"),
         (lambda p: None, "does not exist"),
+        # Class folders of files that are no images: the reasons, not "run data check"
+        # (which this is), the advice it gave.
+        (
+            lambda p: (
+                (p / "a").mkdir(parents=True),
+                (p / "a" / "x.txt").write_text("hi"),
+                (p / "b").mkdir(),
+                (p / "b" / "y.png").write_bytes(b"not png"),
+            ),
+            "a/x.txt: not a PNG or JPEG file",
+        ),
     ],
 )
 def test_check_refuses_an_unusable_folder_in_one_line(tmp_path: Path, make, message):
@@ -76,6 +87,7 @@ def test_check_refuses_an_unusable_folder_in_one_line(tmp_path: Path, make, mess
     out = cli("data", "check", str(tmp_path / "d"))
     assert isinstance(out.exception, DatasetError)
     assert message in str(out.exception) and "\n" not in str(out.exception)
+    assert "data check" not in str(out.exception)
 
 
 def test_pixels_size_channels_and_fit(tmp_path: Path):
