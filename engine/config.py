@@ -192,9 +192,12 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     criterion_cls = CRITERIA.get(criterion)
     reads = (*fitness_cls.requires, *criterion_cls.requires)
     if "logits_b" in reads and cfg.classifier_b is None:
+        # The strategy's own default, not a fitness the user never gave, is what to name.
+        why = (f"fitness {fitness!r} with criterion {criterion!r} compares"
+               if cfg.fitness or cfg.criterion
+               else f"strategy {cfg.strategy!r} searches for disagreements of")  # fmt: skip
         raise ConfigError(
-            f"fitness {fitness!r} with criterion {criterion!r} compares two classifiers; "
-            "name the second one with classifier_b (--classifier-b)"
+            f"{why} two classifiers; name the second one with classifier_b (--classifier-b)"
         )
     needs_target = "target" in reads
     if escape:
@@ -209,6 +212,13 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
                 f"criterion {criterion!r}; use fitness 'targeted' (the default)"
             )
         return fitness_cls, criterion_cls
+    if cfg.target is not None and not needs_target:
+        # It was stored and ignored: a margin search ran under a config that said target 3.
+        raise ConfigError(
+            f"target={cfg.target} is read only by a targeted objective, but fitness "
+            f"{fitness!r} with criterion {criterion!r} is in force; add fitness: targeted "
+            "(--fitness targeted), or drop target (--target)"
+        )
     if needs_target and cfg.target is None:
         raise ConfigError(
             f"fitness {fitness!r} with criterion {criterion!r} needs a target class; "

@@ -102,6 +102,8 @@ def test_single_classifier_campaigns_keep_their_shape(tmp_path: Path):
     [
         ({"fitness": "divergence"}, "compares two classifiers; name the second one"),
         ({"criterion": "disagree"}, "compares two classifiers"),
+        # Named by the strategy whose default it is, not by a fitness never given.
+        ({"strategy": "nsga2"}, "strategy 'nsga2' searches for disagreements of two"),
         ({"classifier": "convnet", "classifier_b": "mnist-convnet"}, "the same model"),
         ({"classifier_b": "lenet5", "validators": {"nope": None}}, "filter 'nope' unknown"),
         ({"generator": "vae", "classifier_b": "lenet5", "validators": {"discriminator": None}},

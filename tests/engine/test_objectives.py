@@ -92,6 +92,9 @@ def test_defaults_follow_the_strategy_and_the_fitness():
         ({"fitness": "targeted", "target": 3, "target_class": 3}, "escape to another class"),
         ({"fitness": "nope"}, "fitness 'nope' unknown"),
         ({"criterion": "nope"}, "criterion 'nope' unknown"),
+        # A target without a targeted objective was stored and ignored (a margin search).
+        ({"target": 3}, r"target=3 is read only by a targeted objective.*--fitness targeted"),
+        ({"target": 3, "fitness": "margin"}, "fitness 'margin' with criterion"),
     ],
 )
 def test_objective_config_errors(cfg, match):
