@@ -263,6 +263,12 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         ds = get_dataset(cfg.dataset, cfg.data_dir)
     except DatasetError as e:
         raise ConfigError(str(e)) from None
+    if cfg.data_dir is not None and not ds.reads_files:
+        # It was stored and ignored, so the config claimed data the campaign never read.
+        raise ConfigError(
+            f"data_dir={cfg.data_dir!r}, but dataset {cfg.dataset!r} reads no files "
+            f"({ds.expected_files[0].strip('()')}); drop data_dir (--data-dir)"
+        )
     for name in ("target_class", "target"):
         value = getattr(cfg, name)
         if value is not None and value >= ds.num_classes:

@@ -102,6 +102,14 @@ def test_objective_config_errors(cfg, match):
         objectives(parse_config(cfg))
 
 
+def test_a_data_dir_for_a_dataset_that_reads_no_files_is_refused():
+    """`--data-dir /nonexistent` ran on the embedded MNIST and was stored in the config."""
+    from engine.config import resolve
+
+    with pytest.raises(ConfigError, match="dataset 'mnist' reads no files .*drop data_dir"):
+        resolve(parse_config({"data_dir": "/nonexistent"}))
+
+
 def test_target_beyond_the_classes_is_rejected_before_anything_is_written(home: Path):
     with pytest.raises(ConfigError, match="target=12, but mnist has classes 0..9"):
         run_campaign(parse_config({"fitness": "targeted", "target": 12}), home)
