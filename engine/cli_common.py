@@ -3,6 +3,7 @@ table cells."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 from pathlib import Path
@@ -90,19 +91,33 @@ def one_line(e: BaseException, flags: bool = False) -> str | None:
     folder, an unclosed bracket in a YAML file, a pydantic dump for `--k 0`. `flags`:
     name a setting as the command's option (`--gold-rate`)."""
     if isinstance(e, OSError):
-        what = f"cannot use {e.filename}: {e.strerror or e}" if e.filename else str(e)
-        return f"{what}; give a file path in a folder that exists and that you may write"
+        if not e.filename:
+            return str(e)
+        # By cause: "a folder that exists and that you may write" misled about input files.
+        fix = {
+            errno.EISDIR: "it is a folder; give the path of a file",
+            errno.ENOENT: "no such file or folder; check the path",
+            errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+            errno.EACCES: "permission denied; pick a path you may read and write",
+            errno.EPERM: "permission denied; pick a path you may read and write",
+            errno.ENOSPC: "no space left on the device; free some space",
+        }.get(e.errno, f"{e.strerror or e}; check the path")
+        return f"cannot use {e.filename}: {fix}"
     if type(e).__module__.startswith("yaml"):
         return yaml_problem(e)
     if type(e).__name__ == "ValidationError" and hasattr(e, "errors"):
         said = []
         for err in e.errors():
-            field = ".".join(map(str, err["loc"])) or "settings"
-            if flags and err["loc"]:  # named as the command's option
+            msg = err["msg"].removeprefix("Value error, ")
+            if not err["loc"]:  # a rule across settings: its message names them
+                said.append(msg)
+                continue
+            field = ".".join(map(str, err["loc"]))
+            if flags:  # named as the command's option
                 field = "--" + str(err["loc"][0]).replace("_", "-")
             got = err.get("input")
             given = "" if isinstance(got, dict) else f" (you gave {got!r})"
-            said.append(f"{field}: {err['msg'].removeprefix('Value error, ')}{given}")
+            said.append(f"{field}: {msg}{given}")
         return "invalid settings: " + "; ".join(said)
     return None
 

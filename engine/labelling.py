@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,7 @@ class StudyConfig(BaseModel, frozen=True):
     campaigns: list[str] = Field(min_length=1)
     name: str | None = None
     k: int = Field(2, ge=1, le=20, description="answers wanted per image")
-    rule: str = Field("icst", pattern="^(icst|majority)$")
+    rule: Literal["icst", "majority"] = "icst"  # pydantic then says the choices in words
     sample: int | None = Field(None, ge=1, description="result images drawn; None: all")
     seed_images: bool = False
     triggering: bool = Field(
@@ -47,6 +47,12 @@ class StudyConfig(BaseModel, frozen=True):
     def _rule_fits_k(self) -> StudyConfig:
         if self.rule == "majority" and self.k < 3:
             raise ValueError(f"majority vote needs k >= 3 answers per image, got k={self.k}")
+        if self.triggering and self.seed_images:
+            # It was dropped without a word: triggering inputs have no seed image beside.
+            raise ValueError(
+                "seed_images shows the seed beside each failing seed's result; "
+                "a study of triggering inputs has none: drop one of the two"
+            )
         return self
 
 
@@ -104,6 +110,14 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
                 f"campaigns {two} test two classifiers against each other: their failing "
                 "seeds are inputs the two label differently, not misclassifications. Label "
                 'them with --triggering ("Triggering inputs instead" on the Studies page)'
+            )
+    else:
+        camps = queries.campaigns_by_id(store, cfg.campaigns)
+        if one := camps.loc[camps["classifier_b"].isna(), "id"].tolist():
+            # They were left out without a word: one classifier archives no disagreements.
+            raise ConfigError(
+                f"campaigns {one} test one classifier: they archive no triggering inputs. "
+                "Leave them out, or label their failing seeds in a study without --triggering"
             )
     pool = (triggering_inputs if cfg.triggering else failing_seeds)(store, cfg.campaigns)
     if pool.empty and cfg.triggering:

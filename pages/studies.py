@@ -41,7 +41,10 @@ with tab_new:
         st.info("No finished campaign with a misclassification yet.")
     else:
         names = dict(zip(campaigns["id"], campaigns["name"].fillna(campaigns["id"]), strict=True))
-        chosen = st.multiselect("Campaigns", list(names), default=list(names)[:1],
+        # The newest campaign of one classifier: a differential one is refused by a study
+        # of failing seeds, the form's default (its triggering inputs are a tick away).
+        plain = campaigns.loc[campaigns["classifier_b"].isna(), "id"].tolist()
+        chosen = st.multiselect("Campaigns", list(names), default=(plain or list(names))[:1],
                                 format_func=lambda c: f"{names[c]} ({c})")  # fmt: skip
         population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
         planned = sample_size(population) if population else 0
@@ -52,7 +55,14 @@ with tab_new:
         with st.form("new_study", enter_to_submit=False):  # Enter commits a field only
             a, b, c, d = st.columns(4)
             name = a.text_input("Name", "")
-            sample = b.number_input("Images to label", 1, max(1, population), max(1, planned))
+            # The model's bound, checked at Create: Streamlit's own min and max refused a
+            # typed -4 with a red box and no word, and Create did nothing.
+            bounds = limits(labelling.StudyConfig, "sample")
+            sample = b.number_input(
+                "Images to label", value=max(1, planned), **{**bounds, "help": (
+                    f"{bounds['help'] or ''} Drawn from the {population} failing images; "
+                    "more than that labels them all.")},
+            )  # fmt: skip
             k = c.number_input("Labellers per image (k)", value=2,
                                **limits(labelling.StudyConfig, "k"))  # fmt: skip
             rule = d.selectbox("Verdict rule", ["icst", "majority"],

@@ -149,6 +149,18 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     assert any(c.endswith("(they disagree)") for c in captions)
     with pytest.raises(ConfigError, match="test two classifiers against each other.*--triggering"):
         create_study(store, home, StudyConfig(campaigns=[cid]))
+    # A triggering-inputs study of a one-classifier campaign, or with seed images: both
+    # were dropped without a word.
+    plain = run_campaign(parse_config({"seeds": 3, "seed": 1, "strategy_params": {
+        "generations": 30}}), home).campaign_id  # fmt: skip
+    with pytest.raises(ConfigError, match=rf"\['{plain}'\] test one classifier"):
+        create_study(store, home, StudyConfig(campaigns=[cid, plain], triggering=True))
+    with pytest.raises(ValueError, match="triggering inputs has none: drop one"):
+        StudyConfig(campaigns=[cid], triggering=True, seed_images=True)
+    # The New study form starts from the newest one-classifier campaign, not a refusal.
+    at = app("studies.py")
+    form = next(m for m in at.multiselect if m.label == "Campaigns")
+    assert form.value == [plain]
 
 
 def test_lists_name_both_classifiers_of_a_differential_campaign(app, diffed):

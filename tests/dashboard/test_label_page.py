@@ -175,6 +175,23 @@ def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
     assert any("Created" in s.value for s in at.success)
 
 
+def test_bad_numbers_in_the_new_study_form_are_named_not_ignored(page, study):
+    """-4 images and k = -1: Create study did nothing, without a word (a red box only)."""
+    home, _, _ = study
+    store = Store(home / "latentfuzz.duckdb")
+    before = len(ls.studies(store))
+    at = page(None)
+    at.switch_page("../pages/studies.py").run()
+    at.number_input[0].set_value(-4)
+    at.number_input[1].set_value(-1)
+    next(b for b in at.button if b.label == "Create study").click().run()
+    assert not at.exception, at.exception
+    said = " ".join(e.value for e in at.error).replace("\\", "")  # markdown escapes
+    assert "Images to label must be at least 1 (you entered -4)" in said, said
+    assert "Labellers per image (k) must be at least" in said and "(you entered -1)" in said
+    assert len(ls.studies(store)) == before
+
+
 def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
     """An ImageNet-subset study: "a different real-world object" is one key (O) and is
     stored as OTHER (valid, not the expected class); a closed dataset has no such button."""

@@ -139,8 +139,11 @@ def test_paths_yaml_and_settings_that_cannot_be_used_get_one_line(home: Path, en
     from engine.cli_common import one_line
 
     assert one_line(IsADirectoryError(21, "Is a directory", str(tmp_path))) == (
-        f"cannot use {tmp_path}: Is a directory; give a file path in a folder that exists "
-        "and that you may write"
+        f"cannot use {tmp_path}: it is a folder; give the path of a file"
+    )
+    # By cause: an input file that is not there is not asked to be "a folder you may write".
+    assert one_line(FileNotFoundError(2, "No such file", "in.csv")) == (
+        "cannot use in.csv: no such file or folder; check the path"
     )
     assert one_line(RuntimeError("a bug")) is None  # a bug keeps its traceback
 
