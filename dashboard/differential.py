@@ -40,7 +40,8 @@ def figures_row(figs: dict) -> None:
         "higher is more diverse, 0 at most",
     )  # fmt: skip
     ent = figs.get("label_entropy")
-    cols[4].metric("label-pair entropy", "–" if ent is None else f"{ent:.2f} bits")
+    # max: a single label pair's entropy came out as -0.00 (a rounding error below zero).
+    cols[4].metric("label-pair entropy", "–" if ent is None else f"{max(ent, 0.0):.2f} bits")
 
 
 def split_tiles(arch: pd.DataFrame, where) -> None:
@@ -100,16 +101,22 @@ def pareto_panel(store: Store, cid: str, seeds: list[int]) -> None:
     now = df[df["generation"] == g].copy()
     now["divergence"] = -now["fitness"]
     now["diversity"] = now["objective2"]
-    now["on the front"] = pareto_front(now["divergence"].to_numpy(), now["diversity"].to_numpy())
-    now["disagree"] = now["pred"] != now["pred_b"]
+    front = pareto_front(now["divergence"].to_numpy(), now["diversity"].to_numpy())
+    # Words in the legend, not "false"/"true".
+    now["point"] = np.where(front, "on the front", "dominated")
+    now["labels"] = np.where(now["pred"] != now["pred_b"], "A ≠ B", "A = B")
     chart = (
         alt.Chart(now, title=f"generation {g}: divergence vs diversity")
         .mark_point(filled=True, size=60)
         .encode(
             x=alt.X("divergence:Q", title="divergence (A vs B)"),
             y=alt.Y("diversity:Q", title="diversity (cosine distance to finds)"),
-            color=alt.Color("on the front:N", scale=alt.Scale(range=["#bbbbbb", "#d55e00"])),
-            shape=alt.Shape("disagree:N", title="A ≠ B"),
+            color=alt.Color(
+                "point:N",
+                title="",
+                scale=alt.Scale(domain=["dominated", "on the front"], range=["#bbbbbb", "#d55e00"]),
+            ),
+            shape=alt.Shape("labels:N", title=""),
             tooltip=["individual", "divergence", "diversity", "pred", "pred_b"],
         )
         .properties(height=300)
@@ -158,7 +165,12 @@ def human_split(store: Store, cid: str, where) -> None:
     where.markdown("**Against human labels** (valid inputs, the study's rule)")
     cols = ["study", "labelled", "valid", "humans_agree_a", "humans_agree_b",
             "humans_agree_neither", "undecided"]  # fmt: skip
-    where.dataframe(pd.concat(frames)[cols], hide_index=True, width="stretch")
+    # Short headers: the long ones ran the table past its half of the page.
+    short = {"humans_agree_a": "A's", "humans_agree_b": "B's", "humans_agree_neither": "other"}
+    where.dataframe(pd.concat(frames)[cols].rename(columns=short), hide_index=True,
+                    width="stretch")  # fmt: skip
+    where.caption("Of the inputs judged valid: how many the labellers give A's label, B's, "
+                  "or another.")  # fmt: skip
 
 
 def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> None:

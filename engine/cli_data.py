@@ -210,7 +210,8 @@ def list_datasets(home: HomeOpt = None) -> None:
                 else f"no files found (give --data-dir, or `data add NAME DIR --format {name}`)"
             )
             line = (
-                f"{name} ({source}): {'x'.join(map(str, ds.shape))}, {ds.num_classes} classes "
+                f"{name} ({source}): {'x'.join(map(str, ds.shape))}, {ds.num_classes} "
+                f"class{'es' * (ds.num_classes != 1)} "
                 f"({names}), fingerprint {ds.fingerprint() if files else '–'}, "
                 f"models: {models.get(name, 0)}; {where}"
             )

@@ -27,6 +27,10 @@ STUDY_NAMES = {
     "rule": "Verdict rule", "gold_rate": "Gold items", "seed": "Random seed",
 }  # fmt: skip
 
+#: The "who is right" table's columns in words (they showed as humans_agree_a ...).
+SIDES = {"campaign_id": "campaign", "humans_agree_a": "A's label", "humans_agree_b": "B's label",
+         "humans_agree_neither": "another label"}  # fmt: skip
+
 store, home = get_store(), get_home()
 st.title("Validity studies")
 studies = ls.studies(store)
@@ -49,7 +53,8 @@ with tab_new:
         population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
         planned = sample_size(population) if population else 0
         st.caption(
-            f"{population} failing images; the planner proposes **{planned}** for a 95% "
+            f"{population} failing image{'s' * (population != 1)}; the planner proposes "
+            f"**{planned}** for a 95% "
             "confidence level and a 5% margin of error (Cochran, finite-population correction)."
         )
         with st.form("new_study", enter_to_submit=False):  # Enter commits a field only
@@ -142,7 +147,7 @@ with tab_stats:
         st.subheader("Which classifier people agree with")
         st.caption("triggering inputs of differential campaigns: of the images judged valid, "
                    "those the labellers give classifier A's label, B's, or another")  # fmt: skip
-        st.dataframe(sides, hide_index=True, width="stretch")
+        st.dataframe(sides.rename(columns=SIDES), hide_index=True, width="stretch")
     st.subheader("Agreement and labellers")
     ag = labelling.agreement_table(j, v)
     a, b, c = st.columns(3)
@@ -151,8 +156,15 @@ with tab_stats:
     for col, (label, k) in zip((a, b, c), names, strict=True):
         col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
     st.dataframe(
-        labelling.labeller_table(j, v).style.format(
-            {"gold_accuracy_pct": "{:.0f}", "median_seconds": "{:.1f}"}, na_rep="–"
+        labelling.labeller_table(j, v)
+        .rename(
+            columns={
+                "gold_accuracy_pct": "gold accuracy %",
+                "median_seconds": "median seconds per answer",
+            }
+        )
+        .style.format(
+            {"gold accuracy %": "{:.0f}", "median seconds per answer": "{:.1f}"}, na_rep="–"
         ),
         hide_index=True,
         width="stretch",

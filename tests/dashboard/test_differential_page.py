@@ -51,7 +51,13 @@ def test_the_differential_panel_shows_figures_heatmap_front_and_gallery(app, dif
     assert not at.exception, at.exception
     gallery = next(e for e in at.expander if e.label.startswith("Triggering inputs"))
     assert gallery.label == f"Triggering inputs ({int(arch['valid'].sum())})"
-    # The Pareto front, with a generation slider.
+    # The Pareto front, with a generation slider; its legends in words, not false/true.
+    import json
+
+    front = next(json.loads(c.proto.spec) for c in at.get("vega_lite_chart")
+                 if "divergence vs diversity" in c.proto.spec)  # fmt: skip
+    assert front["encoding"]["color"]["scale"]["domain"] == ["dominated", "on the front"]
+    assert front["encoding"]["shape"]["field"] == "labels"  # "A ≠ B" / "A = B"
     slider = at.select_slider[0]
     assert slider.label == "Generation" and slider.value == 4
     slider.set_value(2).run()
@@ -126,8 +132,10 @@ def test_studies_page_says_which_classifier_people_agree_with(app, diffed):
     at = app("studies.py", study=sid)
     assert not at.exception, at.exception
     assert any(s.value == "Which classifier people agree with" for s in at.subheader)
-    sides = next(d.value for d in at.dataframe if "humans_agree_b" in d.value.columns)
-    assert sides["humans_agree_b"].tolist() == [3] and sides["humans_agree_a"].tolist() == [0]
+    # Headed in words (they showed as humans_agree_a, humans_agree_neither, campaign_id).
+    sides = next(d.value for d in at.dataframe if "B's label" in d.value.columns)
+    assert sides["B's label"].tolist() == [3] and sides["A's label"].tolist() == [0]
+    assert not [c for d in at.dataframe for c in d.value.columns if "_" in str(c)]
 
 
 def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refused(app, diffed):
