@@ -24,6 +24,12 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
         its = -1 if pd.isna(r.iterations) else int(r.iterations)
         stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), its)
         folder = "misclassified" if r.misclassified else "survived"
+        if pd.notna(getattr(r, "final_pred_b", None)):
+            # Two classifiers: both answers, and a failure is their disagreement ("predicted"
+            # named A's answer alone, under "misclassified").
+            stem = (f"seed{int(r.seed_idx):04d}_expected{int(r.seed_label)}_A{int(r.final_pred)}"
+                    f"_B{int(r.final_pred_b)}_iter{its}")  # fmt: skip
+            folder = "disagree" if r.misclassified else "agree"
         for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
             if not isinstance(rel, str):  # an imported campaign's tool kept no seed image
                 continue

@@ -304,3 +304,21 @@ def test_a_wall_clock_campaign_is_not_resumed(tmp_path: Path):
     assert cut.status == "interrupted"
     with pytest.raises(LatentfuzzError, match="wall-clock budget"):
         resume_campaign(tmp_path, cut.campaign_id)
+
+
+def test_its_export_names_both_answers_and_files_disagreements_apart(ga_diff, tmp_path):
+    """The zip filed its seeds under misclassified/ as "predicted5": A's answer alone."""
+    import zipfile
+
+    from engine.export import export_zip
+
+    home, cid, store = ga_diff
+    seeds = queries.seeds(store, cid)
+    export_zip(store, home, cid, tmp_path / "d.zip")
+    names = zipfile.ZipFile(tmp_path / "d.zip").namelist()
+    for r in seeds[seeds["result_image"].notna()].itertuples():
+        folder = "disagree" if r.misclassified else "agree"
+        stem = (f"{folder}/seed{r.seed_idx:04d}_expected{r.seed_label}_A{int(r.final_pred)}"
+                f"_B{int(r.final_pred_b)}_iter{int(r.iterations)}")  # fmt: skip
+        assert f"{stem}_result.png" in names, names
+    assert not [n for n in names if n.startswith("misclassified/")]
