@@ -249,6 +249,9 @@ def import_bundle(
     from engine.campaign_id import check_id_syntax
 
     home, path = Path(home), Path(path)
+    if path.is_dir():
+        raise BundleError(f"{path} is a folder; give the bundle file (a zip written by "
+                          "`export --bundle`)")  # fmt: skip
     if not path.is_file():
         raise BundleError(f"no bundle file {path}; expected a zip written by `export --bundle`")
     store.require_writable()

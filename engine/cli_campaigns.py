@@ -84,10 +84,13 @@ def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:
 
 def _target(store, id_: str, study: bool) -> str:
     """'study' or 'campaign', after checking that the id exists (one-line error if not)."""
+    from store import labels, queries
+
     if not study:
+        if queries.campaign(store, id_) is None and labels.study(store, id_) is not None:
+            raise LatentfuzzError(f"{id_} is a label study, not a campaign; add --study")
         _campaign(store, id_)
         return "campaign"
-    from store import labels
 
     if labels.study(store, id_) is None:
         raise LatentfuzzError(f"no study {id_!r}; `latentfuzz labels list` lists them")

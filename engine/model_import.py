@@ -24,7 +24,7 @@ from engine.classifiers import FORMATS, format_of
 from engine.classifiers.onnx import external_data_files, parameter_count
 from engine.datasets import get_dataset
 from engine.datasets.base import DatasetError
-from engine.errors import ConfigError
+from engine.errors import ConfigError, ModelError
 from engine.generators.torchscript import DECODER, TorchScriptGenerator, load_decoder
 from engine.train.common import accuracy, command_line, ms_per_image, stamp
 
@@ -106,6 +106,12 @@ def import_classifier(
 ) -> dict[str, Any]:
     """Validate, copy and measure a TorchScript or ONNX classifier; returns its card."""
     src = Path(file).expanduser()
+    if src.is_dir():
+        raise ModelError(f"{src} is a folder; give the path of a TorchScript (.pt) or ONNX "
+                         "(.onnx) file")  # fmt: skip
+    if not src.is_file():
+        raise ModelError(f"classifier file {src} does not exist; give the path of a "
+                         "TorchScript (.pt) or ONNX (.onnx) file")  # fmt: skip
     fmt = format_of(src) or "torchscript"
     name = name or src.stem
     check_name(name, replace)

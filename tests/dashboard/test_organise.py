@@ -3,8 +3,10 @@ the Campaigns page's filters kept in the URL."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -52,6 +54,17 @@ def test_cli_tags_and_notes_a_campaign(two, monkeypatch):
     assert got == {"tags": ["paper"], "notes": "the baseline"}
     r = run(cli, ["tag", "no-such-id", "x", "--home", str(home)])
     assert r.exit_code != 0 and "no campaign 'no-such-id'" in str(r.exception)
+    # A study's id without --study: the hint, not "no campaign".
+    from store import labels as ls
+
+    sid = "study-x"
+    ls.create_study(Store(home / "latentfuzz.duckdb"), {
+        "id": sid, "name": "x", "created_at": datetime.now(), "dataset": "mnist",
+        "source": "campaigns", "k": 2, "rule": "icst", "seed": 0, "resamples": 1000,
+        "config": {},
+    }, pd.DataFrame(columns=["item_id", "kind"]))  # fmt: skip
+    r = run(cli, ["tag", sid, "x", "--home", str(home)])
+    assert r.exit_code != 0 and "is a label study, not a campaign; add --study" in str(r.exception)
 
 
 def test_campaigns_page_filters_by_tag_from_the_url(two, monkeypatch):

@@ -103,6 +103,15 @@ def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp
     assert re.search(r"campaign \S+ finished", out.stdout) and "of 3" in out.stdout
 
 
+def test_a_folder_or_a_missing_file_names_both_formats(user_home: Path, tmp_path):
+    """A folder read "does not exist; give the path of a .pt file" (ONNX is taken too)."""
+    with pytest.raises(LatentfuzzError, match="is a folder; give the path of a TorchScript"):
+        models_cli(["import", str(tmp_path), "--dataset", "mnist"], user_home)
+    with pytest.raises(LatentfuzzError, match=r"does not exist.*\(\.pt\) or ONNX \(\.onnx\)"):
+        models_cli(["import", str(tmp_path / "no.onnx"), "--dataset", "mnist"], user_home)
+    assert left_behind(user_home) == []
+
+
 def test_a_refused_import_writes_nothing(user_home: Path, tmp_path):
     fixed = export(Net(), tmp_path / "fixed.onnx", dynamic=False)
     with pytest.raises(LatentfuzzError, match="fixed.onnx was exported with a fixed batch of 2"):
