@@ -126,7 +126,13 @@ def report_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Validity and label preservation per generator x perturbation."""
-    from engine.labelling import agreement_table, labeller_table, load, report
+    from engine.labelling import (
+        agreement_table,
+        labeller_table,
+        load,
+        model_agreement,
+        report,
+    )
     from store import labels
 
     store = _store(home)
@@ -150,6 +156,21 @@ def report_cmd(
             r.valid_ci, str(r.preserved), _pct(r.preserved_pct), r.preserved_ci,
         )  # fmt: skip
     console.print(t if len(table) else "no image has all its answers yet")
+    sides = model_agreement(v, s["rule"])
+    if len(sides):  # triggering inputs: the dashboard's "Which classifier people agree with"
+        w = Table(
+            "campaign",
+            "labelled",
+            "valid",
+            "A's label",
+            "B's label",
+            "another label",
+            "undecided",
+            title="Of the valid triggering inputs, the label people give",
+        )
+        for r in sides.itertuples():
+            w.add_row(r.campaign_id, *(str(x) for x in r[2:]))
+        console.print(w)
     incomplete = v[~v["complete"] & v["kind"].ne("gold")]
     if len(incomplete):
         console.print(f"{len(incomplete)} images have fewer than {s['k']} answers and are not "

@@ -136,6 +136,17 @@ def test_studies_page_says_which_classifier_people_agree_with(app, diffed):
     sides = next(d.value for d in at.dataframe if "B's label" in d.value.columns)
     assert sides["B's label"].tolist() == [3] and sides["A's label"].tolist() == [0]
     assert not [c for d in at.dataframe for c in d.value.columns if "_" in str(c)]
+    # ... and so does `labels report` (it had validity and preservation only).
+    import subprocess
+
+    from tests.helpers import CLI
+
+    env = {"LATENTFUZZ_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([*CLI, "labels", "report", sid], env=env, capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    row = next(line for line in out.splitlines() if cid in line)
+    assert "the label people give" in out, out
+    assert [c.strip() for c in row.split("│")[4:6]] == ["0", "3"], row
 
 
 def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refused(app, diffed):
