@@ -26,7 +26,12 @@ def parse_validators(items: list[str]) -> dict[str, float | None]:
     """['ssim-nearest=0.4', 'discriminator'] -> {'ssim-nearest': 0.4, 'discriminator': None}."""
     out: dict[str, float | None] = {}
     for item in items:
-        name, _, value = item.partition("=")
+        name, eq, value = item.partition("=")
+        if eq and not value.strip():  # "discriminator=" meant a threshold, not the default
+            raise LatentfuzzError(
+                f"--validator {item!r}: the threshold is empty; give NAME=THRESHOLD, e.g. "
+                f"{name.strip() or 'ssim-nearest'}=0.4, or NAME alone for its default"
+            )
         try:
             threshold = float(value) if value else None
         except ValueError:

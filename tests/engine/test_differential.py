@@ -322,3 +322,16 @@ def test_its_export_names_both_answers_and_files_disagreements_apart(ga_diff, tm
                 f"_B{int(r.final_pred_b)}_iter{int(r.iterations)}")  # fmt: skip
         assert f"{stem}_result.png" in names, names
     assert not [n for n in names if n.startswith("misclassified/")]
+
+
+def test_a_validator_with_an_empty_threshold_is_refused():
+    """`--validator discriminator=` ran with the default threshold, as if none was meant."""
+    from engine.cli_diff import parse_validators
+    from engine.errors import LatentfuzzError
+
+    assert parse_validators(["discriminator", "ssim-nearest=0.4"]) == {
+        "discriminator": None,
+        "ssim-nearest": 0.4,
+    }
+    with pytest.raises(LatentfuzzError, match="the threshold is empty; give NAME=THRESHOLD"):
+        parse_validators(["discriminator="])
