@@ -51,7 +51,12 @@ def sidecar(path: str | Path) -> Path:
 def _read_sidecar(path: Path) -> tuple[tuple[int, int, int], int]:
     """((C, H, W), whole frames held) of a sidecar."""
     with open(path, "rb") as f:
-        magic, c, h, w = _HEADER.unpack(f.read(_HEADER.size))
+        head = f.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        # A kill -9 between creating the file and writing its header: no frame in it.
+        # (struct.error here crashed `doctor` on a killed campaign's folder.)
+        raise OSError(f"{path} is cut short inside its header ({len(head)} bytes)")
+    magic, c, h, w = _HEADER.unpack(head)
     if magic != _MAGIC:
         raise OSError(f"{path} is not a latentfuzz frame file")
     # A crash can cut the last frame short: only whole frames count.

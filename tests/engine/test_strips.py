@@ -126,3 +126,20 @@ def test_a_strip_left_half_done_by_an_interrupt_does_not_fail_the_close(tmp_path
     sink.close()  # raised FileNotFoundError for a sidecar already gone, or never written
     assert (tmp_path / "a.png").exists() and not (tmp_path / "a.frames").exists()
     assert not (tmp_path / "b.png").exists()
+
+
+@pytest.mark.parametrize("head", [b"", b"LFFR"])
+def test_a_sidecar_cut_inside_its_header_reads_as_unreadable(tmp_path: Path, head: bytes):
+    """A kill -9 between creating a sidecar and writing its 10-byte header left a 0 to 9
+    byte file, and `doctor` on the killed campaign died of a struct.error (seen once in
+    tests/reliability/test_kill_resume.py)."""
+    sidecar(tmp_path / "s.png").write_bytes(head)
+    assert frame_count(tmp_path / "s.png", 28) is None  # doctor: a strip short of its frames
+    with pytest.raises(OSError, match="cut short inside its header"):
+        read_frame(tmp_path / "s.png", 0, 28)
+    # A resumed campaign starts the sidecar over.
+    sink = ImageSink(tmp_path)
+    sink.add_frames(["s.png"], frames(1))
+    sink.add_frames(["s.png"], frames(1, start=1))
+    sink.close()
+    assert Image.open(tmp_path / "s.png").size == (2 * 28, 28)
