@@ -72,6 +72,22 @@ def status_line(s: dict[str, Any]) -> str:
     )
 
 
+def _check_strategy_flags(strategy: str, flagged: dict[str, Any]) -> None:
+    """A flag of the GA family that the chosen strategy has no setting for, named as the
+    flag ("strategy_params.generations: not a setting here" for `--generations`)."""
+    from engine.strategies import STRATEGIES
+
+    if strategy not in STRATEGIES.names():
+        return  # the config's own check names the strategy
+    known = STRATEGIES.get(strategy).Params.model_fields
+    if extra := [k for k in flagged if k not in known]:
+        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
+        raise LatentfuzzError(
+            f"{flags}: strategy {strategy!r} has no such setting; its settings are "
+            f"{', '.join(known)} (give them under strategy_params in a --config YAML file)"
+        )
+
+
 @app.command()
 @start_up_interruptible
 def run(
@@ -203,10 +219,9 @@ def run(
             f"strategy_params is {given!r} ({type(given).__name__}), expected a mapping of "
             "settings, e.g. strategy_params: {generations: 100, population: 25}"
         )
-    raw["strategy_params"] = {
-        **given,
-        **{k: v for k, v in sp.items() if v is not None},
-    }
+    flagged = {k: v for k, v in sp.items() if v is not None}
+    _check_strategy_flags(raw.get("strategy") or "ga", flagged)
+    raw["strategy_params"] = {**given, **flagged}
     if step is not None and perturbation is None:
         raw["strategy_params"]["perturbation"] = "custom"
     cfg = parse_config(raw)

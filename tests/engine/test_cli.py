@@ -204,6 +204,10 @@ def test_usage_errors_are_one_line_that_names_the_help(env):
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
         assert "--help` lists what it takes" in lines[0]
+    # A flag the chosen strategy has no setting for, named as the flag.
+    p = cli(["run", "--strategy", "interpolate", "--generations", "3"], env, ok=False)
+    assert p.returncode == 2 and "--generations: strategy 'interpolate' has no such" in p.stderr
+    assert "lambda_steps" in p.stderr and len(p.stderr.strip().splitlines()) == 1
     # A group without a command still shows its help.
     p = cli(["labels"], env, ok=False)
     assert p.returncode == 2 and "import" in p.stdout + p.stderr
