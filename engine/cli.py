@@ -335,14 +335,20 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         f"{c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}"
     )
     df = queries.seeds(store, campaign_id)
-    failed = queries.failed_as(c["config"].get("criterion"))
+    failed = queries.failed_as((c["config"] or {}).get("criterion"))
+    two = bool(c.get("classifier_b"))  # a differential campaign: both classifiers' answers
+
+    def pred(r) -> str:
+        a = fmt(r.final_pred, "d")
+        return f"{a} / {fmt(r.final_pred_b, 'd')}" if two and a else a
+
     t = Table(
         "seed",
         "label",
         "viable",
         "status",
         "iterations",
-        "final pred",
+        "final pred (A / B)" if two else "final pred",
         "final fitness",
         "result image",
     )
@@ -353,7 +359,7 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
             "yes" if r.viable else "no",
             failed if r.status == "misclassified" else r.status,
             fmt(r.iterations, "d"),
-            fmt(r.final_pred, "d"),
+            pred(r),
             fmt(r.final_fitness, ".3f"),
             fmt(r.result_image),
         )

@@ -205,5 +205,6 @@ def test_lists_name_both_classifiers_of_a_differential_campaign(app, diffed):
     # Its failing seeds are inputs A and B label differently, not A's misclassifications.
     shown = " ".join(out.stdout.split())
     assert "A and B disagree" in shown and "misclassified" not in shown, shown
+    assert "final pred (A / B)" in shown  # `show`'s seeds give both answers
     page = app("campaign.py", id=cid)
     assert "A and B disagree" in [m.label for m in page.metric]
