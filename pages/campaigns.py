@@ -35,6 +35,10 @@ if df.empty:
     st.stop()
 
 FILTERS = ("status", "dataset", "generator", "classifier")
+FAILED_HELP = (
+    "Failing seeds: misclassified; for a campaign of two classifiers (A vs B), "
+    "inputs A and B label differently; for a targeted one, the target reached."
+)
 # Two rows of three: in one row of five, a chosen model's name was cut to "mnist-co…".
 cols = [*st.columns(3), *st.columns(3)]
 text = url_text(cols[0].text_input, "Name or id contains", "q")
@@ -85,7 +89,10 @@ def campaign_table() -> None:
         column_config={
             "open": st.column_config.LinkColumn("campaign", display_text=r"id=(.*)"),
             "tags": st.column_config.ListColumn("tags"),
-            "misclassified_pct": st.column_config.NumberColumn("misclassified %", format="%.1f"),
+            # One column for every campaign's failing seeds; what a failure is, in its help.
+            "misclassified": st.column_config.NumberColumn("misclassified", help=FAILED_HELP),
+            "misclassified_pct": st.column_config.NumberColumn(
+                "misclassified %", format="%.1f", help=FAILED_HELP),
             "iterations_icst": st.column_config.NumberColumn(
                 "iterations (ICST)", format="%.1f", help=queries.ICST_ITERATIONS),
             "iterations_to_failure": st.column_config.NumberColumn(
