@@ -129,8 +129,23 @@ RECORD_ONLY = ("evaluation_budget",)
 
 
 def from_record(raw: dict[str, Any]) -> CampaignConfig:
-    """The config of a stored campaign (its `config` column), derived keys left out."""
-    return parse_config({k: v for k, v in raw.items() if k not in RECORD_ONLY})
+    """The config of a stored campaign (its `config` column), derived keys left out, and
+    settings that older versions stored but never used (a target under a margin search, a
+    data_dir for the embedded MNIST; refused for new campaigns) dropped, so that such a
+    campaign still resumes and validates as it ran."""
+    kept = {k: v for k, v in raw.items() if k not in RECORD_ONLY}
+    f, c = raw.get("fitness"), raw.get("criterion")
+    known = f in FITNESS.names() and c in CRITERIA.names()
+    reads = (*FITNESS.get(f).requires, *CRITERIA.get(c).requires) if known else ("target",)
+    if kept.get("target") is not None and "target" not in reads:
+        kept["target"] = None
+    if kept.get("data_dir") is not None:
+        try:
+            if not get_dataset(kept.get("dataset") or "mnist").reads_files:
+                kept["data_dir"] = None
+        except DatasetError:
+            pass  # resolve names the dataset
+    return parse_config(kept)
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:

@@ -160,3 +160,16 @@ def test_boundary_with_the_ga_keeps_refining_and_returns_the_closest_failure(hom
         # Refinement: the best failing distance never grows over the generations.
         best = gens[gens["seed_idx"] == row["seed_idx"]]["best_fitness"]
         assert (best.diff().dropna() <= 0).all()
+
+
+def test_an_older_campaign_that_stored_an_ignored_target_or_data_dir_still_resolves():
+    """Refusing them for new campaigns must not strand stored ones: resume and validate
+    rebuild the config from the record."""
+    from engine.config import from_record
+
+    cfg = from_record({"fitness": "margin", "criterion": "misclassified", "target": 3,
+                       "data_dir": "/nowhere"})  # fmt: skip
+    assert cfg.target is None and cfg.data_dir is None
+    objectives(cfg)  # no refusal
+    kept = from_record({"fitness": "targeted", "criterion": "targeted", "target": 3})
+    assert kept.target == 3  # a target that was used stays
