@@ -96,17 +96,17 @@ def finished(table: pd.DataFrame) -> pd.Series:
 def block_columns(table: pd.DataFrame) -> list[str]:
     """A grid's other axes (``with_axes``), else BLOCK, or STRATEGY_BLOCK when the
     campaigns use more than one strategy."""
-    if table.attrs.get("blocks"):
-        return table.attrs["blocks"]
+    mixed = CRITERION in table and table[CRITERION].nunique() > 1
+    if grid := table.attrs.get("blocks"):
+        # A grid's own blocks, split by criterion too (a classifier_b axis mixes them).
+        return [CRITERION, *grid] if mixed else grid
     # A grid of one axis (a strategy study) has no other axes: the usual blocks apply.
     # Finished campaigns decide: a running one of another strategy must not regroup them.
     done = table[finished(table)]
     done = table if done.empty else done
     base = STRATEGY_BLOCK if "strategy" in done and done["strategy"].nunique() > 1 else BLOCK
     # Every campaign decides this one: rows of two criteria never share a block.
-    if CRITERION in table and table[CRITERION].nunique() > 1:
-        return [CRITERION, *base]
-    return base
+    return [CRITERION, *base] if mixed else base
 
 
 def _base(cols: list[str]) -> list[str]:

@@ -117,3 +117,16 @@ def test_campaigns_of_different_objectives_get_one_convergence_chart_each(tmp_pa
     assert color(margin)["scale"]["domain"] == color(boundary)["scale"]["domain"]
     assert len(color(margin)["scale"]["domain"]) == 3
     assert any("One chart per objective (margin, boundary)" in c.value for c in at.caption)
+
+
+def test_a_grid_along_classifier_b_splits_its_blocks_by_criterion():
+    """A grid whose axis is classifier_b: its own blocks (the other axes) put a plain and
+    a differential cell together, and the disagreements were marked best."""
+    t = table(["ga", "ga"], [3760, 3760])
+    t["criterion"] = ["misclassified", "disagree"]
+    t.attrs["blocks"], t.attrs["along"] = ["axis: seed"], "axis: classifier_b"
+    t["axis: seed"], t["axis: classifier_b"] = ["1", "1"], ["None", "mnist-lenet5"]
+    assert block_columns(t) == ["criterion", "axis: seed"]
+    assert len(blocks(t)) == 2
+    md = markdown_table(t, significance(t, {c: pd.Series([1.0]) for c in "ab"}))
+    assert "seed = 1; failing: A and B disagree**" in md
