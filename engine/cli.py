@@ -618,8 +618,9 @@ register_sd(zoo_app)  # models import-pipeline
 def zoo_list(home: HomeOpt = None) -> None:
     """Every zoo model with its quality and inference figures."""
     from engine import zoo
+    from engine.home import use_home
 
-    resolve_home(home)  # user models live under it
+    use_home(home)  # user models live under it; listing creates nothing
 
     t = Table(
         "name", "kind", "dataset", "source", "parameters", "quality", "ms/img b1", "ms/img b25"

@@ -28,9 +28,11 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     if not path.exists() and not path.parent.is_dir():
         # A typo ("/nonexistent/deep") would otherwise become a new, empty home, folders
         # and all, and `campaigns` would say "no campaigns yet" about the wrong place.
+        given = ("--home" if home is not None else f"${ENV_VAR}" if os.environ.get(ENV_VAR)
+                 else f"the default {DEFAULT_HOME}")  # fmt: skip
         raise LatentfuzzError(
-            f"data directory {path} does not exist, nor does the folder {path.parent} it "
-            f"would go in; check the path, or create {path.parent} first"
+            f"data directory {path} (from {given}) does not exist, nor does the folder "
+            f"{path.parent} it would go in; check the path, or create {path.parent} first"
         )
     try:
         path.mkdir(exist_ok=True)
@@ -46,6 +48,15 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 
 #: The home this process resolved last: user models live under it (zoo.user_models_dir).
 _current: Path | None = None
+
+
+def use_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The home a command that only reads looks in (`models list`), by the same rule and
+    without creating it: a home that does not exist holds no models of the user's."""
+    global _current
+    raw = home if home is not None else os.environ.get(ENV_VAR) or DEFAULT_HOME
+    _current = Path(raw).expanduser().resolve()
+    return _current
 
 
 def current_home() -> Path:

@@ -181,13 +181,17 @@ def test_a_mistyped_home_is_refused_not_created(env, tmp_path: Path):
     deep = tmp_path / "nonexistent" / "deep"
     p = cli(["campaigns", "--home", str(deep)], env, ok=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert f"data directory {deep} does not exist" in " ".join(p.stderr.split())
+    assert f"data directory {deep} (from --home) does not exist" in " ".join(p.stderr.split())
     assert not (tmp_path / "nonexistent").exists()
     # A new home in a folder that exists is made, as before; models list takes --home too.
     fresh = tmp_path / "fresh"
     assert "no campaigns yet" in cli(["campaigns", "--home", str(fresh)], env).stdout
     wide = {**env, "COLUMNS": "200"}
     assert "mnist-vae" in cli(["models", "list", "--home", str(fresh)], wide).stdout
+    # Listing models reads a home, it does not make one (nor need one that can be made).
+    gone = tmp_path / "nowhere" / "home"
+    assert "mnist-vae" in cli(["models", "list", "--home", str(gone)], wide).stdout
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_usage_errors_are_one_line_that_names_the_help(env):
