@@ -72,6 +72,16 @@ def status_line(s: dict[str, Any]) -> str:
     )
 
 
+def _has_setting(raw: dict[str, Any], name: str) -> bool:
+    """Whether the config's strategy (known or not) has the parameter `name`."""
+    from engine.strategies import STRATEGIES
+
+    strategy = raw.get("strategy") or "ga"
+    if strategy not in STRATEGIES.names():
+        return True  # the config's own check names the strategy
+    return name in STRATEGIES.get(strategy).Params.model_fields
+
+
 def _check_strategy_flags(strategy: str, flagged: dict[str, Any]) -> None:
     """A flag of the GA family that the chosen strategy has no setting for, named as the
     flag ("strategy_params.generations: not a setting here" for `--generations`)."""
@@ -222,9 +232,13 @@ def run(
     flagged = {k: v for k, v in sp.items() if v is not None}
     _check_strategy_flags(raw.get("strategy") or "ga", flagged)
     raw["strategy_params"] = {**given, **flagged}
-    if step is not None and perturbation is None:
-        raw["strategy_params"]["perturbation"] = "custom"
+    if step is not None and perturbation is None and _has_setting(raw, "perturbation"):
+        raw["strategy_params"]["perturbation"] = "custom"  # SINVAD's step has no presets
     cfg = parse_config(raw)
+    from engine.config import objectives
+    from store.failures import failed_as
+
+    failed = failed_as(objectives(cfg)[1].name)  # "A and B disagree" for two classifiers
     h = resolve_home(home)
     report(h, campaign_id, STEPS[1])
     with Progress(
@@ -252,8 +266,7 @@ def run(
                 task,
                 completed=p.generation,
                 total=p.generations,
-                info=f"active {p.active}/{p.viable}  misclassified {p.failed}  "
-                f"evals {p.evaluations}",
+                info=f"active {p.active}/{p.viable}  {failed} {p.failed}  evals {p.evaluations}",
             )
 
         try:

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from store.connection import Store
+from store.failures import FAILED_AS, failed_as  # noqa: F401 - named here too
 
 _SUMMARY = """
     SELECT campaign_id,
@@ -32,19 +33,6 @@ _SUMMARY = """
 #: still searching (an interrupted campaign) has no iterations yet and is left out.
 ICST_ITERATIONS = "mean iterations (viable seeds, survivors at budget)"
 FAILURE_ITERATIONS = "mean iterations to failure (failing seeds)"
-#: What a failing seed is called, by the campaign's failure criterion: a differential
-#: campaign's failures are inputs its two classifiers label differently, and "misclassified
-#: 3" read as three errors of classifier A.
-FAILED_AS = {"misclassified": "misclassified", "targeted": "reached target",
-             "disagree": "A and B disagree"}  # fmt: skip
-
-
-def failed_as(criterion: str | None) -> str:
-    """The name of a failing seed under `criterion` (None: the default, misclassified)."""
-    criterion = criterion or "misclassified"
-    return FAILED_AS.get(criterion, f"failing ({criterion})")
-
-
 _ITERATION_COLS = ("iterations_icst", "iterations_icst_std", "iterations_to_failure",
                    "iterations_to_failure_std")  # fmt: skip
 

@@ -212,6 +212,9 @@ def test_usage_errors_are_one_line_that_names_the_help(env):
     p = cli(["run", "--strategy", "interpolate", "--generations", "3"], env, ok=False)
     assert p.returncode == 2 and "--generations: strategy 'interpolate' has no such" in p.stderr
     assert "lambda_steps" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    # --step for SINVAD is its own step: no "perturbation: custom" it has no setting for.
+    cli(["run", "--strategy", "sinvad", "--step", "0.1", "--seeds", "1", "--generations", "1",
+         "--quiet"], env)  # fmt: skip
     # A group without a command still shows its help.
     p = cli(["labels"], env, ok=False)
     assert p.returncode == 2 and "import" in p.stdout + p.stderr
