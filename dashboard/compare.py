@@ -301,8 +301,10 @@ def by_objective(camps: pd.DataFrame, ids: list[str]) -> dict[str, list[str]]:
     """{objective: campaign ids}, in the selection's order: fitness values of different
     objectives (a logit margin, a latent distance, a divergence) share no scale, so a
     convergence chart holds one objective's campaigns only."""
-    fitness = dict(zip(camps["id"], (c.get("fitness") or "margin" for c in camps["config"]),
-                       strict=True))  # fmt: skip
+    # A campaign imported from another tool's results records no objective (and has no
+    # generation rows to draw): "not recorded", not a margin chart of nothing.
+    fitness = dict(zip(camps["id"], ((c or {}).get("fitness") or "not recorded"
+                                     for c in camps["config"]), strict=True))  # fmt: skip
     out: dict[str, list[str]] = {}
     for c in ids:
         out.setdefault(fitness[c], []).append(c)

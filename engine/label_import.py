@@ -145,7 +145,7 @@ def import_csv(
     two studies of one file count its answers twice in every report that pools them."""
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
-    key = import_key(path, ds.name, m)
+    key = import_key(path, ds.name, m, encoding)
     if not again and (earlier := imported_as(store, key)) is not None:
         raise ConfigError(
             f"{path} was imported already, with this dataset and mapping, as study "
@@ -223,14 +223,14 @@ def import_csv(
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
 
 
-def import_key(path: Path, dataset: str, m: ImportMapping) -> str:
+def import_key(path: Path, dataset: str, m: ImportMapping, encoding: str | None = None) -> str:
     """What makes two imports the same: the file's bytes (not its name: a copy is the same
-    study), the dataset and the mapping."""
+    study), the encoding they are read in, the dataset and the mapping."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    h.update(json.dumps([dataset, m.model_dump()], sort_keys=True).encode())
+    h.update(json.dumps([dataset, m.model_dump(), encoding], sort_keys=True).encode())
     return h.hexdigest()
 
 

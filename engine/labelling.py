@@ -50,8 +50,8 @@ class StudyConfig(BaseModel, frozen=True):
         if self.triggering and self.seed_images:
             # It was dropped without a word: triggering inputs have no seed image beside.
             raise ValueError(
-                "seed_images shows the seed beside each failing seed's result; "
-                "a study of triggering inputs has none: drop one of the two"
+                "seed_images (--seed-images) shows the seed beside each failing seed's "
+                "result; a study of triggering inputs (--triggering) has none: drop one"
             )
         return self
 

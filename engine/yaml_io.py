@@ -24,7 +24,8 @@ def read_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:
         raise ConfigError(
-            f"{what} {path} is a binary file, not YAML text; give the path of a .yaml file"
+            f"{what} {path} is not UTF-8 text (a binary file, or text in another encoding); "
+            "give a YAML file saved as UTF-8"
         ) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{what} {path} is {yaml_problem(e)}") from None

@@ -112,7 +112,10 @@ with left:
     st.subheader("Convergence")
     # One colour per campaign in both charts, in the selection's order.
     order = [shown[c] for c in ids]
-    groups = by_objective(camps, ids)
+    drawn = set(bands["campaign"])
+    groups = {
+        o: m for o, m in by_objective(camps, ids).items() if any(shown[c] in drawn for c in m)
+    }  # a group with no rows draws nothing
     for objective, members in groups.items():
         names = [shown[c] for c in members]
         base = alt.Chart(bands[bands["campaign"].isin(names)]).encode(

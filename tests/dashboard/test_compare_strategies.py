@@ -130,3 +130,12 @@ def test_a_grid_along_classifier_b_splits_its_blocks_by_criterion():
     assert len(blocks(t)) == 2
     md = markdown_table(t, significance(t, {c: pd.Series([1.0]) for c in "ab"}))
     assert "seed = 1; failing: A and B disagree**" in md
+
+
+def test_a_campaign_without_a_recorded_objective_is_not_called_margin():
+    """An imported campaign's config has no fitness: it was grouped as "margin"."""
+    from dashboard.compare import by_objective
+
+    camps = pd.DataFrame({"id": ["a", "b", "c"],
+                          "config": [{"fitness": "boundary"}, {}, None]})  # fmt: skip
+    assert by_objective(camps, ["a", "b", "c"]) == {"boundary": ["a"], "not recorded": ["b", "c"]}

@@ -174,7 +174,7 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
         "generations": 30}}), home).campaign_id  # fmt: skip
     with pytest.raises(ConfigError, match=rf"\['{plain}'\] test one classifier"):
         create_study(store, home, StudyConfig(campaigns=[cid, plain], triggering=True))
-    with pytest.raises(ValueError, match="triggering inputs has none: drop one"):
+    with pytest.raises(ValueError, match=r"triggering inputs \(--triggering\) has none"):
         StudyConfig(campaigns=[cid], triggering=True, seed_images=True)
     # The New study form starts from the newest one-classifier campaign, not a refusal.
     at = app("studies.py")

@@ -118,7 +118,7 @@ def test_bad_input_gets_a_clear_error_and_no_traceback(home: Path, env, tmp_path
     for args in (["run", "--config", str(binary)], ["grid", str(binary)]):
         p = cli(args, env, ok=False)
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-        assert "is a binary file, not YAML text" in p.stderr
+        assert "is not UTF-8 text (a binary file, or text in another encoding)" in p.stderr
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     p = cli(["show", "no-such-id"], env, ok=False)
     assert "no campaign 'no-such-id'" in p.stderr
