@@ -79,9 +79,12 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
         f"FROM ({_SUMMARY}) s JOIN campaigns c ON c.id = s.campaign_id WHERE s.campaign_id = ?",
         [campaign_id],
     )
-    if df.empty:
+    if df.empty:  # no seed row yet (start-up): the campaign's criterion all the same
+        c = store.query(
+            "SELECT json_extract_string(config, '$.criterion') AS criterion FROM campaigns "
+            "WHERE id = ?", [campaign_id])  # fmt: skip
         return {
-            "criterion": None,
+            "criterion": c["criterion"].iloc[0] if len(c) else None,
             "seeds_total": 0,
             "viable": 0,
             "misclassified": 0,

@@ -188,3 +188,12 @@ def test_a_version_1_store_is_migrated(tmp_path: Path):
     assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     df = store.query("SELECT id, status, study FROM campaigns")
     assert df.to_dict("records") == [{"id": "old", "status": "finished", "study": None}]
+
+
+def test_the_summary_names_the_failure_criterion_before_any_seed_row(store: Store):
+    """A differential campaign's status bar said "misclassified 0" during its start-up: the
+    criterion came with the seed rows."""
+    create_campaign(store, {**campaign_row("d1"), "config": {"criterion": "disagree"}})
+    assert queries.summary(store, "d1")["criterion"] == "disagree"
+    assert queries.failed_as(queries.summary(store, "d1")["criterion"]) == "A and B disagree"
+    assert queries.summary(store, "nope")["criterion"] is None
