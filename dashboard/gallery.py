@@ -34,17 +34,27 @@ def filter_seeds(
     return out
 
 
-def gallery(seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_row: int = 4):
-    """Counts by status, the filters, then one page of seed / result pairs."""
+def gallery(
+    seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_row: int = 4,
+    failed: str = "misclassified",
+) -> None:  # fmt: skip
+    """Counts by status, the filters, then one page of seed / result pairs. `failed`: what
+    the campaign's failing seeds are called ("A and B disagree" for two classifiers); the
+    stored status and the URL keep `misclassified`."""
     counts = seeds["status"].value_counts()
     present = [s for s in SHOWN if counts.get(s, 0)]
-    st.caption(" · ".join(f"{counts[s]} {s}" for s in present) or "No seed yet.")
+
+    def said(status: str) -> str:
+        return failed if status == "misclassified" else status
+
+    st.caption(" · ".join(f"{counts[s]} {said(s)}" for s in present) or "No seed yet.")
     if seeds.empty:
         return
     a, b, c = st.columns([2, 2, 1])
     # Searched seeds by default, as GIFTbench's gallery; non-viable ones on request.
     default = [s for s in present if s != "non-viable"] or present
-    statuses = url_widget(a.multiselect, "Show", "gallery_status", present, default, many=True)
+    statuses = url_widget(a.multiselect, "Show", "gallery_status", present, default, many=True,
+                          format_func=said)  # fmt: skip
     classes = url_widget(b.multiselect, "Expected class", "gallery_class",
                          list(class_names), [], many=True)  # fmt: skip
     top = int(seeds["iterations"].max()) if seeds["iterations"].notna().any() else 0

@@ -187,7 +187,8 @@ tab_gallery, tab_seed, tab_table = st.tabs(
 )
 if tab_gallery.open:
     with tab_gallery:
-        gallery(seeds, home, class_names)
+        failed = queries.failed_as((c["config"] or {}).get("criterion"))
+        gallery(seeds, home, class_names, failed=failed)
 if tab_seed.open:
     with tab_seed:
         searched = seeds[seeds["viable"]]

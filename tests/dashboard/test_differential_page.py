@@ -166,6 +166,10 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     captions = [c.value for c in at.caption if c.value.startswith("seed ")]
     assert captions and all(", A says **" in c and ", B says **" in c for c in captions)
     assert any(c.endswith("(they disagree)") for c in captions)
+    # The gallery's counts and its status filter say so too, the link keeps the status.
+    assert any(c.value.startswith(f"{len(failing)} A and B disagree") for c in at.caption)
+    show = next(m for m in at.multiselect if m.label == "Show")
+    assert "A and B disagree" in show.options and "misclassified" in show.value
     with pytest.raises(ConfigError, match="test two classifiers against each other.*--triggering"):
         create_study(store, home, StudyConfig(campaigns=[cid]))
     # A triggering-inputs study of a one-classifier campaign, or with seed images: both
