@@ -53,21 +53,6 @@ def allowed(info: FieldInfo) -> str | None:
     return " and ".join(parts) or None
 
 
-def bounds(info: FieldInfo) -> tuple[float | None, float | None]:
-    """Lowest and highest allowed value from ge/gt/le/lt (gt/lt as the closest allowed)."""
-    lo = hi = None
-    for m in info.metadata:
-        if isinstance(m, annotated_types.Ge):
-            lo = m.ge
-        elif isinstance(m, annotated_types.Gt):
-            lo = m.gt
-        elif isinstance(m, annotated_types.Le):
-            hi = m.le
-        elif isinstance(m, annotated_types.Lt):
-            hi = m.lt
-    return lo, hi
-
-
 def label(name: str, info: FieldInfo) -> str:
     return info.title or name.replace("_", " ").capitalize()
 
