@@ -72,25 +72,20 @@ def status_line(s: dict[str, Any]) -> str:
     )
 
 
-def _has_setting(raw: dict[str, Any], name: str) -> bool:
-    """Whether the config's strategy (known or not) has the parameter `name`."""
+def _strategy_settings(strategy: str) -> list[str] | None:
+    """The parameters of `strategy`; None for an unknown one (the config's check names it)."""
     from engine.strategies import STRATEGIES
 
-    strategy = raw.get("strategy") or "ga"
     if strategy not in STRATEGIES.names():
-        return True  # the config's own check names the strategy
-    return name in STRATEGIES.get(strategy).Params.model_fields
+        return None
+    return list(STRATEGIES.get(strategy).Params.model_fields)
 
 
 def _check_strategy_flags(strategy: str, flagged: dict[str, Any]) -> None:
     """A flag of the GA family that the chosen strategy has no setting for, named as the
     flag ("strategy_params.generations: not a setting here" for `--generations`)."""
-    from engine.strategies import STRATEGIES
-
-    if strategy not in STRATEGIES.names():
-        return  # the config's own check names the strategy
-    known = STRATEGIES.get(strategy).Params.model_fields
-    if extra := [k for k in flagged if k not in known]:
+    known = _strategy_settings(strategy)
+    if known is not None and (extra := [k for k in flagged if k not in known]):
         flags = ", ".join("--" + k.replace("_", "-") for k in extra)
         raise LatentfuzzError(
             f"{flags}: strategy {strategy!r} has no such setting; its settings are "
@@ -229,10 +224,12 @@ def run(
             f"strategy_params is {given!r} ({type(given).__name__}), expected a mapping of "
             "settings, e.g. strategy_params: {generations: 100, population: 25}"
         )
+    strategy = raw.get("strategy") or "ga"
     flagged = {k: v for k, v in sp.items() if v is not None}
-    _check_strategy_flags(raw.get("strategy") or "ga", flagged)
+    _check_strategy_flags(strategy, flagged)
     raw["strategy_params"] = {**given, **flagged}
-    if step is not None and perturbation is None and _has_setting(raw, "perturbation"):
+    presets = "perturbation" in (_strategy_settings(strategy) or ["perturbation"])
+    if step is not None and perturbation is None and presets:
         raw["strategy_params"]["perturbation"] = "custom"  # SINVAD's step has no presets
     cfg = parse_config(raw)
     from engine.config import objectives

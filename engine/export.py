@@ -13,8 +13,13 @@ from engine.errors import LatentfuzzError
 from store import Store, queries
 
 
-def pair_stem(seed_idx: int, expected: int, predicted: int, iterations: int) -> str:
-    return f"seed{seed_idx:04d}_expected{expected}_predicted{predicted}_iter{iterations}"
+def pair_stem(
+    seed_idx: int, expected: int, predicted: int, iterations: int, predicted_b: int | None = None
+) -> str:
+    """The pair's file stem; with a second classifier's answer, both ("A5_B6"): "predicted"
+    named A's answer alone."""
+    said = f"predicted{predicted}" if predicted_b is None else f"A{predicted}_B{predicted_b}"
+    return f"seed{seed_idx:04d}_expected{expected}_{said}_iter{iterations}"
 
 
 def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
@@ -22,14 +27,12 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
     n = 0
     for r in seeds[seeds["result_image"].notna()].itertuples():
         its = -1 if pd.isna(r.iterations) else int(r.iterations)
-        stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), its)
-        folder = "misclassified" if r.misclassified else "survived"
-        if pd.notna(getattr(r, "final_pred_b", None)):
-            # Two classifiers: both answers, and a failure is their disagreement ("predicted"
-            # named A's answer alone, under "misclassified").
-            stem = (f"seed{int(r.seed_idx):04d}_expected{int(r.seed_label)}_A{int(r.final_pred)}"
-                    f"_B{int(r.final_pred_b)}_iter{its}")  # fmt: skip
-            folder = "disagree" if r.misclassified else "agree"
+        b = getattr(r, "final_pred_b", None)
+        b = None if pd.isna(b) else int(b)
+        stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), its, b)
+        # Two classifiers: a failure is their disagreement, not a misclassification.
+        folders = ("misclassified", "survived") if b is None else ("disagree", "agree")
+        folder = folders[0] if r.misclassified else folders[1]
         for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
             if not isinstance(rel, str):  # an imported campaign's tool kept no seed image
                 continue
