@@ -73,25 +73,25 @@ def campaign(store: Store, campaign_id: str) -> dict[str, Any] | None:
 
 
 def summary(store: Store, campaign_id: str) -> dict[str, Any]:
-    """Viable seeds x of y, misclassified n (% of viable), and both iteration means."""
+    """Viable seeds x of y, misclassified n (% of viable), both iteration means, and the
+    campaign's failure criterion (what its failing seeds are called), also before its
+    first seed row: a differential campaign's start-up said "misclassified 0"."""
     df = store.query(
-        f"SELECT s.*, json_extract_string(c.config, '$.criterion') AS criterion "
-        f"FROM ({_SUMMARY}) s JOIN campaigns c ON c.id = s.campaign_id WHERE s.campaign_id = ?",
+        f"""
+        SELECT c.id AS campaign_id,
+               json_extract_string(c.config, '$.criterion') AS criterion,
+               coalesce(s.seeds_total, 0) AS seeds_total, coalesce(s.viable, 0) AS viable,
+               coalesce(s.misclassified, 0) AS misclassified,
+               coalesce(s.searching, 0) AS searching, {", ".join(f"s.{c}" for c in _ITERATION_COLS)}
+        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
+        WHERE c.id = ?
+        """,
         [campaign_id],
     )
-    if df.empty:  # no seed row yet (start-up): the campaign's criterion all the same
-        c = store.query(
-            "SELECT json_extract_string(config, '$.criterion') AS criterion FROM campaigns "
-            "WHERE id = ?", [campaign_id])  # fmt: skip
-        return {
-            "criterion": c["criterion"].iloc[0] if len(c) else None,
-            "seeds_total": 0,
-            "viable": 0,
-            "misclassified": 0,
-            "searching": 0,
-            "misclassified_pct": None,
-            **dict.fromkeys(_ITERATION_COLS),
-        }
+    if df.empty:  # no such campaign
+        return {"criterion": None, "seeds_total": 0, "viable": 0, "misclassified": 0,
+                "searching": 0, "misclassified_pct": None,
+                **dict.fromkeys(_ITERATION_COLS)}  # fmt: skip
     row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
     v = row["viable"]
     row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None
