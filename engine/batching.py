@@ -40,6 +40,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from engine.classifiers import inference
+
 ENV_VAR = "LATENTFUZZ_BATCH_SIZE"
 CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 BUDGET_S = 0.8
@@ -118,7 +120,8 @@ def item_bytes(fn: Callable[[int], object], modules: list[object], io_bytes: int
                 if not isinstance(x, torch.jit.ScriptModule)
             ]
     try:
-        fn(2)
+        with inference.eager_only():  # hooks do not fire inside an optimised graph
+            fn(2)
     finally:
         for h in handles:
             h.remove()

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from engine.classifiers import inference
 from engine.images import read_uint8
 from store import Store
 from store import differential as sd
@@ -45,7 +46,7 @@ def penultimate(classifier: Any, x: torch.Tensor) -> torch.Tensor:
     seen: list[torch.Tensor] = []
     handle = linears[-1].register_forward_hook(lambda _m, inp, _out: seen.append(inp[0]))
     try:
-        with torch.no_grad():
+        with torch.no_grad(), inference.eager_only():  # hooks do not fire in a graph
             for i in range(0, len(x), 512):
                 classifier.logits(x[i : i + 512])
     finally:

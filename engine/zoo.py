@@ -158,7 +158,7 @@ def load_classifier(
     module = build_classifier_module(card)
     _load_state(module, model_folder(ref, root))
     fold_batch_norm(module.eval())  # inference only: one pass less per conv block
-    return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref).to(device)
+    return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref, optimise=True).to(device)
 
 
 def is_file_ref(ref: str) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from engine.classifiers import inference
 from engine.errors import ModelError
 from engine.generators.base import check_tensor
 from engine.registry import Registry
@@ -57,14 +58,28 @@ class Classifier(ABC):
 class ModuleClassifier(Classifier):
     """A classifier backed by an ``nn.Module`` (zoo architectures and TorchScript files)."""
 
-    def __init__(self, module: nn.Module, input_shape, num_classes: int, name: str) -> None:
+    def __init__(
+        self, module: nn.Module, input_shape, num_classes: int, name: str, optimise: bool = False
+    ) -> None:
         super().__init__(input_shape, num_classes, name)
         self.module = module.eval()
+        #: Run as an optimised graph where the device allows (engine/classifiers/inference.py):
+        #: zoo architectures only. None: not built yet for this device; False: eager.
+        self.optimise = optimise
+        self._graph: Callable | None | bool = None
 
     def _to(self, device: torch.device) -> None:
         self.module.to(device)
+        self._graph = None
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        if self.optimise and not inference.eager_forced():
+            if self._graph is None:
+                self._graph = inference.available(self.device) and (
+                    inference.build_graph(self.module, self.input_shape) or False
+                )
+            if self._graph:
+                return self._graph(x)
         return self.module(x)
 
 
