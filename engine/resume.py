@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.classifiers import inference
 from engine.config import from_record, resolve
 from engine.errors import ConfigError, LatentfuzzError
 from engine.home import db_path
@@ -164,7 +165,10 @@ def resume_campaign(
                 "AND status = 'interrupted'",
                 [cid],
             )
-    return execute(
-        r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
-        wrap=lambda w: ReplayWriter(w, committed, report),
-    )  # fmt: skip
+    # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
+    eager = int(c["environment"].get("inference", 1)) < 2
+    with inference.eager_only() if eager else contextlib.nullcontext():
+        return execute(
+            r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
+            wrap=lambda w: ReplayWriter(w, committed, report),
+        )  # fmt: skip

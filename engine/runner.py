@@ -23,6 +23,7 @@ import torch
 from engine.batching import batch_record
 from engine.batching import choose as choose_batch
 from engine.campaign_id import check_id_syntax, check_new_id
+from engine.classifiers import inference
 from engine.config import CampaignConfig, Resolved, resolve
 from engine.errors import LatentfuzzError, cause
 from engine.evaluator import Evaluator, model_errors  # noqa: F401  (re-exported)
@@ -73,6 +74,7 @@ def environment(r: Resolved) -> dict[str, Any]:
         "platform": platform.platform(),
         "torch_threads": torch.get_num_threads(),
         "device": device_name(r.config.device),
+        "inference": inference.PATH,
     }
 
 

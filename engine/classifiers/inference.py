@@ -25,6 +25,11 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
+#: How classifiers run: 1 eagerly (campaigns before the graphs), 2 zoo classifiers as
+#: graphs. Recorded in each campaign's environment: a resume replays its campaign's way,
+#: since the two differ in the last bits of the logits. A change makes cached batch sweeps
+#: stale (engine/batching.py): the best batch of one way is not the other's.
+PATH = 2
 _local = threading.local()
 #: Batch sizes of the trace and of the check (a size baked into the graph fails the check).
 TRACE_BATCH, CHECK_BATCH = 2, 3
@@ -58,10 +63,10 @@ def build_graph(
     # Deterministic inputs: the campaign's one generator is not touched, nor torch's.
     n = CHECK_BATCH * int(torch.tensor(input_shape).prod())
     check = torch.linspace(0.0, 1.0, n).reshape(CHECK_BATCH, *input_shape)
-    twin = copy.deepcopy(module).eval()  # freezing needs parameters without gradients
-    for p in twin.parameters():
-        p.requires_grad_(False)
     try:
+        twin = copy.deepcopy(module).eval()  # freezing needs parameters without gradients
+        for p in twin.parameters():
+            p.requires_grad_(False)
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # TracerWarnings about shapes, expected here
             traced = torch.jit.trace(twin, check[:TRACE_BATCH], check_trace=False)

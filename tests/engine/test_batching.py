@@ -154,6 +154,15 @@ def test_an_old_sweep_is_made_again(tmp_path: Path, measured, monkeypatch):
     assert batching.choose(r, tmp_path, 1024).source == "sweep"
 
 
+def test_a_sweep_of_an_older_inference_path_is_made_again(tmp_path: Path, measured, monkeypatch):
+    r = resolve(parse_config({"seeds": 2}))
+    monkeypatch.setattr(batching.inference, "PATH", 1)  # eager models, before graphs
+    assert batching.choose(r, tmp_path, 1024).source == "sweep"
+    monkeypatch.setattr(batching.inference, "PATH", 2)
+    assert batching.choose(r, tmp_path, 1024).source == "sweep"
+    assert batching.choose(r, tmp_path, 1024).source == "cache"
+
+
 def test_a_tight_memory_cap_bounds_the_sizes_tried(tmp_path: Path, measured):
     r = resolve(parse_config({"seeds": 2}))
     c = batching.choose(r, tmp_path, 16)  # 16 MiB

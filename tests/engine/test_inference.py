@@ -109,3 +109,62 @@ def test_hooks_still_see_the_layers_where_code_reads_them():
 
     fn = batching.raw_forward(Gen(), clf, 4)
     assert batching.item_bytes(fn, [clf.module], 4 * 784) > 64 * 4 * 784
+
+
+def test_a_graph_built_in_one_grad_mode_serves_the_other():
+    x = torch.rand(4, 1, 28, 28, generator=torch.Generator().manual_seed(3))
+    modes = (torch.inference_mode, torch.no_grad)
+    for first, then in (modes, modes[::-1]):
+        clf = classifier("convnet")
+        with first():
+            a = clf.logits(x)
+        with then():
+            b = clf.logits(x)
+        assert isinstance(clf._graph, torch.jit.ScriptModule)
+        torch.testing.assert_close(a, b)
+
+
+def test_an_imported_torchscript_classifier_runs_as_given(tmp_path):
+    net = torch.jit.script(ARCHITECTURES.get("lenet5")().eval())
+    path = tmp_path / "lenet.pt"
+    net.save(str(path))
+    clf = zoo.load_classifier(str(path), "mnist")
+    with torch.inference_mode():
+        clf.logits(torch.zeros(2, 1, 28, 28))
+    assert not clf.optimise and clf._graph is None
+
+
+def test_a_campaign_run_eagerly_resumes_eagerly_and_new_ones_record_the_graphs(tmp_path):
+    import json
+
+    from engine.config import parse_config
+    from engine.resume import resume_campaign
+    from engine.runner import run_campaign
+    from store import Store, queries
+
+    raw = {"seeds": 3, "seed": 4, "batch_size": 64, "strategy_params": {"generations": 6}}
+
+    def stop_at_3(p) -> None:
+        if p.generation == 3:
+            raise KeyboardInterrupt
+
+    # A campaign of the version before graphs: eager, and no "inference" in its record.
+    with inference.eager_only():
+        whole = run_campaign(parse_config(raw), tmp_path / "a").campaign_id
+        cut = run_campaign(parse_config(raw), tmp_path / "b", progress=stop_at_3)
+    b = Store(tmp_path / "b" / "latentfuzz.duckdb")
+    env = queries.campaign(b, cut.campaign_id)["environment"]
+    del env["inference"]
+    with b.write() as con:
+        con.execute(
+            "UPDATE campaigns SET environment = ? WHERE id = ?", [json.dumps(env), cut.campaign_id]
+        )
+    assert cut.status == "interrupted"
+    # Replayed through the graph, its stored best fitness would not match to the last bit.
+    assert resume_campaign(tmp_path / "b", cut.campaign_id).status == "finished"
+    a = queries.generations(Store(tmp_path / "a" / "latentfuzz.duckdb"), whole)
+    r = queries.generations(b, cut.campaign_id)
+    assert a["best_fitness"].tolist() == r["best_fitness"].tolist()
+    new = run_campaign(parse_config(raw), tmp_path / "c").campaign_id
+    env = queries.campaign(Store(tmp_path / "c" / "latentfuzz.duckdb"), new)["environment"]
+    assert env["inference"] == inference.PATH
