@@ -717,8 +717,10 @@ def main() -> None:
     except click_errors.ClickException as e:
         where = getattr(getattr(e, "ctx", None), "command_path", None) or "latentfuzz"
         err.print("[red]error:[/] ", end="")
-        err.print(f"{' '.join(e.format_message().split())} (`{where} --help` lists what it "
-                  "takes)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        got = received(e, sys.argv[1:])
+        got = f"got {got!r}; " if got is not None else ""
+        err.print(f"{' '.join(e.format_message().split())} ({got}`{where} --help` lists what "
+                  "it takes)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
         sys.exit(e.exit_code)
     except typer.Abort:
         err.print("aborted", markup=False, highlight=False)
@@ -733,6 +735,21 @@ def main() -> None:
         sys.exit(2)
     if isinstance(code, int) and code:
         sys.exit(code)  # typer.Exit(n) and Ctrl-C's 130, which it returns when not standalone
+
+
+def received(e: Exception, argv: list[str]) -> str | None:
+    """The value a bad option was given on the command line (click's message names the
+    option and the rule, not what was typed)."""
+    opts = getattr(getattr(e, "param", None), "opts", None)
+    if not opts or type(e).__name__ != "BadParameter":
+        return None
+    for i, a in enumerate(argv):
+        for o in opts:
+            if a == o and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(o + "="):
+                return a[len(o) + 1 :]
+    return None
 
 
 if __name__ == "__main__":

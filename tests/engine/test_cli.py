@@ -200,7 +200,8 @@ def test_usage_errors_are_one_line_that_names_the_help(env):
     boxed panel of several lines."""
     for args, said in (
         (["run", "--seeds", "abc"], "Invalid value for '--seeds'"),
-        (["ui", "--port", "99999"], "less than or equal to 65535"),
+        (["run", "--seeds=x1"], "(got 'x1'; "),
+        (["ui", "--port", "99999"], "less than or equal to 65535 (got '99999'; "),
         (["bench", "bogus"], "No such command 'bogus'"),
         (["run", "--nosuch"], "No such option: --nosuch"),
     ):
