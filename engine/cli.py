@@ -307,8 +307,10 @@ def campaigns(home: HomeOpt = None) -> None:
         + (f" vs {r.classifier_b}" if fmt(r.classifier_b) else ""),
         "strategy": lambda r: f"{r.strategy}" + (f" {r.preset}" if fmt(r.preset) else ""),
         "viable": lambda r: f"{r.viable}/{r.n_seeds}",
-        "misclassified": lambda r: f"{r.misclassified}" + (
-            f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else ""),
+        # "misclassified 3" read as three errors of A for a differential campaign.
+        "failing": lambda r: f"{r.misclassified}" + (
+            f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else "") + (
+            "" if (k := queries.failed_as(fmt(r.criterion))) == "misclassified" else f" {k}"),
         "iterations (ICST)": lambda r: fmt(r.iterations_icst, ".1f"),
         "iter. to failure": lambda r: fmt(r.iterations_to_failure, ".1f"),
         "created": lambda r: str(r.created_at)[:16],
@@ -317,7 +319,7 @@ def campaigns(home: HomeOpt = None) -> None:
     if narrow:
         # A terminal of 80 columns cut every one of the 12 columns to "…": here the ones
         # that tell campaigns apart, without borders, the name last; `show ID` has the rest.
-        keep = ("id", "status", "generator", "strategy", "misclassified", "iterations (ICST)",
+        keep = ("id", "status", "generator", "strategy", "failing", "iterations (ICST)",
                 *(("name",) if console.width >= 110 else ()))  # fmt: skip
         cols = {"ICST" if k.startswith("iter") else k: cols[k] for k in keep}
         cols["ICST"] = lambda r: fmt(r.iterations_icst, ".0f")

@@ -38,12 +38,14 @@ _ITERATION_COLS = ("iterations_icst", "iterations_icst_std", "iterations_to_fail
 
 
 def list_campaigns(store: Store) -> pd.DataFrame:
-    """One row per campaign, newest first, with the GIFTbench status figures."""
+    """One row per campaign, newest first, with the GIFTbench status figures and the
+    failure criterion (`failed_as` names its failing seeds)."""
     return store.query(
         f"""
         SELECT c.id, c.name, c.status, c.dataset, c.generator, c.classifier, c.classifier_b,
                c.strategy, c.preset, c.n_seeds, c.target_class, c.random_seed, c.created_at,
                c.finished_at, c.wall_seconds, c.evaluations, c.kind,
+               json_extract_string(c.config, '$.criterion') AS criterion,
                coalesce(s.viable, 0) AS viable,
                coalesce(s.misclassified, 0) AS misclassified,
                CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END

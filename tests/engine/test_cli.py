@@ -220,3 +220,18 @@ def test_usage_errors_are_one_line_that_names_the_help(env):
     # A group without a command still shows its help.
     p = cli(["labels"], env, ok=False)
     assert p.returncode == 2 and "import" in p.stdout + p.stderr
+
+
+def test_the_campaign_list_names_failures_by_each_campaign_criterion(home: Path, env):
+    """A differential campaign's failures were listed under "misclassified"."""
+    from store import Store, create_campaign
+    from tests.store.test_contract import campaign_row
+
+    store = Store(home / "latentfuzz.duckdb")
+    create_campaign(store, {**campaign_row("diff1"), "config": {"criterion": "disagree"}})
+    create_campaign(store, campaign_row("plain1"))
+    listing = cli(["campaigns"], {**env, "COLUMNS": "220"}).stdout
+    assert "failing" in listing and "misclassified" not in listing
+    lines = [line for line in listing.splitlines() if "1 " in line and "┃" not in line]
+    rows = {line.split()[1]: line for line in lines}
+    assert "A and B disagree" in rows["diff1"] and "disagree" not in rows["plain1"]

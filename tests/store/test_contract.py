@@ -197,3 +197,6 @@ def test_the_summary_names_the_failure_criterion_before_any_seed_row(store: Stor
     assert queries.summary(store, "d1")["criterion"] == "disagree"
     assert queries.failed_as(queries.summary(store, "d1")["criterion"]) == "A and B disagree"
     assert queries.summary(store, "nope")["criterion"] is None
+    create_campaign(store, campaign_row("m1"))
+    listed = queries.list_campaigns(store).set_index("id")["criterion"]
+    assert listed["d1"] == "disagree" and listed.isna()["m1"]
