@@ -54,14 +54,16 @@ def gallery(
     # Searched seeds by default, as GIFTbench's gallery; non-viable ones on request.
     default = [s for s in present if s != "non-viable"] or present
     statuses = url_widget(a.multiselect, "Show", "gallery_status", present, default, many=True,
-                          format_func=said)  # fmt: skip
+                          follow=True, format_func=said)  # fmt: skip
     classes = url_widget(b.multiselect, "Expected class", "gallery_class",
                          list(class_names), [], many=True)  # fmt: skip
     top = int(seeds["iterations"].max()) if seeds["iterations"].notna().any() else 0
     # Only once some seed has its iterations (a crashed campaign's have none yet): a box
     # that said "at most 0" beside nine seeds shown read as a filter that failed.
-    most = c.number_input("At most iterations", 0, top, top, key="gallery_iterations") \
-        if top else None  # fmt: skip
+    most = None
+    if top:
+        follow_top(top)
+        most = c.number_input("At most iterations", 0, top, key="gallery_iterations")
     chosen = filter_seeds(seeds, statuses, [class_names.index(n) for n in classes], most)
     if chosen.empty:
         st.info("No seed matches these filters.")
@@ -77,6 +79,17 @@ def gallery(
         for col, r in zip(cols, shown.iloc[start : start + per_row].itertuples(), strict=False):
             with col:
                 card(r, home, class_names)
+
+
+def follow_top(top: int, key: str = "gallery_iterations") -> None:
+    """Set the iterations box to the campaign's new maximum where it was at the old one
+    (it kept 98 after a resume, while seeds with up to 250 were listed), or above the new
+    one (another campaign's); a value the user lowered stays."""
+    before = st.session_state.get(f"{key}:top")
+    value = st.session_state.get(key)
+    if value is None or value > top or (before is not None and value == before):
+        st.session_state[key] = top
+    st.session_state[f"{key}:top"] = top
 
 
 def card(r, home: Path, class_names: tuple[str, ...]) -> None:

@@ -12,7 +12,8 @@ import streamlit as st
 
 def url_widget(
     widget: Callable[..., Any], label: str, param: str, options: Sequence[Any],
-    default: Any, many: bool = False, say_unknown: bool = True, **kwargs: Any,
+    default: Any, many: bool = False, say_unknown: bool = True, follow: bool = False,
+    **kwargs: Any,
 ) -> Any:  # fmt: skip
     """`widget` (st.selectbox / st.multiselect / st.radio or a column's) over `options`,
     set from the query parameter `param` (values matched as text; unknown ones left out,
@@ -21,7 +22,9 @@ def url_widget(
     The URL wins when it changed since this widget last wrote it (a link, a bookmark, the
     browser's back button); otherwise the widget keeps what the user chose. Values of the
     link that match nothing are said in one line (`say_unknown`), not silently replaced
-    (`?seed=99` showed seed 0 without a word)."""
+    (`?seed=99` showed seed 0 without a word). `follow`: a choice still at the default
+    follows it when the default changes (not for a default computed from the URL itself,
+    as Compare's group, which would follow its own writes)."""
     qp, options, key = st.query_params, list(options), f"url:{param}"
     url_now = tuple(qp.get_all(param)) if param in qp else ()
     wanted = url_now if param in qp else (
@@ -47,6 +50,17 @@ def url_widget(
     # A remembered (or just replaced) value is the widget's; passing a default as well
     # would make Streamlit warn on the page.
     remembered = key in st.session_state
+    # A choice still at its default follows the default when that changes: a resumed
+    # campaign's gallery kept "misclassified" (its "interrupted" gone) and hid the seeds
+    # that survived, which a fresh visit shows.
+    now_default = {str(d) for d in default} if many else {str(default)}
+    before = st.session_state.get(f"{key}:default")
+    if follow and remembered and not linked and before is not None and before != now_default:
+        value = st.session_state[key]
+        if {str(v) for v in (value if many else [value])} == before:
+            del st.session_state[key]
+            remembered, wanted = False, tuple(str(d) for d in (default if many else [default]))
+    st.session_state[f"{key}:default"] = now_default
     if remembered and many:  # options can change between runs (a deleted campaign's tag)
         kept = [o for o in st.session_state[key] if o in options]
         if kept or not st.session_state[key]:

@@ -1,0 +1,67 @@
+"""The gallery's filters across reruns of a campaign that moves on (a resume): filters the
+user left at their defaults follow the campaign; a filter the user set stays."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+
+def script() -> None:
+    import pandas as pd
+    import streamlit as st
+
+    from dashboard.gallery import gallery
+
+    rows = st.session_state["rows"]
+    seeds = pd.DataFrame(
+        {
+            "seed_idx": range(len(rows)),
+            "status": [s for s, _ in rows],
+            "iterations": [i for _, i in rows],
+            "seed_label": [3] * len(rows),
+            "seed_pred": [3] * len(rows),
+            "final_pred": [5] * len(rows),
+            "seed_image": [None] * len(rows),
+            "result_image": [None] * len(rows),
+        }
+    )
+    gallery(seeds, st.session_state["home"], tuple(str(c) for c in range(10)))
+
+
+INTERRUPTED = [("misclassified", 98), ("misclassified", 97), ("interrupted", 60)]
+RESUMED = [("misclassified", 98), ("misclassified", 97), ("misclassified", 250),
+           ("survived", 250), ("non-viable", 0)]  # fmt: skip
+
+
+def run(at: AppTest, rows) -> AppTest:
+    at.session_state["rows"] = rows
+    return at.run()
+
+
+def test_filters_left_at_their_defaults_follow_a_resumed_campaign(tmp_path):
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, INTERRUPTED)
+    assert at.multiselect[0].value == ["misclassified", "interrupted"]
+    assert at.number_input[0].value == 98
+    run(at, RESUMED)
+    # Before: "misclassified" alone and at most 98 iterations, so 2 of the 4 searched
+    # seeds were shown where a fresh visit shows all 4.
+    assert at.multiselect[0].value == ["misclassified", "survived"]
+    assert at.number_input[0].value == 250
+    assert not at.exception
+
+
+def test_filters_the_user_set_stay_when_the_campaign_moves_on(tmp_path):
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, INTERRUPTED)
+    at.multiselect[0].set_value(["interrupted"]).run()
+    at.number_input[0].set_value(70).run()
+    run(at, [*INTERRUPTED, ("misclassified", 120)])
+    assert at.multiselect[0].value == ["interrupted"]
+    assert at.number_input[0].value == 70
+    # Another campaign's smaller maximum: the box is not left above it.
+    run(at, [("misclassified", 12)])
+    assert at.number_input[0].value == 12
+    assert not at.exception
