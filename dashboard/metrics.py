@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard.palette import categorical
 from dashboard.text import md_text
-from store import Store, queries
+from store import Store, liveness, queries
 
 FORMATS = {
     "error_rate": ".3f", "success_rate": ".2f", "label_diversity": ".2f", "mean_mse": ".4f",
@@ -48,12 +48,19 @@ def gap_histogram(m: dict[str, Any]) -> alt.Chart:
     )
 
 
-def metrics_panel(store: Store, campaign_id: str) -> None:
+def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> None:
     """The metrics of a finished campaign, and its gap histogram."""
     m = queries.metrics(store, campaign_id)
     if m is None:
-        st.info("Metrics are stored when the campaign finishes (a differential campaign "
-                "scores its validity filters first: a few seconds); reload then.")  # fmt: skip
+        if status == "finished":
+            # Its process ended between closing the campaign and writing them.
+            st.info("No metrics were stored for this campaign: its process ended before "
+                    "writing them.")  # fmt: skip
+        else:
+            st.info(
+                f"Metrics are stored when the campaign finishes; this one is {status}"
+                + (": resume it above." if status in liveness.RESUMABLE else ".")
+            )
         return
     # A table rather than st.metric tiles: the status bar above keeps its four counters.
     st.markdown(

@@ -74,7 +74,16 @@ try:
 except DatasetError as e:  # a user's dataset removed or moved since
     st.error(f"Cannot show this: {e}")
     st.stop()
-running = c["status"] == "running"
+
+
+def live_now(status: str) -> bool:
+    """Running, or finished with its process still writing the metrics (and a differential
+    campaign's validity scores) under its lock: the page stays live until they land (it
+    said "reload then" for good)."""
+    return status == "running" or (status == "finished" and liveness.alive(home, cid))
+
+
+running = live_now(c["status"])
 imported = c.get("kind") == "imported"  # another tool's results: no generations rows
 
 
@@ -89,7 +98,7 @@ def resume_offer(status: str) -> None:
     # button (the page said it twice: this warning and a red box below).
     why = liveness.without_advice(c["error"])
     left.warning(
-        f"This campaign is {status}" + (f" ({why})" if why else "") + ": its figures cover "
+        f"This campaign is {status}" + (f": {why}." if why else ".") + " Its figures cover "
         "the seeds finished so far. Resume continues it from its last written generation, "
         "to the results it would have had."
     )
@@ -113,6 +122,8 @@ def live() -> None:
     if now["status"] == "running":
         frac, text = campaign_progress(now, p, replay=startup.read_replay(home, cid))
         left.progress(frac, text=text)
+    if now["status"] == "finished" and running:
+        left.caption("Finished; writing its metrics…")
     if now["status"] == "running" and right.button("Stop", type="secondary"):
         if stop(home, cid):
             st.toast("Stopping after the current generation…")
@@ -133,8 +144,8 @@ def live() -> None:
         fitness, criterion = cfg.get("fitness") or "margin", cfg.get("criterion")
         chart = convergence_chart(gens, x_axis, fitness, criterion)
         st.altair_chart(chart, width="stretch")
-    if running and now["status"] != "running":
-        st.rerun()  # finished: render the final page once, without the timer
+    if running and not live_now(now["status"]):
+        st.rerun()  # closed: render the final page once, without the timer
 
 
 if c["status"] in liveness.RESUMABLE and not imported:
@@ -173,7 +184,7 @@ manage()
 
 if not imported:
     st.subheader("Metrics")
-    metrics_panel(store, cid)
+    metrics_panel(store, cid, c["status"])
 escape_panel(store, cid, class_names)
 differential_panel(store, home, cid, class_names)
 seeds = queries.seeds(store, cid)

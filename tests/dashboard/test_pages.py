@@ -239,6 +239,30 @@ def test_an_interrupted_campaign_offers_resume_in_view_and_waits_for_it(home: Pa
         lock.release()
 
 
+def test_a_finished_campaign_still_writing_its_metrics_stays_live(home: Path, monkeypatch):
+    """Watched to its end, a campaign's page stopped refreshing at "finished", before its
+    process had written the metrics, and said "reload then" for good."""
+    from store import Store
+    from store.liveness import CampaignLock
+
+    cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}})
+    cid = run_campaign(cfg, home).campaign_id
+    with Store(home / "latentfuzz.duckdb").write() as con:
+        con.execute("DELETE FROM campaign_metrics WHERE campaign_id = ?", [cid])
+    lock = CampaignLock(home, cid).acquire()  # its process, still closing
+    try:
+        at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+        assert not at.exception
+        assert any("writing its metrics" in c.value for c in at.caption)
+        assert not [h for h in at.subheader if h.value == "Metrics"]  # the live view only
+    finally:
+        lock.release()
+    at.run()
+    assert not at.exception
+    assert not any("writing its metrics" in c.value for c in at.caption)
+    assert any("No metrics were stored" in i.value for i in at.info)
+
+
 def test_a_crashed_campaign_says_why_once_beside_its_resume_button(home: Path, monkeypatch):
     from store import Store
     from store.liveness import CRASHED_ERROR
@@ -251,8 +275,8 @@ def test_a_crashed_campaign_says_why_once_beside_its_resume_button(home: Path, m
     at = page_opener(home, monkeypatch)("campaign.py", id=cid)
     assert not at.exception, at.exception
     assert at.warning[0].value.startswith(
-        "This campaign is crashed (the campaign process ended without closing the campaign "
-        "(killed, out of memory or a power loss)): its figures cover"
+        "This campaign is crashed: the campaign process ended without closing the campaign "
+        "(killed, out of memory or a power loss). Its figures cover"
     )
     assert not at.error  # the red box that repeated it, with the command line's advice
     assert any(b.label == "Resume" for b in at.button)
