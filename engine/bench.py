@@ -185,3 +185,44 @@ def bench_generators(
         )
     console.print(t)
     return rows
+
+
+def bench_classifiers(
+    dataset: str = "mnist", write_cards: bool = True, console: Console | None = None
+) -> list[dict]:
+    """ms per image at batch 1 and 25 for every bundled classifier of the dataset, run as a
+    campaign runs it (a graph where engine/classifiers/inference.py builds one), on test
+    images; optionally recorded in the cards, whose figures New campaign's time estimate
+    uses (measured at training, before the graphs, they were 1.5 to 4x slower)."""
+    import json
+
+    from engine import zoo
+    from engine.datasets import get_dataset
+    from engine.train.common import ms_per_image
+
+    console = console or Console()
+    probe = get_dataset(dataset).load("test").images[:25]
+    rows = []
+    for card in zoo.list_cards():
+        name = card["name"]
+        if card.get("kind") != "classifier" or card.get("dataset") != dataset:
+            continue
+        if not zoo.is_bundled(name):
+            continue
+        clf = zoo.load_classifier(name, dataset)
+        with torch.inference_mode():
+            ms = {f"ms_per_image_b{b}": round(ms_per_image(
+                lambda n, clf=clf: clf.logits(probe[:n]), b), 4) for b in (1, 25)}  # fmt: skip
+        rows.append({"classifier": name, **ms, "graph": bool(getattr(clf, "_graph", False))})
+        if write_cards:
+            card = zoo.load_card(name)
+            card["inference"] = {**ms, "measured_by": "latentfuzz bench generators",
+                                 "torch_threads": torch.get_num_threads()}  # fmt: skip
+            (zoo.models_dir() / name / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+    t = Table("classifier", "runs as", "ms/image, batch 1", "ms/image, batch 25",
+              title=f"classifiers' inference time per image on this CPU ({dataset})")  # fmt: skip
+    for r in rows:
+        t.add_row(r["classifier"], "graph" if r["graph"] else "eager",
+                  f"{r['ms_per_image_b1']:.3f}", f"{r['ms_per_image_b25']:.3f}")  # fmt: skip
+    console.print(t)
+    return rows

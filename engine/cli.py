@@ -485,10 +485,12 @@ def bench_generators_cmd(
     dataset: str = "mnist",
     write_cards: Annotated[bool, typer.Option(help="record the figures in the cards")] = True,
 ) -> None:
-    """Inference time per image at batch 1 and 25 for every zoo generator (GIFTbench Table II)."""
-    from engine.bench import bench_generators
+    """Inference time per image at batch 1 and 25 for every bundled generator (GIFTbench
+    Table II) and classifier."""
+    from engine.bench import bench_classifiers, bench_generators
 
     bench_generators(dataset, write_cards=write_cards, console=console)
+    bench_classifiers(dataset, write_cards=write_cards, console=console)
 
 
 @app.command()

@@ -144,3 +144,13 @@ def test_candidates_per_step_add_up_to_the_campaigns_evaluations(tmp_path: Path)
         queries.generations(store, res.campaign_id)["generation"].max()
     )
     assert counts == res.batch_sizes  # the suite's batch (2,048) holds any step whole
+
+
+def test_bench_times_the_bundled_classifiers_as_campaigns_run_them():
+    from engine.bench import bench_classifiers
+
+    rows = bench_classifiers("mnist", write_cards=False, console=Console(file=None, quiet=True))
+    names = {r["classifier"] for r in rows}
+    assert {"mnist-convnet", "mnist-lenet5"} <= names
+    assert all(r["graph"] for r in rows)  # the optimised graphs a campaign uses
+    assert all(0 < r["ms_per_image_b25"] < r["ms_per_image_b1"] for r in rows)
