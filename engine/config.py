@@ -370,9 +370,9 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
                 )
         elif cfg.seeds > pool:
             raise ConfigError(
-                f"seeds={cfg.seeds} but only {pool} {cfg.dataset} test images"
-                f"{'' if cfg.target_class is None else f' of class {cfg.target_class}'} "
-                f"to seed from; ask for at most {pool}"
+                f"{cfg.seeds:,} seeds asked for, but {cfg.dataset} has only {pool:,} test "
+                f"images{'' if cfg.target_class is None else f' of class {cfg.target_class}'} "
+                f"to seed from; ask for at most {pool:,}"
             )
 
     strategy_cls = STRATEGIES.get(cfg.strategy)
