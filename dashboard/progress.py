@@ -41,8 +41,12 @@ def campaign_progress(
     gen = int(progress.get("generation") or 0)
     seeds = done / n if n else 0.0
     frac = max(seeds, min(1.0, gen / budget)) if budget else seeds
+    skipped = int(progress.get("non_viable") or 0)
     where = (
-        f"generation {gen}" + (f" of {budget}" if budget else "") + f" · {done} of {n} seeds done"
+        f"generation {gen}"
+        + (f" of {budget}" if budget else "")
+        + f" · {done} of {n} seeds done"
+        + (f" ({skipped} not viable, never searched)" if skipped else "")
     )
     now = now or datetime.now(UTC).replace(tzinfo=None)  # the store's clock: naive UTC
     start, since = campaign["created_at"], "elapsed"

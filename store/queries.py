@@ -173,7 +173,7 @@ def individuals(store: Store, campaign_id: str, seed_idx: int) -> pd.DataFrame:
 
 def progress(store: Store, campaign_id: str) -> dict[str, Any]:
     """Live view: status, generations written so far (and the campaign time of the last,
-    `saved_s`), and seeds done."""
+    `saved_s`), and seeds done (non-viable ones among them: never searched)."""
     df = store.query(
         """
         WITH g AS (  -- one pass over the campaign's generations rows
@@ -184,6 +184,8 @@ def progress(store: Store, campaign_id: str) -> dict[str, Any]:
         SELECT c.status, g.generation, g.generation_rows, g.saved_s,
                (SELECT count(*) FROM seeds s WHERE s.campaign_id = c.id
                    AND s.status NOT IN ('searching')) AS seeds_done,
+               (SELECT count(*) FROM seeds s WHERE s.campaign_id = c.id
+                   AND s.status = 'non-viable') AS non_viable,
                c.n_seeds
         FROM campaigns c, g WHERE c.id = ?
         """,

@@ -110,6 +110,12 @@ def test_progress_is_the_generation_budget_done_with_an_upper_bound_eta():
     assert (
         text == "generation 25 of 100 · 1 of 10 seeds done · 60 s elapsed, at most about 3 min left"
     )
+    # Seeds the classifier got wrong are done without a search: said so, not counted as
+    # seeds searched to their end ("3 of 30 seeds done" at generation 4 puzzled).
+    _, text = campaign_progress(
+        c, {"generation": 4, "seeds_done": 3, "non_viable": 3, "n_seeds": 30}, start
+    )
+    assert text.startswith("generation 4 of 100 · 3 of 30 seeds done (3 not viable, never ")
     p = {"generation": 3, "seeds_done": 5, "n_seeds": 10}
     frac, _ = campaign_progress({**c, "config": {}}, p, start + timedelta(seconds=9))
     assert frac == 0.5  # no generation budget: the share of seeds done
