@@ -21,6 +21,7 @@ from engine.cli_common import (
     err,
     fmt,
     one_line,
+    received,
     shown_status,
     start_up_interruptible,
     warn_unfinished,
@@ -739,21 +740,6 @@ def main() -> None:
         sys.exit(2)
     if isinstance(code, int) and code:
         sys.exit(code)  # typer.Exit(n) and Ctrl-C's 130, which it returns when not standalone
-
-
-def received(e: Exception, argv: list[str]) -> str | None:
-    """The value a bad option was given on the command line (click's message names the
-    option and the rule, not what was typed)."""
-    opts = getattr(getattr(e, "param", None), "opts", None)
-    if not opts or type(e).__name__ != "BadParameter":
-        return None
-    for i, a in enumerate(argv):
-        for o in opts:
-            if a == o and i + 1 < len(argv):
-                return argv[i + 1]
-            if a.startswith(o + "="):
-                return a[len(o) + 1 :]
-    return None
 
 
 if __name__ == "__main__":

@@ -135,3 +135,18 @@ def start_up_interruptible(command):
             raise typer.Exit(130) from None
 
     return wrapped
+
+
+def received(e: Exception, argv: list[str]) -> str | None:
+    """The value a bad option was given on the command line (click's message names the
+    option and the rule, not what was typed)."""
+    opts = getattr(getattr(e, "param", None), "opts", None)
+    if not opts or type(e).__name__ != "BadParameter":
+        return None
+    for i, a in enumerate(argv):
+        for o in opts:
+            if a == o and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(o + "="):
+                return a[len(o) + 1 :]
+    return None
