@@ -31,6 +31,12 @@ def url_widget(
         tuple(str(d) for d in default) if many else (str(default),))  # fmt: skip
     synced = st.session_state.get(f"{key}:synced")
     linked = param in qp and (key not in st.session_state or synced != url_now)
+    before = st.session_state.get(f"{key}:default")
+    if follow and linked and synced == url_now and before == set(url_now):
+        # The widget's own write of its old default, its state dropped by a run that did
+        # not draw it (another tab): not a link, so the new default holds.
+        linked = False
+        wanted = tuple(str(d) for d in default) if many else (str(default),)
     if linked:
         known = {str(o) for o in options}
         st.session_state[f"{key}:unknown"] = [w for w in url_now if w not in known]
@@ -54,7 +60,6 @@ def url_widget(
     # campaign's gallery kept "misclassified" (its "interrupted" gone) and hid the seeds
     # that survived, which a fresh visit shows.
     now_default = {str(d) for d in default} if many else {str(default)}
-    before = st.session_state.get(f"{key}:default")
     if follow and remembered and not linked and before is not None and before != now_default:
         value = st.session_state[key]
         if {str(v) for v in (value if many else [value])} == before:

@@ -140,13 +140,19 @@ def start_up_interruptible(command):
 def received(e: Exception, argv: list[str]) -> str | None:
     """The value a bad option was given on the command line (click's message names the
     option and the rule, not what was typed)."""
+    # By name: typer may carry its own copy of click, whose classes are not click's.
+    kinds = {k.__name__ for k in type(e).__mro__}
     opts = getattr(getattr(e, "param", None), "opts", None)
-    if not opts or type(e).__name__ != "BadParameter":
+    if not opts or "BadParameter" not in kinds or "MissingParameter" in kinds:
         return None
-    for i, a in enumerate(argv):
-        for o in opts:
-            if a == o and i + 1 < len(argv):
-                return argv[i + 1]
-            if a.startswith(o + "="):
-                return a[len(o) + 1 :]
-    return None
+    got, i = None, 0
+    while i < len(argv):  # the last one given counts, as for click
+        a = argv[i]
+        if a in opts and i + 1 < len(argv):
+            got, i = argv[i + 1], i + 2
+            continue
+        if a == "--":  # the end of options
+            break
+        got = next((a[len(o) + 1 :] for o in opts if a.startswith(o + "=")), got)
+        i += 1
+    return got

@@ -202,17 +202,17 @@ class MetricsTracker:
         }  # fmt: skip
 
 
-_REFERENCE: dict[tuple[str, str], tuple[torch.Tensor, list[list[int]]]] = {}
+_REFERENCE: dict[tuple, tuple[torch.Tensor, list[list[int]]]] = {}
 
 
 def test_reference(
-    dataset, classifier, batch: int, key: tuple[str, str] | None = None
+    dataset, classifier, batch: int, key: tuple | None = None
 ) -> tuple[torch.Tensor, list[list[int]]]:
     """The classifier on the dataset's test images: top-2 gaps (T,) of up to
     TEST_GAP_IMAGES of them and confusion counts [true][predicted] over up to
     TEST_CONFUSION_IMAGES, both evenly spaced over the split.
 
-    With a key (dataset, classifier hash) the result is kept for the process: a study's
+    With a key (dataset, classifier hash, ...) the result is kept for the process: a study's
     campaigns share one classifier and dataset."""
     if key is not None and key in _REFERENCE:
         return _REFERENCE[key]

@@ -162,6 +162,9 @@ def execute(
     writer.seconds = time.perf_counter() - t0  # the campaign row is store time too
     sink = ImageSink(home)
     evaluate = (evaluator or Evaluator)(r)
+    for clf in (r.classifier, r.classifier_b):
+        if clf is not None:
+            clf.prepare()  # a graph is built here, not in the first generation's clock
     status, error, failure = "finished", None, None
     try:
         campaign = Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0)
@@ -204,7 +207,8 @@ def execute(
         # validity scores are written (a differential campaign's take seconds).
         try:
             with torch.inference_mode():
-                key = (cfg.dataset, r.model_hashes[r.classifier_name])
+                # An eager replay (engine/resume.py) is not served a graph's figures.
+                key = (cfg.dataset, r.model_hashes[r.classifier_name], inference.eager_forced())
                 gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
             row = campaign.metrics.row(gaps, confusion)
             write_metrics(store, cid, row)

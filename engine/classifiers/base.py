@@ -32,6 +32,11 @@ class Classifier(ABC):
     @abstractmethod
     def _to(self, device: torch.device) -> None: ...
 
+    def prepare(self) -> None:
+        """Build what inference needs ahead of the first batch (a campaign calls it before
+        its search, so its first generation does not pay for it); nothing by default."""
+        return None
+
     @torch.no_grad()
     def logits(self, x: torch.Tensor, finite_input: bool = False) -> torch.Tensor:
         """Images (B, C, H, W) in [0, 1] -> finite logits (B, K). `finite_input`: x comes
@@ -72,12 +77,15 @@ class ModuleClassifier(Classifier):
         self.module.to(device)
         self._graph = None
 
+    def prepare(self) -> None:
+        if self.optimise and not inference.eager_forced() and self._graph is None:
+            self._graph = inference.available(self.device) and (
+                inference.build_graph(self.module, self.input_shape) or False
+            )
+
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
         if self.optimise and not inference.eager_forced():
-            if self._graph is None:
-                self._graph = inference.available(self.device) and (
-                    inference.build_graph(self.module, self.input_shape) or False
-                )
+            self.prepare()
             if self._graph:
                 return self._graph(x)
         return self.module(x)

@@ -12,6 +12,8 @@ def script() -> None:
 
     from dashboard.gallery import gallery
 
+    if st.session_state.get("hide"):  # another tab: the gallery is not drawn
+        return
     rows = st.session_state["rows"]
     seeds = pd.DataFrame(
         {
@@ -65,3 +67,19 @@ def test_filters_the_user_set_stay_when_the_campaign_moves_on(tmp_path):
     run(at, [("misclassified", 12)])
     assert at.number_input[0].value == 12
     assert not at.exception
+
+
+def test_a_run_that_skips_the_gallery_does_not_turn_its_own_write_into_a_link(tmp_path):
+    """Streamlit drops a widget's state after a run that does not draw it; the gallery's
+    own earlier write to the URL then read as a link, kept "interrupted" and said the link
+    matched nothing."""
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, INTERRUPTED)
+    at.session_state["hide"] = True
+    at.run()
+    at.session_state["hide"] = False
+    run(at, RESUMED)
+    assert at.multiselect[0].value == ["misclassified", "survived"]
+    assert at.number_input[0].value == 250
+    assert not at.warning and not at.exception

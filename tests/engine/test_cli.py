@@ -201,6 +201,7 @@ def test_usage_errors_are_one_line_that_names_the_help(env):
     for args, said in (
         (["run", "--seeds", "abc"], "Invalid value for '--seeds'"),
         (["run", "--seeds=x1"], "(got 'x1'; "),
+        (["run", "--seeds", "5", "--seeds", "abc"], "(got 'abc'; "),  # the last one counts
         (["ui", "--port", "99999"], "less than or equal to 65535 (got '99999'; "),
         (["bench", "bogus"], "No such command 'bogus'"),
         (["run", "--nosuch"], "No such option: --nosuch"),
