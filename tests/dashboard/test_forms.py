@@ -80,7 +80,7 @@ def test_a_seed_count_the_dataset_cannot_give_is_refused_before_any_question(pag
     number(page, "Seeds").set_value(100_000)
     launch_button(page).click().run()
     assert not page.warning and page.launched == []
-    assert "ask for at most 1000" in page.error[0].value
+    assert "ask for at most 1,000" in page.error[0].value
 
 
 def test_a_long_campaign_asks_for_confirmation_with_its_estimate(page):
