@@ -193,7 +193,7 @@ def bench_classifiers(
     """ms per image at batch 1 and 25 for every bundled classifier of the dataset, run as a
     campaign runs it (a graph where engine/classifiers/inference.py builds one), on test
     images; optionally recorded in the cards, whose figures New campaign's time estimate
-    uses (measured at training, before the graphs, they were 1.5 to 4x slower)."""
+    uses (those taken at training, before the graphs, were 3 to 8x higher)."""
     import json
 
     from engine import zoo
