@@ -17,6 +17,7 @@ import argparse
 import collections
 import functools
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ from engine.strategies.base import PopulationStrategy
 totals: collections.Counter = collections.Counter()
 calls: collections.Counter = collections.Counter()
 model_calls: list[tuple[str, int]] = []
+call_seconds: list[float] = []  # beside model_calls, call by call
 #: Parts are counted inside the campaign loop only (the test-set reference before it
 #: classifies too).
 active = [False]
@@ -53,10 +55,12 @@ def timed(owner: type, name: str, label: str, sizes: str | None = None) -> None:
             return f(self, x, *a, **k)
         finally:
             active[0] = not outer
-            totals[label] += time.perf_counter() - t
+            spent = time.perf_counter() - t
+            totals[label] += spent
             calls[label] += 1
             if sizes:
                 model_calls.append((sizes, int(x.shape[0])))
+                call_seconds.append(spent)
 
     setattr(owner, name, wrapper)
 
@@ -111,7 +115,7 @@ def main() -> None:
            "strategy_params": params}  # fmt: skip
     with tempfile.TemporaryDirectory() as home:
         for _ in range(2):
-            totals.clear(), calls.clear(), model_calls.clear()
+            totals.clear(), calls.clear(), model_calls.clear(), call_seconds.clear()
             shutil.rmtree(Path(home) / "h", ignore_errors=True)
             run_campaign(parse_config(raw), Path(home) / "h")
     counts = list(model_calls)
@@ -128,6 +132,19 @@ def main() -> None:
     per_generation = (loop - model) * 1e3 / max(1, calls["record a generation"])
     print(f"model calls in the loop / bare: {model / both:.3f}; "
           f"loop outside the model calls: {per_generation:.2f} ms a generation")  # fmt: skip
+    extra, once = first_calls(counts, call_seconds)
+    print(f"first call at each new batch size: {extra * 1e3:.0f} ms above that size's median "
+          f"call ({once} sizes called once, not counted)")  # fmt: skip
+
+
+def first_calls(counts: list[tuple[str, int]], seconds: list[float]) -> tuple[float, int]:
+    """(seconds the first call of each (model, size) took above that size's median call,
+    number of sizes called only once): what building each new size's kernels cost."""
+    by = collections.defaultdict(list)
+    for key, s in zip(counts, seconds, strict=True):
+        by[key].append(s)
+    extra = sum(ts[0] - statistics.median(ts) for ts in by.values() if len(ts) > 1)
+    return extra, sum(len(ts) == 1 for ts in by.values())
 
 
 if __name__ == "__main__":
