@@ -64,6 +64,7 @@ def gallery(
     if top:
         follow_top(top)
         most = c.number_input("At most iterations", 0, top, key="gallery_iterations")
+        st.session_state["gallery_iterations:kept"] = most
     chosen = filter_seeds(seeds, statuses, [class_names.index(n) for n in classes], most)
     if chosen.empty:
         st.info("No seed matches these filters.")
@@ -86,9 +87,12 @@ def follow_top(top: int, key: str = "gallery_iterations") -> None:
     (it kept 98 after a resume, while seeds with up to 250 were listed), or above the new
     one (another campaign's); a value the user lowered stays."""
     before = st.session_state.get(f"{key}:top")
-    value = st.session_state.get(key)
+    # Streamlit drops a widget's state after a run that does not draw it (another tab of
+    # the page): the value kept beside it survives.
+    value = st.session_state.get(key, st.session_state.get(f"{key}:kept"))
     if value is None or value > top or (before is not None and value == before):
-        st.session_state[key] = top
+        value = top
+    st.session_state[key] = value
     st.session_state[f"{key}:top"] = top
 
 

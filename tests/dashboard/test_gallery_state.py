@@ -63,6 +63,11 @@ def test_filters_the_user_set_stay_when_the_campaign_moves_on(tmp_path):
     run(at, [*INTERRUPTED, ("misclassified", 120)])
     assert at.multiselect[0].value == ["interrupted"]
     assert at.number_input[0].value == 70
+    at.session_state["hide"] = True  # another tab: the widgets' state is dropped
+    at.run()
+    at.session_state["hide"] = False
+    at.run()
+    assert at.number_input[0].value == 70  # it was reset to the maximum
     # Another campaign's smaller maximum: the box is not left above it.
     run(at, [("misclassified", 12)])
     assert at.number_input[0].value == 12
