@@ -88,3 +88,22 @@ def test_a_run_that_skips_the_gallery_does_not_turn_its_own_write_into_a_link(tm
     assert at.multiselect[0].value == ["misclassified", "survived"]
     assert at.number_input[0].value == 250
     assert not at.warning and not at.exception
+
+
+def test_a_value_lowered_before_a_resume_stays_through_the_runs_that_skip_the_gallery(
+    tmp_path,
+):
+    """Lowered to 50 on the interrupted page, the box showed 0 after the resume (whose
+    waiting runs do not draw the gallery) and no seed matched."""
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, [*INTERRUPTED, ("misclassified", 30)])
+    at.number_input[0].set_value(50).run()
+    at.session_state["hide"] = True
+    at.run()
+    at.run()
+    at.session_state["hide"] = False
+    run(at, [*RESUMED, ("misclassified", 30)])
+    assert at.number_input[0].value == 50
+    assert not at.info  # "No seed matches these filters." (the box was at 0)
+    assert not at.exception
