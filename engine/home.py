@@ -16,10 +16,15 @@ DEFAULT_HOME = Path("~/.latentfuzz")
 DB_NAME = "latentfuzz.duckdb"
 
 
+def home_path(home: str | os.PathLike[str] | None = None) -> Path:
+    """The rule: `home` if given, else $LATENTFUZZ_HOME, else the default; nothing made."""
+    raw = home if home is not None else os.environ.get(ENV_VAR) or DEFAULT_HOME
+    return Path(raw).expanduser().resolve()
+
+
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """Return the data directory, creating it if needed."""
-    raw = home if home is not None else os.environ.get(ENV_VAR) or DEFAULT_HOME
-    path = Path(raw).expanduser().resolve()
+    path = home_path(home)
     if path.exists() and not path.is_dir():
         raise LatentfuzzError(
             f"data directory {path} is a file, expected a folder; move the file away or "
@@ -54,16 +59,13 @@ def use_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The home a command that only reads looks in (`models list`), by the same rule and
     without creating it: a home that does not exist holds no models of the user's."""
     global _current
-    raw = home if home is not None else os.environ.get(ENV_VAR) or DEFAULT_HOME
-    _current = Path(raw).expanduser().resolve()
+    _current = home_path(home)
     return _current
 
 
 def current_home() -> Path:
     """The home in use, without creating it: the last one resolved, else the default rule."""
-    if _current is not None:
-        return _current
-    return Path(os.environ.get(ENV_VAR) or DEFAULT_HOME).expanduser().resolve()
+    return _current if _current is not None else home_path()
 
 
 def db_path(home: Path) -> Path:
