@@ -141,7 +141,6 @@ def bench_generators(
 ) -> list[dict]:
     """ms per image at batch 1 and 25 for every zoo generator of the dataset; optionally
     recorded in the cards (GIFTbench's Table II layout, on this machine's CPU)."""
-    import json
 
     from engine import zoo
     from engine.study import bundled_generators
@@ -162,12 +161,7 @@ def bench_generators(
             }
         )
         if write_cards:
-            card["inference"] = {
-                **ms,
-                "measured_by": "latentfuzz bench generators",
-                "torch_threads": torch.get_num_threads(),
-            }
-            (zoo.models_dir() / name / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+            record_inference(name, ms)
     t = Table(
         "generator",
         "latent size",
@@ -187,6 +181,18 @@ def bench_generators(
     return rows
 
 
+def record_inference(name: str, ms: dict[str, float]) -> None:
+    """Write a bundled model's measured times into its card, with how they were taken."""
+    import json
+
+    from engine import zoo
+
+    card = zoo.load_card(name)
+    card["inference"] = {**ms, "measured_by": "latentfuzz bench generators",
+                         "torch_threads": torch.get_num_threads()}  # fmt: skip
+    (zoo.models_dir() / name / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+
+
 def bench_classifiers(
     dataset: str = "mnist", write_cards: bool = True, console: Console | None = None
 ) -> list[dict]:
@@ -194,7 +200,6 @@ def bench_classifiers(
     campaign runs it (a graph where engine/classifiers/inference.py builds one), on test
     images; optionally recorded in the cards, whose figures New campaign's time estimate
     uses (those taken at training, before the graphs, were 3 to 8x higher)."""
-    import json
 
     from engine import zoo
     from engine.datasets import get_dataset
@@ -213,12 +218,9 @@ def bench_classifiers(
         with torch.inference_mode():
             ms = {f"ms_per_image_b{b}": round(ms_per_image(
                 lambda n, clf=clf: clf.logits(probe[:n]), b), 4) for b in (1, 25)}  # fmt: skip
-        rows.append({"classifier": name, **ms, "graph": bool(getattr(clf, "_graph", False))})
+        rows.append({"classifier": name, **ms, "graph": getattr(clf, "runs_as_graph", False)})
         if write_cards:
-            card = zoo.load_card(name)
-            card["inference"] = {**ms, "measured_by": "latentfuzz bench generators",
-                                 "torch_threads": torch.get_num_threads()}  # fmt: skip
-            (zoo.models_dir() / name / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+            record_inference(name, ms)
     t = Table("classifier", "runs as", "ms/image, batch 1", "ms/image, batch 25",
               title=f"classifiers' inference time per image on this CPU ({dataset})")  # fmt: skip
     for r in rows:

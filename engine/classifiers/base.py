@@ -77,6 +77,10 @@ class ModuleClassifier(Classifier):
         self.module.to(device)
         self._graph = None
 
+    @property
+    def runs_as_graph(self) -> bool:
+        return bool(self._graph)
+
     def prepare(self) -> None:
         if self.optimise and not inference.eager_forced() and self._graph is None:
             self._graph = inference.available(self.device) and (
