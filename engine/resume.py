@@ -166,7 +166,7 @@ def resume_campaign(
                 [cid],
             )
     # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
-    eager = int(c["environment"].get("inference", 1)) < 2
+    eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
     with inference.eager_only() if eager else contextlib.nullcontext():
         return execute(
             r, store, home, cid, lock, time.perf_counter(), progress, evaluator,

@@ -29,7 +29,8 @@ from torch import nn
 #: graphs. Recorded in each campaign's environment: a resume replays its campaign's way,
 #: since the two differ in the last bits of the logits. A change makes cached batch sweeps
 #: stale (engine/batching.py): the best batch of one way is not the other's.
-PATH = 2
+GRAPHS = 2  # the first path that runs graphs
+PATH = GRAPHS
 _local = threading.local()
 #: Batch sizes of the trace and of the check (a size baked into the graph fails the check).
 TRACE_BATCH, CHECK_BATCH = 2, 3
