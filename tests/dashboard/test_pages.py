@@ -292,7 +292,9 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
 
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
     st.cache_resource.clear()
-    proc = start_cli(["run", "--seeds", "10", "--generations", "120", "--perturbation", "low",
+    # Long enough to outlast a few of the writer's flushes (2 s apart at least): with the
+    # classifier as a graph, 10 seeds x 120 generations ended before its first one.
+    proc = start_cli(["run", "--seeds", "20", "--generations", "400", "--perturbation", "low",
                       "--seed", "3", "--quiet"], env)  # fmt: skip
     cid = wait_for_campaign(Store(home / "latentfuzz.duckdb"), proc)
     statuses = []
@@ -314,7 +316,7 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     running = [s for s in statuses if "running" in s]
     assert len(set(running)) >= 2, f"the page did not follow the campaign: {statuses}"
     searching = [s for s in running if "drawing" not in s]  # before its first generation
-    assert searching and all("of 120" in s and "seeds done" in s for s in searching), running
+    assert searching and all("of 400" in s and "seeds done" in s for s in searching), running
     assert any("left" in s for s in running), running
     assert queries.campaign(Store(home / "latentfuzz.duckdb"), cid)["status"] == "finished"
 
