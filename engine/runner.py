@@ -6,6 +6,7 @@ differential campaign's validity pass) whatever happened, with one-line errors.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import platform
@@ -32,7 +33,7 @@ from engine.images import ImageSink
 from engine.malloc import keep_freed_memory
 from engine.metrics import test_reference
 from engine.search_loop import Campaign, Progress, _seed_dir  # noqa: F401  (re-exported)
-from store import CampaignWriter, Store, create_campaign, recovery
+from store import CampaignWriter, Store, create_campaign, interrupts, recovery
 from store.liveness import CampaignLock
 from store.metrics import write_metrics
 from store.writer import now
@@ -166,75 +167,81 @@ def execute(
         if clf is not None:
             clf.prepare()  # a graph is built here, not in the first generation's clock
     status, error, failure = "finished", None, None
-    try:
-        campaign = Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0)
-        # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
-        with torch.inference_mode():
-            campaign.run(progress)
-    except KeyboardInterrupt:
-        status = "interrupted"
-    except Exception as e:
-        status, error, failure = "failed", describe(e), e
-    finally:
-        raw = evaluate.raw_seconds
-        evals = int(sum(evaluate.batch_sizes))
+    # Entered when the search ends (below), left once the campaign is closed.
+    closing = contextlib.ExitStack()
+    with closing:
         try:
-            sink.close()  # every image on disk before the campaign is closed
-        except Exception as e:
-            if failure is None:
-                status, error, failure = "failed", describe(e), e
-        wall = time.perf_counter() - t0 - raw
-        # The store's time within `wall`: the final write lands after it, so it is in
-        # neither (the row and the result give the same pair).
-        store_seconds = writer.seconds
-        try:
-            writer.finish(
-                status,
-                {"wall_seconds": wall, "evaluations": evals, "store_seconds": store_seconds},
-                error,
-            )
-        except Exception as e:
-            # A full disk can refuse the closing write too: the rows written so far stay,
-            # and readers mark the campaign crashed once this process has gone.
-            failure = failure or e
-        finally:
-            if status != "finished" or failure is not None:
-                lock.release()
-    if failure is not None:
-        raise user_error(failure, cid) from failure
-    if status == "finished":
-        # Still holding the lock: the campaign cannot be deleted while its metrics and
-        # validity scores are written (a differential campaign's take seconds).
-        try:
+            campaign = Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0)
+            # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
             with torch.inference_mode():
-                # An eager replay (engine/resume.py) is not served a graph's figures.
-                key = (cfg.dataset, r.model_hashes[r.classifier_name], inference.eager_forced())
-                gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
-            row = campaign.metrics.row(gaps, confusion)
-            write_metrics(store, cid, row)
-            if (r.archive or r.validators) and row["evaluations"]:
-                from engine import differential
-
-                differential.close(r, store, home, cid, row["evaluations"])
+                campaign.run(progress)
+        except KeyboardInterrupt:
+            status = "interrupted"
+        except Exception as e:
+            status, error, failure = "failed", describe(e), e
         finally:
-            lock.release()
-    # Here, not at the top: pandas costs 0.4 s of start-up and is needed only once the
-    # search is over.
-    from store import queries
+            # The search is over: from here to the result a Ctrl-C is held back, so the
+            # campaign closes with the status its search reached (store/interrupts.py).
+            closing.enter_context(interrupts.held(writer.notify))
+            raw = evaluate.raw_seconds
+            evals = int(sum(evaluate.batch_sizes))
+            try:
+                sink.close()  # every image on disk before the campaign is closed
+            except Exception as e:
+                if failure is None:
+                    status, error, failure = "failed", describe(e), e
+            wall = time.perf_counter() - t0 - raw
+            # The store's time within `wall`: the final write lands after it, so it is in
+            # neither (the row and the result give the same pair).
+            store_seconds = writer.seconds
+            try:
+                writer.finish(
+                    status,
+                    {"wall_seconds": wall, "evaluations": evals, "store_seconds": store_seconds},
+                    error,
+                )
+            except Exception as e:
+                # A full disk can refuse the closing write too: the rows written so far stay,
+                # and readers mark the campaign crashed once this process has gone.
+                failure = failure or e
+            finally:
+                if status != "finished" or failure is not None:
+                    lock.release()
+        if failure is not None:
+            raise user_error(failure, cid) from failure
+        if status == "finished":
+            # Still holding the lock: the campaign cannot be deleted while its metrics and
+            # validity scores are written (a differential campaign's take seconds).
+            try:
+                with torch.inference_mode():
+                    # An eager replay (engine/resume.py) is not served a graph's figures.
+                    key = (cfg.dataset, r.model_hashes[r.classifier_name], inference.eager_forced())
+                    gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
+                row = campaign.metrics.row(gaps, confusion)
+                write_metrics(store, cid, row)
+                if (r.archive or r.validators) and row["evaluations"]:
+                    from engine import differential
 
-    return CampaignResult(
-        cid,
-        status,
-        queries.summary(store, cid),
-        evals,
-        wall,
-        store_seconds,
-        evaluate.seconds - raw,
-        evaluate.batch_sizes,
-        raw,
-        campaign.strategy_seconds,
-        campaign.metrics.evaluations,
-    )
+                    differential.close(r, store, home, cid, row["evaluations"])
+            finally:
+                lock.release()
+        # Here, not at the top: pandas costs 0.4 s of start-up and is needed only once the
+        # search is over.
+        from store import queries
+
+        return CampaignResult(
+            cid,
+            status,
+            queries.summary(store, cid),
+            evals,
+            wall,
+            store_seconds,
+            evaluate.seconds - raw,
+            evaluate.batch_sizes,
+            raw,
+            campaign.strategy_seconds,
+            campaign.metrics.evaluations,
+        )
 
 
 def _disk_full(e: BaseException) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from store import host
+from store import host, interrupts
 from store.errors import StoreBusy, StoreError
 from store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
@@ -294,6 +294,8 @@ class Store:
                         f"store {self.path} stayed locked by another process{who} for "
                         f"{timeout:.1f}s; close other writers or retry"
                     )
+                # A Ctrl-C held back by a closing campaign stops the wait: it can last.
+                interrupts.honour()
                 # Short polls: holders keep the file for milliseconds, and a long sleep
                 # would let busy writers starve a waiting one. Jitter breaks lockstep.
                 time.sleep(delay * (0.5 + random.random()))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from store import interrupts
 from store.connection import Store, StoreBusy, holders
 
 Columns = dict[str, Any]
@@ -312,7 +313,7 @@ class CampaignWriter:
                 if msg != told:
                     self.notify(msg)
                     told = msg
-                time.sleep(delay)
+                interrupts.pause(delay)  # a Ctrl-C held back by the close ends the wait
                 delay = min(delay * 2, 5.0)
 
     def _save_recovery(self, pending, updates, cols) -> None:
