@@ -117,7 +117,7 @@ def main() -> None:
         for _ in range(2):
             totals.clear(), calls.clear(), model_calls.clear(), call_seconds.clear()
             shutil.rmtree(Path(home) / "h", ignore_errors=True)
-            run_campaign(parse_config(raw), Path(home) / "h")
+            res = run_campaign(parse_config(raw), Path(home) / "h")
     counts = list(model_calls)
     bare = bare_seconds(raw, counts)
     loop = totals["campaign loop"]
@@ -132,6 +132,8 @@ def main() -> None:
     per_generation = (loop - model) * 1e3 / max(1, calls["record a generation"])
     print(f"model calls in the loop / bare: {model / both:.3f}; "
           f"loop outside the model calls: {per_generation:.2f} ms a generation")  # fmt: skip
+    print(f"campaign wall (row): {res.wall_seconds:.3f} s, of which outside the loop "
+          f"{res.wall_seconds - loop:.3f} s (set-up before the first generation, closing)")
     extra, once = first_calls(counts, call_seconds)
     print(f"first call at each new batch size: {extra * 1e3:.0f} ms above that size's median "
           f"call ({once} sizes called once, not counted)")  # fmt: skip
