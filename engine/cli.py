@@ -178,7 +178,7 @@ def run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from engine.config import load_yaml, parse_config
-    from engine.runner import run_campaign
+    from engine.runner import StoppedAfterClose, run_campaign
 
     raw: dict[str, Any] = load_yaml(config) if config else {}
     flat = {
@@ -267,16 +267,13 @@ def run(
                 info=f"active {p.active}/{p.viable}  {failed} {p.failed}  evals {p.evaluations}",
             )
 
+        stopped = False
         try:
             result = run_campaign(cfg, h, progress=on_progress, campaign_id=campaign_id)
+        except StoppedAfterClose as e:  # pressed while it closed: it closed all the same
+            result, stopped = e.result, True
         except KeyboardInterrupt:
-            from store import recovery
-
-            if recovery.pending(h):  # a second Ctrl-C, while the last rows waited
-                err.print("interrupted while waiting for the store; the campaign's last "
-                          "rows are in a recovery file that the next command writes",
-                          markup=False)  # fmt: skip
-                raise typer.Exit(130) from None
+            stopped_in_close(h)
             raise  # in the start-up (it said the above, which was not so)
     console.print(
         f"campaign [bold]{result.campaign_id}[/] {result.status} in {result.wall_seconds:.1f}s "
@@ -284,9 +281,24 @@ def run(
         "the search)"
     )
     console.print(status_line(result.summary))
-    if result.status == "interrupted":
+    if result.status == "interrupted" or stopped:
         raise typer.Exit(130)
     return result
+
+
+def stopped_in_close(home: Path) -> None:
+    """After a KeyboardInterrupt out of a campaign's close: say what became of it in one
+    line and exit 130; return if it came from elsewhere (the start-up)."""
+    from store import interrupts, recovery
+
+    if recovery.pending(home):  # a Ctrl-C while the last rows waited for the store
+        err.print("interrupted while waiting for the store; the campaign's last rows are in "
+                  "a recovery file that the next command writes", markup=False)  # fmt: skip
+        raise typer.Exit(130) from None
+    if (cid := interrupts.forced()) is not None:
+        err.print(f"stopped while campaign {cid} was closing; it is listed as crashed, and "
+                  f"`latentfuzz resume {cid}` completes it", markup=False)  # fmt: skip
+        raise typer.Exit(130) from None
 
 
 @app.command()

@@ -30,8 +30,9 @@ def resume(
 ) -> None:
     """Continue a crashed or interrupted campaign from its last written generation, to the
     same results an uninterrupted run gives."""
-    from engine.cli import status_line
+    from engine.cli import status_line, stopped_in_close
     from engine.resume import resume_campaign
+    from engine.runner import StoppedAfterClose
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -41,16 +42,20 @@ def resume(
             err.print(f"gen {p.generation}/{p.generations} active {p.active}/{p.viable}",
                       end="\r")  # fmt: skip
 
+    h = resolve_home(home)
+    stopped = False
     try:
-        res = resume_campaign(resolve_home(home), campaign_id, progress=on_progress)
+        res = resume_campaign(h, campaign_id, progress=on_progress)
+    except StoppedAfterClose as e:  # pressed while it closed: it closed all the same
+        res, stopped = e.result, True
     except KeyboardInterrupt:
-        err.print("interrupted while waiting for the store; the last rows are in a recovery "
-                  "file that the next command writes", markup=False)  # fmt: skip
+        stopped_in_close(h)
+        err.print("interrupted before the search began", markup=False)
         raise typer.Exit(130) from None
     console.print(f"campaign [bold]{res.campaign_id}[/] {res.status} ({res.evaluations} "
                   "evaluations in all)")  # fmt: skip
     console.print(status_line(res.summary))
-    if res.status == "interrupted":
+    if res.status == "interrupted" or stopped:
         raise typer.Exit(130)
 
 

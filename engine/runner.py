@@ -88,6 +88,15 @@ def device_name(device: str) -> str:
     return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
 
 
+class StoppedAfterClose(KeyboardInterrupt):
+    """Ctrl-C (or the stop) pressed while a campaign closed: raised once it is closed,
+    with its result (store/interrupts.py)."""
+
+    def __init__(self, result: CampaignResult) -> None:
+        super().__init__(f"campaign {result.campaign_id} {result.status}")
+        self.result = result
+
+
 def run_campaign(
     cfg: CampaignConfig,
     home: Path,
@@ -182,7 +191,9 @@ def execute(
         finally:
             # The search is over: from here to the result a Ctrl-C is held back, so the
             # campaign closes with the status its search reached (store/interrupts.py).
-            closing.enter_context(interrupts.held(writer.notify))
+            hold = closing.enter_context(interrupts.held(writer.notify, cid))
+            # Whatever ends the close, the lock goes with it (a forced stop included).
+            closing.callback(lock.release)
             raw = evaluate.raw_seconds
             evals = int(sum(evaluate.batch_sizes))
             try:
@@ -204,9 +215,8 @@ def execute(
                 # A full disk can refuse the closing write too: the rows written so far stay,
                 # and readers mark the campaign crashed once this process has gone.
                 failure = failure or e
-            finally:
-                if status != "finished" or failure is not None:
-                    lock.release()
+            if status != "finished" or failure is not None:
+                lock.release()
         if failure is not None:
             raise user_error(failure, cid) from failure
         if status == "finished":
@@ -223,13 +233,18 @@ def execute(
                     from engine import differential
 
                     differential.close(r, store, home, cid, row["evaluations"])
+            except Exception as e:
+                if interrupts.forced() is not None:
+                    # A second Ctrl-C inside a query: DuckDB raised its own error for it.
+                    raise KeyboardInterrupt from e
+                raise
             finally:
                 lock.release()
         # Here, not at the top: pandas costs 0.4 s of start-up and is needed only once the
         # search is over.
         from store import queries
 
-        return CampaignResult(
+        result = CampaignResult(
             cid,
             status,
             queries.summary(store, cid),
@@ -242,6 +257,11 @@ def execute(
             campaign.strategy_seconds,
             campaign.metrics.evaluations,
         )
+    if hold.noted:
+        # Held back while the campaign closed: a loop of campaigns in this process stops
+        # now, as it did for an interrupt in the search; the CLI prints the result.
+        raise StoppedAfterClose(result)
+    return result
 
 
 def _disk_full(e: BaseException) -> bool:

@@ -266,7 +266,8 @@ class Store:
                 # DuckDB refuses a read-write connection beside a read-only one in one
                 # process: this thread's session connection closes first.
                 self._end_session_connection()
-            deadline = time.monotonic() + timeout
+            begun = time.monotonic()
+            deadline = begun + timeout
             delay = 0.001
             while True:
                 con = None
@@ -294,8 +295,9 @@ class Store:
                         f"store {self.path} stayed locked by another process{who} for "
                         f"{timeout:.1f}s; close other writers or retry"
                     )
-                # A Ctrl-C held back by a closing campaign stops the wait: it can last.
-                interrupts.honour()
+                # A Ctrl-C held back by a closing campaign ends a long wait in its final write.
+                if time.monotonic() - begun >= interrupts.GIVE_WAY_AFTER:
+                    interrupts.honour()
                 # Short polls: holders keep the file for milliseconds, and a long sleep
                 # would let busy writers starve a waiting one. Jitter breaks lockstep.
                 time.sleep(delay * (0.5 + random.random()))

@@ -7,9 +7,13 @@ had to resume a campaign that only lacked its last write. While `held()` is in f
 first interrupt is noted and the close goes on to the status the search reached; a second
 one stops the process at once, as before.
 
-Waiting for another process's store lock is the exception: that wait can last, so a noted
-interrupt is honoured there (`honour()`, from the store's polling loop), and the final
-write then puts the campaign's rows in a recovery file (store/writer.py).
+The final write's wait for another process's store lock is the exception: it can last, so
+once it has lasted a second a noted interrupt ends it (`giving_way()`, `honour()`), and the
+campaign's rows go to a recovery file (store/writer.py). Shorter contention (a dashboard
+page reading) does not turn a held interrupt into a stop.
+
+Once the campaign is closed, the runner raises the held interrupt (engine/runner.py), so a
+loop of campaigns in one process (a grid, a study, the bench) still stops.
 
 Signal handlers run on the main thread only, so a close on another thread (a grid worker's
 thread, a test's) runs as before.
@@ -25,8 +29,23 @@ from collections.abc import Callable, Iterator
 
 #: The signals the CLI turns into KeyboardInterrupt (engine/cli.py): Ctrl-C and the stop.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_noted: list[int] = []
-_holding = [False]
+#: A wait for another process's store lock shorter than this is contention (a dashboard
+#: page reading for a moment), not a wait the user must be able to leave.
+GIVE_WAY_AFTER = 1.0
+
+
+class Hold:
+    """One close's hold. `noted`: an interrupt was held back (it stays set after the
+    block, for the caller to stop once the campaign is closed); `forced`: a second one
+    stopped the close."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self.noted, self.forced = what, False, False
+        self.give_way = False
+
+
+_current: list[Hold] = []  # the hold in force (one at most: only the main thread holds)
+_last_forced: list[str] = []
 
 
 def _on_main_thread() -> bool:
@@ -34,12 +53,15 @@ def _on_main_thread() -> bool:
 
 
 @contextlib.contextmanager
-def held(notify: Callable[[str], None]) -> Iterator[None]:
+def held(notify: Callable[[str], None], what: str = "") -> Iterator[Hold]:
     """Hold back interrupts for the block (see the module's docstring); `notify` tells the
-    user, once, that the close goes on and how to stop it anyway."""
-    if not _on_main_thread() or _holding[0]:
-        yield
+    user, once, that the close goes on and how to stop it anyway. `what` names the campaign
+    for `forced()`."""
+    hold = Hold(what)
+    if not _on_main_thread() or _current:
+        yield hold
         return
+    _last_forced.clear()
     previous = {s: signal.getsignal(s) for s in SIGNALS}
     # Only signals that would raise KeyboardInterrupt: a handler of the caller's own (or a
     # SIGTERM left to kill the process) is not ours to change.
@@ -50,40 +72,59 @@ def held(notify: Callable[[str], None]) -> Iterator[None]:
             signal.signal(s, previous[s])
 
     def on_signal(signum: int, frame: object) -> None:
-        if _noted:
+        if hold.noted:
+            hold.forced = True
+            _last_forced[:] = [what]
             restore()
             raise KeyboardInterrupt
-        _noted.append(signum)
+        hold.noted = True
         notify("closing the campaign: its last images and rows are being written; "
                "press Ctrl-C again to stop now (it can then be resumed)")  # fmt: skip
 
     for s in ours:
         signal.signal(s, on_signal)
-    _holding[0] = True
+    _current.append(hold)
+    try:
+        yield hold
+    finally:
+        _current.clear()
+        restore()
+
+
+def forced() -> str | None:
+    """The `what` of the last close a second interrupt stopped in this process (the CLI's
+    message after it), else None; also while that close still unwinds (a query DuckDB
+    stopped with an error of its own instead of the KeyboardInterrupt)."""
+    return _last_forced[0] if _last_forced else None
+
+
+@contextlib.contextmanager
+def giving_way() -> Iterator[None]:
+    """Within the block, a held-back interrupt ends a wait for the store that has lasted
+    GIVE_WAY_AFTER seconds (the final write's wait: its rows then go to a recovery file)."""
+    hold = _current[0] if _current and _on_main_thread() else None
+    if hold is None:
+        yield
+        return
+    hold.give_way = True
     try:
         yield
     finally:
-        _holding[0] = False
-        restore()
-        _noted.clear()
-
-
-def noted() -> bool:
-    """Whether an interrupt was held back in the current block."""
-    return bool(_noted)
+        hold.give_way = False
 
 
 def honour() -> None:
-    """Raise the KeyboardInterrupt held back so far, if any: called where this process
-    waits for another one."""
-    if _noted and _holding[0] and _on_main_thread():
-        _noted.clear()
+    """Raise the KeyboardInterrupt held back so far, if any and if the block gives way:
+    called where this process has waited long for another one."""
+    hold = _current[0] if _current and _on_main_thread() else None
+    if hold is not None and hold.noted and hold.give_way:
+        hold.give_way = False  # once: the recovery path must not be cut short in turn
         raise KeyboardInterrupt
 
 
 def pause(seconds: float) -> None:
-    """time.sleep that a held-back interrupt ends within 50 ms (a handler that only notes
-    the signal does not wake a sleep)."""
+    """time.sleep that a held-back interrupt ends within 50 ms where the block gives way (a
+    handler that only notes the signal does not wake a sleep)."""
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         honour()

@@ -283,10 +283,18 @@ class CampaignWriter:
             )
 
         try:
-            self._write_until_it_lands(close_campaign)
+            with interrupts.giving_way():
+                self._write_until_it_lands(close_campaign)
         except KeyboardInterrupt:
             self._save_recovery(pending, updates, cols)
             raise
+        except Exception:
+            if interrupts.forced() is None:
+                raise
+            # A second Ctrl-C inside a query, which DuckDB turns into an error of its own:
+            # the transaction rolled back, so the rows are saved as for the first kind.
+            self._save_recovery(pending, updates, cols)
+            raise KeyboardInterrupt from None
         self.seconds += time.perf_counter() - t0
 
     def _write_until_it_lands(self, block: Callable) -> None:
