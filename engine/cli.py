@@ -293,11 +293,13 @@ def stopped_in_close(home: Path) -> None:
 
     if recovery.pending(home):  # a Ctrl-C while the last rows waited for the store
         err.print("interrupted while waiting for the store; the campaign's last rows are in "
-                  "a recovery file that the next command writes", markup=False)  # fmt: skip
+                  "a recovery file that the next command writes",
+                  markup=False, soft_wrap=True)  # fmt: skip
         raise typer.Exit(130) from None
     if (cid := interrupts.forced()) is not None:
         err.print(f"stopped while campaign {cid} was closing; it is listed as crashed, and "
-                  f"`latentfuzz resume {cid}` completes it", markup=False)  # fmt: skip
+                  f"`latentfuzz resume {cid}` completes it",
+                  markup=False, soft_wrap=True)  # fmt: skip
         raise typer.Exit(130) from None
 
 

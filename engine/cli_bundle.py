@@ -62,21 +62,27 @@ def grid(
     spec = load_grid(spec_file)
     h = resolve_home(home)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     view = GridView(quiet)
     with view:
         run = run_grid(spec, h, workers=workers, ray=ray, out=out, on_status=view.update)
-    counts = {s: list(run.status.values()).count(s) for s in ("done", "failed")}
+    counts = {s: list(run.status.values()).count(s) for s in ("done", "failed", "queued")}
     console.print(
-        f"grid {run.grid}: {counts['done']} of {len(run.cells)} cells done ({len(run.ran)} run "
-        f"now, {len(run.skipped)} done before, {len(run.imported)} imported); folder "
-        f"{run.folder}", markup=False,
+        f"grid {run.grid}{' stopped' if run.stopped else ''}: {counts['done']} of "
+        f"{len(run.cells)} cells done ({len(run.ran)} run now, {len(run.skipped)} done before, "
+        f"{len(run.imported)} imported); folder {run.folder}", markup=False,
     )  # fmt: skip
+    if run.stopped:
+        err.print(f"stopped by Ctrl-C; `latentfuzz grid {spec_file}` runs the "
+                  f"{counts['queued']} cells not run", markup=False, soft_wrap=True)  # fmt: skip
     for cell in run.cells:
         if run.status[cell.id] == "failed":
             err.print(f"failed {cell.id} ({cell.label()}): {run.errors.get(cell.id, '')}",
                       markup=False, highlight=False, soft_wrap=True)  # fmt: skip
     console.print(f"its campaigns form the group {run.grid}: the dashboard's Compare page "
                   f"shows them by axis", markup=False)  # fmt: skip
+    if run.stopped:
+        raise typer.Exit(130)
     if counts["failed"]:
         raise typer.Exit(1)
 

@@ -51,6 +51,8 @@ class GridRun:
     ran: list[str] = field(default_factory=list)  # cells run by this call
     imported: list[str] = field(default_factory=list)  # bundles this call imported
     skipped: list[str] = field(default_factory=list)  # done before this call
+    #: Ctrl-C (or SIGTERM) stopped this call; the cells not done run on the next one.
+    stopped: bool = False
 
     @property
     def failed(self) -> dict[str, str]:
@@ -159,12 +161,23 @@ def run_grid(
                               by_id=by_id)  # fmt: skip
     else:
         results = _execute(tasks, workers, started)
-    for t, res in results:
-        cell = by_id[t["cell"]]
-        if res["ok"]:
-            ingest(cell)
-        else:
-            set_status(cell, "failed", res["error"])
+    try:
+        for t, res in results:
+            cell = by_id[t["cell"]]
+            if res["ok"]:
+                ingest(cell)
+            else:
+                set_status(cell, "failed", res["error"])
+    except KeyboardInterrupt:
+        # The user stopped the grid (a terminal's Ctrl-C reaches the workers too, whose
+        # campaigns stop): a cell that closed in time is imported, the others run again.
+        run.stopped = True
+        for cell in cells:
+            if run.status[cell.id] == "running":
+                if bundle(cell).is_file():
+                    ingest(cell)
+                else:
+                    set_status(cell, "queued")
     return run
 
 

@@ -176,6 +176,7 @@ def execute(
         if clf is not None:
             clf.prepare()  # a graph is built here, not in the first generation's clock
     status, error, failure = "finished", None, None
+    campaign: Campaign | None = None  # a Ctrl-C can land before it exists
     # Entered when the search ends (below), left once the campaign is closed.
     closing = contextlib.ExitStack()
     with closing:
@@ -254,8 +255,9 @@ def execute(
             evaluate.seconds - raw,
             evaluate.batch_sizes,
             raw,
-            campaign.strategy_seconds,
-            campaign.metrics.evaluations,
+            campaign.strategy_seconds if campaign else 0.0,
+            # No tracker yet: stopped before its seeds were drawn (search_loop.draw_seeds).
+            getattr(getattr(campaign, "metrics", None), "evaluations", 0),
         )
     if hold.noted:
         # Held back while the campaign closed: a loop of campaigns in this process stops

@@ -154,3 +154,79 @@ def test_the_same_grid_on_a_local_ray_instance(home: Path):
     devices = db(home).query("SELECT DISTINCT json_extract_string(config, '$.device') AS d "
                              "FROM campaigns")  # fmt: skip
     assert devices["d"].tolist() == ["cpu"]  # no GPU given: the cells ran on the CPU
+
+
+@pytest.fixture
+def ctrl_c():
+    """SIGINT and SIGTERM raise KeyboardInterrupt, as `latentfuzz grid` sets them."""
+    old = {s: signal.signal(s, signal.default_int_handler) for s in (signal.SIGINT,
+                                                                     signal.SIGTERM)}  # fmt: skip
+    yield
+    for s, h in old.items():
+        signal.signal(s, h)
+
+
+@pytest.mark.parametrize("where", ["search", "close"])
+def test_ctrl_c_stops_a_grid_run_in_this_process_and_the_rest_runs_next_time(
+    home: Path, monkeypatch, ctrl_c, where
+):
+    # Before, the interrupted cell was recorded failed and the grid ran on to its end.
+    from engine import search_loop
+    from engine.images import ImageSink
+
+    owner, name = (search_loop.Campaign, "run") if where == "search" else (ImageSink, "close")
+    real, calls = getattr(owner, name), []
+
+    def second_cell_interrupted(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **k)
+
+    monkeypatch.setattr(owner, name, second_cell_interrupted)
+    spec = parse_grid(GRID)
+    cells = spec.cells()
+    run = run_grid(spec, home, workers=0)
+    # In the search, the second cell stops and runs again; in its close, it is kept.
+    kept = 1 if where == "search" else 2
+    assert run.stopped and run.failed == {}
+    assert [run.status[c.id] for c in cells] == ["done"] * kept + ["queued"] * (4 - kept)
+    assert load_state(run.folder)["cells"][cells[1].id]["status"] == run.status[cells[1].id]
+    assert len(grid_rows(home, "tiny")) == kept
+    assert os.listdir(run.folder / "work") == []
+    monkeypatch.setattr(owner, name, real)
+    again = run_grid(spec, home, workers=0)
+    assert not again.stopped and sorted(again.ran) == sorted(c.id for c in cells[kept:])
+    assert len(grid_rows(home, "tiny")) == 4
+
+
+def test_ctrl_c_in_the_terminal_stops_a_grid_on_a_process_pool(home: Path, tmp_path: Path, env):
+    import time
+
+    spec_file = tmp_path / "stop.yaml"
+    # The second cell searches for minutes (its seeds never stop at a failure).
+    spec_file.write_text(yaml.safe_dump({
+        "name": "stop",
+        "base": {"seeds": 2, "seed": 1, "strategy_params": {"stop_at_failure": False}},
+        "axes": {"strategy_params.generations": [3, 100000, 4]},
+    }))  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "grid", str(spec_file), "--workers", "1", "-q",
+         "--home", str(home)], env=env, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    folder, cells = home / "grids" / "stop", load_grid(spec_file).cells()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        state = load_state(folder) if (folder / "state.json").is_file() else {"cells": {}}
+        if state["cells"].get(cells[1].id, {}).get("status") == "running":
+            break
+        time.sleep(0.2)
+    time.sleep(3)  # the worker is in the long cell's search
+    os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches driver and worker
+    out, errs = p.communicate(timeout=120)
+    assert p.returncode == 130 and "Traceback" not in errs, errs
+    assert "grid stop stopped: 1 of 3 cells done" in " ".join(out.split())
+    assert f"`latentfuzz grid {spec_file}` runs the 2 cells not run" in " ".join(errs.split())
+    statuses = [load_state(folder)["cells"][c.id]["status"] for c in cells]
+    assert statuses == ["done", "queued", "queued"]
