@@ -106,9 +106,12 @@ def _bench_strategy(
     cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1, "device": device,
                         "strategy": strategy, "strategy_params": params})  # fmt: skip
     rows = []
-    run_campaign(cfg, h)  # warm-up: kernel selection for every batch size
+    if run_campaign(cfg, h).status == "interrupted":  # warm-up: kernels for every batch size
+        raise KeyboardInterrupt  # Ctrl-C stops the bench, not one campaign of it
     for _ in range(repeats):
         res = run_campaign(cfg, h, evaluator=PairedEvaluator)
+        if res.status == "interrupted":
+            raise KeyboardInterrupt
         rows.append({
             "efficiency": res.raw_seconds / res.wall_seconds,
             # The writer flushes on a clock, so it is busy for a share of elapsed time,

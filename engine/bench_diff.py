@@ -43,6 +43,8 @@ def bench_nsga2(
             t0 = time.perf_counter()
             res = run_campaign(cfg, home)
             total = time.perf_counter() - t0
+            if res.status == "interrupted":
+                raise KeyboardInterrupt  # Ctrl-C stops the bench, not one campaign of it
             figs = queries.metrics(Store(home / "latentfuzz.duckdb"), res.campaign_id)
             d = figs["differential"]
             rows.append({

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import signal
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from engine.cli_common import HomeOpt, console, fmt
+from engine.cli_common import HomeOpt, console, err, fmt
 from engine.cli_common import open_store as _store
 from engine.errors import LatentfuzzError
 
@@ -114,12 +115,18 @@ def diff_study(
     """NSGA-II (DiffGAN) against a single-objective GA with the divergence fitness, at
     equal evaluation budget, on each classifier pair; prints triggering inputs, valid ones
     and geometric diversity (mean and standard deviation over repetitions)."""
-    from engine.diff_study import run_diff_study
+    from engine.diff_study import StudyStopped, run_diff_study
 
-    table = run_diff_study(
-        parse_pairs(pairs), generator, seeds, evaluations, population, repetitions, embedding,
-        name, home,
-    )  # fmt: skip
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        table = run_diff_study(
+            parse_pairs(pairs), generator, seeds, evaluations, population, repetitions,
+            embedding, name, home,
+        )  # fmt: skip
+    except StudyStopped as e:
+        err.print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     print_study(table)
 
 

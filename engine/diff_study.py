@@ -20,7 +20,7 @@ import pandas as pd
 
 from engine.config import parse_config, resolve
 from engine.home import db_path, resolve_home
-from engine.runner import run_campaign
+from engine.runner import StoppedAfterClose, run_campaign
 from engine.strategies import STRATEGIES
 from store import Store
 from store.differential import differential_table
@@ -66,8 +66,24 @@ def run_diff_study(
     cfgs = [parse_config(raw) for raw in raws]
     for cfg in cfgs:  # every cell checked before any runs
         resolve(cfg, models_root)
-    ids = [run_campaign(cfg, h, models_root=models_root, study=study).campaign_id for cfg in cfgs]
+    ids = []
+    for cfg in cfgs:
+        try:
+            res = run_campaign(cfg, h, models_root=models_root, study=study)
+        except StoppedAfterClose:  # Ctrl-C while a campaign closed: it is kept
+            raise StudyStopped(study, len(ids) + 1, len(cfgs)) from None
+        if res.status == "interrupted":  # the user stopped the study, not one campaign
+            raise StudyStopped(study, len(ids), len(cfgs))
+        ids.append(res.campaign_id)
     return summarise(differential_table(Store(db_path(h)), ids))
+
+
+class StudyStopped(KeyboardInterrupt):
+    """Ctrl-C stopped a study between or inside its campaigns."""
+
+    def __init__(self, study: str, done: int, total: int) -> None:
+        super().__init__(f"study {study} stopped by Ctrl-C after {done} of its {total} "
+                         f"campaigns; they stay in the store under the study's name")  # fmt: skip
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:

@@ -335,3 +335,31 @@ def test_a_validator_with_an_empty_threshold_is_refused():
     }
     with pytest.raises(LatentfuzzError, match="the threshold is empty; give NAME=THRESHOLD"):
         parse_validators(["discriminator="])
+
+
+def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
+    # Before, the interrupted campaign was counted and the study ran its other campaigns.
+    import os
+    import signal
+
+    from engine import search_loop
+    from engine.diff_study import StudyStopped, run_diff_study
+
+    real, calls = search_loop.Campaign.run, []
+
+    def second_interrupted(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **k)
+
+    monkeypatch.setattr(search_loop.Campaign, "run", second_interrupted)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(StudyStopped, match="stopped by Ctrl-C after 1 of its 4 campaigns"):
+            pair = [["mnist-convnet", "mnist-lenet5"]]
+            run_diff_study(pair, generator="vae", seeds=1, evaluations=40, population=8,
+                           repetitions=2, name="s", home=home)  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert len(calls) == 2
