@@ -177,7 +177,13 @@ if len(set(draws.values())) > 1:
 per_campaign = dict(tuple(seed_rows.groupby("campaign_id", sort=False)))
 seeds = {c: per_campaign.get(c, seed_rows.iloc[:0]).set_index("seed_idx") for c in ids}
 shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
-show = st.slider("Seeds shown", 1, max(1, len(shared)), min(6, max(1, len(shared))))
+if not shared:
+    st.info("These campaigns have no seed in common (one of them has no seed rows yet), so "
+            "there is nothing to show side by side.")  # fmt: skip
+# A slider needs two values to range over (one or no shared seed raised Streamlit's
+# min/max error).
+show = (st.slider("Seeds shown", 1, len(shared), min(6, len(shared))) if len(shared) > 1
+        else len(shared))  # fmt: skip
 cols = st.columns(len(ids))
 for col, c in zip(cols, ids, strict=True):
     col.markdown(f"**{md_text(labels[c])}**")

@@ -330,3 +330,23 @@ def test_convergence_x_axis_switches(app, seeded, axis):
     spec = at.get("vega_lite_chart")[0].proto.spec
     field = {"evaluations": "evaluations", "seconds": "elapsed_s"}[axis]
     assert f'"field":"{field}"' in spec.replace(" ", "")
+
+
+@pytest.mark.parametrize("shared", [0, 1, 2])
+def test_compare_with_one_shared_seed_or_none_shows_no_slider_and_no_exception(app, seeded, shared):
+    # One shared seed set the "Seeds shown" slider's min and max both to 1: an exception
+    # box; so did a campaign without seed rows (crashed in its start-up).
+    from store import Store
+
+    home, first = seeded
+    cfg = parse_config({"seeds": max(1, shared), "seed": 1,
+                        "strategy_params": {"generations": 5}})  # fmt: skip
+    other = run_campaign(cfg, home).campaign_id
+    if not shared:
+        with Store(home / "latentfuzz.duckdb").write() as con:
+            con.execute("DELETE FROM seeds WHERE campaign_id = ?", [other])
+    at = app("compare.py", id=[first, other])
+    assert not at.exception
+    sliders = [s for s in at.slider if s.label == "Seeds shown"]
+    assert len(sliders) == (shared > 1)
+    assert any("no seed in common" in i.value for i in at.info) == (shared == 0)
