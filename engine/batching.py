@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from engine.classifiers import inference
+from store import interrupts
 
 ENV_VAR = "LATENTFUZZ_BATCH_SIZE"
 CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -172,6 +173,7 @@ def sweep(
             break
         if spent > 4 * budget_s:
             break  # a busy machine: what was measured decides
+        interrupts.checkpoint()  # a Ctrl-C deferred by the start-up stops the sweep here
         best_t = float("inf")
         for _ in range(reps):  # the fastest run: less noise from a shared machine
             t = clock()
@@ -192,6 +194,7 @@ def sweep(
         turn = tried[max(0, i - 1) : i + 2]
         if clock() - start + sum(b / out[b] for b in turn) > budget_s:
             break
+        interrupts.checkpoint()
         for b in turn:
             t = clock()
             fn(b)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -163,11 +162,7 @@ def run(
     ] = None,
 ) -> Any:
     """Run a campaign and print GIFTbench's status line."""
-    # Ctrl-C and the dashboard's stop button (SIGTERM) both stop the search cleanly. SIGINT
-    # is set explicitly, and first: a process started in the background inherits it as
-    # ignored, and a Ctrl-C in the seconds of imports before was lost.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # Ctrl-C and the dashboard's stop button (SIGTERM): see start_up_interruptible.
     from engine.campaign_id import check_id_syntax
 
     if campaign_id is not None:
@@ -179,6 +174,7 @@ def run(
 
     from engine.config import load_yaml, parse_config
     from engine.runner import StoppedAfterClose, run_campaign
+    from store import interrupts
 
     raw: dict[str, Any] = load_yaml(config) if config else {}
     flat = {
@@ -238,6 +234,7 @@ def run(
 
     failed = failed_as(objectives(cfg)[1].name)  # "A and B disagree" for two classifiers
     h = resolve_home(home)
+    interrupts.checkpoint()  # the imports are done: a Ctrl-C during them stops here
     report(h, campaign_id, STEPS[1])
     with Progress(
         TextColumn("[bold]gen {task.completed}/{task.total}"),

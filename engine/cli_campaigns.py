@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import signal
 from typing import Annotated
 
 import typer
 
-from engine.cli_common import HomeOpt, console, err
+from engine.cli_common import HomeOpt, console, err, start_up_interruptible
 from engine.cli_common import open_store as _store
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home
@@ -34,11 +33,12 @@ def resume(
     from engine.resume import resume_campaign
     from engine.runner import StoppedAfterClose
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # Ctrl-C and SIGTERM: see start_up_interruptible (register, below).
 
     def on_progress(p) -> None:
-        if not quiet:
+        # A terminal's line, rewritten in place; on a pipe the carriage returns had made
+        # one line of hundreds of fragments.
+        if not quiet and err.is_terminal:
             err.print(f"gen {p.generation}/{p.generations} active {p.active}/{p.viable}",
                       end="\r")  # fmt: skip
 
@@ -50,9 +50,8 @@ def resume(
         res, stopped = e.result, True
     except KeyboardInterrupt:
         stopped_in_close(h)
-        err.print("interrupted before the search began", markup=False)
-        raise typer.Exit(130) from None
-    console.print(f"campaign [bold]{res.campaign_id}[/] {res.status} ({res.evaluations} "
+        raise  # in the start-up: start_up_interruptible says so
+    console.print(f"campaign [bold]{res.campaign_id}[/] {res.status} ({res.evaluations:,} "
                   "evaluations in all)")  # fmt: skip
     console.print(status_line(res.summary))
     if res.status == "interrupted" or stopped:
@@ -166,5 +165,6 @@ def doctor(
 
 
 def register(app: typer.Typer) -> None:
-    for fn in (resume, delete, rename, tag, note, doctor):
+    app.command("resume")(start_up_interruptible(resume))
+    for fn in (delete, rename, tag, note, doctor):
         app.command()(fn)

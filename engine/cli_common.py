@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import signal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -123,13 +124,22 @@ def one_line(e: BaseException, flags: bool = False) -> str | None:
 
 
 def start_up_interruptible(command):
-    """A Ctrl-C before the command's own handling (imports, model loading) says so in one
-    line and exits 130; it exited silently."""
+    """Ctrl-C and SIGTERM (the dashboard's stop) stop a campaign command cleanly. Until its
+    search starts they are deferred to checkpoints where nothing is half done
+    (store/interrupts.py: raised inside an import or a DuckDB query they were tracebacks);
+    one before the campaign's row says so in one line and exits 130."""
 
     @functools.wraps(command)
     def wrapped(*args, **kwargs):
+        from store import interrupts
+
+        # Set explicitly, and first: a process started in the background inherits SIGINT
+        # as ignored, and a Ctrl-C in the seconds of imports before was lost.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
-            return command(*args, **kwargs)
+            with interrupts.start_up_deferred():
+                return command(*args, **kwargs)
         except KeyboardInterrupt:
             err.print("interrupted before the search began", markup=False)
             raise typer.Exit(130) from None

@@ -114,6 +114,7 @@ def run_campaign(
         check_id_syntax(campaign_id)  # before anything is loaded or written
     keep_freed_memory()  # before the batch sweep, which must see the campaign's allocator
     r = resolve(cfg, models_root)
+    interrupts.checkpoint()  # a Ctrl-C deferred while the models loaded (store/interrupts.py)
     cfg = r.config  # with what resolve derives (an escape campaign's seed count)
     store = Store(db_path(home))
     store.require_writable()
@@ -123,6 +124,7 @@ def run_campaign(
     # The measured batch size goes into the stored config, so `resume` replays the search
     # with the very batches it ran with (results can differ in the last bit between sizes).
     batch = choose_batch(r, home, cfg.batch_memory_mb)
+    interrupts.checkpoint()  # the last before the campaign's row: after it, the search's own
     r.config = cfg = cfg.model_copy(update={"batch_size": batch.batch_size})
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
     # Held for the campaign's life, taken before its row exists: a reader that finds the
@@ -181,6 +183,9 @@ def execute(
     closing = contextlib.ExitStack()
     with closing:
         try:
+            # A Ctrl-C deferred since the row was written stops the search here: the
+            # campaign ends `interrupted`, as for one in the search.
+            interrupts.start_search()
             campaign = Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0)
             # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
             with torch.inference_mode():
@@ -190,6 +195,7 @@ def execute(
         except Exception as e:
             status, error, failure = "failed", describe(e), e
         finally:
+            interrupts.end_start_up()  # a search that failed before it started
             # The search is over: from here to the result a Ctrl-C is held back, so the
             # campaign closes with the status its search reached (store/interrupts.py).
             hold = closing.enter_context(interrupts.held(writer.notify, cid))

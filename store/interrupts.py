@@ -130,3 +130,68 @@ def pause(seconds: float) -> None:
         honour()
         time.sleep(min(left, 0.05))
     honour()
+
+
+# Start-up: from the command's first line to the search. A Ctrl-C raised anywhere in
+# there lands inside an import (numpy then refuses to load twice), a DuckDB query (which
+# turns it into its own RuntimeError) or torch's C++ (an abort), each a traceback; or
+# between the campaign's row and its search, which left the row `running` (later crashed)
+# while the command said the search had not begun. Deferred, it is raised at the next
+# checkpoint, where nothing is half done, or as the search starts, which then ends
+# `interrupted` like any stopped search.
+_deferred: list[bool] = []  # [noted] while a start-up defers interrupts
+_deferring: list[int] = []  # the signals whose handler it replaced
+
+
+def defer_start_up() -> None:
+    """Note Ctrl-C and SIGTERM from now on instead of raising them, until `checkpoint()`
+    or `start_search()`; a second one raises at once (the user insists). Main thread only,
+    and only signals whose handler raises KeyboardInterrupt (the CLI sets them first)."""
+    if not _on_main_thread() or _deferred:
+        return
+
+    def on_signal(signum: int, frame: object) -> None:
+        if _deferred and _deferred[0]:
+            end_start_up()
+            raise KeyboardInterrupt
+        if _deferred:
+            _deferred[0] = True
+
+    _deferred.append(False)
+    _deferring[:] = [s for s in SIGNALS if signal.getsignal(s) is signal.default_int_handler]
+    for s in _deferring:
+        signal.signal(s, on_signal)
+
+
+def end_start_up() -> bool:
+    """End the deferral (handlers back to raising); whether an interrupt was noted."""
+    if not (_deferred and _on_main_thread()):
+        return False
+    noted = _deferred[0]
+    _deferred.clear()
+    for s in _deferring:
+        signal.signal(s, signal.default_int_handler)
+    return noted
+
+
+@contextlib.contextmanager
+def start_up_deferred() -> Iterator[None]:
+    """`defer_start_up()` for the block, ended whatever ends it (a refused config)."""
+    defer_start_up()
+    try:
+        yield
+    finally:
+        end_start_up()
+
+
+def checkpoint() -> None:
+    """Raise a Ctrl-C the start-up deferred, if any (the deferral goes on otherwise)."""
+    if _deferred and _deferred[0] and _on_main_thread():
+        end_start_up()
+        raise KeyboardInterrupt
+
+
+def start_search() -> None:
+    """The search begins: interrupts raise again, and one deferred so far is raised now."""
+    if end_start_up():
+        raise KeyboardInterrupt
