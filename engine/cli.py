@@ -243,7 +243,9 @@ def run(
         TextColumn("{task.fields[info]}"),
         TimeElapsedColumn(),
         console=err,
-        disable=quiet,
+        # Only on a terminal: on a pipe the bar drew nothing useful and left an empty line
+        # before a refusal (`--generations 0`), which was then not one line.
+        disable=quiet or not err.is_terminal,
         # Gone when the command ends: a refusal (an unknown generator, say) printed
         # below a "gen 0/None" bar that never moved.
         transient=True,

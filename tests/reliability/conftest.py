@@ -19,8 +19,9 @@ def cli(args: list[str], env: dict[str, str], ok: bool = True, prefix: list[str]
 
 def one_line_error(p: subprocess.CompletedProcess, *needles: str) -> str:
     """Exit code 2, one line on stderr, no traceback, and every needle in that line."""
-    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    lines = p.stderr.splitlines()
     assert p.returncode == 2, (p.returncode, p.stderr)
+    # Exactly one line: an empty one before it (a progress bar's leftover) counts too.
     assert "Traceback" not in p.stderr and len(lines) == 1, p.stderr
     for n in needles:
         assert n in lines[0], (n, lines[0])

@@ -147,6 +147,16 @@ def test_a_bad_config_value_is_one_line_and_writes_nothing(home: Path, env, tmp_
     assert list(home.iterdir()) == []
 
 
+@pytest.mark.parametrize("args,says", [
+    (["--generations", "0"], "strategy_params.generations"),
+    (["--step", "inf"], "strategy_params.step"),
+    (["--generator", "foo"], "no generator 'foo'"),
+])  # fmt: skip
+def test_a_refusal_without_quiet_is_one_line_too(home: Path, env, args, says):
+    # The progress bar, on a pipe, left an empty line before the refusal.
+    one_line_error(cli(["run", "--seeds", "2", *args], env, ok=False), says)
+
+
 class FailsOnLargeBatches(torch.nn.Module):
     """Says 3 for every image; raises on more than 8 images at once."""
 
