@@ -79,8 +79,9 @@ def grid(
         if run.status[cell.id] == "failed":
             err.print(f"failed {cell.id} ({cell.label()}): {run.errors.get(cell.id, '')}",
                       markup=False, highlight=False, soft_wrap=True)  # fmt: skip
-    console.print(f"its campaigns form the group {run.grid}: the dashboard's Compare page "
-                  f"shows them by axis", markup=False)  # fmt: skip
+    if counts["done"]:
+        console.print(f"its campaigns form the group {run.grid}: the dashboard's Compare page "
+                      f"shows them by axis", markup=False)  # fmt: skip
     if run.stopped:
         raise typer.Exit(130)
     if counts["failed"]:

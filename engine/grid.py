@@ -178,6 +178,7 @@ def run_grid(
                     ingest(cell)
                 else:
                     set_status(cell, "queued")
+                    run.ran.remove(cell.id)  # started, not run: the summary counts runs
     return run
 
 

@@ -32,7 +32,7 @@ from store.errors import StoreBusy, StoreError
 
 store, home = get_store(), get_home()
 campaigns = queries.list_campaigns(store)
-cid = st.query_params.get("id")
+cid = st.query_params.get("id") or None  # `?id=` (emptied by hand) is no id, not id ""
 if cid is None and not campaigns.empty:
     names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
     cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{names[i]} ({i})")

@@ -350,3 +350,10 @@ def test_compare_with_one_shared_seed_or_none_shows_no_slider_and_no_exception(a
     sliders = [s for s in at.slider if s.label == "Seeds shown"]
     assert len(sliders) == (shared > 1)
     assert any("no seed in common" in i.value for i in at.info) == (shared == 0)
+
+
+def test_campaign_page_with_an_empty_id_offers_the_campaigns(app, seeded):
+    # It said "No campaign with id ." and waited for one.
+    at = app("campaign.py", id="")
+    assert not at.exception and not at.warning
+    assert at.selectbox[0].label == "Campaign"

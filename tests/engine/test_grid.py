@@ -189,7 +189,7 @@ def test_ctrl_c_stops_a_grid_run_in_this_process_and_the_rest_runs_next_time(
     run = run_grid(spec, home, workers=0)
     # In the search, the second cell stops and runs again; in its close, it is kept.
     kept = 1 if where == "search" else 2
-    assert run.stopped and run.failed == {}
+    assert run.stopped and run.failed == {} and len(run.ran) == kept  # stopped: not run
     assert [run.status[c.id] for c in cells] == ["done"] * kept + ["queued"] * (4 - kept)
     assert load_state(run.folder)["cells"][cells[1].id]["status"] == run.status[cells[1].id]
     assert len(grid_rows(home, "tiny")) == kept
@@ -226,7 +226,7 @@ def test_ctrl_c_in_the_terminal_stops_a_grid_on_a_process_pool(home: Path, tmp_p
     os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches driver and worker
     out, errs = p.communicate(timeout=120)
     assert p.returncode == 130 and "Traceback" not in errs, errs
-    assert "grid stop stopped: 1 of 3 cells done" in " ".join(out.split())
+    assert "grid stop stopped: 1 of 3 cells done (1 run now," in " ".join(out.split())
     assert f"`latentfuzz grid {spec_file}` runs the 2 cells not run" in " ".join(errs.split())
     statuses = [load_state(folder)["cells"][c.id]["status"] for c in cells]
     assert statuses == ["done", "queued", "queued"]
