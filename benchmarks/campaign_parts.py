@@ -65,8 +65,11 @@ def timed(owner: type, name: str, label: str, sizes: str | None = None) -> None:
     setattr(owner, name, wrapper)
 
 
-def bare_seconds(raw: dict, counts: list[tuple[str, int]]) -> dict[str, float]:
-    """The campaign's model calls again at the same sizes, each size's calls back to back."""
+def bare_seconds(
+    raw: dict, counts: list[tuple[str, int]], per_call: dict | None = None
+) -> dict[str, float]:
+    """The campaign's model calls again at the same sizes, each size's calls back to back;
+    `per_call` gets each (model, size)'s median call."""
     r = resolve(parse_config({**raw, "seeds": 1}))
     gen, clf = r.generator, r.classifier
     n_max = max(n for _, n in counts)
@@ -83,11 +86,32 @@ def bare_seconds(raw: dict, counts: list[tuple[str, int]]) -> dict[str, float]:
                 else (lambda n=n: gen.decode(z[:n], y[:n] if gen.conditional else None))
             )
             fn(), fn()  # warm: this size's kernels are built
-            t = time.perf_counter()
-            for _ in range(k):
+            times = []
+            for _ in range(max(k, 3)):
+                t = time.perf_counter()
                 fn()
-            out[what] += time.perf_counter() - t
+                times.append(time.perf_counter() - t)
+            out[what] += sum(times[:k])
+            if per_call is not None:
+                per_call[what, n] = statistics.median(times)
     return out
+
+
+def per_size(counts: list[tuple[str, int]], seconds: list[float], bare: dict) -> None:
+    """Each (model, size) called more than once: its median call in the loop against the
+    same call back to back, and what the difference adds up to over its calls."""
+    by = collections.defaultdict(list)
+    for key, s in zip(counts, seconds, strict=True):
+        by[key].append(s)
+    print(f"{'model, size':16s} {'calls':>5s} {'loop ms':>8s} {'bare ms':>8s} {'ratio':>6s}")
+    extra = 0.0
+    for (what, n), ts in sorted(by.items()):
+        loop, b = statistics.median(ts), bare[what, n]
+        extra += (loop - b) * len(ts)
+        if len(ts) > 1:
+            print(f"{what + ' ' + str(n):16s} {len(ts):5d} {loop * 1e3:8.3f} {b * 1e3:8.3f} "
+                  f"{loop / b:6.2f}")  # fmt: skip
+    print(f"median calls in the loop above back to back, summed over all calls: {extra:.3f} s")
 
 
 def main() -> None:
@@ -97,6 +121,8 @@ def main() -> None:
     ap.add_argument("--generations", type=int, default=250)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--perturbation", default="high")
+    ap.add_argument("--per-size", action="store_true",
+                    help="each batch size's median call in the loop and back to back")  # fmt: skip
     a = ap.parse_args()
     torch.set_num_threads(2)
     keep_freed_memory()  # the allocator campaigns run with
@@ -119,7 +145,8 @@ def main() -> None:
             shutil.rmtree(Path(home) / "h", ignore_errors=True)
             res = run_campaign(parse_config(raw), Path(home) / "h")
     counts = list(model_calls)
-    bare = bare_seconds(raw, counts)
+    medians: dict = {}
+    bare = bare_seconds(raw, counts, medians)
     loop = totals["campaign loop"]
     print(f"{a.generator}, {a.seeds} seeds, batch {a.batch_size}: "
           f"{sum(n for w, n in counts if w == 'classify'):,} evaluations")  # fmt: skip
@@ -132,11 +159,15 @@ def main() -> None:
     per_generation = (loop - model) * 1e3 / max(1, calls["record a generation"])
     print(f"model calls in the loop / bare: {model / both:.3f}; "
           f"loop outside the model calls: {per_generation:.2f} ms a generation")  # fmt: skip
-    print(f"campaign wall (row): {res.wall_seconds:.3f} s, of which outside the loop "
-          f"{res.wall_seconds - loop:.3f} s (set-up before the first generation, closing)")
+    print(
+        f"campaign wall (row): {res.wall_seconds:.3f} s, of which outside the loop "
+        f"{res.wall_seconds - loop:.3f} s (set-up before the first generation, closing)"
+    )
     extra, once = first_calls(counts, call_seconds)
     print(f"first call at each new batch size: {extra * 1e3:.0f} ms above that size's median "
           f"call ({once} sizes called once, not counted)")  # fmt: skip
+    if a.per_size:
+        per_size(counts, call_seconds, medians)
 
 
 def first_calls(counts: list[tuple[str, int]], seconds: list[float]) -> tuple[float, int]:

@@ -45,3 +45,20 @@ def test_images_of_takes_evaluated_slots_and_decodes_the_others():
     assert got.flatten().tolist() == [30, 40]
     assert len(decoded) == 1
     assert decoded[0][0].flatten().tolist() == [40.0] and decoded[0][1].tolist() == [5]
+
+
+def test_a_generations_bookkeeping_does_not_grow_with_the_number_of_seeds():
+    # Populations are tensors over all seeds: a generation's operations outside the models
+    # (objectives, records, breeding) are as many for 12 seeds as for 3. A per-seed loop of
+    # tensor operations would multiply them. Counted, not timed (benchmarks/generation_ops.py).
+    from benchmarks.generation_ops import count_ops
+
+    def ops(seeds: int) -> list[int]:
+        params = {"generations": 6, "population": 6, "best_left": 2, "stop_at_failure": False}
+        raw = {"seeds": seeds, "seed": 1, "strategy_params": params}
+        return count_ops(raw)[1]
+
+    few, many = ops(3), ops(12)
+    assert len(few) == len(many) == 6
+    # The middle generations (the first has no breeding before it, the last closes seeds).
+    assert few[1:-1] == many[1:-1] and len(set(few[1:-1])) == 1 and few[1] > 0
