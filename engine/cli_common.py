@@ -138,7 +138,7 @@ def start_up_interruptible(command):
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
-            with interrupts.start_up_deferred():
+            with interrupts.start_up_deferred(lambda m: err.print(m, markup=False)):
                 return command(*args, **kwargs)
         except KeyboardInterrupt:
             err.print("interrupted before the search began", markup=False)

@@ -64,17 +64,21 @@ def run_diff_study(
         pairs, generator, seeds, evaluations, population, repetitions, embedding, study
     )
     cfgs = [parse_config(raw) for raw in raws]
-    for cfg in cfgs:  # every cell checked before any runs
-        resolve(cfg, models_root)
-    ids = []
-    for cfg in cfgs:
-        try:
-            res = run_campaign(cfg, h, models_root=models_root, study=study)
-        except StoppedAfterClose:  # Ctrl-C while a campaign closed: it is kept
-            raise StudyStopped(study, len(ids) + 1, len(cfgs)) from None
-        if res.status == "interrupted":  # the user stopped the study, not one campaign
-            raise StudyStopped(study, len(ids), len(cfgs))
-        ids.append(res.campaign_id)
+    ids: list[str] = []
+    try:
+        for cfg in cfgs:  # every cell checked before any runs
+            resolve(cfg, models_root)
+        for cfg in cfgs:
+            try:
+                res = run_campaign(cfg, h, models_root=models_root, study=study)
+            except StoppedAfterClose:  # Ctrl-C while a campaign closed: it is kept
+                ids.append("")
+                raise
+            if res.status == "interrupted":  # the user stopped the study, not one campaign
+                raise KeyboardInterrupt
+            ids.append(res.campaign_id)
+    except KeyboardInterrupt:  # also in a campaign's start-up, or while the cells are checked
+        raise StudyStopped(study, len(ids), len(cfgs)) from None
     return summarise(differential_table(Store(db_path(h)), ids))
 
 

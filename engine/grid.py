@@ -15,6 +15,7 @@ and ``work/`` (private homes of running cells, removed as they finish).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -169,9 +170,11 @@ def run_grid(
             else:
                 set_status(cell, "failed", res["error"])
     except KeyboardInterrupt:
-        # The user stopped the grid (a terminal's Ctrl-C reaches the workers too, whose
-        # campaigns stop): a cell that closed in time is imported, the others run again.
+        # The user stopped the grid: its workers stop first (closing `results` does), then a
+        # cell that closed in time is imported and the others run again.
         run.stopped = True
+        with contextlib.suppress(KeyboardInterrupt):
+            getattr(results, "close", lambda: None)()
         for cell in cells:
             if run.status[cell.id] == "running":
                 if bundle(cell).is_file():
@@ -224,6 +227,15 @@ def _execute(
                 started(t)
                 pending[pool.submit(run_cell, t)] = t
             yield from finished
+    except (KeyboardInterrupt, GeneratorExit):
+        # The grid stops (here, or in the driver between two results): the workers' cells
+        # stop too. A terminal's Ctrl-C reaches them as well, but they leave it to the
+        # driver (engine/grid_cell.init_worker); a signal to the driver alone would have
+        # left them running, and this shutdown waiting for their whole campaigns.
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(OSError, ValueError):
+                proc.terminate()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

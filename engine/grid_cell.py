@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +28,22 @@ def init_worker(threads: int) -> None:
 
     omp = os.environ.get("OMP_NUM_THREADS", "")
     torch.set_num_threads(max(1, min(threads, int(omp)) if omp.isdigit() else threads))
+    # A terminal's Ctrl-C reaches every process of its group: the driver decides, and stops
+    # its workers with SIGTERM (engine/grid.py). An idle worker, waiting on its queue, had
+    # printed a traceback; one that only the driver's signal would reach ran on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_stop)
+
+
+_busy = [False]  # this worker is running a cell
+
+
+def _on_stop(signum: int, frame: object) -> None:
+    # Idle, it lets the signal pass: it waits on the pool's queue, whose lock it may hold,
+    # and leaves at the shutdown's sentinel (an exit here left the lock held, and the next
+    # worker blocked on it for good).
+    if _busy[0]:
+        raise KeyboardInterrupt  # the cell's campaign stops, interrupted
 
 
 def run_cell(task: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +54,7 @@ def run_cell(task: dict[str, Any]) -> dict[str, Any]:
     models_root."""
     t0 = time.perf_counter()
     work, bundle = Path(task["work"]), Path(task["bundle"])
+    _busy[0] = True
     try:
         if task["cell"] in os.environ.get(FAIL_ENV, "").split(","):
             raise RuntimeError(f"cell {task['cell']} failed on purpose (${FAIL_ENV})")
@@ -47,6 +65,7 @@ def run_cell(task: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "cell": task["cell"], "error": describe(e),
                 "seconds": time.perf_counter() - t0}  # fmt: skip
     finally:
+        _busy[0] = False
         shutil.rmtree(work, ignore_errors=True)
     return {"ok": True, "cell": task["cell"], "seconds": time.perf_counter() - t0}
 

@@ -54,6 +54,18 @@ def execute_ray(
     limit = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     queue = iter(tasks)
     pending: dict[Any, dict[str, Any]] = {}
+    try:
+        yield from _in_flight(ray, remote, queue, pending, limit, started, bundle_of, by_id)
+    except (KeyboardInterrupt, GeneratorExit):
+        # The grid stops: its cells in flight stop too, or on a lasting cluster they ran
+        # on beside the same cells started again by the next run.
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+
+
+def _in_flight(ray, remote, queue, pending, limit, started, bundle_of, by_id):
+    """execute_ray's loop; `pending` (ref -> task) is the caller's, to cancel on a stop."""
     while True:
         while len(pending) < limit and (t := next(queue, None)) is not None:
             started(t)

@@ -32,7 +32,7 @@ from engine.errors import ConfigError, LatentfuzzError
 from engine.home import db_path
 from engine.runner import CampaignResult, Evaluator, Progress, execute
 from engine.startup import ReplayReport
-from store import CampaignWriter, Store, queries, recovery
+from store import CampaignWriter, Store, interrupts, queries, recovery
 from store.liveness import RESUMABLE, CampaignLock, reap
 
 
@@ -148,6 +148,8 @@ def resume_campaign(
             f"campaign {cid} ran with models {c['environment'].get('model_sha256')}, now "
             f"{r.model_hashes}; a resumed run would not match. Start a new campaign"
         )
+    # A Ctrl-C deferred while the models loaded stops here, before the row is touched.
+    interrupts.checkpoint()
     lock = CampaignLock(home, cid).acquire()
     with _released_on_error(lock):
         committed = Committed.load(store, cid)

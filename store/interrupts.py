@@ -143,7 +143,7 @@ _deferred: list[bool] = []  # [noted] while a start-up defers interrupts
 _deferring: list[int] = []  # the signals whose handler it replaced
 
 
-def defer_start_up() -> None:
+def defer_start_up(notify: Callable[[str], None] | None = None) -> None:
     """Note Ctrl-C and SIGTERM from now on instead of raising them, until `checkpoint()`
     or `start_search()`; a second one raises at once (the user insists). Main thread only,
     and only signals whose handler raises KeyboardInterrupt (the CLI sets them first)."""
@@ -156,6 +156,9 @@ def defer_start_up() -> None:
             raise KeyboardInterrupt
         if _deferred:
             _deferred[0] = True
+            if notify is not None:  # the step under way (a diffusion model's load) can last
+                notify("stopping once the current start-up step is done; press Ctrl-C again "
+                       "to stop at once")  # fmt: skip
 
     _deferred.append(False)
     _deferring[:] = [s for s in SIGNALS if signal.getsignal(s) is signal.default_int_handler]
@@ -175,9 +178,9 @@ def end_start_up() -> bool:
 
 
 @contextlib.contextmanager
-def start_up_deferred() -> Iterator[None]:
+def start_up_deferred(notify: Callable[[str], None] | None = None) -> Iterator[None]:
     """`defer_start_up()` for the block, ended whatever ends it (a refused config)."""
-    defer_start_up()
+    defer_start_up(notify)
     try:
         yield
     finally:

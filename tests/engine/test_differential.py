@@ -363,3 +363,27 @@ def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
     finally:
         signal.signal(signal.SIGINT, old)
     assert len(calls) == 2
+
+
+def test_ctrl_c_while_a_diff_study_checks_its_campaigns_says_so_too(home, monkeypatch):
+    import os
+    import signal
+
+    from engine import diff_study
+    from engine.diff_study import StudyStopped, run_diff_study
+
+    real = diff_study.resolve
+
+    def interrupted(*a, **k):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **k)
+
+    monkeypatch.setattr(diff_study, "resolve", interrupted)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(StudyStopped, match="after 0 of its 2 campaigns"):
+            pair = [["mnist-convnet", "mnist-lenet5"]]
+            run_diff_study(pair, generator="vae", seeds=1, evaluations=40, population=8,
+                           repetitions=1, name="s", home=home)  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, old)

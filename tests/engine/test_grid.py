@@ -200,7 +200,14 @@ def test_ctrl_c_stops_a_grid_run_in_this_process_and_the_rest_runs_next_time(
     assert len(grid_rows(home, "tiny")) == 4
 
 
-def test_ctrl_c_in_the_terminal_stops_a_grid_on_a_process_pool(home: Path, tmp_path: Path, env):
+@pytest.mark.parametrize(
+    "workers, to_group",
+    [(1, True), (2, True), (1, False)],
+    ids=["terminal", "terminal-idle-worker", "driver-only"],
+)
+def test_ctrl_c_or_stop_stops_a_grid_on_a_process_pool(
+    home: Path, tmp_path: Path, env, workers, to_group
+):
     import time
 
     spec_file = tmp_path / "stop.yaml"
@@ -211,22 +218,31 @@ def test_ctrl_c_in_the_terminal_stops_a_grid_on_a_process_pool(home: Path, tmp_p
         "axes": {"strategy_params.generations": [3, 100000, 4]},
     }))  # fmt: skip
     p = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "grid", str(spec_file), "--workers", "1", "-q",
-         "--home", str(home)], env=env, start_new_session=True,
+        [sys.executable, "-m", "engine.cli", "grid", str(spec_file), "--workers", str(workers),
+         "-q", "--home", str(home)], env=env, start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     folder, cells = home / "grids" / "stop", load_grid(spec_file).cells()
+    # Two workers: the short cells finish beside the long one, and a worker waits idle.
+    short_done = ["done", "queued", "done"] if workers == 2 else ["done", "queued", "queued"]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         state = load_state(folder) if (folder / "state.json").is_file() else {"cells": {}}
-        if state["cells"].get(cells[1].id, {}).get("status") == "running":
+        now = [state["cells"].get(c.id, {}).get("status") for c in cells]
+        if now[1] == "running" and [s for i, s in enumerate(now) if i != 1] == [
+            s for i, s in enumerate(short_done) if i != 1
+        ]:
             break
         time.sleep(0.2)
-    time.sleep(3)  # the worker is in the long cell's search
-    os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches driver and worker
-    out, errs = p.communicate(timeout=120)
+    time.sleep(2)  # the worker is in the long cell's search
+    if to_group:
+        os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches driver and workers
+    else:
+        p.send_signal(signal.SIGTERM)  # `kill`, `timeout`: the driver alone; it had waited
+    out, errs = p.communicate(timeout=60)  # for the long cell's whole campaign
     assert p.returncode == 130 and "Traceback" not in errs, errs
-    assert "grid stop stopped: 1 of 3 cells done (1 run now," in " ".join(out.split())
-    assert f"`latentfuzz grid {spec_file}` runs the 2 cells not run" in " ".join(errs.split())
+    done = short_done.count("done")
+    assert f"grid stop stopped: {done} of 3 cells done ({done} run now," in " ".join(out.split())
+    assert f"runs the {3 - done} cells not run" in " ".join(errs.split())
     statuses = [load_state(folder)["cells"][c.id]["status"] for c in cells]
-    assert statuses == ["done", "queued", "queued"]
+    assert statuses == short_done
