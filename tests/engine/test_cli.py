@@ -236,3 +236,30 @@ def test_the_campaign_list_names_failures_by_each_campaign_criterion(home: Path,
     lines = [line for line in listing.splitlines() if "1 " in line and "┃" not in line]
     rows = {line.split()[1]: line for line in lines}
     assert "A and B disagree" in rows["diff1"] and "disagree" not in rows["plain1"]
+
+
+def test_a_ctrl_c_while_the_cli_is_imported_is_one_line(monkeypatch, capsys):
+    # The console script's entry imports the CLI (typer, rich) inside its own guard: a
+    # Ctrl-C in that first tenth of a second printed Python's traceback.
+    import builtins
+    import tomllib
+
+    import pytest
+
+    import engine.entry
+
+    real = builtins.__import__
+
+    def interrupted(name, *a, **k):
+        if name == "engine.cli":
+            raise KeyboardInterrupt
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as e:
+        engine.entry.main()
+    assert e.value.code == 130 and capsys.readouterr().err == "interrupted\n"
+    monkeypatch.setattr(builtins, "__import__", real)
+    root = Path(__file__).resolve().parents[2]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["latentfuzz"] == "engine.entry:main"
