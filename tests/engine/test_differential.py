@@ -337,53 +337,47 @@ def test_a_validator_with_an_empty_threshold_is_refused():
         parse_validators(["discriminator="])
 
 
-def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
-    # Before, the interrupted campaign was counted and the study ran its other campaigns.
+def interrupted_study(monkeypatch, owner, name: str, nth: int, repetitions: int) -> str:
+    """Run a tiny diff-study with SIGINT sent at the `nth` call of owner.name (Ctrl-C raises
+    KeyboardInterrupt, as in the CLI); the StudyStopped message it ends with."""
     import os
     import signal
 
-    from engine import search_loop
     from engine.diff_study import StudyStopped, run_diff_study
 
-    real, calls = search_loop.Campaign.run, []
+    real, calls = getattr(owner, name), []
 
-    def second_interrupted(*a, **k):
+    def wrapper(*a, **k):
         calls.append(1)
-        if len(calls) == 2:
+        if len(calls) == nth:
             os.kill(os.getpid(), signal.SIGINT)
         return real(*a, **k)
 
-    monkeypatch.setattr(search_loop.Campaign, "run", second_interrupted)
+    monkeypatch.setattr(owner, name, wrapper)
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with pytest.raises(StudyStopped, match="stopped by Ctrl-C after 1 of its 4 campaigns"):
-            pair = [["mnist-convnet", "mnist-lenet5"]]
-            run_diff_study(pair, generator="vae", seeds=1, evaluations=40, population=8,
-                           repetitions=2, name="s", home=home)  # fmt: skip
+        with pytest.raises(StudyStopped) as e:
+            run_diff_study([["mnist-convnet", "mnist-lenet5"]], generator="vae", seeds=1,
+                           evaluations=40, population=8, repetitions=repetitions, name="s",
+                           home=Path(os.environ["LATENTFUZZ_HOME"]))  # fmt: skip
     finally:
         signal.signal(signal.SIGINT, old)
-    assert len(calls) == 2
+    assert len(calls) == nth  # nothing ran after it
+    return str(e.value)
+
+
+def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
+    # Before, the interrupted campaign was counted and the study ran its other campaigns.
+    from engine import search_loop
+
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    said = interrupted_study(monkeypatch, search_loop.Campaign, "run", 2, repetitions=2)
+    assert "stopped by Ctrl-C after 1 of its 4 campaigns" in said
 
 
 def test_ctrl_c_while_a_diff_study_checks_its_campaigns_says_so_too(home, monkeypatch):
-    import os
-    import signal
-
     from engine import diff_study
-    from engine.diff_study import StudyStopped, run_diff_study
 
-    real = diff_study.resolve
-
-    def interrupted(*a, **k):
-        os.kill(os.getpid(), signal.SIGINT)
-        return real(*a, **k)
-
-    monkeypatch.setattr(diff_study, "resolve", interrupted)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(StudyStopped, match="after 0 of its 2 campaigns"):
-            pair = [["mnist-convnet", "mnist-lenet5"]]
-            run_diff_study(pair, generator="vae", seeds=1, evaluations=40, population=8,
-                           repetitions=1, name="s", home=home)  # fmt: skip
-    finally:
-        signal.signal(signal.SIGINT, old)
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    said = interrupted_study(monkeypatch, diff_study, "resolve", 1, repetitions=1)
+    assert "after 0 of its 2 campaigns" in said
