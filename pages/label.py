@@ -105,10 +105,13 @@ def take_turn(**action) -> bool:
     return True
 
 
-def save(value: int) -> None:
-    if state["item"] is None:
-        # A key pressed again before the page drew "nothing left": there is no image to
-        # answer (an answer without an item broke the whole write).
+def save(value: int, shown: int | None) -> None:
+    if state["item"] is None or shown != state["item"]:
+        # A key pressed for an image no longer current: keys pressed in quick succession
+        # (or a held key's repeats) answered the next images before they were drawn. Each
+        # button is the image's own (its key names the item), so a press that reaches the
+        # server from an earlier image's buttons is dropped, not given to the next image.
+        # Nor is there an image to answer before the page drew "nothing left".
         return
     state["pending"].append((state["item"], value, state["shown_at"]))
     if state["upcoming"] is None:  # nothing reserved (yet): write now and take what comes
@@ -124,7 +127,9 @@ def undo() -> None:
     take_turn(undo=True)
 
 
-def skip() -> None:
+def skip(shown: int | None) -> None:
+    if shown != state["item"]:
+        return  # pressed for an earlier image (see save)
     state["skip"].add(state["item"])
     take_turn(release=state["item"])
 
@@ -167,21 +172,23 @@ def question(first: bool) -> None:
             st.image(img, width=280)
     with right:
         st.subheader("Which class is this?")
+        item = state["item"]
         cols = st.columns(5)
         for i, name in enumerate(ds.class_names):
             cols[i % 5].button(
-                name, key=f"class{i}", on_click=save, args=(i,), width="stretch",
+                name, key=f"class{i}:{item}", on_click=save, args=(i, item), width="stretch",
                 shortcut=str(i) if len(ds.class_names) <= 10 else None,
             )  # fmt: skip
         markers = marker_choices(ds)
         for col, (name, text, value, shortcut) in zip(st.columns(len(markers)), markers,
                                                       strict=True):  # fmt: skip
-            col.button(text, key=name, on_click=save, args=(value,), shortcut=shortcut,
-                       width="stretch")  # fmt: skip
+            col.button(text, key=f"{name}:{item}", on_click=save, args=(value, item),
+                       shortcut=shortcut, width="stretch")  # fmt: skip
         z, s = st.columns(2)
         z.button("undo last answer", key="undo", on_click=undo, shortcut="Backspace",
                  disabled=first, type="tertiary")  # fmt: skip
-        s.button("skip for now", key="skip", on_click=skip, shortcut="S", type="tertiary")
+        s.button("skip for now", key=f"skip:{item}", on_click=skip, args=(item,), shortcut="S",
+                 type="tertiary")  # fmt: skip
 
 
 labelling()

@@ -19,6 +19,11 @@ from store import labels as ls
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
 
+def button(at, name: str):
+    """The answer button `name` of the image on screen (its key also names the item)."""
+    return next(b for b in at.button if b.key.split(":")[0] == name)
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory) -> tuple[Path, str, str]:
     home = tmp_path_factory.mktemp("home")
@@ -68,7 +73,7 @@ def test_name_is_asked_once_then_images_come(page, study):
 
 def test_every_answer_is_one_button_with_its_key(page):
     at = page("bea")
-    labels = {b.key: (b.label, b.proto.shortcut) for b in at.button}
+    labels = {b.key.split(":")[0]: (b.label, b.proto.shortcut) for b in at.button}
     for i in range(10):
         assert labels[f"class{i}"] == (str(i), str(i))
     assert labels["invalid"] == ("not a valid digit image", "x")
@@ -77,26 +82,42 @@ def test_every_answer_is_one_button_with_its_key(page):
     assert labels["skip"] == ("skip for now", "s")
 
 
+def test_a_key_pressed_for_an_earlier_image_answers_nothing(page, study):
+    # Keys pressed in quick succession reach the server from the buttons on screen when
+    # they were pressed: the image before. They answered the next images unseen.
+    home, _, sid = study
+    at = page("fast")
+    first = shown(at, sid, "fast")
+    on_screen = {n: button(at, n) for n in ("class3", "class5", "skip")}
+    on_screen["class3"].click().run()
+    for name in ("class3", "class5", "skip"):  # the first image's buttons, pressed again
+        on_screen[name].click().run()
+    assert mine(home, sid, "fast")["item_id"].tolist() == [first]
+    assert shown(at, sid, "fast") != first
+    button(at, "class5").click().run()  # the image on screen: answered
+    assert len(mine(home, sid, "fast")) == 2
+
+
 def test_buttons_record_the_right_answer_undo_and_skip(page, study):
     home, _, sid = study
     at = page("cy")
     first = shown(at, sid, "cy")
-    at.button(key="class3").click().run()
+    button(at, "class3").click().run()
     assert mine(home, sid, "cy")[["item_id", "answer", "position"]].values.tolist() == [
         [first, 3, 1]
     ]
     second = shown(at, sid, "cy")
     assert second != first
-    at.button(key="invalid").click().run()
+    button(at, "invalid").click().run()
     third = shown(at, sid, "cy")
-    at.button(key="unsure").click().run()
+    button(at, "unsure").click().run()
     got = mine(home, sid, "cy").set_index("item_id")["answer"].to_dict()
     assert got == {first: 3, second: INVALID, third: UNSURE}
     assert (mine(home, sid, "cy")["seconds"] >= 0).all()
     at.button(key="undo").click().run()
     assert shown(at, sid, "cy") == third  # the undone image is back on screen
     assert third not in set(mine(home, sid, "cy")["item_id"])
-    at.button(key="skip").click().run()
+    button(at, "skip").click().run()
     assert shown(at, sid, "cy") not in (first, second, third)
     assert len(mine(home, sid, "cy")) == 2  # a skip is not an answer
     assert at.metric[0].value == "2"
@@ -220,11 +241,11 @@ def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
     at.query_params["labeller"] = "dee"
     at.run()
     assert not at.exception
-    labels = {b.key: (b.label, b.proto.shortcut) for b in at.button}
+    labels = {b.key.split(":")[0]: (b.label, b.proto.shortcut) for b in at.button}
     assert labels["other"] == ("a different real-world object", "o")
     assert labels["invalid"] == ("not a valid real-world object image", "x")
     assert labels["class0"][0] == "pizza"
-    at.button(key="other").click().run()
+    button(at, "other").click().run()
     assert mine(home, sid, "dee")["answer"].tolist() == [OTHER]
 
 
@@ -265,7 +286,7 @@ def test_a_key_costs_one_store_transaction_and_shows_the_reserved_image(page, st
     monkeypatch.setattr(Store, "_connect", counting)
     for n in range(1, 4):
         opened.clear()
-        at.button(key="class3").click().run()
+        button(at, "class3").click().run()
         assert not at.exception
         assert shown(at, sid, "fay") == upcoming
         assert at.metric[0].value == str(n)
@@ -290,7 +311,7 @@ def test_a_key_pressed_after_the_last_image_is_ignored(tmp_path, monkeypatch):
     at.query_params.update(study=sid, labeller="dan")
     at.run()
     while shown(at, sid, "dan") is not None:
-        key = at.button(key="class3")
+        key = button(at, "class3")
         key.click().run()
     assert "Nothing left" in at.success[0].value and len(mine(home, sid, "dan")) == 2
     key.click().run()
