@@ -49,7 +49,11 @@ if sid not in set(studies["id"]):
     st.query_params["study"] = sid
 study = ls.study(store, sid)
 
-who = st.query_params.get("labeller")
+who = st.query_params.get("labeller") or st.session_state.get("labeller")
+if who:
+    # Kept for this browser tab: the sidebar's link back to this page carries only the
+    # study, and it asked the labeller's name again.
+    st.query_params["labeller"] = st.session_state["labeller"] = who
 if not who:
     with st.form("name"):
         name = st.text_input("Your name", help="Use the same name to resume later.")
@@ -148,7 +152,12 @@ def labelling() -> None:
     b.progress(p["done"] / max(1, p["wanted"]), text=f"study: {p['done']} of {p['wanted']} answers")
     st.caption(f"labelling as **{md_text(who)}**")
     if state["item"] is None:
-        st.success("Nothing left for you in this study. Thank you!")
+        missing = p["wanted"] - p["done"]
+        st.success("Nothing left for you in this study. Thank you!" + (
+            f" {missing} answers are still missing: they need other labellers, or other "
+            "labellers' screens hold their images (a hold lapses after "
+            f"{ls.CLAIM_SECONDS // 60} minutes; reload then to see whether any came back "
+            "to you)." if missing > 0 else ""))  # fmt: skip
         st.button("Undo my last answer", on_click=undo, shortcut="Backspace")
     else:
         question(p["mine"] == 0)

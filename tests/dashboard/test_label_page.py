@@ -51,6 +51,25 @@ def page(study, monkeypatch):
     return open_as
 
 
+@pytest.fixture
+def own_study(study, monkeypatch):
+    """(home, a new study of the module's campaign, open(labeller)): tests that use up
+    images do not take them from the others."""
+    home, cid, _ = study
+    sid = create_study(Store(home / "latentfuzz.duckdb"), home,
+                       StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))  # fmt: skip
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+
+    def open_as(labeller: str) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page("../pages/label.py")
+        at.query_params.update(study=sid, labeller=labeller)
+        return at.run()
+
+    return home, sid, open_as
+
+
 def shown(at: AppTest, sid: str, who: str) -> int:
     return at.session_state[f"label:{sid}:{who}"]["item"]
 
@@ -82,10 +101,10 @@ def test_every_answer_is_one_button_with_its_key(page):
     assert labels["skip"] == ("skip for now", "s")
 
 
-def test_a_key_pressed_for_an_earlier_image_answers_nothing(page, study):
+def test_a_key_pressed_for_an_earlier_image_answers_nothing(own_study):
     # Keys pressed in quick succession reach the server from the buttons on screen when
     # they were pressed: the image before. They answered the next images unseen.
-    home, _, sid = study
+    home, sid, page = own_study
     at = page("fast")
     first = shown(at, sid, "fast")
     on_screen = {n: button(at, n) for n in ("class3", "class5", "skip")}
@@ -341,3 +360,27 @@ def test_a_link_to_an_unknown_study_says_so_and_labels_nothing(study, monkeypatc
     assert not at.exception, at.exception
     assert at.query_params["study"] in (chosen, [chosen])
     assert f"label:{chosen}:zed" in at.session_state  # now labelling the study picked
+
+
+def test_the_labeller_is_kept_when_the_sidebar_leads_back_to_the_label_page(own_study):
+    # The sidebar's link to Label carries the study only: the page asked the name again.
+    home, sid, page = own_study
+    at = page("gil")
+    assert shown(at, sid, "gil") is not None
+    at.switch_page("../pages/studies.py").run()
+    at.switch_page("../pages/label.py")
+    at.query_params.clear()
+    at.query_params["study"] = sid
+    at.run()
+    assert not at.exception and not at.text_input
+    assert at.query_params["labeller"] == "gil"
+    assert at.subheader[0].value == "Which class is this?"
+
+
+def test_nothing_left_says_how_many_answers_others_still_owe(own_study):
+    home, sid, page = own_study
+    at = page("hal")
+    while shown(at, sid, "hal") is not None:
+        button(at, "class1").click().run()
+    # k=2 and no second labeller yet: every image still wants another answer.
+    assert "answers are still missing: they need other labellers" in at.success[0].value
