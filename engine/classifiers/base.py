@@ -117,6 +117,15 @@ def register_format(name: str, suffixes: tuple[str, ...]) -> Callable:
     return deco
 
 
+def refuse_empty(path: Path, kind: str) -> None:
+    """A model file of 0 bytes (a failed download or copy) named as such: the loaders'
+    own message for it was the archive reader's ("not a ZIP archive ... internal miniz
+    error")."""
+    if path.stat().st_size == 0:
+        raise ModelError(f"{path} is empty (0 bytes); expected a {kind} file: copy or "
+                         "export it again")  # fmt: skip
+
+
 def format_of(path: str | Path) -> str | None:
     """The format a file name says it holds, or None for an unknown suffix."""
     return SUFFIXES.get(Path(path).suffix.lower())

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.classifiers.base import Classifier, register_format
+from engine.classifiers.base import Classifier, refuse_empty, register_format
 from engine.errors import ModelError, cause
 
 EXPORT = (
@@ -164,6 +164,7 @@ def load_onnx(
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"classifier file {path} does not exist; give the path of a .onnx file")
+    refuse_empty(path, "ONNX")
     missing = [n for n in external_data_files(path) if not (path.parent / n).is_file()]
     if missing:
         raise ModelError(

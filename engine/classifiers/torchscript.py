@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from engine.classifiers.base import ModuleClassifier, register_format
+from engine.classifiers.base import ModuleClassifier, refuse_empty, register_format
 from engine.errors import ModelError, cause
 
 FIX = "export with torch.jit.script(model) or torch.jit.trace(model, example) then torch.jit.save"
@@ -26,6 +26,7 @@ def load_torchscript(
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"classifier file {path} does not exist; give the path of a .pt file")
+    refuse_empty(path, "TorchScript")
     try:
         with warnings.catch_warnings():
             # TorchScript is deprecated upstream but is still the format users export.

@@ -119,6 +119,16 @@ def test_a_refused_import_writes_nothing(user_home: Path, tmp_path):
     assert left_behind(user_home) == []
 
 
+@pytest.mark.parametrize("suffix, kind", [(".pt", "TorchScript"), (".onnx", "ONNX")])
+def test_an_empty_model_file_is_named_as_empty(user_home: Path, tmp_path, suffix, kind):
+    # It gave the archive reader's words: "not a ZIP archive ... internal miniz error".
+    empty = tmp_path / f"empty{suffix}"
+    empty.write_bytes(b"")
+    with pytest.raises(LatentfuzzError, match=rf"is empty \(0 bytes\); expected a {kind} file"):
+        import_classifier(empty, "mnist")
+    assert left_behind(user_home) == []
+
+
 def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
     ts = tmp_path / "clf.pt"
     torch.jit.save(torch.jit.script(Net().eval()), str(ts))
