@@ -177,11 +177,19 @@ def import_csv(
 
     def number(col: str | None, r: pd.Series) -> int | None:
         text = cell(col, r)
-        return None if text is None else int(float(text))
+        try:
+            return None if text is None else int(float(text))
+        except ValueError:
+            raise ConfigError(f"{col} {text!r} is not a number") from None
 
     items, judged, empty = [], [], 0
     now = datetime.now()
+    first_row: dict[str, int] = {}  # ID -> the data row that has it
     for item_id, (line, r) in enumerate(df.iterrows()):
+        if (was := first_row.setdefault(r[m.id].strip(), line + 1)) != line + 1:
+            # Two rows of one image: each would count as its own image in every figure.
+            raise ConfigError(f"{path}, data rows {was} and {line + 1} have the same {m.id} "
+                              f"{r[m.id].strip()!r}; give each image one row")  # fmt: skip
         try:
             expected = label(m.expected, r)
             if expected is None or expected < 0:

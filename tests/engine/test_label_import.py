@@ -102,6 +102,19 @@ def test_unknown_answer_text_is_refused_with_the_row_and_nothing_is_written(tmp_
     assert ls.judgements(store, res.study_id)["answer"].tolist().count(-1) == 3
 
 
+def test_two_rows_of_one_id_or_a_word_for_a_number_are_refused_by_row(tmp_path):
+    # Two rows of ID 1 were imported as two images; "abc" under ITER gave Python's
+    # "could not convert string to float", naming no column.
+    store = Store(tmp_path / "db.duckdb")
+    twice = [*ROWS[:3], ROWS[0]]
+    with pytest.raises(ConfigError, match=r"data rows 1 and 4 have the same ID '1'; give each"):
+        import_csv(store, write_csv(tmp_path / "twice.csv", twice), "mnist")
+    word = [ROWS[0], ("u/2.png", "2", "MNIST", "VAE", "low", "abc", "7", "9", "7", "7", "", "")]
+    with pytest.raises(ConfigError, match=r"data row 2 \(ID '2'\): ITER 'abc' is not a number"):
+        import_csv(store, write_csv(tmp_path / "word.csv", word), "mnist")
+    assert ls.studies(store).empty
+
+
 def test_missing_columns_are_named(tmp_path):
     p = tmp_path / "x.csv"
     pd.DataFrame({"a": [1]}).to_csv(p, index=False)
