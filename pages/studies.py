@@ -100,6 +100,9 @@ with tab_new:
                 except (ConfigError, ValueError) as err:
                     st.error(f"Cannot create the study: {err}")
                 else:
+                    # The sidebar shows the new study now (it stayed on the one before).
+                    st.query_params["study"] = sid
+                    studies = ls.studies(store)
                     st.success(f"Created {sid}.")
                     st.page_link("../pages/label.py", label="Open the Label page",
                                  query_params={"study": sid})  # fmt: skip

@@ -213,6 +213,10 @@ def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
     created = new[~new["id"].isin(before)]
     assert len(created) == 1 and int(created["k"].iloc[0]) == 3
     assert any("Created" in s.value for s in at.success)
+    # The sidebar's study is the new one (it stayed on the one shown before).
+    assert (
+        next(s for s in at.sidebar.selectbox if s.label == "Study").value == created["id"].iloc[0]
+    )
 
 
 def test_bad_numbers_in_the_new_study_form_are_named_not_ignored(page, study):
