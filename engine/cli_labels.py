@@ -156,6 +156,12 @@ def report_cmd(
             r.valid_ci, str(r.preserved), _pct(r.preserved_pct), r.preserved_ci,
         )  # fmt: skip
     console.print(t if len(table) else "no image has all its answers yet")
+    if len(table) and (table["undecided_validity"].sum() or table["undecided_preservation"].sum()):
+        console.print(
+            f"undecided (in no # above): {int(table['undecided_validity'].sum())} images' "
+            f"validity, {int(table['undecided_preservation'].sum())} valid images' label "
+            "preservation; the Validity studies page's Adjudication tab settles them"
+        )  # fmt: skip
     sides = model_agreement(v, s["rule"])
     if len(sides):  # triggering inputs: the dashboard's "Which classifier people agree with"
         w = Table(

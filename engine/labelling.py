@@ -251,6 +251,10 @@ def group_table(v: pd.DataFrame, by: list[str], seed: int, resamples: int) -> pd
             "valid_ci_low": 100 * vci.low, "valid_ci_high": 100 * vci.high,
             "valid_ci": vci.describe(),
             "undecided_validity": int(g["validity"].isna().sum()),
+            # Valid images whose label preservation the answers did not settle: in neither
+            # preserved nor not, so "0 preserved of 6 valid" can mean 3 undecided.
+            "undecided_preservation": int((valid.astype(bool) & g["preservation"].isna()
+                                           .to_numpy()).sum()),
             "preserved": npres, "preserved_pct": 100 * npres / nv if nv else float("nan"),
             "preserved_ci_low": 100 * pci.low, "preserved_ci_high": 100 * pci.high,
             "preserved_ci": pci.describe(), "preserved_ci_resamples": pci.defined,

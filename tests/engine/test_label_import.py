@@ -64,6 +64,10 @@ def test_import_recomputes_verdicts_and_reports_per_generator_and_perturbation(t
     assert t.loc[("VAE", "high"), cols].tolist() == pytest.approx([2, 2, 100, 1, 50])
     # Row 6 has one empty answer: not complete, not counted. Row 9 is undecided validity.
     assert t.loc[("GAN", "high"), cols].tolist() == pytest.approx([3, 1, 100 / 3, 1, 100])
+    # Rows 7 and 9 (not a digit, and a digit) are undecided validity; row 3 is valid (7
+    # and 1 are both digits) with its preservation undecided (7 against 1).
+    assert t["undecided_validity"].tolist() == [2, 0, 0]
+    assert t["undecided_preservation"].tolist() == [0, 0, 1]
 
 
 def test_cli_import_and_report(tmp_path, monkeypatch):
@@ -88,6 +92,9 @@ def test_cli_import_and_report(tmp_path, monkeypatch):
     for c in cells:
         lo, hi = map(float, c[5].split("-"))
         assert lo <= float(c[4]) <= hi
+    # Counted in no column above: said under the table (the page showed them, it did not).
+    assert ("undecided (in no # above): 2 images' validity, 1 valid images' label "
+            "preservation") in " ".join(out.output.split())  # fmt: skip
 
 
 def test_unknown_answer_text_is_refused_with_the_row_and_nothing_is_written(tmp_path):
