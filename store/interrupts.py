@@ -34,14 +34,38 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GIVE_WAY_AFTER = 1.0
 
 
+def _take_signals(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    """Route Ctrl-C and SIGTERM, where they would raise KeyboardInterrupt, to `first` the
+    first time; the next one calls `second`, puts the handlers back and raises. Returns
+    what puts the handlers back. A handler of the caller's own (or a SIGTERM left to kill
+    the process) is not ours to change."""
+    ours = [s for s in SIGNALS if signal.getsignal(s) is signal.default_int_handler]
+    seen = [False]
+
+    def restore() -> None:
+        for s in ours:
+            signal.signal(s, signal.default_int_handler)
+
+    def on_signal(signum: int, frame: object) -> None:
+        if seen[0]:
+            second()
+            restore()
+            raise KeyboardInterrupt
+        seen[0] = True
+        first()
+
+    for s in ours:
+        signal.signal(s, on_signal)
+    return restore
+
+
 class Hold:
     """One close's hold. `noted`: an interrupt was held back (it stays set after the
-    block, for the caller to stop once the campaign is closed); `forced`: a second one
-    stopped the close."""
+    block, for the caller to stop once the campaign is closed); `give_way`: a long wait
+    for the store may end on it now."""
 
-    def __init__(self, what: str) -> None:
-        self.what, self.noted, self.forced = what, False, False
-        self.give_way = False
+    def __init__(self) -> None:
+        self.noted = self.give_way = False
 
 
 _current: list[Hold] = []  # the hold in force (one at most: only the main thread holds)
@@ -57,32 +81,18 @@ def held(notify: Callable[[str], None], what: str = "") -> Iterator[Hold]:
     """Hold back interrupts for the block (see the module's docstring); `notify` tells the
     user, once, that the close goes on and how to stop it anyway. `what` names the campaign
     for `forced()`."""
-    hold = Hold(what)
+    hold = Hold()
     if not _on_main_thread() or _current:
         yield hold
         return
     _last_forced.clear()
-    previous = {s: signal.getsignal(s) for s in SIGNALS}
-    # Only signals that would raise KeyboardInterrupt: a handler of the caller's own (or a
-    # SIGTERM left to kill the process) is not ours to change.
-    ours = [s for s, h in previous.items() if h is signal.default_int_handler]
 
-    def restore() -> None:
-        for s in ours:
-            signal.signal(s, previous[s])
-
-    def on_signal(signum: int, frame: object) -> None:
-        if hold.noted:
-            hold.forced = True
-            _last_forced[:] = [what]
-            restore()
-            raise KeyboardInterrupt
+    def first() -> None:
         hold.noted = True
         notify("closing the campaign: its last images and rows are being written; "
                "press Ctrl-C again to stop now (it can then be resumed)")  # fmt: skip
 
-    for s in ours:
-        signal.signal(s, on_signal)
+    restore = _take_signals(first, lambda: _last_forced.append(what))
     _current.append(hold)
     try:
         yield hold
@@ -139,42 +149,39 @@ def pause(seconds: float) -> None:
 # while the command said the search had not begun. Deferred, it is raised at the next
 # checkpoint, where nothing is half done, or as the search starts, which then ends
 # `interrupted` like any stopped search.
-_deferred: list[bool] = []  # [noted] while a start-up defers interrupts
-_deferring: list[int] = []  # the signals whose handler it replaced
+class _Deferral:
+    noted = False
+    restore: Callable[[], None]
+
+
+_deferral: list[_Deferral] = []  # the start-up's, while it defers interrupts
 
 
 def defer_start_up(notify: Callable[[str], None] | None = None) -> None:
     """Note Ctrl-C and SIGTERM from now on instead of raising them, until `checkpoint()`
     or `start_search()`; a second one raises at once (the user insists). Main thread only,
     and only signals whose handler raises KeyboardInterrupt (the CLI sets them first)."""
-    if not _on_main_thread() or _deferred:
+    if not _on_main_thread() or _deferral:
         return
+    d = _Deferral()
 
-    def on_signal(signum: int, frame: object) -> None:
-        if _deferred and _deferred[0]:
-            end_start_up()
-            raise KeyboardInterrupt
-        if _deferred:
-            _deferred[0] = True
-            if notify is not None:  # the step under way (a diffusion model's load) can last
-                notify("stopping once the current start-up step is done; press Ctrl-C again "
-                       "to stop at once")  # fmt: skip
+    def first() -> None:
+        d.noted = True
+        if notify is not None:  # the step under way (a diffusion model's load) can last
+            notify("stopping once the current start-up step is done; press Ctrl-C again "
+                   "to stop at once")  # fmt: skip
 
-    _deferred.append(False)
-    _deferring[:] = [s for s in SIGNALS if signal.getsignal(s) is signal.default_int_handler]
-    for s in _deferring:
-        signal.signal(s, on_signal)
+    d.restore = _take_signals(first, _deferral.clear)
+    _deferral.append(d)
 
 
 def end_start_up() -> bool:
     """End the deferral (handlers back to raising); whether an interrupt was noted."""
-    if not (_deferred and _on_main_thread()):
+    if not (_deferral and _on_main_thread()):
         return False
-    noted = _deferred[0]
-    _deferred.clear()
-    for s in _deferring:
-        signal.signal(s, signal.default_int_handler)
-    return noted
+    d = _deferral.pop()
+    d.restore()
+    return d.noted
 
 
 @contextlib.contextmanager
@@ -189,7 +196,7 @@ def start_up_deferred(notify: Callable[[str], None] | None = None) -> Iterator[N
 
 def checkpoint() -> None:
     """Raise a Ctrl-C the start-up deferred, if any (the deferral goes on otherwise)."""
-    if _deferred and _deferred[0] and _on_main_thread():
+    if _deferral and _deferral[0].noted and _on_main_thread():
         end_start_up()
         raise KeyboardInterrupt
 
