@@ -24,7 +24,7 @@ from rich.table import Table
 
 from engine.config import parse_config
 from engine.home import resolve_home
-from engine.runner import Evaluator, run_campaign
+from engine.runner import Evaluator, run_in_series
 
 
 def bench_device(device: str | None) -> str:
@@ -106,12 +106,9 @@ def _bench_strategy(
     cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1, "device": device,
                         "strategy": strategy, "strategy_params": params})  # fmt: skip
     rows = []
-    if run_campaign(cfg, h).status == "interrupted":  # warm-up: kernels for every batch size
-        raise KeyboardInterrupt  # Ctrl-C stops the bench, not one campaign of it
+    run_in_series(cfg, h)  # warm-up: kernel selection for every batch size
     for _ in range(repeats):
-        res = run_campaign(cfg, h, evaluator=PairedEvaluator)
-        if res.status == "interrupted":
-            raise KeyboardInterrupt
+        res = run_in_series(cfg, h, evaluator=PairedEvaluator)
         rows.append({
             "efficiency": res.raw_seconds / res.wall_seconds,
             # The writer flushes on a clock, so it is busy for a share of elapsed time,

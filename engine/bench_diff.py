@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from engine.config import parse_config, resolve
-from engine.runner import run_campaign
+from engine.runner import run_in_series
 
 
 def bench_nsga2(
@@ -41,10 +41,8 @@ def bench_nsga2(
                                     "embedding": emb},
             })  # fmt: skip
             t0 = time.perf_counter()
-            res = run_campaign(cfg, home)
+            res = run_in_series(cfg, home)
             total = time.perf_counter() - t0
-            if res.status == "interrupted":
-                raise KeyboardInterrupt  # Ctrl-C stops the bench, not one campaign of it
             figs = queries.metrics(Store(home / "latentfuzz.duckdb"), res.campaign_id)
             d = figs["differential"]
             rows.append({

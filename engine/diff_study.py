@@ -20,7 +20,7 @@ import pandas as pd
 
 from engine.config import parse_config, resolve
 from engine.home import db_path, resolve_home
-from engine.runner import StoppedAfterClose, run_campaign
+from engine.runner import StoppedAfterClose, run_in_series
 from engine.strategies import STRATEGIES
 from store import Store
 from store.differential import differential_table
@@ -65,20 +65,18 @@ def run_diff_study(
     )
     cfgs = [parse_config(raw) for raw in raws]
     ids: list[str] = []
+    kept = 0  # a campaign that finished while Ctrl-C was held back in its close
     try:
         for cfg in cfgs:  # every cell checked before any runs
             resolve(cfg, models_root)
         for cfg in cfgs:
             try:
-                res = run_campaign(cfg, h, models_root=models_root, study=study)
-            except StoppedAfterClose:  # Ctrl-C while a campaign closed: it is kept
-                ids.append("")
+                ids.append(run_in_series(cfg, h, models_root=models_root, study=study).campaign_id)
+            except StoppedAfterClose as e:
+                kept = int(e.result.status == "finished")
                 raise
-            if res.status == "interrupted":  # the user stopped the study, not one campaign
-                raise KeyboardInterrupt
-            ids.append(res.campaign_id)
     except KeyboardInterrupt:  # also in a campaign's start-up, or while the cells are checked
-        raise StudyStopped(study, len(ids), len(cfgs)) from None
+        raise StudyStopped(study, len(ids) + kept, len(cfgs)) from None
     return summarise(differential_table(Store(db_path(h)), ids))
 
 

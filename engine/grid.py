@@ -174,7 +174,7 @@ def run_grid(
         # cell that closed in time is imported and the others run again.
         run.stopped = True
         with contextlib.suppress(KeyboardInterrupt):
-            getattr(results, "close", lambda: None)()
+            results.close()
         for cell in cells:
             if run.status[cell.id] == "running":
                 if bundle(cell).is_file():

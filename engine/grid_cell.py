@@ -74,7 +74,7 @@ def _run(task: dict[str, Any], work: Path, bundle: Path) -> None:
     from engine.bundle import export_bundle
     from engine.config import parse_config
     from engine.home import db_path, resolve_home
-    from engine.runner import StoppedAfterClose, run_campaign
+    from engine.runner import StoppedAfterClose, run_in_series
     from store import Store
 
     shutil.rmtree(work, ignore_errors=True)  # what a killed earlier try left
@@ -88,13 +88,13 @@ def _run(task: dict[str, Any], work: Path, bundle: Path) -> None:
             shutil.copy(cache, work / "cache" / cache.name)
     root = Path(task["models_root"]) if task.get("models_root") else None
     stopped = False
-    try:
-        res = run_campaign(parse_config(task["raw"]), work, models_root=root,
-                           campaign_id=task["campaign_id"], study=task["grid"])  # fmt: skip
-    except StoppedAfterClose as e:  # Ctrl-C while it closed: the cell is kept, then stops
+    try:  # an interrupted campaign stops the grid: it is not a cell's failure
+        res = run_in_series(parse_config(task["raw"]), work, models_root=root,
+                            campaign_id=task["campaign_id"], study=task["grid"])  # fmt: skip
+    except StoppedAfterClose as e:  # Ctrl-C while it closed: a finished cell is kept
+        if e.result.status != "finished":
+            raise
         res, stopped = e.result, True
-    if res.status == "interrupted":
-        raise KeyboardInterrupt  # the user stopped the grid, not a cell failure
     if res.status != "finished":
         raise RuntimeError(f"campaign {res.campaign_id} ended {res.status}")
     export_bundle(Store(db_path(work)), work, res.campaign_id, bundle)

@@ -59,6 +59,16 @@ class CampaignResult:
     search_evaluations: int = 0
 
 
+def run_in_series(cfg: CampaignConfig, home: Path, **kwargs: Any) -> CampaignResult:
+    """`run_campaign` for callers that run campaigns one after another (a grid's cells in
+    this process, a study, the bench): a campaign the user interrupted stops the caller
+    too, as a KeyboardInterrupt, instead of counting as one more result."""
+    res = run_campaign(cfg, home, **kwargs)
+    if res.status == "interrupted":
+        raise KeyboardInterrupt
+    return res
+
+
 def new_campaign_id() -> str:
     # Not from the campaign RNG: ids must differ between identical runs.
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
