@@ -3,7 +3,6 @@ command stays in cli.py beside the zip export)."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -58,11 +57,11 @@ def grid(
     the same grid runs only the cells not yet in the store."""
     from engine.grid import run_grid
     from engine.grid_spec import load_grid
+    from store import interrupts
 
     spec = load_grid(spec_file)
     h = resolve_home(home)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    interrupts.stop_raises()
     view = GridView(quiet)
     with view:
         run = run_grid(spec, h, workers=workers, ray=ray, out=out, on_status=view.update)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import functools
 import os
-import signal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -133,10 +132,8 @@ def start_up_interruptible(command):
     def wrapped(*args, **kwargs):
         from store import interrupts
 
-        # Set explicitly, and first: a process started in the background inherits SIGINT
-        # as ignored, and a Ctrl-C in the seconds of imports before was lost.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        # First: a Ctrl-C in the seconds of imports before was lost.
+        interrupts.stop_raises()
         try:
             with interrupts.start_up_deferred(lambda m: err.print(m, markup=False)):
                 return command(*args, **kwargs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import signal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -116,9 +115,9 @@ def diff_study(
     equal evaluation budget, on each classifier pair; prints triggering inputs, valid ones
     and geometric diversity (mean and standard deviation over repetitions)."""
     from engine.diff_study import StudyStopped, run_diff_study
+    from store import interrupts
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    interrupts.stop_raises()
     try:
         table = run_diff_study(
             parse_pairs(pairs), generator, seeds, evaluations, population, repetitions,

@@ -34,6 +34,14 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GIVE_WAY_AFTER = 1.0
 
 
+def stop_raises() -> None:
+    """Ctrl-C and SIGTERM (the dashboard's stop, `kill`) raise KeyboardInterrupt from now
+    on, for a command that stops cleanly. Set explicitly: a process started in the
+    background inherits SIGINT as ignored."""
+    for s in SIGNALS:
+        signal.signal(s, signal.default_int_handler)
+
+
 def _take_signals(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
     """Route Ctrl-C and SIGTERM, where they would raise KeyboardInterrupt, to `first` the
     first time; the next one calls `second`, puts the handlers back and raises. Returns
