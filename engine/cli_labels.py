@@ -102,10 +102,17 @@ def import_cmd(
     m = ImportMapping.from_yaml(mapping) if mapping else None
     res = import_csv(_store(home), file, dataset, m, name, encoding=encoding,
                      max_rows=max_rows, again=again)  # fmt: skip
-    console.print(
-        f"imported {res.rows} images and {res.judgements} answers into {res.study_id} "
-        f"({res.empty_cells} empty answer cells)"
-    )
+    if res.shape is None:
+        console.print(
+            f"imported {res.rows} images and {res.judgements} answers into {res.study_id} "
+            f"({res.empty_cells} empty answer cells)"
+        )
+    else:
+        console.print(
+            f"imported a latentfuzz {res.shape} export: {res.rows} images, {res.judgements} "
+            f"answers and {res.adjudications} adjudications into {res.study_id}"
+            + (f" (not in the file, assumed: {res.assumed})" if res.assumed else "")
+        )
     if res.disagreements.empty:
         console.print("the file's own verdict columns agree with ours")
     else:
@@ -203,7 +210,7 @@ def export_cmd(
 ) -> None:
     """Write the raw judgements and/or the wide per-image table."""
     from engine.csv_io import to_csv
-    from engine.labelling import raw_export, wide_export
+    from engine.label_exchange import raw_export, wide_export
 
     if raw is None and wide is None:
         raise LatentfuzzError("nothing to write: give --raw FILE and/or --wide FILE")

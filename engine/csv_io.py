@@ -33,6 +33,13 @@ def neutralise_cell(v: object) -> object:
     return v
 
 
+def restore_cell(v: object) -> object:
+    """The text neutralise_cell was given: what our own exports read back as."""
+    if isinstance(v, str) and v.startswith("'") and v[1:].startswith(FORMULA_STARTS):
+        return v[1:]
+    return v
+
+
 def neutralise(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of df with every text cell neutralised (and text column names)."""
     out = df.copy()

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from engine import label_exchange
 from engine.agreement import INVALID, OTHER, UNSURE
 from engine.csv_io import MAX_ROWS, read_table
 from engine.datasets import Dataset, get_dataset
@@ -74,6 +75,9 @@ class ImportResult:
     judgements: int
     empty_cells: int
     disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
+    shape: str | None = None  # "wide" or "raw" for a latentfuzz export, None for a mapping
+    assumed: str = ""  # study settings the file did not carry, in words
+    adjudications: int = 0
 
 
 def parse_answer(text: object, ds: Dataset, m: ImportMapping) -> int | None:
@@ -155,6 +159,8 @@ def import_csv(
     df = read_table(path, encoding, max_rows)  # streamed, bounded, encoding and rows checked
     # A trailing comma in the header gives an unnamed, empty column: drop it.
     df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
+    if mapping is None and (shape := label_exchange.detect(list(df.columns))):
+        return _import_own(store, path, df, shape, ds, name, key)
     needed = [m.image, m.id, m.generator, m.perturbation, m.expected, *m.assessors]
     missing = [c for c in needed if c not in df.columns]
     if missing:
@@ -229,6 +235,31 @@ def import_csv(
     }  # fmt: skip
     label_store.create_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
+
+
+def _import_own(store, path, df, shape, ds, name, key) -> ImportResult:
+    """A latentfuzz export read back as the study it was (engine/label_exchange.py); the
+    study's own seed and resamples, so that its intervals come out the same."""
+    df = df[df.ne("").any(axis=1)]
+    if df.empty:
+        raise ConfigError(f"{path} has a header but no rows")
+    m = ImportMapping()
+    try:
+        x = label_exchange.read(df, shape, ds, lambda t: parse_answer(t, ds, m))
+    except ConfigError as e:
+        raise ConfigError(f"{path} (a latentfuzz {shape} export), {e}") from None
+    v = verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
+    own = ImportMapping(id="item_id", validity="validity", preservation="preservation")
+    disagreements = cross_check(x.verdict_rows, v, own)
+    sid = new_study_id()
+    study = {
+        "id": sid, "name": name or Path(path).name, "dataset": ds.name, "source": "import",
+        "k": x.k, "rule": x.rule, "seed": x.seed, "resamples": x.resamples,
+        "config": {"file": str(path), "format": f"latentfuzz {shape}", "import_key": key},
+    }  # fmt: skip
+    label_store.create_study(store, study, x.items, x.judgements, x.adjudications)
+    return ImportResult(sid, len(x.items), len(x.judgements), 0, disagreements, shape,
+                        x.assumed, len(x.adjudications))  # fmt: skip
 
 
 def import_key(path: Path, dataset: str, m: ImportMapping, encoding: str | None = None) -> str:

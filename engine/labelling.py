@@ -402,26 +402,3 @@ def marker_choices(ds, unsure: bool = True) -> list[tuple[str, str, int, str]]:
     if unsure:
         out.append(("unsure", UNSURE, "U"))
     return [(n, answer_text(v, ds.class_names, ds.domain), v, k) for n, v, k in out]
-
-
-def raw_export(store: Store, study_id: str) -> pd.DataFrame:
-    """One row per judgement, with the item it is about."""
-    s, v, j = load(store, study_id)
-    ds = get_dataset(s["dataset"])
-    out = j.merge(v.drop(columns=["answers"]), on=["study_id", "item_id"])
-    out["answer_text"] = [answer_text(int(a), ds.class_names, ds.domain) for a in out["answer"]]
-    return out
-
-
-def wide_export(store: Store, study_id: str) -> pd.DataFrame:
-    """One row per image: what it is, each answer in the order given, and the verdicts."""
-    s, v, j = load(store, study_id)
-    ds = get_dataset(s["dataset"])
-    width = max([int(s["k"]), *v["n_answers"]])
-    wide = v.drop(columns=["answers"]).copy()
-    for i in range(width):
-        col = [a[i] if i < len(a) else None for a in v["answers"]]
-        wide[f"answer {i + 1}"] = [
-            None if a is None else answer_text(int(a), ds.class_names, ds.domain) for a in col
-        ]
-    return wide

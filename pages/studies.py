@@ -13,7 +13,7 @@ from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
 from dashboard.text import md_text
 from dashboard.url_state import url_unknown, url_widget
-from engine import labelling
+from engine import label_exchange, labelling
 from engine.agreement import sample_size
 from engine.csv_io import to_csv_bytes
 from engine.datasets import DatasetError, get_dataset
@@ -174,10 +174,10 @@ with tab_stats:
     )
     a, b = st.columns(2)
     a.download_button("Download raw judgements (CSV)",
-                      to_csv_bytes(labelling.raw_export(store, sid)),
+                      to_csv_bytes(label_exchange.raw_export(store, sid)),
                       f"{sid}-judgements.csv", "text/csv")  # fmt: skip
     b.download_button("Download one row per image (CSV)",
-                      to_csv_bytes(labelling.wide_export(store, sid)),
+                      to_csv_bytes(label_exchange.wide_export(store, sid)),
                       f"{sid}-images.csv", "text/csv")  # fmt: skip
 
 with tab_adj:

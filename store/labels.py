@@ -42,9 +42,10 @@ def create_study(
     study: dict[str, Any],
     items: pd.DataFrame,
     judgements: pd.DataFrame | None = None,
+    adjudications: pd.DataFrame | None = None,
 ) -> None:
-    """Insert a study, its items (item_id 0..n-1) and any judgements it comes with
-    (imports) in one transaction: all of it or nothing."""
+    """Insert a study, its items (item_id 0..n-1) and any judgements and adjudications it
+    comes with (imports) in one transaction: all of it or nothing."""
     cols = ["study_id", "item_id", "kind", "campaign_id", "seed_idx", "generator", "preset",
             "image", "expected", "predicted", "iterations", "external_id",
             "predicted_b"]  # fmt: skip
@@ -73,6 +74,12 @@ def create_study(
                 f"INSERT INTO judgements SELECT {', '.join(JUDGEMENT_COLUMNS)} FROM new_judgements"
             )
             con.unregister("new_judgements")
+        if adjudications is not None and len(adjudications):
+            a = adjudications.assign(study_id=study["id"])
+            con.register("new_adjudications", a)
+            con.execute("INSERT INTO adjudications SELECT study_id, item_id, reviewer, answer, "
+                        "note, decided_at FROM new_adjudications")  # fmt: skip
+            con.unregister("new_adjudications")
 
 
 def studies(store: Store) -> pd.DataFrame:

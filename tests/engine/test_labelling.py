@@ -14,6 +14,7 @@ from engine.agreement import INVALID, UNSURE
 from engine.config import parse_config
 from engine.datasets import get_dataset
 from engine.errors import ConfigError
+from engine.label_exchange import raw_export, wide_export
 from engine.labelling import (
     StudyConfig,
     agreement_table,
@@ -22,10 +23,8 @@ from engine.labelling import (
     group_table,
     labeller_table,
     load,
-    raw_export,
     undecided,
     verdicts,
-    wide_export,
 )
 from engine.runner import run_campaign
 from store import Store, queries

@@ -1,0 +1,150 @@
+"""A study exported by `labels export` and imported by `labels import` is the same study:
+the same report, intervals, agreement, gold scores and adjudications."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine.agreement import INVALID
+from engine.config import parse_config
+from engine.csv_io import to_csv
+from engine.errors import ConfigError
+from engine.label_exchange import detect, raw_export, wide_export
+from engine.label_import import import_csv
+from engine.labelling import (
+    StudyConfig,
+    agreement_table,
+    create_study,
+    labeller_table,
+    load,
+    report,
+    undecided,
+)
+from engine.runner import run_campaign
+from store import Store
+from store import labels as ls
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> tuple[Store, str]:
+    """A labelled study: results, seed images and gold; two labellers who disagree on a
+    third of the images (one named like a spreadsheet formula); one image adjudicated."""
+    home = tmp_path_factory.mktemp("home")
+    cfg = parse_config({"seeds": 12, "seed": 3, "strategy_params": {"generations": 40}})
+    cid = run_campaign(cfg, home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.25,
+                                                seed_images=True, seed=7))  # fmt: skip
+    items = ls.items(store, sid).set_index("item_id")
+    for name in ("ann", "=bob"):
+        ls.join(store, sid, name)
+        n = 0
+        while (i := ls.next_item(store, sid, name)) is not None:
+            it = items.loc[i]
+            agree = name == "ann" or it.kind == "gold" or n % 3
+            ls.answer(store, sid, i, name, int(it.expected) if agree else INVALID, datetime.now())
+            n += 1
+    _, v, _ = load(store, sid)
+    first = int(undecided(v)["item_id"].iloc[0])
+    ls.adjudicate(store, sid, first, "rev", int(items.loc[first, "expected"]))
+    return store, sid
+
+
+def figures(store: Store, sid: str) -> tuple:
+    s, v, j = load(store, sid)
+    return (
+        report(store, sid, ("generator", "preset")).reset_index(drop=True),
+        agreement_table(j, v),
+        labeller_table(j, v).drop(columns="median_seconds"),
+        v[
+            [
+                "kind",
+                "expected",
+                "predicted",
+                "n_answers",
+                "validity",
+                "preservation",
+                "adjudicated",
+            ]
+        ].reset_index(drop=True),  # fmt: skip
+        (s["k"], s["rule"], s["seed"], s["resamples"]),
+    )
+
+
+@pytest.mark.parametrize("shape", ["wide", "raw"])
+def test_an_export_imports_as_the_same_study(study, tmp_path, shape):
+    store, sid = study
+    path = tmp_path / f"{shape}.csv"
+    to_csv((wide_export if shape == "wide" else raw_export)(store, sid), path)
+    other = Store(tmp_path / "other.duckdb")  # another home: only the file travels
+    res = import_csv(other, path, "mnist")
+    assert res.shape == shape and res.assumed == "" and res.disagreements.empty
+    assert res.adjudications == 1
+    mine, theirs = figures(store, sid), figures(other, res.study_id)
+    assert (mine[3]["kind"] == "gold").sum() > 0
+    pd.testing.assert_frame_equal(mine[0], theirs[0])  # counts, percentages and intervals
+    assert mine[1] == theirs[1]
+    pd.testing.assert_frame_equal(mine[2], theirs[2])  # "=bob" keeps his name and gold score
+    pd.testing.assert_frame_equal(mine[3], theirs[3])
+    assert mine[4] == theirs[4]
+    if shape == "raw":  # times travel with the raw judgements
+        a = ls.judgements(store, sid)["answered_at"].tolist()
+        assert ls.judgements(other, res.study_id)["answered_at"].tolist() == a
+
+
+def test_an_export_without_study_columns_says_what_it_assumed(study, tmp_path):
+    store, sid = study
+    path = tmp_path / "old.csv"
+    to_csv(wide_export(store, sid).drop(columns=["study_k", "study_seed", "study_resamples",
+                                                 "study_rule"]), path)  # fmt: skip
+    res = import_csv(Store(tmp_path / "o.duckdb"), path, "mnist")
+    assert res.assumed == "k 2, rule icst, seed 0, resamples 1000"
+
+
+def test_a_bad_cell_is_refused_with_its_row_and_nothing_is_written(study, tmp_path):
+    store, sid = study
+    wide = wide_export(store, sid)
+    wide.loc[4, "answer 2"] = "banana"
+    to_csv(wide, tmp_path / "bad.csv")
+    other = Store(tmp_path / "o.duckdb")
+    with pytest.raises(ConfigError, match=r"data row 5, answer 2: answer 'banana'"):
+        import_csv(other, tmp_path / "bad.csv", "mnist")
+    raw = raw_export(store, sid)
+    to_csv(pd.concat([raw, raw.iloc[[3]]]), tmp_path / "twice.csv")
+    with pytest.raises(ConfigError, match=r"answers item_id \d+ twice"):
+        import_csv(other, tmp_path / "twice.csv", "mnist")
+    wide = wide_export(store, sid)
+    wide.loc[0, "expected"] = 12
+    to_csv(wide, tmp_path / "class.csv")
+    with pytest.raises(ConfigError, match="expected 12 is not a class index of mnist"):
+        import_csv(other, tmp_path / "class.csv", "mnist")
+    assert ls.studies(other).empty
+
+
+def test_only_our_own_headers_are_read_as_exports():
+    assert detect(["item_id", "kind", "generator", "preset", "image", "expected",
+                   "answer 1"]) == "wide"  # fmt: skip
+    assert detect(["item_id", "kind", "generator", "preset", "image", "expected", "labeller",
+                   "answer"]) == "raw"  # fmt: skip
+    assert detect(["Image URL", "ID", "TOOL", "MUT_EXT", "Expected", "ASS 1", "ASS 2"]) is None
+
+
+def test_the_cli_round_trip(study, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    store, sid = study
+    home = Path(store.path).parent
+    out = tmp_path / "w.csv"
+    r = CliRunner().invoke(app, ["labels", "export", sid, "--wide", str(out), "--home", str(home)])
+    assert r.exit_code == 0, r.output
+    other = tmp_path / "home2"
+    r = CliRunner().invoke(app, ["labels", "import", str(out), "--dataset", "mnist",
+                                 "--home", str(other)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "imported a latentfuzz wide export" in r.output and "agree with ours" in r.output
