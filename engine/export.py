@@ -1,4 +1,5 @@
-"""Export a campaign as a zip: seed/result image pairs named with their metadata, plus CSV."""
+"""Export a campaign as a zip: seed/result image pairs (and improvement strips) named with
+their metadata, plus a CSV that names them."""
 
 from __future__ import annotations
 
@@ -22,25 +23,39 @@ def pair_stem(
     return f"seed{seed_idx:04d}_expected{expected}_{said}_iter{iterations}"
 
 
+IMAGE_COLUMNS = {"seed": "seed_image", "result": "result_image",
+                 "improvements": "improvements_image"}  # fmt: skip
+
+
 def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
-    zf.writestr("seeds.csv", to_csv(seeds))  # formula cells neutralised
+    """Each searched seed's images under a name that says what happened to it, and
+    seeds.csv whose image columns name those files in the zip (a home's paths mean nothing
+    outside it; empty where the zip has no such image)."""
+    table = seeds.copy()
+    for col in IMAGE_COLUMNS.values():
+        table[col] = None
     n = 0
-    for r in seeds[seeds["result_image"].notna()].itertuples():
+    for i, r in seeds[seeds["result_image"].notna()].iterrows():
         its = -1 if pd.isna(r.iterations) else int(r.iterations)
-        b = getattr(r, "final_pred_b", None)
+        b = r.get("final_pred_b")
         b = None if pd.isna(b) else int(b)
         stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), its, b)
         # Two classifiers: a failure is their disagreement, not a misclassification.
         folders = ("misclassified", "survived") if b is None else ("disagree", "agree")
         folder = folders[0] if r.misclassified else folders[1]
-        for kind, rel in (("seed", r.seed_image), ("result", r.result_image)):
+        for kind, col in IMAGE_COLUMNS.items():
+            rel = r[col]
             if not isinstance(rel, str):  # an imported campaign's tool kept no seed image
                 continue
             src = home / rel
             if not src.exists():
+                if kind == "improvements":  # a strip is extra: a missing one is left out
+                    continue
                 raise LatentfuzzError(f"image {src} is missing; the campaign folder was changed")
-            zf.write(src, f"{folder}/{stem}_{kind}.png")
+            table.at[i, col] = f"{folder}/{stem}_{kind}.png"
+            zf.write(src, table.at[i, col])
         n += 1
+    zf.writestr("seeds.csv", to_csv(table))  # formula cells neutralised
     return n
 
 

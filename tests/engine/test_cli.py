@@ -79,15 +79,19 @@ def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
         rows = list(csv.DictReader(io.StringIO(zf.read("seeds.csv").decode())))
         assert len(rows) == 3
         searched = [r for r in rows if r["result_image"]]
-        assert len(names) == 1 + 2 * len(searched)
+        assert len(names) == 1 + 3 * len(searched)  # seed, result and improvement strip
+        stored = queries.seeds(store, cid).set_index("seed_idx")
         for r in searched:
             folder = "misclassified" if r["misclassified"] == "True" else "survived"
             stem = (
                 f"{folder}/seed{int(r['seed_idx']):04d}_expected{r['seed_label']}"
                 f"_predicted{r['final_pred']}_iter{r['iterations']}"
             )
-            assert zf.read(f"{stem}_seed.png") == (home / r["seed_image"]).read_bytes()
-            assert zf.read(f"{stem}_result.png") == (home / r["result_image"]).read_bytes()
+            # seeds.csv names the files in the zip, not the home's paths.
+            s = stored.loc[int(r["seed_idx"])]
+            for kind in ("seed", "result", "improvements"):
+                assert r[f"{kind}_image"] == f"{stem}_{kind}.png"
+                assert zf.read(f"{stem}_{kind}.png") == (home / s[f"{kind}_image"]).read_bytes()
     assert not list(tmp_path.glob("*.part"))
 
 
