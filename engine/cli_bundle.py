@@ -111,12 +111,15 @@ class GridView:
         self.live = None
 
     def __enter__(self) -> GridView:
-        if not self.quiet:
-            from rich.live import Live
-
-            self.live = Live(self._render(), console=err, refresh_per_second=4)
-            self.live.__enter__()
         return self
+
+    def _start(self) -> None:
+        """Drawn at the first change of a cell: a grid whose cells were all done before
+        changes none, and showed an empty "0/?" bar."""
+        from rich.live import Live
+
+        self.live = Live(self._render(), console=err, refresh_per_second=4)
+        self.live.__enter__()
 
     def __exit__(self, *exc) -> None:
         if self.live is not None:
@@ -132,6 +135,8 @@ class GridView:
         info = "  ".join(f"{k} {v}" for k, v in n.items())
         self.bar.update(self.task, total=len(run.cells), completed=n["done"] + n["failed"],
                         info=info)  # fmt: skip
+        if self.live is None and not self.quiet:
+            self._start()
         if self.live is not None:
             self.live.update(self._render())
 

@@ -246,3 +246,19 @@ def test_ctrl_c_or_stop_stops_a_grid_on_a_process_pool(
     assert f"runs the {3 - done} cells not run" in " ".join(errs.split())
     statuses = [load_state(folder)["cells"][c.id]["status"] for c in cells]
     assert statuses == short_done
+
+
+def test_a_grid_with_nothing_to_run_draws_no_progress_bar():
+    """A rerun of a finished grid changes no cell: it drew an empty "0/?" bar."""
+    from types import SimpleNamespace
+
+    from engine.cli_bundle import GridView
+
+    with GridView(quiet=False) as view:
+        pass
+    assert view.live is None
+    cell = SimpleNamespace(id="c1", label=lambda: "seed=1")
+    run = SimpleNamespace(cells=[cell], status={"c1": "running"})
+    with GridView(quiet=False) as view:
+        view.update(cell, "running", run)
+        assert view.live is not None and view.bar.tasks[0].total == 1
