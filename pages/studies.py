@@ -11,6 +11,7 @@ from dashboard.annotations import annotation_editor
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
+from dashboard.study_import import import_form
 from dashboard.text import md_text
 from dashboard.url_state import url_unknown, url_widget
 from engine import label_exchange, labelling
@@ -107,9 +108,14 @@ with tab_new:
                     st.page_link("../pages/label.py", label="Open the Label page",
                                  query_params={"study": sid})  # fmt: skip
 
+    st.divider()
+    if imported := import_form(store, home):
+        st.query_params["study"] = imported  # the sidebar shows it, as after Create
+        studies = ls.studies(store)
+
 if studies.empty:
-    tab_stats.info("No study yet: create one in the New study tab, or import one with "
-                   "`latentfuzz labels import FILE --dataset NAME`.")  # fmt: skip
+    tab_stats.info("No study yet: create one, or import a study file, in the New study tab "
+                   "(or `latentfuzz labels import FILE --dataset NAME`).")  # fmt: skip
     st.stop()
 
 ids = studies["id"].tolist()

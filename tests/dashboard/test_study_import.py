@@ -1,0 +1,87 @@
+"""The Validity studies page imports a study file uploaded in the browser."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from engine.config import parse_config
+from engine.csv_io import to_csv_bytes
+from engine.label_exchange import wide_export
+from engine.labelling import StudyConfig, create_study, report
+from engine.runner import run_campaign
+from store import Store
+from store import labels as ls
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> tuple[Store, str, bytes]:
+    """A study answered by two labellers, and its wide export's bytes."""
+    home = tmp_path_factory.mktemp("home")
+    cid = run_campaign(parse_config({"seeds": 6, "seed": 1}), home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))
+    items = ls.items(store, sid).set_index("item_id")
+    for who in ("ann", "bob"):
+        ls.join(store, sid, who)
+        while (i := ls.next_item(store, sid, who)) is not None:
+            ls.answer(store, sid, i, who, int(items.loc[i, "expected"]), datetime.now())
+    return store, sid, to_csv_bytes(wide_export(store, sid))
+
+
+def open_studies(home: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    st.cache_resource.clear()
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("../pages/studies.py")
+    return at.run()
+
+
+def import_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Import")
+
+
+def test_an_uploaded_export_becomes_the_same_study_in_another_home(exported, tmp_path, monkeypatch):
+    store, sid, data = exported
+    home = tmp_path / "other"  # a home with no campaign and no study
+    at = open_studies(home, monkeypatch)
+    assert not at.exception
+    at.file_uploader[0].set_value(("images.csv", data, "text/csv"))
+    import_button(at).click().run()
+    assert not at.exception, at.exception
+    assert any("a latentfuzz wide export" in s.value for s in at.success), at.error
+    other = Store(home / "latentfuzz.duckdb")
+    new = ls.studies(other)
+    assert len(new) == 1 and new["name"].iloc[0] == "images.csv"
+    pd.testing.assert_frame_equal(report(store, sid), report(other, new["id"].iloc[0]))
+    # The sidebar shows the imported study.
+    at.run()
+    assert next(s for s in at.sidebar.selectbox if s.label == "Study").value == new["id"].iloc[0]
+    # The same file again is refused in words that name the page's checkbox.
+    import_button(at).click().run()
+    assert any('tick "Import again if imported before"' in e.value for e in at.error), [
+        e.value for e in at.error
+    ]
+    assert len(ls.studies(other)) == 1
+
+
+def test_a_bad_upload_is_refused_in_one_line_and_writes_nothing(tmp_path, monkeypatch):
+    home = tmp_path / "h"
+    at = open_studies(home, monkeypatch)
+    at.file_uploader[0].set_value(("mine.csv", b"a,b\n1,2\n", "text/csv"))
+    import_button(at).click().run()
+    assert not at.exception
+    (err,) = at.error
+    said = err.value.replace("\\", "")  # markdown escapes
+    assert said.startswith("Cannot import mine.csv: columns [") and "\n" not in said
+    assert "not found" in said and "Choose a mapping file naming the right columns" in said
+    assert ls.studies(Store(home / "latentfuzz.duckdb")).empty
+    import_button(at).click().run()  # nothing chosen after a rerun is no crash either
+    assert not at.exception
