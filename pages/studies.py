@@ -40,6 +40,7 @@ tab_stats, tab_adj, tab_new = st.tabs(
 )
 
 with tab_new:
+    st.subheader("From campaigns")
     campaigns = queries.list_campaigns(store)
     campaigns = campaigns[(campaigns["status"] != "running") & (campaigns["misclassified"] > 0)]
     if campaigns.empty:
