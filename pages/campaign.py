@@ -19,7 +19,7 @@ from dashboard.progress import (
     wait_for_start,
     watch_for_resume,
 )
-from dashboard.text import md_text
+from dashboard.text import campaign_label, md_text
 from dashboard.url_state import url_widget
 from engine import startup
 from engine.csv_io import to_csv_bytes
@@ -35,7 +35,9 @@ campaigns = queries.list_campaigns(store)
 cid = st.query_params.get("id") or None  # `?id=` (emptied by hand) is no id, not id ""
 if cid is None and not campaigns.empty:
     names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
-    cid = st.selectbox("Campaign", campaigns["id"], format_func=lambda i: f"{names[i]} ({i})")
+    cid = st.selectbox(
+        "Campaign", campaigns["id"], format_func=lambda i: campaign_label(i, names[i])
+    )
 if cid is None:
     st.info("No campaign yet: start one on the New campaign page.")
     wait_for_first(store)

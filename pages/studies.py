@@ -12,7 +12,7 @@ from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
 from dashboard.study_import import import_form
-from dashboard.text import md_text
+from dashboard.text import campaign_label, md_text
 from dashboard.url_state import url_unknown, url_widget
 from engine import label_exchange, labelling
 from engine.agreement import sample_size
@@ -46,12 +46,12 @@ with tab_new:
     if campaigns.empty:
         st.info("No finished campaign with a misclassification yet.")
     else:
-        names = dict(zip(campaigns["id"], campaigns["name"].fillna(campaigns["id"]), strict=True))
+        names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
         # The newest campaign of one classifier: a differential one is refused by a study
         # of failing seeds, the form's default (its triggering inputs are a tick away).
         plain = campaigns.loc[campaigns["classifier_b"].isna(), "id"].tolist()
         chosen = st.multiselect("Campaigns", list(names), default=(plain or list(names))[:1],
-                                format_func=lambda c: f"{names[c]} ({c})")  # fmt: skip
+                                format_func=lambda c: campaign_label(c, names[c]))  # fmt: skip
         population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
         planned = sample_size(population) if population else 0
         st.caption(
