@@ -34,7 +34,7 @@ def import_form(store: Store, home: Path) -> str | None:
         names = dataset_names()
         dataset = c.selectbox("Dataset its answers name", names,
                               index=names.index("mnist") if "mnist" in names else 0)  # fmt: skip
-        name = d.text_input("Study name", "", placeholder="the file's name")
+        name = d.text_input("Study name", "", placeholder="the exported study's, else the file's")
         again = e.checkbox("Import again if imported before",
                            help="as another study: pooled reports then count it twice")  # fmt: skip
         if not st.form_submit_button("Import"):
@@ -47,7 +47,7 @@ def import_form(store: Store, home: Path) -> str | None:
         m = None
         if mapping is not None:
             m = ImportMapping.from_yaml(save_upload(home, mapping.name, mapping.getvalue()))
-        res = import_csv(store, path, dataset, m, name or up.name, again=again)
+        res = import_csv(store, path, dataset, m, name or None, again=again, file_name=up.name)
     except ValidationError as err:
         st.error(f"Cannot use mapping {md_text(mapping.name)}: {md_text(cause(err))}")
         return None

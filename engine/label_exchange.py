@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -34,13 +34,15 @@ from store import labels as label_store
 ITEM_COLUMNS = ["kind", "campaign_id", "seed_idx", "generator", "preset", "image", "expected",
                 "predicted", "iterations", "external_id", "predicted_b"]  # fmt: skip
 STUDY_COLUMNS = ["study_rule", "study_k", "study_seed", "study_resamples"]
+MAX_RESAMPLES = 100_000  # a bootstrap of more takes minutes at every report
+_BIG = 2**31  # the store's INTEGER columns
 KINDS = {"result", "seed", "gold", "triggering", "imported"}
 _ANSWER = re.compile(r"answer (\d+)")
 
 
 def _study_columns(s: dict) -> dict:
-    return {"study_rule": s["rule"], "study_k": int(s["k"]), "study_seed": int(s["seed"]),
-            "study_resamples": int(s["resamples"])}  # fmt: skip
+    return {"study_name": s["name"], "study_rule": s["rule"], "study_k": int(s["k"]),
+            "study_seed": int(s["seed"]), "study_resamples": int(s["resamples"])}  # fmt: skip
 
 
 def _adjudications(store: Store, study_id: str, ds: Dataset) -> pd.DataFrame:
@@ -48,7 +50,8 @@ def _adjudications(store: Store, study_id: str, ds: Dataset) -> pd.DataFrame:
     return pd.DataFrame({
         "item_id": a["item_id"],
         "adjudication": [answer_text(int(x), ds.class_names, ds.domain) for x in a["answer"]],
-        "adjudicated_by": a["reviewer"],
+        "adjudicated_by": a["reviewer"], "adjudication_note": a["note"],
+        "adjudicated_at": a["decided_at"],
     })  # fmt: skip
 
 
@@ -108,6 +111,7 @@ class Exchange:
     resamples: int
     verdict_rows: pd.DataFrame  # one row per item, in items' order, for the cross-check
     assumed: str  # the settings the file did not carry, in words ("" when it had them all)
+    name: str | None  # the exported study's name
 
 
 def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
@@ -138,20 +142,27 @@ def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
     else:
         judged, adjudicated = _wide_answers(df, new_id, ds, parse, line)
     for i, r in firsts.iterrows():
-        if text := r.get("adjudication", "").strip():
-            a = parse(text)
-            if a is None or a < OTHER or a >= ds.num_classes:
-                raise ConfigError(f"data row {line[i]}: adjudication {text!r} is no answer")
-            reviewer = r.get("adjudicated_by", "").strip() or "imported"
-            adjudicated.append({"item_id": new_id[r["_item"]], "reviewer": reviewer,
-                                "answer": a, "note": "", "decided_at": datetime.now()})  # fmt: skip
+        if not (text := r.get("adjudication", "").strip()):
+            continue
+        try:
+            adjudicated.append({
+                "item_id": new_id[r["_item"]], "answer": parse(text),
+                "reviewer": r.get("adjudicated_by", "").strip() or "imported",
+                "note": r.get("adjudication_note", ""),
+                "decided_at": _time(r.get("adjudicated_at", "")) or datetime.now(),
+            })  # fmt: skip
+        except ConfigError as e:
+            raise ConfigError(f"data row {line[i]}, adjudication: {e}") from None
     j = pd.DataFrame(judged, columns=label_store.JUDGEMENT_COLUMNS[1:])
     per_item = j.groupby("item_id").size()
     settings, assumed = _settings(df, int(per_item.max()) if len(per_item) else 1, shape)
+    if shape == "wide" and not any(c.startswith("labeller ") for c in df.columns):
+        assumed = ", ".join(filter(None, [assumed, "labellers named by answer column"]))
     adj = pd.DataFrame(adjudicated, columns=["item_id", "reviewer", "answer", "note",
                                              "decided_at"])  # fmt: skip
     verdict_rows = firsts.reindex(columns=["item_id", "validity", "preservation"])
-    return Exchange(items_df, j, adj, *settings, verdict_rows, assumed)
+    name = (df["study_name"].iloc[0].strip() or None) if "study_name" in df.columns else None
+    return Exchange(items_df, j, adj, *settings, verdict_rows, assumed, name)
 
 
 def _whole(text: str, col: str, required: bool = False) -> int | None:
@@ -166,6 +177,8 @@ def _whole(text: str, col: str, required: bool = False) -> int | None:
         f = float("nan")
     if not f.is_integer():
         raise ConfigError(f"column {col} holds {t!r}, not a whole number")
+    if abs(f) >= _BIG:
+        raise ConfigError(f"column {col} holds {t!r}, beyond the {_BIG - 1:,} a store holds")
     return int(f)
 
 
@@ -220,6 +233,7 @@ def _raw_answers(df, new_id, ds, line) -> tuple[list[dict], list[dict]]:
 def _wide_answers(df, new_id, ds, parse, line) -> tuple[list[dict], list[dict]]:
     cols = sorted((int(m.group(1)), c) for c in df.columns if (m := _ANSWER.fullmatch(c)))
     judged, now = [], datetime.now()
+    sequence: dict[str, int] = {}  # a labeller's answers so far: `position` is their order
     for i, r in df.iterrows():
         names = []
         for n, col in cols:
@@ -229,10 +243,15 @@ def _wide_answers(df, new_id, ds, parse, line) -> tuple[list[dict], list[dict]]:
                 a = parse(text)
             except ConfigError as e:
                 raise ConfigError(f"data row {line[i]}, {col}: {e}") from None
-            names.append(r.get(f"labeller {n}", "").strip() or f"answer {n}")
-            judged.append({"item_id": new_id[r["_item"]], "labeller": names[-1], "answer": a,
-                           "raw": None, "position": len(names), "shown_at": None,
-                           "answered_at": now, "seconds": None})  # fmt: skip
+            who = r.get(f"labeller {n}", "").strip() or f"answer {n}"
+            names.append(who)
+            sequence[who] = sequence.get(who, 0) + 1
+            # The file keeps no times; one microsecond apart keeps each image's answers in
+            # their columns' order, which pairwise agreement (Cohen's kappa) depends on.
+            judged.append({"item_id": new_id[r["_item"]], "labeller": who, "answer": a,
+                           "raw": None, "position": sequence[who], "shown_at": None,
+                           "answered_at": now + timedelta(microseconds=len(names)),
+                           "seconds": None})  # fmt: skip
         if len(names) != len(set(names)):
             raise ConfigError(f"data row {line[i]}: one labeller answers item_id "
                               f"{r['item_id']} twice ({', '.join(names)})")  # fmt: skip
@@ -258,15 +277,26 @@ def _settings(df: pd.DataFrame, most: int, shape: str) -> tuple[tuple, str]:
         "resamples": _whole(given.get("study_resamples", 1000), "study_resamples"),
     }
     assumed = ", ".join(f"{c} {v}" for c, v in values.items() if f"study_{c}" not in given)
+    k, seed, resamples = values["k"], values["seed"], values["resamples"]
+    if not 1 <= k <= 20 or (rule == "majority" and k < 3):
+        raise ConfigError(f"study_k {k} with rule {rule}; expected 1 to 20 answers per image, "
+                          "at least 3 for majority")  # fmt: skip
+    if seed < 0 or not 100 <= resamples <= MAX_RESAMPLES:
+        raise ConfigError(f"study_seed {seed}, study_resamples {resamples}; expected a seed >= 0 "
+                          f"and 100 to {MAX_RESAMPLES:,} resamples")  # fmt: skip
     return tuple(values.values()), assumed
 
 
 def _time(text: str) -> datetime | None:
+    """A time as the store keeps them: local, without a zone (one given is converted)."""
     t = str(text).strip()
     try:
-        return pd.Timestamp(t).to_pydatetime() if t else None
+        ts = pd.Timestamp(t).to_pydatetime() if t else None
     except ValueError:
         raise ConfigError(f"{t!r} is not a time such as 2026-11-24 13:33:17") from None
+    if ts is not None and ts.tzinfo is not None:
+        ts = ts.astimezone().replace(tzinfo=None)
+    return ts
 
 
 def _number(text: str) -> float:

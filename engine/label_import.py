@@ -143,10 +143,14 @@ def import_csv(
     encoding: str | None = None,
     max_rows: int = MAX_ROWS,
     again: bool = False,
+    file_name: str | None = None,
 ) -> ImportResult:
     """Create a study from an external CSV; everything is checked before anything is written.
     The same file, dataset and mapping imported a second time is refused unless `again`:
-    two studies of one file count its answers twice in every report that pools them."""
+    two studies of one file count its answers twice in every report that pools them.
+    The study is named `name`, else (our exports) the exported study's name, else
+    `file_name` (the name an upload had), else the file's."""
+    file_name = file_name or Path(path).name
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
     key = import_key(path, ds.name, m, encoding)
@@ -160,7 +164,7 @@ def import_csv(
     # A trailing comma in the header gives an unnamed, empty column: drop it.
     df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
     if mapping is None and (shape := label_exchange.detect(list(df.columns))):
-        return _import_own(store, path, df, shape, ds, name, key)
+        return _import_own(store, path, df, shape, ds, name, file_name, key)
     needed = [m.image, m.id, m.generator, m.perturbation, m.expected, *m.assessors]
     missing = [c for c in needed if c not in df.columns]
     if missing:
@@ -229,7 +233,7 @@ def import_csv(
     disagreements = cross_check(df, v, m)
     sid = new_study_id()
     study = {
-        "id": sid, "name": name or Path(path).name, "dataset": ds.name, "source": "import",
+        "id": sid, "name": name or file_name, "dataset": ds.name, "source": "import",
         "k": k, "rule": "icst", "seed": seed, "resamples": 1000,
         "config": {"file": str(path), "mapping": m.model_dump(), "import_key": key},
     }  # fmt: skip
@@ -237,15 +241,29 @@ def import_csv(
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
 
 
-def _import_own(store, path, df, shape, ds, name, key) -> ImportResult:
+def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResult:
     """A latentfuzz export read back as the study it was (engine/label_exchange.py); the
     study's own seed and resamples, so that its intervals come out the same."""
     df = df[df.ne("").any(axis=1)]
     if df.empty:
-        raise ConfigError(f"{path} has a header but no rows")
+        raise ConfigError(f"{path} has a header but no rows" + (
+            ": a raw export of a study nobody has answered yet; export the study with --wide "
+            "(one row per image) to move its images" if shape == "raw" else ""))  # fmt: skip
     m = ImportMapping()
+
+    def parse(text: str) -> int:
+        """An answer as our exports write it; the mapping's texts are no fix here."""
+        try:
+            return parse_answer(text, ds, m)
+        except ConfigError:
+            raise ConfigError(
+                f"answer {text!r} is neither a class of {ds.name} ({', '.join(ds.class_names)}) "
+                "nor an answer latentfuzz writes (not a valid …, a different …, unsure); "
+                "correct the cell, or pick the --dataset the study was made for"
+            ) from None
+
     try:
-        x = label_exchange.read(df, shape, ds, lambda t: parse_answer(t, ds, m))
+        x = label_exchange.read(df, shape, ds, parse)
     except ConfigError as e:
         raise ConfigError(f"{path} (a latentfuzz {shape} export), {e}") from None
     v = verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
@@ -253,8 +271,8 @@ def _import_own(store, path, df, shape, ds, name, key) -> ImportResult:
     disagreements = cross_check(x.verdict_rows, v, own)
     sid = new_study_id()
     study = {
-        "id": sid, "name": name or Path(path).name, "dataset": ds.name, "source": "import",
-        "k": x.k, "rule": x.rule, "seed": x.seed, "resamples": x.resamples,
+        "id": sid, "name": name or x.name or file_name, "dataset": ds.name,
+        "source": "import", "k": x.k, "rule": x.rule, "seed": x.seed, "resamples": x.resamples,
         "config": {"file": str(path), "format": f"latentfuzz {shape}", "import_key": key},
     }  # fmt: skip
     label_store.create_study(store, study, x.items, x.judgements, x.adjudications)

@@ -3,7 +3,8 @@ the same report, intervals, agreement, gold scores and adjudications."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -40,17 +41,23 @@ def study(tmp_path_factory) -> tuple[Store, str]:
     sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.25,
                                                 seed_images=True, seed=7))  # fmt: skip
     items = ls.items(store, sid).set_index("item_id")
-    for name in ("ann", "=bob"):
+    # They take turns, as labellers working at once do: who answered an image first varies,
+    # and Cohen's kappa pairs first with second answers.
+    served = {name: 0 for name in ("ann", "=bob")}
+    for name in served:
         ls.join(store, sid, name)
-        n = 0
-        while (i := ls.next_item(store, sid, name)) is not None:
+    while served:
+        for name in list(served):
+            if (i := ls.next_item(store, sid, name)) is None:
+                del served[name]
+                continue
             it = items.loc[i]
-            agree = name == "ann" or it.kind == "gold" or n % 3
+            agree = name == "ann" or it.kind == "gold" or served[name] % 3
             ls.answer(store, sid, i, name, int(it.expected) if agree else INVALID, datetime.now())
-            n += 1
+            served[name] += 1
     _, v, _ = load(store, sid)
     first = int(undecided(v)["item_id"].iloc[0])
-    ls.adjudicate(store, sid, first, "rev", int(items.loc[first, "expected"]))
+    ls.adjudicate(store, sid, first, "rev", int(items.loc[first, "expected"]), "looked again")
     return store, sid
 
 
@@ -71,7 +78,8 @@ def figures(store: Store, sid: str) -> tuple:
                 "adjudicated",
             ]
         ].reset_index(drop=True),  # fmt: skip
-        (s["k"], s["rule"], s["seed"], s["resamples"]),
+        (s["name"], s["k"], s["rule"], s["seed"], s["resamples"]),
+        ls.adjudications(store, sid).drop(columns="study_id"),
     )
 
 
@@ -86,11 +94,14 @@ def test_an_export_imports_as_the_same_study(study, tmp_path, shape):
     assert res.adjudications == 1
     mine, theirs = figures(store, sid), figures(other, res.study_id)
     assert (mine[3]["kind"] == "gold").sum() > 0
+    firsts = ls.judgements(store, sid).groupby("item_id")["labeller"].first()
+    assert firsts.nunique() == 2  # the turn-taking above made a difference to the order
     pd.testing.assert_frame_equal(mine[0], theirs[0])  # counts, percentages and intervals
     assert mine[1] == theirs[1]
     pd.testing.assert_frame_equal(mine[2], theirs[2])  # "=bob" keeps his name and gold score
     pd.testing.assert_frame_equal(mine[3], theirs[3])
     assert mine[4] == theirs[4]
+    pd.testing.assert_frame_equal(mine[5], theirs[5])  # reviewer, answer, note and time
     if shape == "raw":  # times travel with the raw judgements
         a = ls.judgements(store, sid)["answered_at"].tolist()
         assert ls.judgements(other, res.study_id)["answered_at"].tolist() == a
@@ -148,3 +159,48 @@ def test_the_cli_round_trip(study, tmp_path, monkeypatch):
                                  "--home", str(other)])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "imported a latentfuzz wide export" in r.output and "agree with ours" in r.output
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("study_rule", "majority", "study_k 2 with rule majority"),
+        ("study_k", "0", "study_k 0 with rule icst"),
+        ("study_seed", "-5", "study_seed -5"),
+        ("study_resamples", "0", "study_resamples 0"),
+        ("study_seed", "1e30", "beyond the 2,147,483,647"),
+        ("seed_idx", "1e30", "beyond the 2,147,483,647"),
+        ("adjudication", "banana", "adjudication: answer 'banana' is neither a class of mnist"),
+        ("answered_at", "yesterday", "'yesterday' is not a time"),
+    ],
+)
+def test_bad_settings_and_cells_are_refused_before_anything_is_written(
+    study, tmp_path, column, value, said
+):
+    store, sid = study
+    raw = raw_export(store, sid).astype(object)
+    row = raw.index[raw["adjudication"].notna()][0] if column == "adjudication" else 0
+    raw.loc[raw.index if column.startswith("study_") else [row], column] = value
+    to_csv(raw, tmp_path / "bad.csv")
+    other = Store(tmp_path / "o.duckdb")
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        import_csv(other, tmp_path / "bad.csv", "mnist")
+    assert ls.studies(other).empty
+
+
+def test_a_time_with_a_zone_is_kept_as_the_store_keeps_times(study, tmp_path):
+    store, sid = study
+    raw = raw_export(store, sid).astype(object)
+    raw.loc[0, "answered_at"] = "2026-11-24T13:42:54Z"
+    to_csv(raw, tmp_path / "tz.csv")
+    other = Store(tmp_path / "o.duckdb")
+    res = import_csv(other, tmp_path / "tz.csv", "mnist")
+    local = datetime(2026, 11, 24, 13, 42, 54, tzinfo=UTC).astimezone().replace(tzinfo=None)
+    assert local in ls.judgements(other, res.study_id)["answered_at"].tolist()
+
+
+def test_a_raw_export_of_an_unanswered_study_points_to_the_wide_file(study, tmp_path):
+    store, sid = study
+    to_csv(raw_export(store, sid).iloc[:0], tmp_path / "empty.csv")
+    with pytest.raises(ConfigError, match="export the study with --wide"):
+        import_csv(Store(tmp_path / "o.duckdb"), tmp_path / "empty.csv", "mnist")
