@@ -41,7 +41,9 @@ _ANSWER = re.compile(r"answer (\d+)")
 
 
 def _study_columns(s: dict) -> dict:
-    return {"study_name": s["name"], "study_rule": s["rule"], "study_k": int(s["k"]),
+    # A study given no name is named by its id, which means nothing once imported.
+    name = s["name"] if s["name"] != s["id"] else None
+    return {"study_name": name, "study_rule": s["rule"], "study_k": int(s["k"]),
             "study_seed": int(s["seed"]), "study_resamples": int(s["resamples"])}  # fmt: skip
 
 
