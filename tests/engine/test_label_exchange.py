@@ -38,7 +38,7 @@ def study(tmp_path_factory) -> tuple[Store, str]:
     cfg = parse_config({"seeds": 12, "seed": 3, "strategy_params": {"generations": 40}})
     cid = run_campaign(cfg, home).campaign_id
     store = Store(home / "latentfuzz.duckdb")
-    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.25,
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.25, name="pilot",
                                                 seed_images=True, seed=7))  # fmt: skip
     items = ls.items(store, sid).set_index("item_id")
     # They take turns, as labellers working at once do: who answered an image first varies,
