@@ -15,7 +15,8 @@ def annotation_editor(store: Store, kind: str, id_: str) -> None:
     """The tags as a line under the title, and an expander to edit tags and notes."""
     now = an.get(store, kind, id_)
     if now["tags"] or now["notes"]:
-        tags = " ".join(f"`{md_text(t)}`" for t in now["tags"])
+        # Plain escaped text: inside a code span markdown's escapes show as typed ("\`").
+        tags = " · ".join(md_text(t) for t in now["tags"])
         st.markdown(f"**Tags:** {tags}" if tags else "")
         if now["notes"]:
             st.caption(md_text(now["notes"]))

@@ -165,11 +165,14 @@ def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> p
         return "–" if pd.isna(v) else f"{v:.1f}"
 
     names = {"generator": "generator", "preset": "perturbation", "campaign_id": "campaign"}
+    # group_table adds a kind column where a study mixes result and seed images: without
+    # it the two rows of one generator read as duplicates with different figures.
+    by = (["kind"] if "kind" in t.columns and "kind" not in by else []) + list(by)
     out = t[by].rename(columns=names)
     if "campaign" in out and store is not None:
         camps = queries.campaigns_by_id(store, out["campaign"].dropna().tolist())
-        out.insert(1, "name", out["campaign"].map(dict(zip(camps["id"], camps["name"],
-                                                               strict=True))))  # fmt: skip
+        named = dict(zip(camps["id"], camps["name"], strict=True))
+        out.insert(out.columns.get_loc("campaign") + 1, "name", out["campaign"].map(named))
     out["images"] = t["n"]
     out["% validity (#)"] = [f"{pct(p)} ({n})" for p, n in zip(t.valid_pct, t.valid, strict=True)]
     out["validity 95% CI"] = t["valid_ci"]
@@ -178,4 +181,5 @@ def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> p
     ]
     out["preservation 95% CI"] = t["preserved_ci"]
     out["validity undecided"] = t["undecided_validity"]
+    out["preservation undecided"] = t["undecided_preservation"]
     return out

@@ -20,3 +20,17 @@ def campaign_label(cid: str, name: object) -> str:
     if not isinstance(name, str) or not name or name == cid:
         return cid
     return f"{name} ({cid})"
+
+
+MAX_PERSON = 80  # a labeller's or reviewer's name; longer ones pushed the image off screen
+
+
+def person_name(text: object) -> tuple[str | None, str | None]:
+    """(the name, None), or (None, why not) for a name of spaces only or a long one: it
+    was stored as "  ", and a blank labeller read as nobody in every table."""
+    name = str(text or "").strip()
+    if not name:
+        return None, "Type your name: it is stored with every answer."
+    if len(name) > MAX_PERSON:
+        return None, f"A name of {len(name):,} characters; at most {MAX_PERSON}, please."
+    return name, None

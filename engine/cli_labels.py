@@ -198,7 +198,8 @@ def report_cmd(
     lt = labeller_table(j, v)
     if lt["gold"].sum():
         for r in lt.itertuples():
-            console.print(f"{r.labeller}: gold accuracy {_pct(r.gold_accuracy_pct)}% of {r.gold}")
+            acc = f"{_pct(r.gold_accuracy_pct)}% of {r.gold}" if r.gold else "no gold answered"
+            console.print(f"{r.labeller}: gold accuracy {acc}")
 
 
 @labels_app.command("export")

@@ -14,3 +14,7 @@ def main() -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     cli_main()
+
+
+if __name__ == "__main__":  # python -m engine.entry, as the installed script
+    main()

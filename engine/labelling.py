@@ -9,6 +9,7 @@ an external study (engine/label_import.py). Verdicts follow the ICST rules by de
 from __future__ import annotations
 
 import secrets
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +31,7 @@ class StudyConfig(BaseModel, frozen=True):
     """What a study shows and how its judgements are combined."""
 
     campaigns: list[str] = Field(min_length=1)
-    name: str | None = None
+    name: str | None = Field(None, max_length=200)
     k: int = Field(2, ge=1, le=20, description="answers wanted per image")
     rule: Literal["icst", "majority"] = "icst"  # pydantic then says the choices in words
     sample: int | None = Field(None, ge=1, description="result images drawn; None: all")
@@ -40,8 +41,10 @@ class StudyConfig(BaseModel, frozen=True):
         "campaigns: images two classifiers label differently) instead of failing seeds",
     )  # fmt: skip
     gold_rate: float = Field(0.1, ge=0, lt=1, description="share of gold items in the study")
-    seed: int = Field(0, ge=0)
-    resamples: int = Field(1000, ge=100)
+    # At most what a browser's number field holds (2^53 - 1): the page and the CLI then
+    # accept the same seeds; the store's BIGINT refused larger ones with a traceback.
+    seed: int = Field(0, ge=0, le=2**53 - 1)
+    resamples: int = Field(1000, ge=100, le=100_000)
 
     @model_validator(mode="after")
     def _rule_fits_k(self) -> StudyConfig:
@@ -169,7 +172,12 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
         "k": cfg.k, "rule": cfg.rule, "seed": cfg.seed, "resamples": cfg.resamples,
         "config": cfg.model_dump(),
     }  # fmt: skip
-    label_store.create_study(store, study, items)
+    try:
+        label_store.create_study(store, study, items)
+    except BaseException:
+        # Gold images of a study the store refused belong to nothing (doctor misses them).
+        shutil.rmtree(home / "studies" / sid, ignore_errors=True)
+        raise
     return sid
 
 

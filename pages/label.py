@@ -22,7 +22,7 @@ import streamlit as st
 
 from dashboard.components import load_image
 from dashboard.data import get_home, get_store
-from dashboard.text import md_text
+from dashboard.text import md_text, person_name
 from engine.datasets import DatasetError, get_dataset
 from engine.labelling import marker_choices
 from store import StoreBusy
@@ -50,6 +50,12 @@ if sid not in set(studies["id"]):
 study = ls.study(store, sid)
 
 who = st.query_params.get("labeller") or st.session_state.get("labeller")
+if who is not None:
+    who, why = person_name(who)
+    if why:  # a link with a blank or overlong name labels nothing under it
+        st.warning(f"The link's labeller name cannot be used. {why}")
+        st.query_params.pop("labeller", None)
+        st.session_state.pop("labeller", None)
 if who:
     # Kept for this browser tab: the sidebar's link back to this page carries only the
     # study, and it asked the labeller's name again.
@@ -57,9 +63,13 @@ if who:
 if not who:
     with st.form("name"):
         name = st.text_input("Your name", help="Use the same name to resume later.")
-        if st.form_submit_button("Start labelling", type="primary") and name.strip():
-            st.query_params["labeller"] = name.strip()
-            st.rerun()
+        if st.form_submit_button("Start labelling", type="primary"):
+            name, why = person_name(name)
+            if why:
+                st.error(why)
+            else:
+                st.query_params["labeller"] = name
+                st.rerun()
     st.stop()
 
 # Per browser tab: the item on screen and when it was shown, the next item reserved for

@@ -12,7 +12,7 @@ from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
 from dashboard.study_import import import_form
-from dashboard.text import campaign_label, md_text
+from dashboard.text import campaign_label, md_text, person_name
 from dashboard.url_state import url_unknown, url_widget
 from engine import label_exchange, labelling
 from engine.agreement import sample_size
@@ -165,20 +165,18 @@ with tab_stats:
              ("Krippendorff's alpha", "krippendorff_alpha"))  # fmt: skip
     for col, (label, k) in zip((a, b, c), names, strict=True):
         col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
+    # As text: the Styler's na_rep did not reach the browser, which showed "None".
+    lt = labelling.labeller_table(j, v)
+    shown = lambda col, fmt: ["–" if pd.isna(x) else format(x, fmt) for x in lt[col]]  # noqa: E731
     st.dataframe(
-        labelling.labeller_table(j, v)
-        .rename(
-            columns={
-                "gold_accuracy_pct": "gold accuracy %",
-                "median_seconds": "median seconds per answer",
-            }
-        )
-        .style.format(
-            {"gold accuracy %": "{:.0f}", "median seconds per answer": "{:.1f}"}, na_rep="–"
-        ),
+        lt.assign(
+            gold_accuracy_pct=shown("gold_accuracy_pct", ".0f"),
+            median_seconds=shown("median_seconds", ".1f"),
+        ).rename(columns={"gold_accuracy_pct": "gold accuracy %",
+                          "median_seconds": "median seconds per answer"}),
         hide_index=True,
         width="stretch",
-    )
+    )  # fmt: skip
     a, b = st.columns(2)
     a.download_button("Download raw judgements (CSV)",
                       to_csv_bytes(label_exchange.raw_export(store, sid)),
@@ -192,13 +190,17 @@ with tab_adj:
     if queue.empty:
         st.success("No undecided image: nothing to settle.")
     else:
-        reviewer = st.text_input("Reviewer", key="reviewer",
-                                 placeholder="your name, to settle images")  # fmt: skip
-        if not reviewer:  # the buttons below wait for it, greyed out without a word
+        typed = st.text_input("Reviewer", key="reviewer",
+                              placeholder="your name, to settle images")  # fmt: skip
+        reviewer, why = person_name(typed)
+        if typed and why:  # spaces only were stored as the reviewer
+            st.error(why)
+        elif not reviewer:  # the buttons below wait for it, greyed out without a word
             st.caption("Type your name as reviewer to settle an image: the verdict is "
                        "stored with it.")  # fmt: skip
         item = queue.iloc[0]
-        st.caption(f"{len(queue)} undecided images; the labellers' answers are kept as given.")
+        st.caption(f"{len(queue)} undecided image{'s' * (len(queue) != 1)}; the labellers' "
+                   "answers are kept as given.")  # fmt: skip
         left, right = st.columns([1, 2])
         img = load_image(home, item["image"], scale=8)
         if img is not None:
@@ -215,7 +217,16 @@ with tab_adj:
             if right.button(text, key=f"adj_{name}", disabled=not reviewer):
                 ls.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
                 st.rerun()
-    settled = v[v["adjudicated"]]
+    settled = ls.adjudications(store, sid)
     if len(settled):
-        st.caption(f"{len(settled)} images settled by adjudication")
-        st.dataframe(pd.DataFrame(ls.adjudications(store, sid)), hide_index=True)
+        st.caption(f"{len(settled)} image{'s' * (len(settled) != 1)} settled by adjudication")
+        shown = settled.assign(verdict=[
+            labelling.answer_text(int(a), ds.class_names, ds.domain) for a in settled["answer"]
+        ])[["item_id", "verdict", "reviewer", "note", "decided_at"]]  # fmt: skip
+        st.dataframe(shown.rename(columns={"item_id": "image", "decided_at": "when"}),
+                     hide_index=True)  # fmt: skip
+        a, b = st.columns([2, 1], vertical_alignment="bottom")
+        back = a.selectbox("Take back the verdict on image", settled["item_id"].tolist())
+        if b.button("Take back", help="the image goes back to the queue above"):
+            ls.unadjudicate(store, sid, int(back))
+            st.rerun()

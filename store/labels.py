@@ -333,6 +333,14 @@ def adjudicate(
         )
 
 
+def unadjudicate(store: Store, study_id: str, item_id: int) -> None:
+    """Take a verdict back (a mis-click): the item is undecided again."""
+    with store.write() as con:
+        con.execute(
+            "DELETE FROM adjudications WHERE study_id = ? AND item_id = ?", [study_id, item_id]
+        )
+
+
 def release(store: Store, study_id: str, item_id: int, labeller: str) -> None:
     """Give a skipped item's slot back, so that another labeller can take it now."""
     with store.write() as con:

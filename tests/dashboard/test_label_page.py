@@ -187,12 +187,18 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     queue_before = int(at.metric[3].value)
     assert queue_before == 1  # stb called the first image invalid, sta named its class
     assert any(c.value.startswith("Type your name as reviewer") for c in at.caption)
+    at.text_input(key="reviewer").input("   ").run()  # it was stored as the reviewer
+    assert at.error[0].value.startswith("Type your name") and at.button(key="adj3").disabled
     at.text_input(key="reviewer").input("rev").run()
     assert not any(c.value.startswith("Type your name as reviewer") for c in at.caption)
     at.button(key="adj3").click().run()
     assert not at.exception
-    assert len(ls.adjudications(store, sid)) == 1
+    assert ls.adjudications(store, sid)["reviewer"].tolist() == ["rev"]
     assert int(at.metric[3].value) == queue_before - 1
+    settled = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    assert settled["verdict"].tolist() == ["3"] and settled["reviewer"].tolist() == ["rev"]
+    next(b for b in at.button if b.label == "Take back").click().run()  # a mis-click
+    assert ls.adjudications(store, sid).empty and int(at.metric[3].value) == queue_before
     # The study chosen in the sidebar goes into the URL (a reload kept only the tab).
     other = study[2]
     next(s for s in at.sidebar.selectbox if s.label == "Study").set_value(other).run()
@@ -388,3 +394,35 @@ def test_nothing_left_says_how_many_answers_others_still_owe(own_study):
         button(at, "class1").click().run()
     # k=2 and no second labeller yet: every image still wants another answer.
     assert "answers are still missing: they need other labellers" in at.success[0].value
+
+
+def test_a_study_of_results_and_seeds_shows_which_row_is_which(page, study):
+    """Its statistics had two rows per generator with nothing to tell them apart."""
+    home, cid, _ = study
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], seed_images=True, k=1))
+    items = ls.items(store, sid).set_index("item_id")
+    ls.join(store, sid, "kim")
+    while (i := ls.next_item(store, sid, "kim")) is not None:
+        ls.answer(store, sid, i, "kim", int(items.loc[i, "expected"]), datetime.now())
+    at = page(None)
+    at.switch_page("../pages/studies.py")
+    at.query_params["study"] = sid
+    at.run()
+    by_generator, by_campaign = at.dataframe[0].value, at.dataframe[1].value
+    assert by_generator["kind"].tolist() == ["result", "seed"]
+    assert list(by_campaign.columns[:3]) == ["kind", "campaign", "name"]
+    assert "preservation undecided" in by_generator.columns
+
+
+@pytest.mark.parametrize("name", ["   ", "x" * 81])
+def test_a_blank_or_overlong_labeller_name_labels_nothing(own_study, name):
+    home, sid, page = own_study
+    at = page(name)  # by the link
+    assert not at.exception
+    assert any("cannot be used" in w.value for w in at.warning)
+    assert at.text_input[0].label == "Your name" and "labeller" not in at.query_params
+    at.text_input[0].input(name)  # and by the form
+    next(b for b in at.button if b.label == "Start labelling").click().run()
+    assert at.error and "labeller" not in at.query_params
+    assert ls.judgements(Store(home / "latentfuzz.duckdb"), sid).empty

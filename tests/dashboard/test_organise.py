@@ -107,13 +107,15 @@ def test_a_links_filter_values_that_match_nothing_are_said(two, monkeypatch):
 def test_campaign_page_edits_tags_and_notes(two, monkeypatch):
     home, (first, _) = two
     at = page_opener(home, monkeypatch)("campaign.py", id=first)
-    at.text_input(key=f"tags-{first}").input("icst, vae")
+    at.text_input(key=f"tags-{first}").input("icst, vae, a_b*c*, `tick`")
     at.text_area(key=f"notes-{first}").input("as in Table III")
     next(b for b in at.button if b.label == "Save").click().run()
     assert not at.exception, at.exception
     got = an.get(Store(home / "latentfuzz.duckdb"), "campaign", first)
-    assert got == {"tags": ["icst", "vae"], "notes": "as in Table III"}
-    assert any("`icst`" in m.value for m in at.markdown)
+    assert got == {"tags": ["icst", "vae", "a_b*c*", "`tick`"], "notes": "as in Table III"}
+    # Escaped as text, not in code spans (where the escapes showed: "a\\_b\\*c\\*").
+    line = "**Tags:** icst · vae · a\\_b\\*c\\* · \\`tick\\`"
+    assert any(m.value == line for m in at.markdown), [m.value for m in at.markdown]
 
 
 def test_compare_selection_is_in_the_url(two, monkeypatch):

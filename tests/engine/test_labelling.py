@@ -253,3 +253,23 @@ def test_unsure_is_a_decided_nothing():
     assert v.loc[0, "validity"] is None and v.loc[0, "preservation"] is None
     assert np.isnan(group_table(v.assign(generator="g"), ["generator"], 0, 100)
                     .loc[0, "preserved_pct"])  # fmt: skip
+
+
+def test_a_study_the_store_refuses_leaves_no_gold_images_behind(campaign, tmp_path, monkeypatch):
+    store, home = fresh_store(campaign, tmp_path)
+    import engine.labelling as labelling
+
+    def refuse(*a, **k):
+        raise RuntimeError("the store said no")
+
+    monkeypatch.setattr(labelling.label_store, "create_study", refuse)
+    before = set((home / "studies").glob("*"))  # the module's other studies share the home
+    with pytest.raises(RuntimeError):
+        create_study(store, home, StudyConfig(campaigns=[campaign[1]], gold_rate=0.3))
+    assert set((home / "studies").glob("*")) == before
+
+
+def test_a_seed_beyond_what_a_browser_holds_is_refused_in_the_config():
+    # The store's BIGINT refused 1e20 with a traceback after the gold images were written.
+    with pytest.raises(ValueError, match="less than or equal to 9007199254740991"):
+        StudyConfig(campaigns=["c"], seed=2**53)
