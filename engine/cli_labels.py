@@ -16,6 +16,10 @@ from engine.home import resolve_home
 labels_app = typer.Typer(no_args_is_help=True, help="Validity studies: human labels.")
 
 
+def _images(n: int, what: str = "") -> str:
+    return f"{n} {what}image{'s' * (n != 1)}"
+
+
 def _pct(v: float) -> str:
     return fmt(v, ".1f") or "n/a"  # NaN when there is nothing to divide by
 
@@ -164,10 +168,11 @@ def report_cmd(
         )  # fmt: skip
     console.print(t if len(table) else "no image has all its answers yet")
     if len(table) and (table["undecided_validity"].sum() or table["undecided_preservation"].sum()):
+        a, b = int(table["undecided_validity"].sum()), int(table["undecided_preservation"].sum())
         console.print(
-            f"undecided (in no # above): {int(table['undecided_validity'].sum())} images' "
-            f"validity, {int(table['undecided_preservation'].sum())} valid images' label "
-            "preservation; the Validity studies page's Adjudication tab settles them"
+            f"undecided (in no # above): the validity of {_images(a)}, the label preservation "
+            f"of {_images(b, 'valid ')}; the Validity studies page's Adjudication tab settles "
+            "them"
         )  # fmt: skip
     sides = model_agreement(v, s["rule"])
     if len(sides):  # triggering inputs: the dashboard's "Which classifier people agree with"
@@ -186,8 +191,9 @@ def report_cmd(
         console.print(w)
     incomplete = v[~v["complete"] & v["kind"].ne("gold")]
     if len(incomplete):
-        console.print(f"{len(incomplete)} images have fewer than {s['k']} answers and are not "
-                      "counted")  # fmt: skip
+        n = len(incomplete)
+        console.print(f"{_images(n)} {'has' if n == 1 else 'have'} fewer than {s['k']} answers "
+                      f"and {'is' if n == 1 else 'are'} not counted")  # fmt: skip
     ag = agreement_table(j, v)
     if ag["items"]:
         console.print(

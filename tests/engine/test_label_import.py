@@ -93,8 +93,8 @@ def test_cli_import_and_report(tmp_path, monkeypatch):
         lo, hi = map(float, c[5].split("-"))
         assert lo <= float(c[4]) <= hi
     # Counted in no column above: said under the table (the page showed them, it did not).
-    assert ("undecided (in no # above): 2 images' validity, 1 valid images' label "
-            "preservation") in " ".join(out.output.split())  # fmt: skip
+    assert ("undecided (in no # above): the validity of 2 images, the label preservation "
+            "of 1 valid image;") in " ".join(out.output.split())  # fmt: skip
 
 
 def test_unknown_answer_text_is_refused_with_the_row_and_nothing_is_written(tmp_path):
