@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import streamlit as st
@@ -11,8 +12,35 @@ from pydantic import ValidationError
 from dashboard.text import md_text
 from dashboard.uploads import save_upload
 from engine.datasets import DatasetError, dataset_names
-from engine.errors import LatentfuzzError, cause
+from engine.errors import LatentfuzzError
 from store import Store
+
+AUTO = "automatic"
+ENCODINGS = [AUTO, "utf-8", "latin-1", "cp1252", "utf-16", "utf-16-le", "utf-16-be"]
+
+#: The importer's words for the CLI's options, and this form's for the same thing.
+FIELDS = [
+    ("pass --again", 'tick "Import again if imported before"'),
+    ("Pass a mapping file (--mapping)", "Choose a Mapping file"),
+    ("in a mapping file (--mapping)", "in a Mapping file"),
+    ("pass --encoding", "choose Encoding"),
+    ("--encoding", "Encoding"),
+    ("export the study with --wide (one row per image)",
+     'download the study with "Download one row per image"'),
+    ("with --max-rows N", "with `latentfuzz labels import --max-rows N`"),
+    ("--dataset", "Dataset"),
+]  # fmt: skip
+
+
+def for_the_page(said: str, path: Path) -> str:
+    """An import error as this form's user reads it: without the stored copy's path (the
+    message starts with the file it is about, and the user named it already) and with the
+    form's fields where it names the CLI's options."""
+    said = re.sub(rf"^{re.escape(str(path))}[,:] ", "", said)
+    said = said.replace(str(path), "the file")
+    for flag, field in FIELDS:
+        said = said.replace(flag, field)
+    return said
 
 
 def import_form(store: Store, home: Path) -> str | None:
@@ -35,6 +63,8 @@ def import_form(store: Store, home: Path) -> str | None:
         dataset = c.selectbox("Dataset its answers name", names,
                               index=names.index("mnist") if "mnist" in names else 0)  # fmt: skip
         name = d.text_input("Study name", "", placeholder="the exported study's, else the file's")
+        encoding = e.selectbox("Encoding", ENCODINGS, help="of the CSV; automatic reads a "
+                               "byte-order mark, else UTF-8")  # fmt: skip
         again = e.checkbox("Import again if imported before",
                            help="as another study: pooled reports then count it twice")  # fmt: skip
         if not st.form_submit_button("Import"):
@@ -42,28 +72,26 @@ def import_form(store: Store, home: Path) -> str | None:
     if up is None:
         st.error("Choose a study CSV file first.")
         return None
+    m = None
+    if mapping is not None:
+        mpath = save_upload(home, mapping.name, mapping.getvalue())
+        try:
+            m = ImportMapping.from_yaml(mpath)
+        except ValidationError as err:
+            said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+            st.error(f"Cannot use mapping {md_text(mapping.name)}: {md_text(said)}")
+            return None
+        except LatentfuzzError as err:
+            said = str(err).replace(f"mapping file {mpath}", "it")
+            st.error(f"Cannot use mapping {md_text(mapping.name)}: {md_text(said)}")
+            return None
     path = save_upload(home, up.name, up.getvalue())
     try:
-        m = None
-        if mapping is not None:
-            m = ImportMapping.from_yaml(save_upload(home, mapping.name, mapping.getvalue()))
-        res = import_csv(store, path, dataset, m, name or None, again=again, file_name=up.name)
-    except ValidationError as err:
-        st.error(f"Cannot use mapping {md_text(mapping.name)}: {md_text(cause(err))}")
-        return None
+        res = import_csv(store, path, dataset, m, name or None, again=again,
+                         encoding=None if encoding == AUTO else encoding,
+                         file_name=up.name)  # fmt: skip
     except (LatentfuzzError, DatasetError) as err:
-        # The message names the stored copy, and the CLI's flags: the user knows the file
-        # by its own name, and this form's fields.
-        said = str(err)
-        if said.startswith(str(path)):
-            said = said[len(str(path)) :].lstrip(": ")
-        said = said.replace(str(path), up.name)
-        for flag, field in (
-            ("pass --again", 'tick "Import again if imported before"'),
-            ("Pass a mapping file (--mapping)", "Choose a mapping file"),
-        ):
-            said = said.replace(flag, field)
-        st.error(f"Cannot import {md_text(up.name)}: {md_text(said)}")
+        st.error(f"Cannot import {md_text(up.name)}: {md_text(for_the_page(str(err), path))}")
         return None
     shape = f"a latentfuzz {res.shape} export" if res.shape else "a crowd study"
     st.success(

@@ -15,7 +15,7 @@ def md_text(value: object) -> str:
 
 
 def campaign_label(cid: str, name: object) -> str:
-    """"name (id)" for a pick list; the id alone where the campaign has no name of its own
+    """ "name (id)" for a pick list; the id alone where the campaign has no name of its own
     (its name is then its id, and showed twice)."""
     if not isinstance(name, str) or not name or name == cid:
         return cid
@@ -25,12 +25,12 @@ def campaign_label(cid: str, name: object) -> str:
 MAX_PERSON = 80  # a labeller's or reviewer's name; longer ones pushed the image off screen
 
 
-def person_name(text: object) -> tuple[str | None, str | None]:
+def person_name(text: object, with_what: str = "answer") -> tuple[str | None, str | None]:
     """(the name, None), or (None, why not) for a name of spaces only or a long one: it
     was stored as "  ", and a blank labeller read as nobody in every table."""
     name = str(text or "").strip()
     if not name:
-        return None, "Type your name: it is stored with every answer."
+        return None, f"Type your name: it is stored with every {with_what}."
     if len(name) > MAX_PERSON:
         return None, f"A name of {len(name):,} characters; at most {MAX_PERSON}, please."
     return name, None

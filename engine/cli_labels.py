@@ -204,8 +204,9 @@ def report_cmd(
     lt = labeller_table(j, v)
     if lt["gold"].sum():
         for r in lt.itertuples():
-            acc = f"{_pct(r.gold_accuracy_pct)}% of {r.gold}" if r.gold else "no gold answered"
-            console.print(f"{r.labeller}: gold accuracy {acc}")
+            acc = f"gold accuracy {_pct(r.gold_accuracy_pct)}% of {r.gold}" if r.gold else (
+                "answered no gold image")  # fmt: skip
+            console.print(f"{r.labeller}: {acc}")
 
 
 @labels_app.command("export")

@@ -41,9 +41,11 @@ _ANSWER = re.compile(r"answer (\d+)")
 
 
 def _study_columns(s: dict) -> dict:
+    """The study's own settings, on every row of an export."""
     # A study given no name is named by its id, which means nothing once imported.
     name = s["name"] if s["name"] != s["id"] else None
-    return {"study_name": name, "study_rule": s["rule"], "study_k": int(s["k"]),
+    return {"study_name": name, "study_dataset": s["dataset"], "study_rule": s["rule"],
+            "study_k": int(s["k"]),
             "study_seed": int(s["seed"]), "study_resamples": int(s["resamples"])}  # fmt: skip
 
 
@@ -120,6 +122,10 @@ def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
     """The study in df (all strings, as read_table gives), checked row by row; `parse`
     turns an answer text into a class index or marker (label_import.parse_answer)."""
     df = df.map(restore_cell)
+    made_for = df["study_dataset"].iloc[0].strip() if "study_dataset" in df.columns else ""
+    if made_for and made_for != ds.name:  # its classes were read as another dataset's
+        raise ConfigError(f"the study was made for dataset {made_for}, not {ds.name}; "
+                          f"import it with --dataset {made_for}")  # fmt: skip
     line = {i: n + 1 for n, i in enumerate(df.index)}  # data row numbers, for errors
     try:
         old_ids = [_whole(df.at[i, "item_id"], "item_id", True) for i in df.index]
@@ -167,7 +173,7 @@ def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
     return Exchange(items_df, j, adj, *settings, verdict_rows, assumed, name)
 
 
-def _whole(text: str, col: str, required: bool = False) -> int | None:
+def _whole(text: str, col: str, required: bool = False, limit: int = _BIG) -> int | None:
     t = str(text).strip()
     if not t:
         if required:
@@ -179,8 +185,8 @@ def _whole(text: str, col: str, required: bool = False) -> int | None:
         f = float("nan")
     if not f.is_integer():
         raise ConfigError(f"column {col} holds {t!r}, not a whole number")
-    if abs(f) >= _BIG:
-        raise ConfigError(f"column {col} holds {t!r}, beyond the {_BIG - 1:,} a store holds")
+    if abs(f) >= limit:
+        raise ConfigError(f"column {col} holds {t!r}, beyond the {limit - 1:,} it may hold")
     return int(f)
 
 
@@ -266,8 +272,8 @@ def _settings(df: pd.DataFrame, most: int, shape: str) -> tuple[tuple, str]:
     if shape == "wide":
         most = max(most, len([c for c in df.columns if _ANSWER.fullmatch(c)]))
     given = {c: first[c].strip() for c in STUDY_COLUMNS if c in df.columns and first[c].strip()}
-    for c in given:
-        if df[c].str.strip().nunique() > 1:
+    for c in [*given, "study_name", "study_dataset"]:
+        if c in df.columns and df[c].str.strip().nunique() > 1:
             raise ConfigError(f"column {c} holds more than one value; a file holds one study")
     rule = given.get("study_rule", "icst")
     if rule not in ("icst", "majority"):
@@ -275,7 +281,7 @@ def _settings(df: pd.DataFrame, most: int, shape: str) -> tuple[tuple, str]:
     values = {
         "k": _whole(given.get("study_k", most), "study_k"),
         "rule": rule,
-        "seed": _whole(given.get("study_seed", 0), "study_seed"),
+        "seed": _whole(given.get("study_seed", 0), "study_seed", limit=2**53),
         "resamples": _whole(given.get("study_resamples", 1000), "study_resamples"),
     }
     assumed = ", ".join(f"{c} {v}" for c, v in values.items() if f"study_{c}" not in given)

@@ -265,7 +265,7 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
     try:
         x = label_exchange.read(df, shape, ds, parse)
     except ConfigError as e:
-        raise ConfigError(f"{path} (a latentfuzz {shape} export), {e}") from None
+        raise ConfigError(f"{path}, a latentfuzz {shape} export: {e}") from None
     v = verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
     own = ImportMapping(id="item_id", validity="validity", preservation="preservation")
     disagreements = cross_check(x.verdict_rows, v, own)

@@ -192,7 +192,7 @@ with tab_adj:
     else:
         typed = st.text_input("Reviewer", key="reviewer",
                               placeholder="your name, to settle images")  # fmt: skip
-        reviewer, why = person_name(typed)
+        reviewer, why = person_name(typed, "verdict")
         if typed and why:  # spaces only were stored as the reviewer
             st.error(why)
         elif not reviewer:  # the buttons below wait for it, greyed out without a word
@@ -226,7 +226,8 @@ with tab_adj:
         st.dataframe(shown.rename(columns={"item_id": "image", "decided_at": "when"}),
                      hide_index=True)  # fmt: skip
         a, b = st.columns([2, 1], vertical_alignment="bottom")
-        back = a.selectbox("Take back the verdict on image", settled["item_id"].tolist())
+        back = a.selectbox("Take back the verdict on image", settled["item_id"].tolist(),
+                           key=f"take_back:{sid}")  # fmt: skip
         if b.button("Take back", help="the image goes back to the queue above"):
             ls.unadjudicate(store, sid, int(back))
             st.rerun()

@@ -81,7 +81,54 @@ def test_a_bad_upload_is_refused_in_one_line_and_writes_nothing(tmp_path, monkey
     (err,) = at.error
     said = err.value.replace("\\", "")  # markdown escapes
     assert said.startswith("Cannot import mine.csv: columns [") and "\n" not in said
-    assert "not found" in said and "Choose a mapping file naming the right columns" in said
+    assert "not found" in said and "Choose a Mapping file naming the right columns" in said
     assert ls.studies(Store(home / "latentfuzz.duckdb")).empty
-    import_button(at).click().run()  # nothing chosen after a rerun is no crash either
+
+
+def test_nothing_chosen_is_said(tmp_path, monkeypatch):
+    at = open_studies(tmp_path / "h", monkeypatch)
+    import_button(at).click().run()
+    assert not at.exception and [e.value for e in at.error] == ["Choose a study CSV file first."]
+
+
+CROWD = "Image URL,ID,TOOL,MUT_EXT,Expected,ASS 1,ASS 2\nu/1.png,1,VAE,low,7,{answer},7\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "mapping", "said"),
+    [
+        # The stored copy's path was cut off badly (", data row 1"), flags named the CLI's.
+        (CROWD.format(answer="banana").encode(), None,
+         "Cannot import f.csv: data row 1 (ID '1'): answer 'banana' is neither"),
+        (CROWD.format(answer="sept").encode("latin-1").replace(b"sept", b"s\xe9pt"), None,
+         "choose Encoding latin-1"),
+        (b"", None, "Cannot import f.csv: the file is empty"),
+        (CROWD.format(answer="7").encode(), b"image: [1\n", "Cannot use mapping m.yaml: it is "
+         "not valid YAML at line 2"),
+        (CROWD.format(answer="7").encode(), b"assessors: 5\n",
+         "Cannot use mapping m.yaml: assessors: Input should be a valid list"),
+    ],
+)  # fmt: skip
+def test_import_errors_name_the_users_files_and_the_forms_fields(
+    tmp_path, monkeypatch, data, mapping, said
+):
+    at = open_studies(tmp_path / "h", monkeypatch)
+    at.file_uploader[0].set_value(("f.csv", data, "text/csv"))
+    if mapping is not None:
+        at.file_uploader[1].set_value(("m.yaml", mapping, "application/yaml"))
+    import_button(at).click().run()
     assert not at.exception
+    (err,) = [e.value.replace("\\", "") for e in at.error]  # markdown escapes
+    assert said in err and "\n" not in err and "uploads" not in err and "--" not in err, err
+
+
+def test_a_latin_1_file_imports_with_its_encoding_chosen(tmp_path, monkeypatch):
+    at = open_studies(tmp_path / "h", monkeypatch)
+    data = CROWD.format(answer="7").replace("VAE", "VAÉ").encode("latin-1")
+    at.file_uploader[0].set_value(("f.csv", data, "text/csv"))
+    next(s for s in at.selectbox if s.label == "Encoding").set_value("latin-1")
+    import_button(at).click().run()
+    assert not at.error and at.success, [e.value for e in at.error]
+    store = Store(tmp_path / "h" / "latentfuzz.duckdb")
+    items = ls.items(store, ls.studies(store)["id"].iloc[0])
+    assert items["generator"].tolist() == ["VAÉ"]

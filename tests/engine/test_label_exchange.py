@@ -4,7 +4,8 @@ the same report, intervals, agreement, gold scores and adjudications."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -168,7 +169,8 @@ def test_the_cli_round_trip(study, tmp_path, monkeypatch):
         ("study_k", "0", "study_k 0 with rule icst"),
         ("study_seed", "-5", "study_seed -5"),
         ("study_resamples", "0", "study_resamples 0"),
-        ("study_seed", "1e30", "beyond the 2,147,483,647"),
+        ("study_seed", "1e30", "beyond the 9,007,199,254,740,991"),
+        ("study_name", "other", "column study_name holds more than one value"),
         ("seed_idx", "1e30", "beyond the 2,147,483,647"),
         ("adjudication", "banana", "adjudication: answer 'banana' is neither a class of mnist"),
         ("answered_at", "yesterday", "'yesterday' is not a time"),
@@ -180,7 +182,8 @@ def test_bad_settings_and_cells_are_refused_before_anything_is_written(
     store, sid = study
     raw = raw_export(store, sid).astype(object)
     row = raw.index[raw["adjudication"].notna()][0] if column == "adjudication" else 0
-    raw.loc[raw.index if column.startswith("study_") else [row], column] = value
+    everywhere = column.startswith("study_") and column != "study_name"
+    raw.loc[raw.index if everywhere else [row], column] = value
     to_csv(raw, tmp_path / "bad.csv")
     other = Store(tmp_path / "o.duckdb")
     with pytest.raises(ConfigError, match=re.escape(said)):
@@ -188,15 +191,21 @@ def test_bad_settings_and_cells_are_refused_before_anything_is_written(
     assert ls.studies(other).empty
 
 
-def test_a_time_with_a_zone_is_kept_as_the_store_keeps_times(study, tmp_path):
+def test_a_time_with_a_zone_is_kept_as_the_store_keeps_times(study, tmp_path, monkeypatch):
     store, sid = study
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # on a UTC machine, local and UTC look alike
+    time.tzset()
     raw = raw_export(store, sid).astype(object)
     raw.loc[0, "answered_at"] = "2026-11-24T13:42:54Z"
     to_csv(raw, tmp_path / "tz.csv")
     other = Store(tmp_path / "o.duckdb")
     res = import_csv(other, tmp_path / "tz.csv", "mnist")
-    local = datetime(2026, 11, 24, 13, 42, 54, tzinfo=UTC).astimezone().replace(tzinfo=None)
-    assert local in ls.judgements(other, res.study_id)["answered_at"].tolist()
+    try:
+        got = ls.judgements(other, res.study_id)["answered_at"].tolist()
+        assert datetime(2026, 11, 24, 22, 42, 54) in got  # 13:42 UTC is 22:42 in Tokyo
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
 
 
 def test_a_raw_export_of_an_unanswered_study_points_to_the_wide_file(study, tmp_path):
@@ -204,3 +213,15 @@ def test_a_raw_export_of_an_unanswered_study_points_to_the_wide_file(study, tmp_
     to_csv(raw_export(store, sid).iloc[:0], tmp_path / "empty.csv")
     with pytest.raises(ConfigError, match="export the study with --wide"):
         import_csv(Store(tmp_path / "o.duckdb"), tmp_path / "empty.csv", "mnist")
+
+
+def test_a_seed_as_large_as_a_study_takes_travels_and_the_dataset_is_checked(study, tmp_path):
+    store, sid = study
+    wide = wide_export(store, sid).assign(study_seed=2**40)
+    to_csv(wide, tmp_path / "w.csv")
+    res = import_csv(Store(tmp_path / "o.duckdb"), tmp_path / "w.csv", "mnist")
+    assert ls.study(Store(tmp_path / "o.duckdb"), res.study_id)["seed"] == 2**40
+    # The answers name mnist's classes: read as another dataset's they would mean others.
+    with pytest.raises(ConfigError, match="made for dataset mnist, not cifar10; import it "
+                       "with --dataset mnist"):  # fmt: skip
+        import_csv(Store(tmp_path / "p.duckdb"), tmp_path / "w.csv", "cifar10")
