@@ -32,7 +32,11 @@ from store.errors import StoreBusy, StoreError
 
 store, home = get_store(), get_home()
 campaigns = queries.list_campaigns(store)
-cid = st.query_params.get("id") or None  # `?id=` (emptied by hand) is no id, not id ""
+linked = [i for i in st.query_params.get_all("id") if i]  # `?id=` (emptied by hand): no id
+cid = linked[0] if linked else None
+if len(linked) > 1:  # it showed the last one, and nothing said the others were dropped
+    st.warning(f"The link names {len(linked)} campaigns ({md_text(', '.join(linked))}); this "
+               "page shows the first. The Compare page shows several side by side.")  # fmt: skip
 if cid is None and not campaigns.empty:
     names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
     cid = st.selectbox(

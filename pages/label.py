@@ -49,13 +49,15 @@ if sid not in set(studies["id"]):
     st.query_params["study"] = sid
 study = ls.study(store, sid)
 
-who = st.query_params.get("labeller") or st.session_state.get("labeller")
+kept = st.session_state.get("labeller")  # checked when it was kept
+who = st.query_params.get("labeller")
 if who is not None:
     who, why = person_name(who)
     if why:  # a link with a blank or overlong name labels nothing under it
         st.warning(f"The link's labeller name cannot be used. {why}")
         st.query_params.pop("labeller", None)
-        st.session_state.pop("labeller", None)
+        who = None
+who = who or kept
 if who:
     # Kept for this browser tab: the sidebar's link back to this page carries only the
     # study, and it asked the labeller's name again.

@@ -141,3 +141,13 @@ def test_the_failure_line_is_drawn_only_where_a_score_splits_failing_from_passin
     assert rules(fitness="divergence") == rules(fitness="boundary") == []
     # A margin searched under another criterion: 0 is not where that criterion fails.
     assert rules(fitness="margin", criterion="disagree") == []
+
+
+def test_a_link_naming_two_campaigns_says_which_it_shows(stopped, monkeypatch):
+    home, cid = stopped
+    cfg = {"seeds": 2, "seed": 2, "name": "second", "strategy_params": {"generations": 2}}
+    other = run_campaign(parse_config(cfg), home).campaign_id
+    at = page_opener(home, monkeypatch)("campaign.py", id=[cid, other])
+    assert not at.exception, at.exception
+    assert cid in at.caption[0].value  # the first, as the warning says
+    assert any("names 2 campaigns" in w.value and "Compare" in w.value for w in at.warning)

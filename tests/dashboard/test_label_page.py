@@ -426,3 +426,14 @@ def test_a_blank_or_overlong_labeller_name_labels_nothing(own_study, name):
     next(b for b in at.button if b.label == "Start labelling").click().run()
     assert at.error and "labeller" not in at.query_params
     assert ls.judgements(Store(home / "latentfuzz.duckdb"), sid).empty
+
+
+def test_a_bad_name_in_a_link_keeps_the_name_this_tab_labels_under(own_study):
+    home, sid, page = own_study
+    at = page("ivy")
+    assert shown(at, sid, "ivy") is not None
+    at.query_params["labeller"] = "   "  # a link edited by hand
+    at.run()
+    assert any("cannot be used" in w.value for w in at.warning)
+    assert not at.text_input and at.query_params["labeller"] == "ivy"
+    assert at.subheader[0].value == "Which class is this?"
