@@ -35,6 +35,8 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
         "–" if fail is None else f"{fail:.1f}",
         help=queries.FAILURE_ITERATIONS,
     )
+    if summary.get("interrupted"):
+        st.caption(f"{queries.unfinished_note(summary)}; Resume finishes them.")
 
 
 def convergence_frame(gens: pd.DataFrame) -> pd.DataFrame:

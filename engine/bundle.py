@@ -271,7 +271,7 @@ def import_bundle(
                     "damaged); refused"
                 )
         old = manifest["campaign_id"]
-        cid = new_id or old
+        cid = old if new_id is None else new_id  # `--as ""` is checked, not ignored
         check_id_syntax(cid, flag="--as")
         _refuse_duplicate(home, cid, new_id, queries.campaign(store, cid) is not None)
         con = _scratch(tmp, manifest, path)

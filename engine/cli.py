@@ -10,12 +10,13 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.table import Table
+from rich.text import Text
 
 from engine.cli_bundle import register as register_bundle
 from engine.cli_campaigns import register as register_campaign_commands
 from engine.cli_common import (
     HomeOpt,
+    Table,
     console,
     err,
     fmt,
@@ -69,6 +70,11 @@ def status_line(s: dict[str, Any]) -> str:
         f"{queries.failed_as(s.get('criterion'))} {s['misclassified']} "
         f"({pct} of viable), {queries.ICST_ITERATIONS} {icst}, "
         f"{queries.FAILURE_ITERATIONS} {fail}"
+        + (
+            f"; {queries.unfinished_note(s)} (`latentfuzz resume {s['campaign_id']}` finishes them)"
+            if s.get("interrupted")
+            else ""
+        )  # fmt: skip
     )
 
 
@@ -354,12 +360,14 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
     c = queries.campaign(store, campaign_id)
     if c is None:
         raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
-    console.print(
-        f"[bold]{c['id']}[/] {shown_status(home, c['id'], c['status'])}  "
-        f"{c['dataset']} / {c['generator']} / "
-        f"{c['classifier']}{' vs ' + c['classifier_b'] if c.get('classifier_b') else ''} / "
-        f"{c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}"
-    )
+    # Names are the user's text: "[v2]" in one was read as markup and vanished.
+    console.print(Text.assemble(
+        (c["id"], "bold"), f" {shown_status(home, c['id'], c['status'])}",
+        f"  {c['name']!r}" if c["name"] and c["name"] != c["id"] else "",
+        f"  {c['dataset']} / {c['generator']} / {c['classifier']}",
+        f" vs {c['classifier_b']}" if c.get("classifier_b") else "",
+        f" / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}",
+    ))  # fmt: skip
     df = queries.seeds(store, campaign_id)
     failed = queries.failed_as((c["config"] or {}).get("criterion"))
     two = bool(c.get("classifier_b"))  # a differential campaign: both classifiers' answers
@@ -417,8 +425,8 @@ def export(
     h = resolve_home(home)
     store = _store(home)
     c = queries.campaign(store, campaign_id)
-    if c is not None:
-        warn_unfinished(home, campaign_id, c["status"])
+    if c is not None and not (bundle is not None and c["status"] == "running"):
+        warn_unfinished(home, campaign_id, c["status"])  # a bundle of a running one is refused
     if bundle is not None:
         from engine.cli_bundle import export_bundle_cmd
 

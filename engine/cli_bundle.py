@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
-from engine.cli_common import HomeOpt, console, err, open_store
+from engine.cli_common import HomeOpt, Table, console, err, open_store
 from engine.home import resolve_home
 
 
@@ -146,7 +146,7 @@ class GridView:
         t = Table("cell", "values", "status", box=None)
         colour = {"done": "green", "failed": "red", "running": "yellow", "queued": "dim"}
         for cid, (label, status) in list(self.rows.items())[: self.MAX_ROWS]:
-            t.add_row(cid, label, f"[{colour[status]}]{status}[/]")
+            t.add_row(cid, label, Text(status, style=colour[status]))
         return Group(self.bar, t) if self.rows else self.bar
 
 

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
+from rich.table import Table as _RichTable
+from rich.text import Text
 
 from engine.errors import yaml_problem
 from engine.home import ENV_VAR, db_path, resolve_home
@@ -35,6 +37,16 @@ class CliConsole(Console):
 
 console = CliConsole()
 err = CliConsole(stderr=True)
+
+
+class Table(_RichTable):
+    """A rich table whose text cells are printed as they are: rich read "[red]" or "[x]" in
+    a campaign, study or folder name as markup and dropped it from the row. A cell meant
+    to be styled is given as a `Text`."""
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **kwargs)
+
 
 HomeOpt = Annotated[
     Path | None,

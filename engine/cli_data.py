@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from engine.cli_common import HomeOpt, console
+from engine.cli_common import HomeOpt, Table, console
 from engine.home import resolve_home
 
 if TYPE_CHECKING:

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from engine.cli_common import HomeOpt, console, err, fmt
+from engine.cli_common import HomeOpt, Table, console, err, fmt
 from engine.cli_common import open_store as _store
 from engine.errors import LatentfuzzError
 

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from engine.cli_common import HomeOpt, console, fmt, one_line, warn_unfinished
+from engine.cli_common import HomeOpt, Table, console, fmt, one_line, warn_unfinished
 from engine.cli_common import open_store as _store
 from engine.errors import LatentfuzzError
 from engine.home import resolve_home

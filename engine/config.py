@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from engine import zoo
 from engine.classifiers import Classifier
@@ -19,15 +19,13 @@ from engine.datasets import Dataset, DatasetError, dataset_names, get_dataset
 from engine.errors import ConfigError, ModelError
 from engine.fitness import CRITERIA, FITNESS, Criterion, Fitness
 from engine.generators import Generator
+from engine.settings import Settings
 from engine.strategies import STRATEGIES, SearchSpace, Strategy
 from engine.yaml_io import read_mapping
 
 
-class CampaignConfig(BaseModel):
+class CampaignConfig(Settings):
     """Everything that defines a campaign. Same config and seed, same stored results."""
-
-    # No NaN or infinity in any float field (`flush_seconds: .nan` compares false to bounds).
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str | None = Field(None, max_length=200)
     dataset: str = "mnist"
@@ -113,6 +111,8 @@ def format_validation(
             continue
         # A model's own check raises ValueError("..."), which pydantic prefixes.
         msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "string_type" and isinstance(got, int | float):
+            msg += "; in a YAML file, put a name that is a number in quotes"  # `name: 123`
         lines.append(f"{where}.{loc}: {msg}{got_txt}" if err["loc"] else f"{where}: {msg}")
     return "; ".join(lines)
 
@@ -193,6 +193,11 @@ class Resolved:
 def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     """The fitness and criterion classes in force (defaults filled in), cross-checked with
     the config: an objective that reads the target class needs ``target``."""
+    if cfg.strategy not in STRATEGIES:
+        raise ConfigError(
+            f"strategy {cfg.strategy!r} unknown; expected one of {STRATEGIES.names()} "
+            "(--strategy, or strategy: in the config)"
+        )
     strategy_cls = STRATEGIES.get(cfg.strategy)
     escape = cfg.escape_per_pair is not None
     # Naming a second classifier makes a differential campaign: DiffGAN's objective.
@@ -329,6 +334,14 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     from engine.validators import check_validators
 
     check_validators(cfg.validators, gen)
+    if extra := sorted(set(cfg.generator_params) - set(gen.Options.model_fields)):
+        # "Extra inputs are not permitted" did not say that --guidance is the DM's alone.
+        takes = ", ".join(gen.Options.model_fields) or "none"
+        flag = "--" + extra[0].replace("_", "-")
+        raise ConfigError(
+            f"generator {gen_name} ({gen.family}) has no option {', '.join(extra)} (its "
+            f"options: {takes}); drop it from generator_params, or the {flag} flag"
+        )
     try:
         gen.configure(**cfg.generator_params)
     except ValidationError as e:

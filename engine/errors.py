@@ -1,5 +1,12 @@
 """Errors that reach users. Each message says what was received, what was expected and the fix."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 class LatentfuzzError(Exception):
     """Base of all user-facing errors."""
@@ -31,3 +38,12 @@ def yaml_problem(e: BaseException) -> str:
     at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     return (f"not valid YAML{at}: {getattr(e, 'problem', None) or e}; check the brackets, "
             "quotes and indentation there")  # fmt: skip
+
+
+def refuse_not_file(path: Path, what: str, expected: str) -> None:
+    """A model path that is a folder or nothing, named as such: a folder was reported as
+    a file that "does not exist"."""
+    if path.is_dir():
+        raise ModelError(f"{what} {path} is a folder; give the path of {expected}")
+    if not path.is_file():
+        raise ModelError(f"{what} {path} does not exist; give the path of {expected}")

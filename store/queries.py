@@ -20,6 +20,7 @@ _SUMMARY = """
            count(*) FILTER (WHERE viable) AS viable,
            count(*) FILTER (WHERE misclassified) AS misclassified,
            count(*) FILTER (WHERE status = 'searching') AS searching,
+           count(*) FILTER (WHERE status = 'interrupted') AS interrupted,
            avg(iterations) FILTER (WHERE viable AND iterations IS NOT NULL)
                AS iterations_icst,
            stddev_samp(iterations) FILTER (WHERE viable AND iterations IS NOT NULL)
@@ -84,7 +85,9 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
                json_extract_string(c.config, '$.criterion') AS criterion,
                coalesce(s.seeds_total, 0) AS seeds_total, coalesce(s.viable, 0) AS viable,
                coalesce(s.misclassified, 0) AS misclassified,
-               coalesce(s.searching, 0) AS searching, {", ".join(f"s.{c}" for c in _ITERATION_COLS)}
+               coalesce(s.searching, 0) AS searching,
+               coalesce(s.interrupted, 0) AS interrupted,
+               {", ".join(f"s.{c}" for c in _ITERATION_COLS)}
         FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
         WHERE c.id = ?
         """,
@@ -92,12 +95,21 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
     )
     if df.empty:  # no such campaign
         return {"criterion": None, "seeds_total": 0, "viable": 0, "misclassified": 0,
-                "searching": 0, "misclassified_pct": None,
+                "searching": 0, "interrupted": 0, "misclassified_pct": None,
                 **dict.fromkeys(_ITERATION_COLS)}  # fmt: skip
     row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
     v = row["viable"]
     row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None
     return row
+
+
+def unfinished_note(summary: dict[str, Any]) -> str:
+    """What a stopped campaign's figures leave out: a seed stopped mid-search has no
+    outcome yet, also when it had failed and searched on (`stop_at_failure: false`), and
+    "misclassified 0" read as "found nothing"."""
+    n = summary["interrupted"]
+    seeds = f"{n} viable seed" + ("s" if n != 1 else "")
+    return f"{seeds} stopped before finishing: not counted, nor any failure found in them so far"
 
 
 def _marks(ids: list[str]) -> str:

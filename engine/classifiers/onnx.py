@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from engine.classifiers.base import Classifier, refuse_empty, register_format
-from engine.errors import ModelError, cause
+from engine.errors import ModelError, cause, refuse_not_file
 
 EXPORT = (
     "torch.onnx.export(model.eval(), torch.rand(1, C, H, W), 'model.onnx', "
@@ -162,8 +162,7 @@ def load_onnx(
 ) -> OnnxClassifier:
     """Load and validate an ONNX classifier for images of input_shape in [0, 1]."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"classifier file {path} does not exist; give the path of a .onnx file")
+    refuse_not_file(path, "classifier file", "an ONNX (.onnx) file")
     refuse_empty(path, "ONNX")
     missing = [n for n in external_data_files(path) if not (path.parent / n).is_file()]
     if missing:

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from engine.classifiers.base import ModuleClassifier, refuse_empty, register_format
-from engine.errors import ModelError, cause
+from engine.errors import ModelError, cause, refuse_not_file
 
 FIX = "export with torch.jit.script(model) or torch.jit.trace(model, example) then torch.jit.save"
 
@@ -24,8 +24,7 @@ def load_torchscript(
 ) -> ModuleClassifier:
     """Load and validate a TorchScript classifier for images of input_shape in [0, 1]."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"classifier file {path} does not exist; give the path of a .pt file")
+    refuse_not_file(path, "classifier file", "a TorchScript (.pt) file")
     refuse_empty(path, "TorchScript")
     try:
         with warnings.catch_warnings():

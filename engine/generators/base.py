@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from engine.errors import ModelError
 from engine.registry import Registry
+from engine.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,8 @@ def check_tensor(
         raise ModelError(f"{what}: contains NaN or infinite values")
 
 
-class GeneratorOptions(BaseModel):
+class GeneratorOptions(Settings):
     """Run-time options of a generator (a campaign's ``generator_params``); none by default."""
-
-    # No NaN or infinity in any float: `step: .inf` would "find" a failure at once.
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Generator(nn.Module, ABC):

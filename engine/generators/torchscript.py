@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from engine.errors import ModelError, cause
+from engine.errors import ModelError, cause, refuse_not_file
 from engine.generators.base import GENERATORS, Generator
 
 DECODER = "decoder.pt"
@@ -24,8 +24,7 @@ FIX = "export with torch.jit.script(decoder.eval()) or torch.jit.trace, then tor
 
 def load_decoder(path: Path) -> torch.nn.Module:
     """torch.jit.load, refusing a missing or unreadable file in one line."""
-    if not path.is_file():
-        raise ModelError(f"decoder file {path} does not exist; give the path of a .pt file")
+    refuse_not_file(path, "decoder file", "a TorchScript (.pt) file")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)

@@ -13,16 +13,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
 from engine.registry import Registry
+from engine.settings import Settings
 
 
-class StrategyParams(BaseModel):
+class StrategyParams(Settings):
     """Base of every strategy's parameter model: frozen, no unknown keys."""
-
-    # No NaN or infinity in any float: `step: .inf` would "find" a failure at once.
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 @dataclass(frozen=True)

@@ -151,3 +151,22 @@ def test_a_link_naming_two_campaigns_says_which_it_shows(stopped, monkeypatch):
     assert not at.exception, at.exception
     assert cid in at.caption[0].value  # the first, as the warning says
     assert any("names 2 campaigns" in w.value and "Compare" in w.value for w in at.warning)
+
+
+def test_a_stopped_campaign_says_its_unfinished_seeds_are_not_counted(app, stopped):
+    """'misclassified 0' above a chart of seeds far past the failure line read as "found
+    nothing": seeds stopped mid-search (with stop_at_failure off, after failing) have no
+    outcome, and the page and the CLI now say so."""
+    from engine.cli import status_line
+    from store import queries
+
+    home, cid = stopped
+    s = queries.summary(Store(home / "latentfuzz.duckdb"), cid)
+    n = s["interrupted"]
+    assert n == s["viable"] > 0
+    seeds = f"{n} viable seed{'s' if n != 1 else ''}"
+    line = status_line(s)
+    assert f"; {seeds} stopped before finishing: not counted, nor any failure" in line
+    assert f"(`latentfuzz resume {cid}` finishes them)" in line
+    at = app("campaign.py", id=cid)
+    assert any(c.value.startswith(f"{seeds} stopped before finishing") for c in at.caption)

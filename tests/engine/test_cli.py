@@ -267,3 +267,40 @@ def test_a_ctrl_c_while_the_cli_is_imported_is_one_line(monkeypatch, capsys):
     root = Path(__file__).resolve().parents[2]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["latentfuzz"] == "engine.entry:main"
+
+
+def test_walkthrough_inputs_get_one_line_that_names_the_mistake(home: Path, env, tmp_path: Path):
+    """Each was a traceback, a silent run or a misleading line (a walkthrough's findings)."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    yaml = {"seeds.yaml": "seeds: true\n", "name.yaml": "name: 123\n",
+            "gens.yaml": "strategy_params: {generations: false}\n"}  # fmt: skip
+    for f, text in yaml.items():
+        (tmp_path / f).write_text(text)
+    cases = {
+        ("run", "--strategy", "nosuch"): "strategy 'nosuch' unknown; expected one of ['ga',",
+        ("run", "--classifier", str(folder)): f"classifier file {folder} is a folder",
+        ("run", "--generator", "gan", "--guidance", "2"):
+            "generator mnist-gan (gan) has no option guidance (its options: none)",
+        ("run", "--config", str(tmp_path / "seeds.yaml")): "seeds is true, expected a number",
+        ("run", "--config", str(tmp_path / "gens.yaml")): "generations is false, expected a",
+        ("run", "--config", str(tmp_path / "name.yaml")): "put a name that is a number in quotes",
+    }  # fmt: skip
+    for args, says in cases.items():
+        p = cli([*args, "--seeds", "1"] if "--config" not in args else list(args), env, ok=False)
+        err = " ".join(p.stderr.split())
+        assert p.returncode == 2 and says in err, (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert not (home / "campaigns").exists() or not any((home / "campaigns").iterdir())
+
+
+def test_names_are_printed_as_given_not_as_markup(home: Path, env, tmp_path: Path):
+    name = "ablation [v2] [bold red]lr=0.1[/bold red]"
+    p = cli(["run", "--seeds", "1", "--generations", "2", "--name", name, "--quiet"], env)
+    cid = re.search(r"campaign (\S+) finished", " ".join(p.stdout.split()))[1]
+    assert name in cli(["campaigns"], {**env, "COLUMNS": "250"}).stdout  # the name column shown
+    assert repr(name) in cli(["show", cid], env).stdout.splitlines()[0]
+    bundle = tmp_path / "c.lfz"
+    cli(["export", cid, "--bundle", str(bundle)], env)
+    p = cli(["import", str(bundle), "--as", ""], env, ok=False)  # was taken as no --as
+    assert p.returncode == 2 and "campaign id '' is not allowed" in p.stderr, p.stderr

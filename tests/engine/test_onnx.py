@@ -165,5 +165,5 @@ def test_corrupt_file(tmp_path: Path):
 
 
 def test_missing_file(tmp_path: Path):
-    with pytest.raises(ModelError, match="does not exist; give the path of a .onnx file"):
+    with pytest.raises(ModelError, match=r"does not exist; give the path of an ONNX \(.onnx\)"):
         load_onnx(tmp_path / "nope.onnx", SHAPE, 10, "mnist")
