@@ -48,6 +48,8 @@ if cid is None:
     st.stop()
 
 c = queries.campaign(store, cid)
+if c is not None:  # a dead process's campaign reads as crashed, also where none could mark it
+    c["status"] = liveness.status(home, cid, c["status"])
 if c is None:
     # Launched a moment ago: the engine process has not written its campaign row yet.
     log = launch_log(home, cid)
@@ -117,11 +119,15 @@ def resume_offer(status: str) -> None:
 
 @st.fragment(run_every=2.0 if running else None)
 def live() -> None:
+    # Killed while this page watched it: it said "running", with Stop and a ticking
+    # clock, until a reload, since only a whole page run marked dead campaigns.
+    liveness.reap(store)
     now = queries.campaign(store, cid)
     if now is None:  # deleted while this page was open
         st.warning(f"Campaign {cid} has been deleted.")
         st.page_link("../pages/campaigns.py", label="All campaigns")
         return
+    now["status"] = liveness.status(home, cid, now["status"])
     p = queries.progress(store, cid)
     left, right = st.columns([4, 1])
     left.markdown(f"**Status:** {now['status']}")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard.data import get_store
 from dashboard.url_state import url_text, url_widget
-from store import annotations, queries
+from store import annotations, liveness, queries
 
 st.title("Campaigns")
 store = get_store()
@@ -60,6 +60,8 @@ FAST = (df["status"] == "running").any()
 @st.fragment(run_every=2.0 if FAST else 10.0)
 def campaign_table() -> None:
     """The filtered list; reruns alone (live)."""
+    if FAST:
+        liveness.reap(store)  # a campaign killed meanwhile is listed crashed, not running
     df = with_tags(queries.list_campaigns(store))
     if (df["status"] == "running").any() != FAST:
         st.rerun()  # the page again, to poll at the other pace

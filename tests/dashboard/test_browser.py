@@ -394,3 +394,47 @@ def test_a_campaign_page_opened_before_any_campaign_shows_the_first_one(
         except Exception:
             pytest.fail(diagnose(page, REPO / "test-artifacts", "first-campaign", server_log, home))
         browser.close()
+
+
+def test_a_campaign_killed_while_its_page_is_open_shows_as_crashed(
+    server: str, home: Path, env, server_log: Path
+):
+    """The page kept "Status: running", the Stop button and a ticking clock after `kill
+    -9` until a reload (found in a browser walkthrough): only a whole page run marked dead
+    campaigns, not the live panel's own reruns."""
+    import signal
+
+    from playwright.sync_api import sync_playwright
+
+    from store.connection import Store
+    from tests.helpers import start_cli, wait_for_campaign
+
+    proc = start_cli(["run", "--seeds", "3", "--generations", "100000", "--perturbation",
+                      "low", "--seed", "3", "--quiet"], env)  # fmt: skip
+    try:
+        cid = wait_for_campaign(Store(home / "latentfuzz.duckdb"), proc)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+            try:
+                page.goto(f"{server}/campaign?id={cid}")
+                page.wait_for_selector("text=Status: running", timeout=60_000)
+                page.evaluate("window.__same_page = true")  # gone if the browser reloads
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=30)
+                # Two 2 s ticks and a render; it never came before.
+                page.wait_for_selector("text=This campaign is crashed", timeout=20_000)
+                page.get_by_role("button", name="Resume").wait_for(timeout=10_000)
+                page.wait_for_function(IDLE, timeout=60_000)  # the toolbar's own Stop gone
+                main = page.locator("[data-testid=stMain]")
+                assert main.get_by_role("button", name="Stop", exact=True).count() == 0
+                assert page.evaluate("window.__same_page === true")
+            except Exception as e:
+                shots = REPO / "test-artifacts"
+                shots.mkdir(exist_ok=True)
+                raise AssertionError(diagnose(page, shots, "killed", server_log, home)) from e
+            finally:
+                browser.close()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
