@@ -95,13 +95,14 @@ def run_grid(
     store.require_writable()
     recovery.ingest(store)
     folder = Path(out) if out else Path(home) / "grids" / spec.name
+    have = set(queries.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])["id"])
+    _refuse_another_base(spec, folder, len(have))
     for sub in ("bundles", "work"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     for part in (folder / "bundles").glob(".*"):  # a bundle half-written by a killed cell
         shutil.rmtree(part, ignore_errors=True) if part.is_dir() else part.unlink()
     _write_json(folder / "grid.json", spec.to_dict())
     run = GridRun(spec.name, folder, cells)
-    have = set(queries.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])["id"])
     todo: list[Cell] = []
     for cell in cells:
         run.status[cell.id] = "done" if cell.campaign_id(spec.name) in have else "queued"
@@ -263,6 +264,35 @@ def _result(store: Store, cid: str):
     return CampaignResult(cid, c["status"], queries.summary(store, cid),
                           int(c["evaluations"] or 0), float(c["wall_seconds"] or 0.0),
                           float(c["store_seconds"] or 0.0))  # fmt: skip
+
+
+def _refuse_another_base(spec: GridSpec, folder: Path, done: int) -> None:
+    """A cell is known by its axis values alone, so a grid re-run with another base kept
+    its done cells' campaigns (3 seeds, say, where the file now asks for 5) and said "done
+    before": the grid's table then mixed two settings under one name."""
+    try:
+        old = json.loads((folder / "grid.json").read_text())["base"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # a first run, or another --out: nothing to compare with
+    if done and old != spec.base:
+        a, b = _flat(old), _flat(spec.base)
+        changed = [k for k in sorted(a.keys() | b.keys()) if a.get(k, "unset") != b.get(k, "unset")]
+        shown = ", ".join(f"{k}: {a.get(k, 'unset')} -> {b.get(k, 'unset')}" for k in changed)
+        raise LatentfuzzError(
+            f"grid {spec.name} has {done} done cell{'s' if done != 1 else ''} run with another "
+            f"base ({shown}); give the changed grid another name (name: in its file), or "
+            "`latentfuzz delete` those cells' campaigns to run them again"
+        )
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -262,3 +262,21 @@ def test_a_grid_with_nothing_to_run_draws_no_progress_bar():
     with GridView(quiet=False) as view:
         view.update(cell, "running", run)
         assert view.live is not None and view.bar.tasks[0].total == 1
+
+
+def test_a_grid_rerun_with_another_base_is_refused_not_reused(home: Path):
+    """It said "4 of 4 cells done" and kept campaigns of 3 seeds where the file asked for 5
+    (a walkthrough's finding): a cell is known by its axis values alone."""
+    from engine.errors import LatentfuzzError
+
+    grid = {"name": "rebased", "base": {"seeds": 1, "strategy_params": {"generations": 2}},
+            "axes": {"seed": [1]}}  # fmt: skip
+    run_grid(parse_grid(grid), home, workers=0)
+    assert run_grid(parse_grid(grid), home, workers=0).skipped  # the same grid: done before
+    grid["base"] = {"seeds": 2, "strategy_params": {"generations": 2}}
+    with pytest.raises(LatentfuzzError, match=r"grid rebased has 1 done cell run with another "
+                       r"base \(seeds: 1 -> 2\); give the changed grid another name"):  # fmt: skip
+        run_grid(parse_grid(grid), home, workers=0)
+    assert load_state(home / "grids" / "rebased")  # the old grid's files are as they were
+    saved = (home / "grids" / "rebased" / "grid.json").read_text()
+    assert '"seeds": 1' in saved
