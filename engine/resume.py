@@ -169,8 +169,12 @@ def resume_campaign(
             )
     # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
     eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
-    with inference.eager_only() if eager else contextlib.nullcontext():
-        return execute(
-            r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
-            wrap=lambda w: ReplayWriter(w, committed, report),
-        )  # fmt: skip
+    try:
+        with inference.eager_only() if eager else contextlib.nullcontext():
+            return execute(
+                r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
+                wrap=lambda w: ReplayWriter(w, committed, report),
+                evaluations_before=int(c.get("evaluations") or 0),
+            )  # fmt: skip
+    finally:
+        report.remove()  # read only while the campaign runs; it stayed in the home for good

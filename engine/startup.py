@@ -81,6 +81,10 @@ class ReplayReport:
         except OSError:
             pass  # a read-only home loses the report, not the campaign
 
+    def remove(self) -> None:
+        self.done = True  # a late at() must not write it again
+        self.path.unlink(missing_ok=True)
+
 
 def read_replay(home: Path, campaign_id: str) -> tuple[float, int, int] | None:
     """(resume time since the epoch, generations replayed, generations to replay), or None
