@@ -84,7 +84,7 @@ def pivot(table: pd.DataFrame) -> pd.DataFrame:
     p = t.pivot_table(index=by, columns=along, values="figure", aggfunc="first", sort=False)
     p.columns = [str(c).removeprefix(AXIS) for c in p.columns]
     p.index.names = [str(n).removeprefix(AXIS) for n in p.index.names]
-    return p
+    return p.fillna("–")  # a cell not selected, or not run: it showed "None"
 
 
 def finished(table: pd.DataFrame) -> pd.Series:
@@ -291,7 +291,9 @@ def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None)
         r = rows.loc[cid]
         # One canonical model name: the zoo name the campaign resolved ('mnist-vae'), not
         # the family or default a config may give ('vae', none), which would differ falsely.
-        cfg = {**r["config"], "generator": r["generator"], "classifier": r["classifier"]}
+        # And its name now: a campaign renamed since showed the name it was launched with.
+        cfg = {**r["config"], "generator": r["generator"], "classifier": r["classifier"],
+               "name": r["name"]}  # fmt: skip
         flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
     df = pd.DataFrame(flat)
     return df[df.nunique(axis=1) > 1]

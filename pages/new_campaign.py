@@ -107,6 +107,9 @@ if "perturbation" in Params.model_fields:
         "250 generations, GIFTbench step sizes",
     )
     defaults = PRESET_SETTINGS[preset]
+    # A user's Generations 3000 went back to 250 on a click here, and the launch ran 250.
+    st.caption("Picking settings fills the search fields below (generations, population, "
+               "step) with its values: change them after picking.")  # fmt: skip
 OBJECTIVES = {
     f"default ({'divergence' if classifier_b else STRATEGIES.get(strategy).default_fitness})": {},
     "margin: any misclassification": {"fitness": "margin"},

@@ -38,3 +38,22 @@ def test_compare_opens_with_the_grid_blocked_by_its_axes(home: Path, monkeypatch
     table = at.markdown[0].value
     assert "**Block: seed = 1**" in table and "**Block: seed = 2**" in table
     assert list(at.dataframe[0].value.columns) == ["low", "strong"]
+    # A cell left out of the selection is a dash in the pivot (it showed "None").
+    at.multiselect[0].set_value(ids[:3]).run()
+    assert not at.exception, at.exception
+    assert "–" in at.dataframe[0].value.to_numpy() and None not in at.dataframe[0].value.to_numpy()
+
+
+def test_settings_that_differ_name_a_renamed_campaign_by_its_name_now(home: Path):
+    from dashboard.compare import config_diff
+    from engine.config import parse_config
+    from engine.runner import run_campaign
+    from store import Store, admin
+
+    ids = [run_campaign(parse_config({"seeds": 1, "seed": s, "name": f"was {s}",
+                                      "strategy_params": {"generations": 2}}), home).campaign_id
+           for s in (1, 2)]  # fmt: skip
+    store = Store(home / "latentfuzz.duckdb")
+    admin.rename_campaign(store, ids[0], "is now")
+    diff = config_diff(store, ids)
+    assert diff.loc["name"].tolist() == ["is now", "was 2"]
