@@ -35,7 +35,10 @@ studies = queries.studies(store)
 labels = dict(zip(campaigns["id"], campaigns["name"], strict=True))
 # A group (a study, or a grid: its cells) picks the campaigns; a link's ?id= list wins.
 ANY = "(campaigns of your choice)"
-first = ANY if "id" in st.query_params or studies.empty else studies["study"][0]
+# The newest group with two campaigns or more: a one-cell grid opened on "Choose at least
+# two campaigns".
+several = studies.loc[studies["campaigns"] >= 2, "study"]
+first = ANY if "id" in st.query_params or several.empty else several.iloc[0]
 group = url_widget(st.selectbox, "Group (study or grid)", "group", [ANY, *studies["study"]], first,
                    say_unknown=False)  # fmt: skip
 members = queries.study_campaigns(store, group) if group != ANY else []

@@ -57,3 +57,15 @@ def test_settings_that_differ_name_a_renamed_campaign_by_its_name_now(home: Path
     admin.rename_campaign(store, ids[0], "is now")
     diff = config_diff(store, ids)
     assert diff.loc["name"].tolist() == ["is now", "was 2"]
+
+
+def test_compare_opens_on_the_newest_group_that_has_two_campaigns(home: Path, monkeypatch):
+    """A newest grid of one cell opened the page on "Choose at least two campaigns"."""
+    run_grid(parse_grid(GRID), home, workers=0)
+    one = {"name": "g1", "base": GRID["base"], "axes": {"seed": [7]}}
+    run_grid(parse_grid(one), home, workers=0)
+    at = page_opener(home, monkeypatch)("compare.py")
+    assert not at.exception, at.exception
+    group = next(s for s in at.selectbox if s.label == "Group (study or grid)")
+    assert group.value == "g2x2" and "g1" in group.options
+    assert not any("Choose at least two" in i.value for i in at.info)
