@@ -71,6 +71,12 @@ def diagnose(page, shots: Path, name: str, server_log: Path, home: Path) -> str:
     )
 
 
+def open_browser(p):
+    """(browser, page): headless Debian Chromium, a 1200 x 800 page."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+    return browser, browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+
+
 def pick(page, label: str, option: str) -> None:
     """Choose `option` in the Streamlit selectbox labelled `label`."""
     page.locator("[data-testid=stSelectbox]").filter(has_text=label).click()
@@ -268,8 +274,7 @@ def test_labelling_latency(server: str, home: Path, server_log: Path):
     )
     times = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+        browser, page = open_browser(p)
         page.goto(f"{server}/label?study={sid}&labeller=lat")
         answers_ready(page)
         try:
@@ -317,8 +322,7 @@ def test_live_refresh_interval(server: str, home: Path, env, server_log: Path):
     try:
         cid = wait_for_campaign(Store(home / "latentfuzz.duckdb"), proc)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+            browser, page = open_browser(p)
             page.goto(f"{server}/campaign?id={cid}")
             page.wait_for_selector("text=Status: running", timeout=60_000)
             page.evaluate(
@@ -354,8 +358,7 @@ def test_an_idle_campaign_list_shows_a_campaign_started_from_a_terminal(
     from tests.helpers import start_cli
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+        browser, page = open_browser(p)
         try:
             page.goto(f"{server}/campaigns")
             page.wait_for_selector("text=No campaigns yet", timeout=60_000)
@@ -384,8 +387,7 @@ def test_a_campaign_page_opened_before_any_campaign_shows_the_first_one(
     from tests.helpers import start_cli
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+        browser, page = open_browser(p)
         page.goto(f"{server}/campaign")
         page.wait_for_selector("text=No campaign yet", timeout=60_000)
         assert start_cli(["run", "--seeds", "2", "--generations", "3", "--quiet"], env).wait() == 0
@@ -414,8 +416,7 @@ def test_a_campaign_killed_while_its_page_is_open_shows_as_crashed(
     try:
         cid = wait_for_campaign(Store(home / "latentfuzz.duckdb"), proc)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+            browser, page = open_browser(p)
             try:
                 page.goto(f"{server}/campaign?id={cid}")
                 page.wait_for_selector("text=Status: running", timeout=60_000)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from engine.config import parse_config
@@ -17,6 +16,7 @@ from engine.labelling import StudyConfig, create_study, report
 from engine.runner import run_campaign
 from store import Store
 from store import labels as ls
+from tests.helpers import page_opener
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -37,11 +37,7 @@ def exported(tmp_path_factory) -> tuple[Store, str, bytes]:
 
 
 def open_studies(home: Path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
-    st.cache_resource.clear()
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("../pages/studies.py")
-    return at.run()
+    return page_opener(home, monkeypatch)("studies.py")
 
 
 def import_button(at: AppTest):
