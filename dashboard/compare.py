@@ -292,8 +292,9 @@ def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None)
         # One canonical model name: the zoo name the campaign resolved ('mnist-vae'), not
         # the family or default a config may give ('vae', none), which would differ falsely.
         # And its name now: a campaign renamed since showed the name it was launched with.
+        # (An unnamed campaign's name is its id: a row repeating the column headers.)
         cfg = {**r["config"], "generator": r["generator"], "classifier": r["classifier"],
-               "name": r["name"]}  # fmt: skip
+               "name": r["name"] if r["name"] != cid else None}  # fmt: skip
         flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
     df = pd.DataFrame(flat)
     return df[df.nunique(axis=1) > 1]

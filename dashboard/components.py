@@ -12,7 +12,7 @@ import streamlit as st
 from PIL import Image
 
 from dashboard.palette import categorical
-from store import Store, queries
+from store import Store, liveness, queries
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
 
@@ -36,7 +36,9 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
         help=queries.FAILURE_ITERATIONS,
     )
     if summary.get("interrupted"):
-        st.caption(f"{queries.unfinished_note(summary)}; Resume finishes them.")
+        resumable = summary.get("status") in liveness.RESUMABLE  # not a failed one
+        st.caption(queries.unfinished_note(summary) + ("; Resume finishes them." if resumable
+                                                       else "."))  # fmt: skip
 
 
 def convergence_frame(gens: pd.DataFrame) -> pd.DataFrame:

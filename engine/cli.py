@@ -61,6 +61,7 @@ register_bundle(app)  # import, grid
 def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
     from store import queries
+    from store.liveness import RESUMABLE
 
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
     icst = "n/a" if s.get("iterations_icst") is None else f"{s['iterations_icst']:.1f}"
@@ -70,12 +71,11 @@ def status_line(s: dict[str, Any]) -> str:
         f"{queries.failed_as(s.get('criterion'))} {s['misclassified']} "
         f"({pct} of viable), {queries.ICST_ITERATIONS} {icst}, "
         f"{queries.FAILURE_ITERATIONS} {fail}"
-        + (
-            f"; {queries.unfinished_note(s)} (`latentfuzz resume {s['campaign_id']}` finishes them)"
-            if s.get("interrupted")
-            else ""
-        )  # fmt: skip
-    )
+        + (f"; {queries.unfinished_note(s)}" if s.get("interrupted") else "")
+        # A failed campaign's seeds are stopped too, and resume refuses it.
+        + (f" (`latentfuzz resume {s['campaign_id']}` finishes them)"
+           if s.get("interrupted") and s.get("status") in RESUMABLE else "")
+    )  # fmt: skip
 
 
 def _strategy_settings(strategy: str) -> list[str] | None:
@@ -433,7 +433,7 @@ def export(
         export_bundle_cmd(campaign_id, bundle, home)
         return
     n = export_zip(store, h, campaign_id, zip_path)
-    console.print(f"wrote {zip_path} ({n} image pairs + seeds.csv)")
+    console.print(f"wrote {zip_path} ({n} image pairs + seeds.csv)", markup=False)
 
 
 bench_app = typer.Typer(help="Benchmarks: engine efficiency, generator inference time.")
@@ -550,7 +550,9 @@ def study(
     if show is None:
 
         def done(g: str, p: str, res) -> None:
-            err.print(f"{g} {p}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)")
+            err.print(
+                f"{g} {p}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)", markup=False
+            )
 
         def failed(g: str, p: str, error: str) -> None:
             err.print(f"{g} {p}: failed: {error}", markup=False, highlight=False)
@@ -580,7 +582,7 @@ def study(
     path = h / "studies" / f"{show}.csv"
     path.parent.mkdir(exist_ok=True)
     to_csv(table, path)  # formula cells neutralised
-    console.print(f"saved {path}")
+    console.print(f"saved {path}", markup=False)
 
 
 def _is_strategy_study(home: Path | None, study_id: str) -> bool:
@@ -599,7 +601,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
     if show is None:
 
         def done(name: str, res) -> None:
-            err.print(f"{name}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)")
+            err.print(f"{name}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)", markup=False)
 
         show, _ = run_strategy_study(
             h, [s.strip() for s in strategies.split(",") if s.strip()], seeds, generations,
@@ -611,7 +613,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
     path = h / "studies" / f"{show}.csv"
     path.parent.mkdir(exist_ok=True)
     to_csv(table, path)  # formula cells neutralised
-    console.print(f"saved {path}")
+    console.print(f"saved {path}", markup=False)
 
 
 def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> Table:

@@ -98,12 +98,14 @@ def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
 def _table(g, spec: str):
     import pandas as pd
     from rich import box
-    from rich.table import Table
+    from rich.text import Text
+
+    from engine.cli_common import Table  # class names are the dataset's text, not markup
 
     t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
     t.add_column("from \\ to", no_wrap=True)
     for col in g.columns:
-        t.add_column(str(col), justify="right", no_wrap=True)
+        t.add_column(Text(str(col)), justify="right", no_wrap=True)
     for src in g.index:
         t.add_row(str(src), *("" if pd.isna(v) else format(v, spec) for v in g.loc[src]))
     return t

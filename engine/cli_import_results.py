@@ -47,4 +47,6 @@ def import_results_cmd(
         f"{res.misclassified} misclassified, {res.rows - res.misclassified} survived"
     )
     if res.ignored_columns:
-        console.print(f"columns not in the mapping, not imported: {res.ignored_columns}")
+        console.print(
+            f"columns not in the mapping, not imported: {res.ignored_columns}", markup=False
+        )

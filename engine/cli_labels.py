@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from engine.cli_common import HomeOpt, Table, console, fmt, one_line, warn_unfinished
 from engine.cli_common import open_store as _store
@@ -120,7 +121,9 @@ def import_cmd(
         console.print("the file's own verdict columns agree with ours")
     else:
         console.print(f"[yellow]{len(res.disagreements)} verdicts in the file differ from ours:")
-        t = Table(*res.disagreements.columns)
+        t = Table()
+        for col in res.disagreements.columns:  # the file's own headers: text, not markup
+            t.add_column(Text(str(col)))
         for r in res.disagreements.itertuples(index=False):
             t.add_row(*map(str, r))
         console.print(t)
@@ -156,7 +159,7 @@ def report_cmd(
     if "kind" in table.columns and "kind" not in keys:
         keys = ("kind", *keys)
     s, v, j = load(store, study)
-    console.print(f"[bold]{study}[/] {s['name']}  rule {s['rule']}, k={s['k']}")
+    console.print(Text.assemble((study, "bold"), f" {s['name']}  rule {s['rule']}, k={s['k']}"))
     headers = {"generator": "generator", "preset": "perturbation"}
     t = Table(*[headers.get(c, c) for c in keys], "n", "valid #", "valid %", "95% CI",
               "preserved #", "preserved %", "95% CI ")  # fmt: skip
@@ -205,7 +208,7 @@ def report_cmd(
         for r in lt.itertuples():
             acc = f"gold accuracy {_pct(r.gold_accuracy_pct)}% of {r.gold}" if r.gold else (
                 "answered no gold image")  # fmt: skip
-            console.print(f"{r.labeller}: {acc}")
+            console.print(f"{r.labeller}: {acc}", markup=False)
 
 
 @labels_app.command("export")
@@ -226,4 +229,4 @@ def export_cmd(
         if path is not None:
             df = fn(store, study)
             to_csv(df, path)  # formula cells neutralised
-            console.print(f"wrote {path} ({len(df)} rows)")
+            console.print(f"wrote {path} ({len(df)} rows)", markup=False)

@@ -101,4 +101,7 @@ def register(zoo_app: typer.Typer) -> None:
             f"{_timing(card)}",
             highlight=False,
         )
-        console.print(f"use it with: latentfuzz run --dataset {dataset} --generator {card['name']}")
+        console.print(
+            f"use it with: latentfuzz run --dataset {dataset} --generator {card['name']}",
+            markup=False,
+        )

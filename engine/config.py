@@ -111,8 +111,9 @@ def format_validation(
             continue
         # A model's own check raises ValueError("..."), which pydantic prefixes.
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "string_type" and isinstance(got, int | float):
-            msg += "; in a YAML file, put a name that is a number in quotes"  # `name: 123`
+        number = isinstance(got, int | float) and not isinstance(got, bool)
+        if err["type"] == "string_type" and number:  # `name: 123`
+            msg += "; in a YAML file, put a name that is a number in quotes"
         lines.append(f"{where}.{loc}: {msg}{got_txt}" if err["loc"] else f"{where}: {msg}")
     return "; ".join(lines)
 
@@ -337,10 +338,11 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     if extra := sorted(set(cfg.generator_params) - set(gen.Options.model_fields)):
         # "Extra inputs are not permitted" did not say that --guidance is the DM's alone.
         takes = ", ".join(gen.Options.model_fields) or "none"
-        flag = "--" + extra[0].replace("_", "-")
+        flags = [f"--{k.replace('_', '-')}" for k in extra if k in ("guidance", "seed_guidance")]
         raise ConfigError(
             f"generator {gen_name} ({gen.family}) has no option {', '.join(extra)} (its "
-            f"options: {takes}); drop it from generator_params, or the {flag} flag"
+            f"options: {takes}); drop it from generator_params"
+            + (f" (or the {' and '.join(flags)} flag)" if flags else "")
         )
     try:
         gen.configure(**cfg.generator_params)

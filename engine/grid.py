@@ -95,8 +95,9 @@ def run_grid(
     store.require_writable()
     recovery.ingest(store)
     folder = Path(out) if out else Path(home) / "grids" / spec.name
-    have = set(queries.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])["id"])
-    _refuse_another_base(spec, folder, len(have))
+    stored = queries.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])
+    have = set(stored["id"])
+    _refuse_changed_cells(spec, cells, dict(zip(stored["id"], stored["config"], strict=True)))
     for sub in ("bundles", "work"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     for part in (folder / "bundles").glob(".*"):  # a bundle half-written by a killed cell
@@ -266,33 +267,19 @@ def _result(store: Store, cid: str):
                           float(c["store_seconds"] or 0.0))  # fmt: skip
 
 
-def _refuse_another_base(spec: GridSpec, folder: Path, done: int) -> None:
+def _refuse_changed_cells(spec: GridSpec, cells: list[Cell], stored: dict[str, Any]) -> None:
     """A cell is known by its axis values alone, so a grid re-run with another base kept
-    its done cells' campaigns (3 seeds, say, where the file now asks for 5) and said "done
-    before": the grid's table then mixed two settings under one name."""
-    try:
-        old = json.loads((folder / "grid.json").read_text())["base"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return  # a first run, or another --out: nothing to compare with
-    if done and old != spec.base:
-        a, b = _flat(old), _flat(spec.base)
-        changed = [k for k in sorted(a.keys() | b.keys()) if a.get(k, "unset") != b.get(k, "unset")]
-        shown = ", ".join(f"{k}: {a.get(k, 'unset')} -> {b.get(k, 'unset')}" for k in changed)
+    its done cells' campaigns (3 seeds, say, where the file now asked for 5) and said
+    "done before": the grid's table then mixed two settings under one name."""
+    changed = {c.id: d for c in cells if (cfg := stored.get(c.campaign_id(spec.name)))
+               and (d := c.differs_from(cfg))}  # fmt: skip
+    if changed:
+        n, what = len(changed), dict.fromkeys(x for d in changed.values() for x in d)
         raise LatentfuzzError(
-            f"grid {spec.name} has {done} done cell{'s' if done != 1 else ''} run with another "
-            f"base ({shown}); give the changed grid another name (name: in its file), or "
-            "`latentfuzz delete` those cells' campaigns to run them again"
+            f"grid {spec.name} has {n} done cell{'s' if n != 1 else ''} run with other "
+            f"settings ({', '.join(what)}); give the changed grid another name (name: in "
+            "its file), or `latentfuzz delete` those cells' campaigns to run them again"
         )
-
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _write_json(path: Path, data: Any) -> None:

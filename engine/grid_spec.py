@@ -46,6 +46,27 @@ class Cell:
     def label(self) -> str:
         return " ".join(f"{k}={_short(v)}" for k, v in self.values.items())
 
+    def differs_from(self, stored: dict[str, Any]) -> list[str]:
+        """'key: stored -> now' for each setting of this cell's config that differs from
+        the stored campaign's (its config as recorded, defaults filled). Settings the run
+        resolves (None here: the fitness, the batch size) and run-time knobs are left out,
+        so a default written out, or a device changed, is no change."""
+        cfg = parse_config(self.raw)
+        now = cfg.model_dump(exclude={"generator_params", "strategy_params", *RUN_TIME})
+        now["generator_params"] = cfg.generator_params  # the card's defaults fill the rest
+        from engine.strategies import STRATEGIES
+
+        if cfg.strategy in STRATEGIES:
+            try:
+                now["strategy_params"] = (
+                    STRATEGIES.get(cfg.strategy).Params(**cfg.strategy_params).model_dump()
+                )
+            except ValueError:  # the run refuses it, with its own message
+                now["strategy_params"] = cfg.strategy_params
+        was = _flat(stored)
+        return [f"{k}: {was[k]} -> {v}" for k, v in _flat(now).items()
+                if v is not None and k in was and was[k] != v]  # fmt: skip
+
 
 @dataclass
 class GridSpec:
@@ -79,6 +100,21 @@ class GridSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "base": self.base, "axes": self.axes,
                 "resources": self.resources}  # fmt: skip
+
+
+#: Settings that do not change a campaign's results.
+RUN_TIME = ("name", "device", "flush_seconds", "batch_memory_mb", "batch_size",
+            "record_individuals")  # fmt: skip
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _short(v: Any) -> str:
@@ -143,7 +179,7 @@ def parse_grid(data: dict[str, Any], default_name: str = "grid") -> GridSpec:
     if not isinstance(resources, dict) or set(resources) - set(RESOURCES):
         raise ConfigError(f"grid resources {resources!r}; expected a mapping of {RESOURCES}")
     for k, v in resources.items():
-        if not isinstance(v, (int, float)) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:  # gpu: true read as 1
             raise ConfigError(f"grid resources.{k} is {v!r}, expected a number >= 0")
     return GridSpec(name, base, {str(k): v for k, v in axes.items()}, dict(resources))
 

@@ -107,6 +107,15 @@ class ReplayWriter:
 
 
 @contextlib.contextmanager
+def _removed_on_error(report: ReplayReport) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        report.remove()  # the row never said running: nothing will read it
+        raise
+
+
+@contextlib.contextmanager
 def _released_on_error(lock: CampaignLock) -> Iterator[None]:
     try:
         yield
@@ -156,7 +165,7 @@ def resume_campaign(
         # Before the campaign reads as running: a page must not take an earlier resume's
         # report for this one's.
         report = ReplayReport(home, cid, committed.last)
-        with store.write() as con:
+        with _removed_on_error(report), store.write() as con:
             con.execute(
                 "UPDATE campaigns SET status = 'running', pid = ?, error = NULL, "
                 "finished_at = NULL WHERE id = ?",

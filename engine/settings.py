@@ -22,13 +22,29 @@ class Settings(BaseModel):
         if isinstance(data, dict):
             for key, value in data.items():
                 field = cls.model_fields.get(key)
-                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
-                    raise ValueError(f"{key} is {str(value).lower()}, expected a number")
+                if field is not None and (found := _bool_number(field.annotation, value, key)):
+                    where, said = found
+                    raise ValueError(f"{where} is {str(said).lower()}, expected a number")
         return data
 
 
-def _numeric(annotation: Any) -> bool:
-    """An int or float field (or one of those or None) that takes no bool."""
+def _members(annotation: Any) -> tuple[Any, ...]:
     union = isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
-    args = typing.get_args(annotation) if union else (annotation,)
-    return bool not in args and any(a in (int, float) for a in args)
+    return typing.get_args(annotation) if union else (annotation,)
+
+
+def _bool_number(annotation: Any, value: Any, where: str) -> tuple[str, bool] | None:
+    """`where` (or where inside it) a true/false stands for a number: a number field, or
+    a mapping of numbers (`validators: {ssim-nearest: true}` read as the threshold 1.0)."""
+    members = _members(annotation)
+    if isinstance(value, bool):
+        numeric = any(m in (int, float) for m in members)
+        return (where, value) if numeric and bool not in members else None
+    if isinstance(value, dict):
+        for m in members:
+            if typing.get_origin(m) is dict:
+                inner = typing.get_args(m)[1]
+                for k, v in value.items():
+                    if found := _bool_number(inner, v, f"{where}.{k}"):
+                        return found
+    return None

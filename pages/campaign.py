@@ -47,9 +47,19 @@ if cid is None:
     wait_for_first(store)
     st.stop()
 
-c = queries.campaign(store, cid)
-if c is not None:  # a dead process's campaign reads as crashed, also where none could mark it
-    c["status"] = liveness.status(home, cid, c["status"])
+
+def read_campaign() -> dict | None:
+    """The campaign row, `crashed` where its process is gone, also where the store could
+    not be marked. The lock is looked at first: a campaign that closed between reading
+    its row and looking would read as crashed."""
+    alive = liveness.alive(home, cid)
+    row = queries.campaign(store, cid)
+    if row is not None and row["status"] == "running" and not alive:
+        row["status"] = "crashed"
+    return row
+
+
+c = read_campaign()
 if c is None:
     # Launched a moment ago: the engine process has not written its campaign row yet.
     log = launch_log(home, cid)
@@ -122,12 +132,11 @@ def live() -> None:
     # Killed while this page watched it: it said "running", with Stop and a ticking
     # clock, until a reload, since only a whole page run marked dead campaigns.
     liveness.reap(store)
-    now = queries.campaign(store, cid)
+    now = read_campaign()
     if now is None:  # deleted while this page was open
         st.warning(f"Campaign {cid} has been deleted.")
         st.page_link("../pages/campaigns.py", label="All campaigns")
         return
-    now["status"] = liveness.status(home, cid, now["status"])
     p = queries.progress(store, cid)
     left, right = st.columns([4, 1])
     left.markdown(f"**Status:** {now['status']}")

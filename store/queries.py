@@ -81,7 +81,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
     first seed row: a differential campaign's start-up said "misclassified 0"."""
     df = store.query(
         f"""
-        SELECT c.id AS campaign_id,
+        SELECT c.id AS campaign_id, c.status,
                json_extract_string(c.config, '$.criterion') AS criterion,
                coalesce(s.seeds_total, 0) AS seeds_total, coalesce(s.viable, 0) AS viable,
                coalesce(s.misclassified, 0) AS misclassified,
@@ -94,7 +94,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
         [campaign_id],
     )
     if df.empty:  # no such campaign
-        return {"criterion": None, "seeds_total": 0, "viable": 0, "misclassified": 0,
+        return {"status": None, "criterion": None, "seeds_total": 0, "viable": 0, "misclassified": 0,
                 "searching": 0, "interrupted": 0, "misclassified_pct": None,
                 **dict.fromkeys(_ITERATION_COLS)}  # fmt: skip
     row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}

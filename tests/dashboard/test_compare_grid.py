@@ -57,6 +57,9 @@ def test_settings_that_differ_name_a_renamed_campaign_by_its_name_now(home: Path
     admin.rename_campaign(store, ids[0], "is now")
     diff = config_diff(store, ids)
     assert diff.loc["name"].tolist() == ["is now", "was 2"]
+    unnamed = [run_campaign(parse_config({"seeds": 1, "seed": s, "strategy_params": {
+        "generations": 2}}), home).campaign_id for s in (1, 2)]  # fmt: skip
+    assert "name" not in config_diff(store, unnamed).index  # not a row of the ids again
 
 
 def test_compare_opens_on_the_newest_group_that_has_two_campaigns(home: Path, monkeypatch):

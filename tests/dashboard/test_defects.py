@@ -169,4 +169,8 @@ def test_a_stopped_campaign_says_its_unfinished_seeds_are_not_counted(app, stopp
     assert f"; {seeds} stopped before finishing: not counted, nor any failure" in line
     assert f"(`latentfuzz resume {cid}` finishes them)" in line
     at = app("campaign.py", id=cid)
-    assert any(c.value.startswith(f"{seeds} stopped before finishing") for c in at.caption)
+    assert any(c.value.startswith(f"{seeds} stopped before finishing") and
+               c.value.endswith("Resume finishes them.") for c in at.caption)  # fmt: skip
+    # A failed campaign's seeds were stopped too, and resume refuses it: no such advice.
+    failed = {**s, "status": "failed"}
+    assert "nor any failure" in status_line(failed) and "resume" not in status_line(failed)

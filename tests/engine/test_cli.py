@@ -296,10 +296,13 @@ def test_walkthrough_inputs_get_one_line_that_names_the_mistake(home: Path, env,
 
 def test_names_are_printed_as_given_not_as_markup(home: Path, env, tmp_path: Path):
     name = "ablation [v2] [bold red]lr=0.1[/bold red]"
-    p = cli(["run", "--seeds", "1", "--generations", "2", "--name", name, "--quiet"], env)
+    p = cli(["run", "--seeds", "3", "--generations", "60", "--perturbation", "custom", "--step",
+             "0.05", "--seed", "1", "--name", name, "--quiet"], env)  # fmt: skip
     cid = re.search(r"campaign (\S+) finished", " ".join(p.stdout.split()))[1]
     assert name in cli(["campaigns"], {**env, "COLUMNS": "250"}).stdout  # the name column shown
     assert repr(name) in cli(["show", cid], env).stdout.splitlines()[0]
+    cli(["labels", "create", "--campaign", cid, "--name", name, "--gold-rate", "0"], env)
+    assert name in cli(["labels", "report"], env).stdout
     bundle = tmp_path / "c.lfz"
     cli(["export", cid, "--bundle", str(bundle)], env)
     p = cli(["import", str(bundle), "--as", ""], env, ok=False)  # was taken as no --as

@@ -58,6 +58,10 @@ def test_cells_come_in_a_stable_order_with_ids_from_their_values():
     ({"name": "../x"}, "grid name '../x' is not allowed"),
     ({"workers": 2}, r"grid keys \['workers'\] unknown"),
     ({"axes": {"seeds": [0]}}, r"cell \w+ \(seeds=0\): config.seeds: Input should be greater"),
+    ({"resources": {"gpu": True}}, r"grid resources.gpu is True, expected a number >= 0"),
+    ({"axes": {"seeds": [True]}}, r"\(seeds=true\): config: seeds is true, expected a number"),
+    ({"axes": {"validators": [{"ssim-nearest": True}]}},
+     r"config: validators.ssim-nearest is true, expected a number"),
 ])  # fmt: skip
 def test_bad_grids_are_refused_in_one_line(change, msg):
     with pytest.raises(ConfigError, match=msg):
@@ -264,19 +268,33 @@ def test_a_grid_with_nothing_to_run_draws_no_progress_bar():
         assert view.live is not None and view.bar.tasks[0].total == 1
 
 
-def test_a_grid_rerun_with_another_base_is_refused_not_reused(home: Path):
+def test_a_grid_rerun_with_other_settings_is_refused_not_reused(home: Path):
     """It said "4 of 4 cells done" and kept campaigns of 3 seeds where the file asked for 5
-    (a walkthrough's finding): a cell is known by its axis values alone."""
+    (a walkthrough's finding): a cell is known by its axis values alone. Each done cell is
+    checked against its stored campaign, so a base changed while only new cells ran is
+    caught too; a default written out or a run-time knob changed is no change."""
     from engine.errors import LatentfuzzError
 
-    grid = {"name": "rebased", "base": {"seeds": 1, "strategy_params": {"generations": 2}},
-            "axes": {"seed": [1]}}  # fmt: skip
-    run_grid(parse_grid(grid), home, workers=0)
-    assert run_grid(parse_grid(grid), home, workers=0).skipped  # the same grid: done before
-    grid["base"] = {"seeds": 2, "strategy_params": {"generations": 2}}
-    with pytest.raises(LatentfuzzError, match=r"grid rebased has 1 done cell run with another "
-                       r"base \(seeds: 1 -> 2\); give the changed grid another name"):  # fmt: skip
-        run_grid(parse_grid(grid), home, workers=0)
-    assert load_state(home / "grids" / "rebased")  # the old grid's files are as they were
-    saved = (home / "grids" / "rebased" / "grid.json").read_text()
-    assert '"seeds": 1' in saved
+    def grid(base: dict, seeds: list[int]) -> dict:
+        return {"name": "rebased", "base": base, "axes": {"seed": seeds}}
+
+    base = {"seeds": 1, "strategy_params": {"generations": 2}}
+    run_grid(parse_grid(grid(base, [1])), home, workers=0)
+    same = {**base, "seed": 0, "device": "cpu", "flush_seconds": 5, "strategy": "ga"}
+    assert run_grid(parse_grid(grid(same, [1])), home, workers=0).skipped == [
+        parse_grid(grid(base, [1])).cells()[0].id
+    ]
+    refused = {
+        "seeds: 1 -> 2": {"seeds": 2, "strategy_params": {"generations": 2}},
+        "strategy_params.generations: 2 -> 250": {"seeds": 1},
+        "strategy_params.perturbation: strong -> low":
+            {**base, "strategy_params": {"generations": 2, "perturbation": "low"}},
+    }  # fmt: skip
+    for change, other in refused.items():
+        says = rf"grid rebased has 1 done cell run with other settings \({change}\); give the"
+        with pytest.raises(LatentfuzzError, match=says):
+            run_grid(parse_grid(grid(other, [1])), home, workers=0)
+    # New cells only, then all: the first run's cell is still caught.
+    run_grid(parse_grid(grid(refused["seeds: 1 -> 2"], [2])), home, workers=0)
+    with pytest.raises(LatentfuzzError, match=r"\(seeds: 1 -> 2\)"):
+        run_grid(parse_grid(grid(refused["seeds: 1 -> 2"], [1, 2])), home, workers=0)
