@@ -13,7 +13,7 @@ import streamlit as st
 def url_widget(
     widget: Callable[..., Any], label: str, param: str, options: Sequence[Any],
     default: Any, many: bool = False, say_unknown: bool = True, follow: bool = False,
-    **kwargs: Any,
+    say_gone: bool = False, **kwargs: Any,
 ) -> Any:  # fmt: skip
     """`widget` (st.selectbox / st.multiselect / st.radio or a column's) over `options`,
     set from the query parameter `param` (values matched as text; unknown ones left out,
@@ -24,7 +24,8 @@ def url_widget(
     link that match nothing are said in one line (`say_unknown`), not silently replaced
     (`?seed=99` showed seed 0 without a word). `follow`: a choice still at the default
     follows it when the default changes (not for a default computed from the URL itself,
-    as Compare's group, which would follow its own writes)."""
+    as Compare's group, which would follow its own writes). `say_gone`: a chosen value
+    whose option has gone since (a campaign deleted) is said in a toast."""
     qp, options, key = st.query_params, list(options), f"url:{param}"
     url_now = tuple(qp.get_all(param)) if param in qp else ()
     wanted = url_now if param in qp else (
@@ -68,6 +69,10 @@ def url_widget(
     st.session_state[f"{key}:default"] = now_default
     if remembered and many:  # options can change between runs (a deleted campaign's tag)
         kept = [o for o in st.session_state[key] if o in options]
+        dropped = [str(o) for o in st.session_state[key] if o not in options]
+        if say_gone and dropped:
+            # A campaign deleted while Compare showed it just left the selection.
+            st.toast(f"{label}: {', '.join(dropped)} no longer here (deleted?), left out")
         if kept or not st.session_state[key]:
             st.session_state[key] = kept
         else:

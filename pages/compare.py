@@ -48,7 +48,8 @@ st.session_state["compare:group"] = group
 default = members or campaigns.head(3)["id"].tolist()
 # The selection lives in the URL (?id=A&id=B): a comparison can be bookmarked and shared.
 ids = url_widget(st.multiselect, "Campaigns", "id", campaigns["id"].tolist(), default,
-                 many=True, say_unknown=False, format_func=lambda i: labels[i])  # fmt: skip
+                 many=True, say_unknown=False, say_gone=True,
+                 format_func=lambda i: labels[i])  # fmt: skip
 for param, what in (("group", "study or grid"), ("id", "campaign")):
     if gone := url_unknown(param):
         st.warning(

@@ -72,3 +72,19 @@ def test_compare_opens_on_the_newest_group_that_has_two_campaigns(home: Path, mo
     group = next(s for s in at.selectbox if s.label == "Group (study or grid)")
     assert group.value == "g2x2" and "g1" in group.options
     assert not any("Choose at least two" in i.value for i in at.info)
+
+
+def test_a_campaign_deleted_while_compared_is_said_to_have_left(home: Path, monkeypatch):
+    from engine.config import parse_config
+    from engine.runner import run_campaign
+    from store import Store, admin
+
+    ids = [run_campaign(parse_config({"seeds": 1, "seed": s, "strategy_params": {
+        "generations": 2}}), home).campaign_id for s in (1, 2, 3)]  # fmt: skip
+    at = page_opener(home, monkeypatch)("compare.py", id=ids)
+    assert sorted(at.multiselect[0].value) == sorted(ids)
+    admin.delete_campaign(Store(home / "latentfuzz.duckdb"), home, ids[2])
+    at.run()
+    assert not at.exception, at.exception
+    assert sorted(at.multiselect[0].value) == sorted(ids[:2])
+    assert any(f"{ids[2]} no longer here (deleted?), left out" in t.value for t in at.toast)
