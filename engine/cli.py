@@ -726,6 +726,16 @@ def flow_command_lists(t: typer.Typer) -> None:
 flow_command_lists(app)
 
 
+def literal_brackets(command) -> None:
+    """Help texts are rich markup: a default in brackets, "[mnist]", vanished as a style
+    tag ("dataset name"), while "[10]" stayed."""
+    for p in command.params:
+        if getattr(p, "help", None) and "[" in p.help:
+            p.help = p.help.replace("[", "\\[")
+    for sub in getattr(command, "commands", {}).values():
+        literal_brackets(sub)
+
+
 def main() -> None:
     # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch,
     # nor store.connection's module, which pulls in DuckDB and pandas.
@@ -739,7 +749,9 @@ def main() -> None:
     try:
         # Not standalone: typer would print a usage error as a boxed panel of several
         # lines; here it is one line, as every other error.
-        code = app(standalone_mode=False)
+        command = typer.main.get_command(app)
+        literal_brackets(command)
+        code = command(standalone_mode=False)
     except getattr(click_errors, "NoArgsIsHelpError", ()):
         sys.exit(2)  # the group's help, which typer has printed (as standalone mode does)
     except click_errors.ClickException as e:

@@ -178,6 +178,9 @@ def test_help_lists_each_command_in_flowing_text(env):
     assert documented and all(c.short_help and "\n" not in c.short_help for c in documented)
     out = cli(["--help"], {**env, "COLUMNS": "200"}).stdout
     assert "generation, to the same results an uninterrupted run gives." in out, out
+    # Defaults in brackets are text: "[mnist]" vanished as a rich style tag.
+    out = cli(["run", "--help"], {**env, "COLUMNS": "200"}).stdout
+    assert "dataset name [mnist]" in out and "search strategy [ga]" in out, out
 
 
 def test_a_mistyped_home_is_refused_not_created(env, tmp_path: Path):
