@@ -689,9 +689,13 @@ def zoo_measure(
     name: Annotated[str | None, typer.Argument(help="generator [all generators]")] = None,
     dataset: Annotated[str | None, typer.Option(help="dataset [the card's; mnist]")] = None,
     data_dir: Annotated[str | None, typer.Option(help="folder of the dataset's files")] = None,
+    bundled: Annotated[
+        bool, typer.Option(help="also the bundled zoo's cards (the project's models/ folder)")
+    ] = False,
     home: HomeOpt = None,
 ) -> None:
-    """Re-measure generators' latent bounds, viability and inference time into their cards."""
+    """Re-measure generators' latent bounds, viability and inference time into their cards:
+    your generators of the dataset, or the one named."""
     from engine import zoo
     from engine.datasets import get_dataset
     from engine.study import bundled_generators
@@ -701,7 +705,22 @@ def zoo_measure(
     if dataset is None:
         dataset = zoo.load_card(name)["dataset"] if name else "mnist"
     ds = get_dataset(dataset, data_dir)
-    for n in [name] if name else bundled_generators(dataset):
+    names = [name] if name else bundled_generators(dataset)
+    # The bundled cards are the project's published figures: a user's `models measure`
+    # rewrote them with this machine's timings (and in an installed package, inside it).
+    if not bundled and (theirs := [n for n in names if zoo.is_bundled(n)]):
+        if name:
+            raise LatentfuzzError(
+                f"{name} is a bundled model, whose card holds the project's figures; pass "
+                "--bundled to measure it again into that card"
+            )
+        names = [n for n in names if n not in theirs]
+        if not names:
+            raise LatentfuzzError(
+                f"no generator of yours for dataset {dataset} (the bundled "
+                f"{', '.join(theirs)} are measured only with --bundled)"
+            )
+    for n in names:
         card = finish_generator_card(n, ds, None, None)
         v = card["metrics"]["viability"]
         console.print(

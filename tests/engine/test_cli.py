@@ -310,3 +310,16 @@ def test_names_are_printed_as_given_not_as_markup(home: Path, env, tmp_path: Pat
     cli(["export", cid, "--bundle", str(bundle)], env)
     p = cli(["import", str(bundle), "--as", ""], env, ok=False)  # was taken as no --as
     assert p.returncode == 2 and "campaign id '' is not allowed" in p.stderr, p.stderr
+
+
+def test_models_measure_leaves_the_bundled_cards_alone_unless_asked(env):
+    """`models measure` with no name rewrote models/mnist-*/card.json with this machine's
+    timings, dropping fields (a walkthrough's finding)."""
+    from engine.zoo import models_dir
+
+    before = {p: p.read_bytes() for p in models_dir().glob("*/card.json")}
+    p = cli(["models", "measure"], env, ok=False)
+    assert p.returncode == 2 and "no generator of yours for dataset mnist" in p.stderr
+    p = cli(["models", "measure", "mnist-vae"], env, ok=False)
+    assert p.returncode == 2 and "pass --bundled to measure it again" in p.stderr
+    assert {p: p.read_bytes() for p in models_dir().glob("*/card.json")} == before
