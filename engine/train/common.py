@@ -3,6 +3,7 @@ evaluation, timing, cards. The loop itself (progress, Ctrl-C, device) is engine/
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import time
@@ -60,6 +61,14 @@ def destination(name: str, out: Path | None) -> tuple[Path, Path | None]:
             f"model name {name!r} belongs to the bundled zoo ({zoo.models_dir() / name}), "
             "which is read-only; pick another --name (or retrain the bundled zoo with "
             "`make models`)"
+        )
+    card = zoo.user_models_dir() / name / zoo.CARD
+    if card.exists() and "format" in (old := json.loads(card.read_text())):
+        # Retraining one's own trained model under its name is the usual loop; an imported
+        # file's card was replaced without a word and its file left behind.
+        raise LatentfuzzError(
+            f"model name {name!r} is your imported {old['format']} {old.get('kind', 'model')} "
+            f"({card.parent}); pick another --name, or remove that folder first"
         )
     return zoo.user_models_dir(), None
 

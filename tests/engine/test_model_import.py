@@ -145,6 +145,13 @@ def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
     with pytest.raises(LatentfuzzError, match="clf is an imported torchscript file, not one"):
         compress_classifier("clf")  # pruning needs a zoo architecture
     assert left_behind(user_home) == ["clf"]
+    # Training under its name replaced its card without a word and left clf.pt behind.
+    from engine.train.classifier import train_classifier
+
+    with pytest.raises(LatentfuzzError, match="model name 'clf' is your imported torchscript "
+                       "classifier .*; pick another --name"):  # fmt: skip
+        train_classifier("mnist", epochs=1, name="clf")
+    assert zoo.load_card("clf")["format"] == "torchscript"
 
 
 @pytest.mark.parametrize(
