@@ -109,12 +109,27 @@ class Decoded:
     why: str | None = None
 
 
+def _eight_bit(a: np.ndarray) -> Image.Image | None:
+    """16-bit grey as 8-bit (65535 -> 255), not saturated: Pillow's convert("L") clipped
+    every value above 255, and a 16-bit scan read as white."""
+    if a.size and (a.min() < 0 or a.max() > 65535):
+        return None
+    return Image.fromarray(np.round(a.astype(np.float64) / 257).astype(np.uint8), "L")
+
+
 def decode(path: Path, side: int, channels: int, fit: Fit = "crop") -> Decoded:
     try:
         with Image.open(path) as im:
             size, mode = im.size, im.mode
             if im.format == "JPEG":
                 im.draft("L" if channels == 1 else "RGB", (side, side))
+            if mode == "F":
+                return Decoded(None, size, mode, "32-bit float pixels, whose range is "
+                               "unknown; save the image with 8- or 16-bit pixels")  # fmt: skip
+            if mode.startswith("I"):  # 16-bit PNG (I;16, or I): convert() clips to 255
+                im = _eight_bit(np.asarray(im))
+                if im is None:
+                    return Decoded(None, size, mode, "integer pixels beyond 0..65535")
             im = im.convert("L" if channels == 1 else "RGB")  # also loads: truncation shows
     except UnidentifiedImageError:
         return Decoded(None, why="not an image (Pillow cannot identify it)")

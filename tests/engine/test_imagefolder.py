@@ -320,3 +320,18 @@ def test_imagenet_subset_fingerprint_covers_its_class_folders(tmp_path: Path):
     Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(folder / "a.png")
     one = get_dataset("imagenet-pizza", tmp_path)
     assert [p.name for p in one.source_files()] == ["a.png"] and one.fingerprint() != empty
+
+
+def test_sixteen_bit_images_are_scaled_not_saturated(tmp_path: Path):
+    """Pillow's convert("L") clips 16-bit values at 255: a 0..65535 gradient read as 97%
+    white (a walkthrough's finding). Float pixels, of no known range, are refused."""
+    from engine.datasets.imagefolder import decode
+
+    ramp = np.tile(np.linspace(0, 65535, 64).astype(np.uint16), (64, 1))
+    Image.fromarray(ramp).save(tmp_path / "ramp.png")
+    for channels in (1, 3):
+        d = decode(tmp_path / "ramp.png", 32, channels)
+        assert d.mode == "I;16" and d.array.shape == (channels, 32, 32)
+        assert d.array.min() < 10 and d.array.max() > 245 and 120 < d.array.mean() < 135
+    Image.fromarray(ramp.astype(np.float32)).save(tmp_path / "f.tif")
+    assert "32-bit float pixels" in decode(tmp_path / "f.tif", 32, 1).why
