@@ -26,6 +26,10 @@ def cause(e: BaseException, limit: int = 200) -> str:
     read as a broken message)."""
     lines = str(e).strip().splitlines()
     text = lines[0] if lines else ""
+    if "TorchScript interpreter" in text and lines[-1].strip():
+        # Its first line says only that an operation failed; the reason is the last
+        # ("RuntimeError: ... expected input[3, 3, 32, 32] to have 1 channels ...").
+        text = lines[-1].strip().split(": ", 1)[-1]
     if len(text) > limit:
         text = text[:limit].rsplit(" ", 1)[0] + "…"
     return f"{type(e).__name__}: {text}" if text else type(e).__name__

@@ -215,3 +215,21 @@ def test_shapes_and_ranges_on_the_command_line():
         parse_floats("-1", "--output-range", 2)
     with pytest.raises(LatentfuzzError, match=r"--latent-shape 'eight' is not numbers"):
         parse_floats("eight", "--latent-shape")
+
+
+class ThreeChannels(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x).flatten(1)[:, :10]
+
+
+def test_a_torchscript_failure_says_why_not_only_that_it_failed(user_home: Path, tmp_path):
+    """Every such file read "(RuntimeError: The following operation failed in the
+    TorchScript interpreter.)": the reason is on the error's last line."""
+    ts = script(ThreeChannels().eval(), tmp_path / "rgb.pt")
+    says = r"to have 3 channels, but got 1 channels instead\); the classifier must take that"
+    with pytest.raises(LatentfuzzError, match=says):
+        import_classifier(ts, "mnist")
