@@ -193,7 +193,7 @@ def incompatibility(card: dict[str, Any], ds: Dataset) -> str | None:
 
     A card written by training records the fingerprint of its data (a hash of the file
     list and sizes): a model trained on other files is refused. Cards without one (the
-    bundled MNIST zoo predates it) are trusted."""
+    bundled MNIST zoo predates it) and imported files are trusted."""
     name, kind = card["name"], card.get("kind", "model")
     shape = card_image_shape(card)
     if shape is not None and shape != tuple(ds.shape):
@@ -202,7 +202,10 @@ def incompatibility(card: dict[str, Any], ds: Dataset) -> str | None:
             f"{tuple(ds.shape)}; pick a {kind} made for {ds.name}, or train one with "
             f"`{train_command(card, ds.name)}`"
         )
-    trained_on = card.get("dataset_fingerprint")
+    # An imported file was not trained on these files (its shape and classes are checked
+    # on load): one image added to the folder made every imported model unusable, with
+    # the advice to retrain what latentfuzz never trained.
+    trained_on = None if "format" in card else card.get("dataset_fingerprint")
     if trained_on is not None:
         now = ds.fingerprint()
         if trained_on != now:

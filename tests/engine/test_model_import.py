@@ -233,3 +233,15 @@ def test_a_torchscript_failure_says_why_not_only_that_it_failed(user_home: Path,
     says = r"to have 3 channels, but got 1 channels instead\); the classifier must take that"
     with pytest.raises(LatentfuzzError, match=says):
         import_classifier(ts, "mnist")
+
+
+def test_an_imported_model_is_not_bound_to_the_datasets_files():
+    """One image added to a user's folder refused every imported model, with the advice to
+    retrain it with latentfuzz; a trained model of other files is still refused."""
+    from engine.datasets import get_dataset
+
+    ds = get_dataset("mnist")
+    card = {"name": "u", "kind": "classifier", "dataset": "mnist", "input_shape": [1, 28, 28],
+            "dataset_fingerprint": "0123456789abcdef"}  # fmt: skip
+    assert "was trained on mnist data with fingerprint" in zoo.incompatibility(card, ds)
+    assert zoo.incompatibility({**card, "format": "onnx"}, ds) is None
