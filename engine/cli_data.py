@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from engine.cli_common import HomeOpt, Table, console
+from engine.cli_common import HomeOpt, Table, console, err
 from engine.home import resolve_home
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def _options(size, channels, fit, test_dir, holdout, split_seed, classes) -> dic
     return opts
 
 
-def print_report(root: Path, r: Report, bases: tuple[Path, ...] = ()) -> None:
+def print_report(root: Path, r: Report, bases: tuple[Path, ...] = (), warn: bool = True) -> None:
     """The report of `data check` and `data add`; rejected files shown relative to `bases`
     (the folders read)."""
     n = {s: sum(c) for s, c in r.counts.items()}
@@ -78,6 +78,9 @@ def print_report(root: Path, r: Report, bases: tuple[Path, ...] = ()) -> None:
     for i, (name, folder) in enumerate(zip(r.class_names, r.folders, strict=True)):
         t.add_row(str(i), name, folder, str(r.counts["train"][i]), str(r.counts["test"][i]))
     console.print(t)
+    if warn and (empty := r.without_training()):
+        err.print(f"warning: no training image in class {empty}: `data add` refuses this "
+                  "folder", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
     sizes = [f"{w}x{h}: {k}" for (w, h), k in r.sizes.most_common(SIZES_SHOWN)]
     rest = sum(r.sizes.values()) - sum(k for _, k in r.sizes.most_common(SIZES_SHOWN))
     if rest:
@@ -158,7 +161,15 @@ def add(
         )
     if fmt == specs.IMAGEFOLDER:
         # Decoded once here: campaigns then read the cache.
-        print_report(folder, ds.inspect(), (ds.root, ds.test_dir or ds.root))
+        report = ds.inspect(write_cache=False)
+        print_report(folder, report, (ds.root, ds.test_dir or ds.root), warn=False)
+        if empty := report.without_training():
+            # Added, trained on and searched before: a class a classifier never saw.
+            raise DatasetError(
+                f"{folder}: no training image in class {empty}; add images to it, or move "
+                "its folder out (rejected files, listed above, count in the split)"
+            )
+        ds.save_cache()
     else:
         n = len(ds.load("test"))
         console.print(f"{folder}: {fmt} files, {n} test images", markup=False, highlight=False)

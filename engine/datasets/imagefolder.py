@@ -159,6 +159,14 @@ class Report:
     shape: tuple[int, int, int]
     split_rule: str
 
+    def without_training(self) -> str | None:
+        """The classes that no decodable image trains, in words; None when every class has
+        one. Rejected files count in the split, so a class can end with none."""
+        train, test = self.counts["train"], self.counts["test"]
+        empty = [f"{n} ({train[i]} train, {test[i]} test)"
+                 for i, n in enumerate(self.class_names) if train[i] == 0]  # fmt: skip
+        return ", ".join(empty) or None
+
 
 def _rel(path: str | Path, root: Path) -> str:
     """A file's path under the dataset's folder, as the user sees it in the folder."""
@@ -289,8 +297,12 @@ class ImageFolder(Dataset):
         """Decode every file and say what was found (`data check` writes no cache)."""
         self._decoded = self._decode_all()
         if write_cache:
-            self._write_cache(self._decoded)
+            self.save_cache()
         return self._report
+
+    def save_cache(self) -> None:
+        """The images `inspect` decoded, cached for the campaigns that read them."""
+        self._write_cache(self._decoded)
 
     def _cache_path(self) -> Path:
         from engine.home import current_home

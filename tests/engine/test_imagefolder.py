@@ -335,3 +335,19 @@ def test_sixteen_bit_images_are_scaled_not_saturated(tmp_path: Path):
         assert d.array.min() < 10 and d.array.max() > 245 and 120 < d.array.mean() < 135
     Image.fromarray(ramp.astype(np.float32)).save(tmp_path / "f.tif")
     assert "32-bit float pixels" in decode(tmp_path / "f.tif", 32, 1).why
+
+
+def test_a_class_left_without_training_images_is_refused_by_data_add(tmp_path: Path, in_home):
+    """Rejected files count in the split: a class of corrupt files, or of one image that
+    the split held out, was added and trained on as a label with no data."""
+    root = write_folder(tmp_path / "few", per_class=3, rejects=False)
+    for f in (root / "fox").iterdir():
+        f.write_bytes(b"\x89PNG\r\n\x1a\n" + b"broken" * 5)  # every fox image corrupt
+    out = cli("data", "check", str(root))
+    assert out.exit_code == 0 and "warning: no training image in class fox (0 train, 0 test)" in (
+        " ".join(out.output.split()))  # fmt: skip
+    out = cli("data", "add", "few", str(root), "--home", str(in_home))
+    assert isinstance(out.exception, DatasetError)
+    assert "no training image in class fox (0 train, 0 test); add images" in str(out.exception)
+    assert not (in_home / "datasets" / "few.json").exists()
+    assert not list((in_home / "cache").rglob("few-*.npz"))  # nothing half-written
