@@ -115,7 +115,9 @@ def check(
     opts = _options(size, channels, fit, test_dir, holdout, split_seed, classes)
     names = opts.pop("classes", None)
     names_from = opts.pop("classes_from", "the class names")
-    ds = ImageFolder(folder, "check", class_names=names, names_from=names_from, **opts)
+    ds = ImageFolder(
+        folder, folder.name or "check", class_names=names, names_from=names_from, **opts
+    )
     print_report(folder, ds.inspect(write_cache=False), (ds.root, ds.test_dir or ds.root))
 
 

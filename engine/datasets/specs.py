@@ -172,4 +172,11 @@ def get_dataset(name: str, root: str | os.PathLike[str] | None = None) -> Datase
             "one of these with --dataset, or add your own images with `latentfuzz data add "
             f"{name} DIR`."
         )
+    if root is None and spec.format == IMAGEFOLDER and not Path(spec.root).is_dir():
+        # Moved or renamed: the same files under another path keep their fingerprint.
+        raise DatasetError(
+            f"dataset {name}'s image folder {spec.root} does not exist (moved or deleted?); "
+            f"if it moved: `latentfuzz data add {name} NEW_FOLDER --replace` (the same files "
+            "keep the fingerprint, so its models still fit)"
+        )
     return open_spec(spec, root)

@@ -351,3 +351,15 @@ def test_a_class_left_without_training_images_is_refused_by_data_add(tmp_path: P
     assert "no training image in class fox (0 train, 0 test); add images" in str(out.exception)
     assert not (in_home / "datasets" / "few.json").exists()
     assert not list((in_home / "cache").rglob("few-*.npz"))  # nothing half-written
+
+
+def test_a_moved_folder_says_how_to_point_the_dataset_at_it(folder: Path, tmp_path: Path):
+    assert cli("data", "add", "pets", str(folder)).exit_code == 0
+    before = get_dataset("pets").fingerprint()
+    moved = folder.rename(tmp_path / "moved")
+    with pytest.raises(DatasetError, match=r"dataset pets's image folder .* does not exist "
+                       r"\(moved or deleted\?\); if it moved: `latentfuzz data add pets "
+                       r"NEW_FOLDER --replace`"):  # fmt: skip
+        get_dataset("pets")
+    assert cli("data", "add", "pets", str(moved), "--replace").exit_code == 0
+    assert get_dataset("pets").fingerprint() == before  # its models still fit
