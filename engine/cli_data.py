@@ -183,6 +183,16 @@ def add(
         highlight=False,
         soft_wrap=True,
     )
+    from engine.errors import ConfigError
+    from engine.shapes import check_shape
+
+    try:
+        check_shape(ds.shape, f"dataset {spec.name}")
+    except ConfigError as e:
+        # It said "next: latentfuzz train classifier", which then refused the size.
+        err.print(f"warning: latentfuzz cannot train models at this size ({e}); models you "
+                  "import still work", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        return
     console.print(f"next: latentfuzz train classifier --dataset {spec.name}", markup=False)
 
 

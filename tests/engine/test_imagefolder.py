@@ -363,3 +363,11 @@ def test_a_moved_folder_says_how_to_point_the_dataset_at_it(folder: Path, tmp_pa
         get_dataset("pets")
     assert cli("data", "add", "pets", str(moved), "--replace").exit_code == 0
     assert get_dataset("pets").fingerprint() == before  # its models still fit
+
+
+def test_data_add_at_a_size_training_cannot_take_says_so(folder: Path):
+    out = cli("data", "add", "odd", str(folder), "--size", "30")
+    assert out.exit_code == 0, out.output
+    said = " ".join(out.output.split())
+    assert "warning: latentfuzz cannot train models at this size" in said
+    assert "side 30 is not supported" in said and "next: latentfuzz train" not in said
