@@ -692,6 +692,10 @@ def zoo_measure(
     bundled: Annotated[
         bool, typer.Option(help="also the bundled zoo's cards (the project's models/ folder)")
     ] = False,
+    classifier: Annotated[
+        str | None,
+        typer.Option(help="measures viability [the card's, else the dataset's default]"),
+    ] = None,
     home: HomeOpt = None,
 ) -> None:
     """Re-measure generators' latent bounds, viability and inference time into their cards:
@@ -721,7 +725,10 @@ def zoo_measure(
                 f"{', '.join(theirs)} are measured only with --bundled)"
             )
     for n in names:
-        card = finish_generator_card(n, ds, None, None)
+        # The classifier it was measured with: an imported decoder's viability, measured
+        # with the user's own classifier at import, became "not measured".
+        was = (zoo.load_card(n).get("metrics") or {}).get("viability_classifier")
+        card = finish_generator_card(n, ds, classifier or was, None)
         v = card["metrics"]["viability"]
         console.print(
             f"{n}: viability {fmt(v, '.4f') or 'not measured'} "

@@ -245,3 +245,24 @@ def test_an_imported_model_is_not_bound_to_the_datasets_files():
             "dataset_fingerprint": "0123456789abcdef"}  # fmt: skip
     assert "was trained on mnist data with fingerprint" in zoo.incompatibility(card, ds)
     assert zoo.incompatibility({**card, "format": "onnx"}, ds) is None
+
+
+def test_models_measure_keeps_the_classifier_the_card_was_measured_with(
+    user_home: Path, tmp_path: Path
+):
+    """An imported decoder measured with the user's own classifier at import was measured
+    again with the dataset's default, or not at all where the dataset had none."""
+    ts = tmp_path / "clf.pt"
+    torch.jit.save(torch.jit.script(Net().eval()), str(ts))
+    import_classifier(ts, "mnist")
+
+    def measured_with() -> str:
+        return zoo.load_card("u")["metrics"]["viability_classifier"]
+
+    import_generator(script(Unconditional(), tmp_path / "u.pt"), "mnist", (2, 4), 10,
+                     classifier="clf")  # fmt: skip
+    assert measured_with() == "clf"
+    models_cli(["measure", "u"], user_home)
+    assert measured_with() == "clf"
+    models_cli(["measure", "u", "--classifier", "mnist-convnet"], user_home)
+    assert measured_with() == "mnist-convnet"
