@@ -198,7 +198,7 @@ def add(
 
 @data_app.command("remove")
 def remove(name: str, home: HomeOpt = None) -> None:
-    """Forget one of your datasets (its spec; the images and models stay)."""
+    """Forget one of your datasets (its spec and decoded-image cache; images, models stay)."""
     from engine.datasets import specs
 
     resolve_home(home)

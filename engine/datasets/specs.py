@@ -146,6 +146,12 @@ def remove_spec(name: str) -> Path:
             f"no dataset {name!r} of yours in {specs_dir()}; `latentfuzz data list` shows them"
         )
     path.unlink()
+    # Its decoded images too (<home>/cache/datasets/NAME-<fingerprint>.npz): they stayed
+    # behind, megabytes each, and nothing reads them once the name is gone.
+    for cached in (specs_dir().parent / "cache" / "datasets").glob(f"{name}-*.npz"):
+        rest = cached.stem[len(name) + 1 :]
+        if len(rest) == 16 and all(c in "0123456789abcdef" for c in rest):
+            cached.unlink(missing_ok=True)
     return path
 
 

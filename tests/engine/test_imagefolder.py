@@ -371,3 +371,13 @@ def test_data_add_at_a_size_training_cannot_take_says_so(folder: Path):
     said = " ".join(out.output.split())
     assert "warning: latentfuzz cannot train models at this size" in said
     assert "side 30 is not supported" in said and "next: latentfuzz train" not in said
+
+
+def test_data_remove_takes_its_decoded_images_with_it(folder: Path, in_home: Path):
+    assert cli("data", "add", "pets", str(folder)).exit_code == 0
+    assert cli("data", "add", "petsy", str(folder)).exit_code == 0  # a name that starts alike
+    cache = in_home / "cache" / "datasets"
+    assert len(list(cache.glob("pets-*.npz"))) == 1
+    assert cli("data", "remove", "pets").exit_code == 0
+    assert not list(cache.glob("pets-*.npz")) and len(list(cache.glob("petsy-*.npz"))) == 1
+    assert folder.is_dir()  # the images stay
