@@ -94,9 +94,9 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
         [campaign_id],
     )
     if df.empty:  # no such campaign
-        return {"status": None, "criterion": None, "seeds_total": 0, "viable": 0, "misclassified": 0,
-                "searching": 0, "interrupted": 0, "misclassified_pct": None,
-                **dict.fromkeys(_ITERATION_COLS)}  # fmt: skip
+        return {"status": None, "criterion": None, "seeds_total": 0, "viable": 0,
+                "misclassified": 0, "searching": 0, "interrupted": 0,
+                "misclassified_pct": None, **dict.fromkeys(_ITERATION_COLS)}  # fmt: skip
     row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
     v = row["viable"]
     row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None
