@@ -109,6 +109,13 @@ class Decoded:
     why: str | None = None
 
 
+def cached_files(folder: Path, name: str) -> list[Path]:
+    """The decoded-image caches of dataset `name` in `folder` (`NAME-<fingerprint>.npz`;
+    not another dataset's whose name starts alike)."""
+    return [p for p in folder.glob(f"{name}-*.npz")
+            if len(rest := p.stem[len(name) + 1 :]) == 16 and set(rest) <= HEX]  # fmt: skip
+
+
 def _eight_bit(a: np.ndarray) -> Image.Image | None:
     """16-bit grey as 8-bit (65535 -> 255), not saturated: Pillow's convert("L") clipped
     every value above 255, and a 16-bit scan read as white."""
@@ -329,9 +336,8 @@ class ImageFolder(Dataset):
             tmp.replace(cache)  # atomic: a parallel campaign never reads half a file
             # Earlier states of this folder are never read again: a model trained on
             # them is refused (engine/zoo.py, incompatibility).
-            for old in cache.parent.glob(f"{self.name}-*.npz"):
-                rest = old.stem[len(self.name) + 1 :]
-                if old != cache and len(rest) == 16 and all(c in HEX for c in rest):
+            for old in cached_files(cache.parent, self.name):
+                if old != cache:
                     old.unlink(missing_ok=True)
         except OSError:
             pass

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.datasets.base import DATASETS, Dataset, DatasetError
-from engine.datasets.imagefolder import ImageFolder
+from engine.datasets.imagefolder import ImageFolder, cached_files
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 IMAGEFOLDER = "imagefolder"
@@ -148,10 +148,8 @@ def remove_spec(name: str) -> Path:
     path.unlink()
     # Its decoded images too (<home>/cache/datasets/NAME-<fingerprint>.npz): they stayed
     # behind, megabytes each, and nothing reads them once the name is gone.
-    for cached in (specs_dir().parent / "cache" / "datasets").glob(f"{name}-*.npz"):
-        rest = cached.stem[len(name) + 1 :]
-        if len(rest) == 16 and all(c in "0123456789abcdef" for c in rest):
-            cached.unlink(missing_ok=True)
+    for cached in cached_files(specs_dir().parent / "cache" / "datasets", name):
+        cached.unlink(missing_ok=True)
     return path
 
 
