@@ -755,9 +755,11 @@ flow_command_lists(app)
 def literal_brackets(command) -> None:
     """Help texts are rich markup: a default in brackets, "[mnist]", vanished as a style
     tag ("dataset name"), while "[10]" stayed."""
+    from rich.markup import escape
+
     for p in command.params:
-        if getattr(p, "help", None) and "[" in p.help:
-            p.help = p.help.replace("[", "\\[")
+        if getattr(p, "help", None):
+            p.help = escape(p.help)
     for sub in getattr(command, "commands", {}).values():
         literal_brackets(sub)
 

@@ -338,11 +338,9 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     if extra := sorted(set(cfg.generator_params) - set(gen.Options.model_fields)):
         # "Extra inputs are not permitted" did not say that --guidance is the DM's alone.
         takes = ", ".join(gen.Options.model_fields) or "none"
-        flags = [f"--{k.replace('_', '-')}" for k in extra if k in ("guidance", "seed_guidance")]
         raise ConfigError(
             f"generator {gen_name} ({gen.family}) has no option {', '.join(extra)} (its "
-            f"options: {takes}); drop it from generator_params"
-            + (f" (or the {' and '.join(flags)} flag)" if flags else "")
+            f"options: {takes}); leave it out (generator_params, or its flag)"
         )
     try:
         gen.configure(**cfg.generator_params)

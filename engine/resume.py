@@ -107,15 +107,6 @@ class ReplayWriter:
 
 
 @contextlib.contextmanager
-def _removed_on_error(report: ReplayReport) -> Iterator[None]:
-    try:
-        yield
-    except BaseException:
-        report.remove()  # the row never said running: nothing will read it
-        raise
-
-
-@contextlib.contextmanager
 def _released_on_error(lock: CampaignLock) -> Iterator[None]:
     try:
         yield
@@ -165,7 +156,8 @@ def resume_campaign(
         # Before the campaign reads as running: a page must not take an earlier resume's
         # report for this one's.
         report = ReplayReport(home, cid, committed.last)
-        with _removed_on_error(report), store.write() as con:
+    try:
+        with _released_on_error(lock), store.write() as con:
             con.execute(
                 "UPDATE campaigns SET status = 'running', pid = ?, error = NULL, "
                 "finished_at = NULL WHERE id = ?",
@@ -176,9 +168,8 @@ def resume_campaign(
                 "AND status = 'interrupted'",
                 [cid],
             )
-    # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
-    eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
-    try:
+        # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
+        eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
         with inference.eager_only() if eager else contextlib.nullcontext():
             return execute(
                 r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
@@ -186,4 +177,6 @@ def resume_campaign(
                 evaluations_before=int(c.get("evaluations") or 0),
             )  # fmt: skip
     finally:
-        report.remove()  # read only while the campaign runs; it stayed in the home for good
+        # Read only while the campaign runs (it stayed in the home for good), also when the
+        # resume failed before it began.
+        report.remove()
