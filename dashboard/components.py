@@ -80,7 +80,7 @@ def convergence_chart(
 ) -> alt.Chart:  # fmt: skip
     """Best fitness per generation for each seed, plus median and inter-quartile band, and
     the score below which a seed fails where the objective has one."""
-    from engine.fitness import BOUNDARY_UNCHANGED, FITNESS
+    from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS
 
     if fitness == "boundary":
         # Until a seed's class changes its fitness is a 1e6 constant, which would flatten
@@ -162,7 +162,7 @@ def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | Non
 
 
 def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> pd.DataFrame:
-    """A group_table (engine.labelling) in the paper's layout: % (#) with its 95% CI; by
+    """A group_table (engine.labelling.validity) in the paper's layout: % (#) with its 95% CI; by
     campaign, each named as on every other page beside its id (from `store`)."""
 
     def pct(v: float) -> str:

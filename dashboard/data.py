@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine.home import db_path, resolve_home
+from engine.core.home import db_path, resolve_home
 from store import Store, queries
 
 

@@ -2,7 +2,7 @@
 every invalid field named in a sentence, and the projected cost of a campaign.
 
 The New campaign and Validity studies pages read bounds and messages from here, so a
-limit is written once, in the model (engine/config.py, the strategies' Params), and the
+limit is written once, in the model (engine/campaign/config.py, the strategies' Params), and the
 form can neither allow what Launch then refuses nor refuse what the engine accepts.
 """
 

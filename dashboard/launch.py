@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from engine.config import CampaignConfig, resolve
-from engine.runner import new_campaign_id
+from engine.campaign.config import CampaignConfig, resolve
+from engine.campaign.runner import new_campaign_id
 from store import liveness
 
 
@@ -64,7 +64,7 @@ def _start(home: Path, cid: str, args: list[str], mode: str) -> None:
     log_path(home, cid).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path(home, cid), mode) as log:
         subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", *args, "--home", str(home), "--quiet"],
+            [sys.executable, "-m", "engine.cli.main", *args, "--home", str(home), "--quiet"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip

@@ -1,4 +1,5 @@
-"""Per-campaign metrics on the Campaign and Compare pages (engine/metrics.py defines them)."""
+"""Per-campaign metrics on the Campaign and Compare pages (engine/campaign/metrics.py
+defines them)."""
 
 from __future__ import annotations
 

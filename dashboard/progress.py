@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard.form_check import duration
 from dashboard.launch import failure, launch_log
-from engine import startup
+from engine.campaign import startup
 from store import Store, liveness, queries
 
 
@@ -34,7 +34,7 @@ def campaign_progress(
     replay: tuple[float, int, int] | None = None,
 ) -> tuple[float, str]:
     """(fraction done in [0, 1], one line: where it is and about how long is left).
-    `replay`: a resumed campaign's report (engine/startup.py), whose clock starts at the
+    `replay`: a resumed campaign's report (engine/campaign/startup.py), whose clock starts at the
     resume, not at the first start hours before."""
     budget = generation_budget(campaign.get("config"))
     n, done = int(progress.get("n_seeds") or 0), int(progress.get("seeds_done") or 0)
@@ -57,7 +57,7 @@ def campaign_progress(
     if gen == 0:
         return 0.0, f"drawing {n} seeds and checking that the classifier gets them right"
     if since != "elapsed":
-        # The resumed process runs the search again from generation 0 (engine/resume.py),
+        # The resumed process runs the search again from generation 0 (engine/campaign/resume.py),
         # writing nothing until it passes the stored generations: its own position, not
         # the store's, says how fast it goes.
         replayed, last = replay[1], replay[2]
@@ -115,7 +115,7 @@ def startup_progress(
 @st.fragment(run_every=1.0)
 def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> None:
     """Until the campaign's row exists: the engine's start-up steps, checked off as its
-    process reports them (engine/startup.py), then the whole page once the row is there
+    process reports them (engine/campaign/startup.py), then the whole page once the row is there
     or the process has written an error. `steps=False`: an id nothing is known to start,
     watched without a checklist that would say it is starting."""
     if queries.campaign(store, cid) is not None or "error" in launch_log(home, cid).lower():

@@ -1,6 +1,6 @@
 """The `latentfuzz` command's entry point, kept tiny: a Ctrl-C while the CLI itself is
 still being imported (typer, rich: the first tenth of a second) ends in one line and exit
-130, as everywhere later (engine/cli.py main), instead of Python's traceback."""
+130, as everywhere later (engine/cli/main.py main), instead of Python's traceback."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 def main() -> None:
     try:
-        from engine.cli import main as cli_main
+        from engine.cli.main import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)

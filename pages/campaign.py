@@ -21,12 +21,12 @@ from dashboard.progress import (
 )
 from dashboard.text import campaign_label, md_text
 from dashboard.url_state import url_widget
-from engine import startup
-from engine.csv_io import to_csv_bytes
+from engine.campaign import startup
+from engine.core.csv_io import to_csv_bytes
+from engine.core.errors import LatentfuzzError
 from engine.datasets import DatasetError, get_dataset
-from engine.errors import LatentfuzzError
-from engine.export import zip_bytes
-from engine.import_results import imported_note
+from engine.io.export import zip_bytes
+from engine.io.import_results import imported_note
 from store import liveness, queries
 from store.errors import StoreBusy, StoreError
 

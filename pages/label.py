@@ -24,7 +24,7 @@ from dashboard.components import load_image
 from dashboard.data import get_home, get_store
 from dashboard.text import md_text, person_name
 from engine.datasets import DatasetError, get_dataset
-from engine.labelling import marker_choices
+from engine.labelling.validity import marker_choices
 from store import StoreBusy
 from store import labels as ls
 

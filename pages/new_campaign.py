@@ -10,13 +10,13 @@ from dashboard.launch import launch
 from dashboard.param_form import param_form
 from dashboard.text import md_text
 from dashboard.uploads import accept_upload
-from engine import zoo
+from engine.campaign.config import CampaignConfig, parse_config, resolve
 from engine.classifiers import load_file
-from engine.config import CampaignConfig, parse_config, resolve
+from engine.core.errors import ConfigError, ModelError
 from engine.datasets import DatasetError, get_dataset
-from engine.errors import ConfigError, ModelError
-from engine.strategies import STRATEGIES
-from engine.study import bundled_generators
+from engine.models import zoo
+from engine.search.strategies import STRATEGIES
+from engine.studies.effectiveness import bundled_generators
 
 st.title("New campaign")
 home = get_home()

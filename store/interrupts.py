@@ -12,7 +12,7 @@ once it has lasted a second a noted interrupt ends it (`giving_way()`, `honour()
 campaign's rows go to a recovery file (store/writer.py). Shorter contention (a dashboard
 page reading) does not turn a held interrupt into a stop.
 
-Once the campaign is closed, the runner raises the held interrupt (engine/runner.py), so a
+Once the campaign is closed, the runner raises the held interrupt (engine/campaign/runner.py), so a
 loop of campaigns in one process (a grid, a study, the bench) still stops.
 
 Signal handlers run on the main thread only, so a close on another thread (a grid worker's
@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-#: The signals the CLI turns into KeyboardInterrupt (engine/cli.py): Ctrl-C and the stop.
+#: The signals the CLI turns into KeyboardInterrupt (engine/cli/main.py): Ctrl-C and the stop.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: A wait for another process's store lock shorter than this is contention (a dashboard
 #: page reading for a moment), not a wait the user must be able to leave.

@@ -1,4 +1,4 @@
-"""Writes a finished campaign's metrics row (engine/metrics.py computes it)."""
+"""Writes a finished campaign's metrics row (engine/campaign/metrics.py computes it)."""
 
 from __future__ import annotations
 

@@ -237,7 +237,7 @@ def studies(store: Store) -> pd.DataFrame:
     )
 
 
-#: Per-campaign metrics (engine/metrics.py), in display order with their labels.
+#: Per-campaign metrics (engine/campaign/metrics.py), in display order with their labels.
 METRIC_LABELS: dict[str, str] = {
     "error_rate": "error rate (failing / all evaluations)",
     "success_rate": "success rate (seeds with a failure)",
@@ -326,7 +326,7 @@ def study_campaigns(store: Store, study: str) -> list[str]:
 
 def grid_cells(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     """campaign_id, grid, cell and axes ({axis: value}, in the grid's order) of those of
-    the campaigns that are grid cells (engine/grid.py)."""
+    the campaigns that are grid cells (engine/studies/grid.py)."""
     ids = list(dict.fromkeys(campaign_ids))
     df = store.query(
         f"SELECT campaign_id, grid, cell, axes FROM grid_cells WHERE campaign_id IN "

@@ -101,7 +101,7 @@ DDL = [
         PRIMARY KEY (campaign_id, seed_idx, kind)
     )""",
     # Human labelling (validity and label preservation). Answers are class indices, or
-    # -1 for "not a valid <domain> image" and -2 for "unsure" (engine/agreement.py).
+    # -1 for "not a valid <domain> image" and -2 for "unsure" (engine/labelling/agreement.py).
     """CREATE TABLE IF NOT EXISTS label_studies (
         id VARCHAR PRIMARY KEY,
         name VARCHAR,
@@ -166,7 +166,7 @@ DDL = [
         PRIMARY KEY (study_id, item_id)
     )""",
     # Schema 5 (issue 13): per-campaign metrics, written once when a campaign finishes
-    # (engine/metrics.py defines each figure).
+    # (engine/campaign/metrics.py defines each figure).
     """CREATE TABLE IF NOT EXISTS campaign_metrics (
         campaign_id VARCHAR NOT NULL PRIMARY KEY,
         evaluations BIGINT NOT NULL,      -- search evaluations (seed images not counted)
@@ -185,7 +185,7 @@ DDL = [
         per_generation JSON NOT NULL,
         -- schema 6: the classifier's test-set confusion counts [true][predicted]
         test_confusion JSON,
-        -- schema 8: differential campaigns' figures (engine/differential.py)
+        -- schema 8: differential campaigns' figures (engine/campaign/triggering.py)
         differential JSON
     )""",
     # Schema 8 (issue 14): every distinct failing input of a campaign with `archive` on.
@@ -222,7 +222,7 @@ DDL = [
         updated_at TIMESTAMP NOT NULL,
         PRIMARY KEY (kind, id)
     )""",
-    # Schema 9 (issue 16): a grid's cell per campaign (engine/grid.py), written in the same
+    # Schema 9 (issue 16): a grid's cell per campaign (engine/studies/grid.py), written in the same
     # transaction as the cell's rows: a cell is done exactly when its campaign is in.
     """CREATE TABLE IF NOT EXISTS grid_cells (
         campaign_id VARCHAR NOT NULL PRIMARY KEY,
@@ -361,7 +361,7 @@ MIGRATIONS: dict[int, list] = {
         lambda con: add_column(con, "campaign_metrics", "differential JSON"),
         lambda con: add_column(con, "label_items", "predicted_b INTEGER"),
     ],  # archive and validity: DDL creates them
-    9: [  # issue 16: campaigns imported from other tools' results (engine/import_results.py)
+    9: [  # issue 16: campaigns imported from other tools' results (engine/io/import_results.py)
         lambda con: add_column(con, "campaigns", "kind VARCHAR DEFAULT 'native'"),
         lambda con: add_column(con, "seeds", "params JSON"),
     ],

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.home import MODELS_DIR
+from engine.core.home import MODELS_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # workers spin waiting on each other, and the engine tests took 132 s instead of 59 s.
 os.environ["OMP_NUM_THREADS"] = "1"
 # Campaigns in the suite keep one fixed batch size instead of measuring it: hundreds of
-# campaigns would each pay the start-up sweep (engine/batching.py), and tests that compare
+# campaigns would each pay the start-up sweep (engine/campaign/batching.py), and tests that compare
 # runs in different homes need the same batches. tests/engine/test_batching.py unsets it.
 os.environ["LATENTFUZZ_BATCH_SIZE"] = "2048"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from store import Store, queries
 from store import labels as ls
 
-CLI = [sys.executable, "-m", "engine.cli"]
+CLI = [sys.executable, "-m", "engine.cli.main"]
 
 
 def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:

@@ -54,9 +54,9 @@ def save_tiny_models(
     """A tiny VAE and a ConvNet saved with cards under `models` (a user models folder);
     returns their names. The classifier always predicts class `predict`, so seeds of that
     class are viable and searched to the last generation."""
-    from engine import zoo
     from engine.classifiers.zoo_nets import ConvNet
     from engine.generators import GENERATORS
+    from engine.models import zoo
 
     prefix = prefix or dataset
     extra = {} if fingerprint is None else {"dataset_fingerprint": fingerprint}

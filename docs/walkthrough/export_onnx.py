@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-from engine import zoo
+from engine.models import zoo
 
 name, out = sys.argv[1], sys.argv[2]
 card = zoo.load_card(name)

@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 from engine.classifiers import inference
-from engine.errors import ModelError
+from engine.core.errors import ModelError
+from engine.core.registry import Registry
 from engine.generators.base import check_tensor
-from engine.registry import Registry
 
 
 class Classifier(ABC):

@@ -11,7 +11,7 @@ Only zoo architectures are converted (their forward pass has no data-dependent b
 a trace is the whole model); TorchScript and ONNX files run as given, and other devices
 run eagerly. A graph whose logits differ from the eager module's on a check batch is not
 used. Forward hooks do not fire inside a graph: code that reads layers through hooks (the
-memory bound of engine/batching.py, penultimate features) runs under `eager_only()`.
+memory bound of engine/campaign/batching.py, penultimate features) runs under `eager_only()`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from torch import nn
 #: How classifiers run: 1 eagerly (campaigns before the graphs), 2 zoo classifiers as
 #: graphs. Recorded in each campaign's environment: a resume replays its campaign's way,
 #: since the two differ in the last bits of the logits. A change makes cached batch sweeps
-#: stale (engine/batching.py): the best batch of one way is not the other's.
+#: stale (engine/campaign/batching.py): the best batch of one way is not the other's.
 GRAPHS = 2  # the first path that runs graphs
 PATH = GRAPHS
 _local = threading.local()

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from engine.classifiers.base import Classifier, refuse_empty, register_format
-from engine.errors import ModelError, cause, refuse_not_file
+from engine.core.errors import ModelError, cause, refuse_not_file
 
 EXPORT = (
     "torch.onnx.export(model.eval(), torch.rand(1, C, H, W), 'model.onnx', "

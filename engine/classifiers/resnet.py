@@ -1,5 +1,5 @@
 """A ResNet-style classifier for any square C x H x W: a 3x3 stem, then one basic residual
-block per clean halving of the side (engine/shapes.py), the first at full resolution and
+block per clean halving of the side (engine/core/shapes.py), the first at full resolution and
 each next one striding by 2 with channels doubling (capped at 8 x width), then global
 average pooling and a linear head. A different design from ``vgg`` (skip connections, no
 max pooling), so that differential testing compares models that fail differently.
@@ -12,7 +12,7 @@ from torch import nn
 
 from engine.classifiers.base import ARCHITECTURES
 from engine.classifiers.vgg import conv_bn
-from engine.shapes import check_shape, halvings
+from engine.core.shapes import check_shape, halvings
 
 
 class BasicBlock(nn.Module):

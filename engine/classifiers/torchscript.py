@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from engine.classifiers.base import ModuleClassifier, refuse_empty, register_format
-from engine.errors import ModelError, cause, refuse_not_file
+from engine.core.errors import ModelError, cause, refuse_not_file
 
 FIX = "export with torch.jit.script(model) or torch.jit.trace(model, example) then torch.jit.save"
 

@@ -1,7 +1,7 @@
 """A VGG-style classifier for any square C x H x W (GIFTbench's SVHN and CIFAR-10 nets are
 VGG-style): stages of two 3x3 conv + batch norm + ReLU and a 2x2 max pool, channels
 doubling per stage (capped at 8 x width), one stage per clean halving of the side
-(engine/shapes.py: 28 -> 2 stages, 32 -> 3, 64 -> 4), then global average pooling and a
+(engine/core/shapes.py: 28 -> 2 stages, 32 -> 3, 64 -> 4), then global average pooling and a
 linear head. Conv -> batch norm pairs sit in ``nn.Sequential``s, so inference folds them.
 """
 
@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from engine.classifiers.base import ARCHITECTURES
-from engine.shapes import check_shape, halvings
+from engine.core.shapes import check_shape, halvings
 
 
 def conv_bn(cin: int, cout: int, stride: int = 1) -> nn.Sequential:

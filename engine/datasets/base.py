@@ -25,8 +25,8 @@ from typing import ClassVar, Literal
 import numpy as np
 import torch
 
-from engine.errors import LatentfuzzError
-from engine.registry import Registry
+from engine.core.errors import LatentfuzzError
+from engine.core.registry import Registry
 
 Split = Literal["train", "test"]
 DATA_ENV_VAR = "LATENTFUZZ_DATA"

@@ -312,7 +312,7 @@ class ImageFolder(Dataset):
         self._write_cache(self._decoded)
 
     def _cache_path(self) -> Path:
-        from engine.home import current_home
+        from engine.core.home import current_home
 
         return current_home() / "cache" / "datasets" / f"{self.name}-{self.fingerprint()}.npz"
 
@@ -335,7 +335,7 @@ class ImageFolder(Dataset):
             np.savez(tmp, **arrays)
             tmp.replace(cache)  # atomic: a parallel campaign never reads half a file
             # Earlier states of this folder are never read again: a model trained on
-            # them is refused (engine/zoo.py, incompatibility).
+            # them is refused (engine/models/zoo.py, incompatibility).
             for old in cached_files(cache.parent, self.name):
                 if old != cache:
                     old.unlink(missing_ok=True)

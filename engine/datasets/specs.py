@@ -45,7 +45,7 @@ class DatasetSpec(BaseModel):
 
 
 def specs_dir() -> Path:
-    from engine.home import current_home
+    from engine.core.home import current_home
 
     return current_home() / "datasets"
 

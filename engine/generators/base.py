@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from engine.errors import ModelError
-from engine.registry import Registry
-from engine.settings import Settings
+from engine.core.errors import ModelError
+from engine.core.registry import Registry
+from engine.core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Generator(nn.Module, ABC):
     def load_weights(self, folder: Path) -> None:
         """Load the stored weights from a model folder: the zoo's safetensors file. A family
         that keeps its model in another format (a TorchScript decoder) overrides this."""
-        from engine.zoo import _load_state  # the zoo imports this module
+        from engine.models.zoo import _load_state  # the zoo imports this module
 
         _load_state(self, folder)
 

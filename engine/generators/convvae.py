@@ -1,4 +1,4 @@
-"""A convolutional VAE for any square C x H x W (engine/shapes.py says which sides).
+"""A convolutional VAE for any square C x H x W (engine/core/shapes.py says which sides).
 
 The MLP VAE (``vae``, 784-1600-400) is GIFTbench's MNIST model; on 32x32x3 data an MLP of
 that kind has 5 M weights in its first layer alone and blurs everything. This one halves
@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from engine.core.shapes import check_shape, halvings
 from engine.generators.base import GENERATORS, Generator
-from engine.shapes import check_shape, halvings
 
 
 def widths(width: int, depth: int) -> list[int]:

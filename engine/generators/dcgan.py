@@ -1,4 +1,4 @@
-"""A conditional DCGAN whose depth follows the image size (engine/shapes.py).
+"""A conditional DCGAN whose depth follows the image size (engine/core/shapes.py).
 
 The ``gan`` family is fixed at two upsamplings from 7x7 (MNIST). Here the generator starts
 from a 4x4 to 7x7 grid and doubles it once per halving of the side (28: 2 layers, 32: 3,
@@ -16,9 +16,9 @@ import math
 import torch
 from torch import nn
 
+from engine.core.shapes import check_shape, halvings
 from engine.generators.base import GENERATORS, Generator
 from engine.generators.convvae import widths
-from engine.shapes import check_shape, halvings
 
 EMBED = 50
 

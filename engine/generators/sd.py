@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 from engine.generators.base import GENERATORS, Generator, GeneratorOptions
 
 EMBEDS = "prompt_embeds.safetensors"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from engine.errors import ModelError, cause, refuse_not_file
+from engine.core.errors import ModelError, cause, refuse_not_file
 from engine.generators.base import GENERATORS, Generator
 
 DECODER = "decoder.pt"

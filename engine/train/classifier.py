@@ -9,10 +9,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from engine import zoo
 from engine.classifiers import ARCHITECTURES
+from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
-from engine.errors import ConfigError
+from engine.models import zoo
 from engine.train.common import (
     accuracy,
     auto_default,

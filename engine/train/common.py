@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from engine.errors import LatentfuzzError
+from engine.core.errors import LatentfuzzError
 
 
 def batches(n: int, size: int, rng: torch.Generator | None) -> Iterator[torch.Tensor]:
@@ -52,7 +52,7 @@ def destination(name: str, out: Path | None) -> tuple[Path, Path | None]:
     MNIST generator is measured with the bundled classifier); a name the bundled zoo has
     is refused, since user models never shadow bundled ones. An explicit --out (the
     Makefile's `models` target retrains the bundled zoo) is both."""
-    from engine import zoo
+    from engine.models import zoo
 
     if out is not None:
         return Path(out), Path(out)
@@ -79,7 +79,7 @@ def auto_default(default: bool | None, kind: str, dataset: str, name: str, root)
     generators are measured with)."""
     if default is not None:
         return default
-    from engine import zoo
+    from engine.models import zoo
 
     return not any(c.get("default") and c.get("kind") == kind and c.get("dataset") == dataset
                    and c["name"] != name for c in zoo.list_cards(root))  # fmt: skip
@@ -90,7 +90,7 @@ def family_params(
 ) -> dict[str, Any]:
     """The constructor sizes of `family`: its defaults, overridden by the options given.
     An option the family does not take (--hidden for convvae) is a one-line error."""
-    from engine.errors import ConfigError
+    from engine.core.errors import ConfigError
 
     if family not in families:
         raise ConfigError(

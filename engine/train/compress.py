@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from engine import zoo
+from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
-from engine.errors import ConfigError
+from engine.models import zoo
 from engine.train.common import accuracy, command_line, ms_per_image, stamp
 
 

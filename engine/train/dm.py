@@ -14,10 +14,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from engine import zoo
+from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
-from engine.errors import ConfigError
 from engine.generators.dm import DiffusionModel
+from engine.models import zoo
+from engine.models.measure import finish_generator_card
 from engine.train.common import (
     LEGACY_SHAPE,
     auto_default,
@@ -29,7 +30,6 @@ from engine.train.common import (
     steps_per_epoch,
 )
 from engine.train.loop import TrainRun, resolve_device
-from engine.train.measure import finish_generator_card
 
 #: The UNet's group norm splits channels in 8 groups.
 NORM_GROUPS = 8

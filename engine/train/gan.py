@@ -9,9 +9,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from engine import zoo
 from engine.datasets import get_dataset
 from engine.generators import GENERATORS
+from engine.models import zoo
+from engine.models.measure import finish_generator_card
 from engine.train.common import (
     auto_default,
     batches,
@@ -24,7 +25,6 @@ from engine.train.common import (
     steps_per_epoch,
 )
 from engine.train.loop import TrainRun, resolve_device
-from engine.train.measure import finish_generator_card
 
 FAMILIES = {"gan": {"latent": 100, "width": 64}, "dcgan": {"latent": 100, "width": 64}}
 

@@ -33,7 +33,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from engine.errors import LatentfuzzError
+from engine.core.errors import LatentfuzzError
 
 
 def resolve_device(name: str) -> torch.device:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import ConfigError
+from engine.core.errors import ConfigError
 from engine.validators import discriminator, ssim_nearest  # noqa: F401  (registration)
 from engine.validators.base import VALIDATORS, Validator
 

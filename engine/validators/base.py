@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from engine.registry import Registry
+from engine.core.registry import Registry
 
 
 class Validator(ABC):

@@ -8,8 +8,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 

@@ -181,9 +181,9 @@ def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_l
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
-    from engine.config import parse_config
-    from engine.labelling import StudyConfig, create_study
-    from engine.runner import run_campaign
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
+    from engine.labelling.validity import StudyConfig, create_study
     from store import labels as ls
     from store.connection import Store
 
@@ -249,9 +249,9 @@ def test_labelling_latency(server: str, home: Path, server_log: Path):
 
     from playwright.sync_api import sync_playwright
 
-    from engine.config import parse_config
-    from engine.labelling import StudyConfig, create_study
-    from engine.runner import run_campaign
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
+    from engine.labelling.validity import StudyConfig, create_study
     from store import labels as ls
     from store.connection import Store
 

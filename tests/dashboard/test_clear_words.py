@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.palette import OKABE_ITO
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
 from tests.helpers import page_opener
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.grid import run_grid
-from engine.grid_spec import parse_grid
+from engine.studies.grid import run_grid
+from engine.studies.spec import parse_grid
 from tests.helpers import page_opener
 
 GRID = {
@@ -46,8 +46,8 @@ def test_compare_opens_with_the_grid_blocked_by_its_axes(home: Path, monkeypatch
 
 def test_settings_that_differ_name_a_renamed_campaign_by_its_name_now(home: Path):
     from dashboard.compare import config_diff
-    from engine.config import parse_config
-    from engine.runner import run_campaign
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
     from store import Store, admin
 
     ids = [run_campaign(parse_config({"seeds": 1, "seed": s, "name": f"was {s}",
@@ -75,8 +75,8 @@ def test_compare_opens_on_the_newest_group_that_has_two_campaigns(home: Path, mo
 
 
 def test_a_campaign_deleted_while_compared_is_said_to_have_left(home: Path, monkeypatch):
-    from engine.config import parse_config
-    from engine.runner import run_campaign
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
     from store import Store, admin
 
     ids = [run_campaign(parse_config({"seeds": 1, "seed": s, "strategy_params": {

@@ -88,8 +88,8 @@ def test_campaigns_of_different_objectives_get_one_convergence_chart_each(tmp_pa
     "median best fitness" axis: SINVAD's 1e6 flattened the GA's curve to zero."""
     import json
 
-    from engine.config import parse_config
-    from engine.runner import run_campaign
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
     from tests.helpers import page_opener
 
     ga = run_campaign(

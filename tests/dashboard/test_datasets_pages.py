@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import engine.home
-from engine import zoo
+import engine.core.home
 from engine.datasets import get_dataset
 from engine.datasets.specs import make_spec, save_spec
+from engine.models import zoo
 from tests.helpers import page_opener
 from tests.tiny_data import save_tiny_models, write_folder
 
@@ -19,7 +19,7 @@ def app(tmp_path: Path, monkeypatch):
     """A home with dataset `pets` (an image folder), its models, and `old-convnet`, a
     classifier trained on an earlier state of the folder."""
     home = tmp_path / "home"
-    monkeypatch.setattr(engine.home, "_current", home)  # restored: pages resolve the home
+    monkeypatch.setattr(engine.core.home, "_current", home)  # restored: pages resolve the home
     folder = write_folder(tmp_path / "imgs", rejects=False)
     save_spec(make_spec(name="pets", root=str(folder)))
     ds = get_dataset("pets")
@@ -75,9 +75,9 @@ def test_models_page_shows_user_models_beside_the_zoo(app, tmp_path: Path, monke
 
 
 def test_campaign_page_of_a_removed_dataset_says_why(app, tmp_path: Path):
-    from engine.config import parse_config
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
     from engine.datasets.specs import remove_spec
-    from engine.runner import run_campaign
 
     cfg = {"dataset": "pets", "classifier": "pets-convnet", "seeds": 1, "target_class": 0,
            "strategy_params": {"generations": 1, "population": 4, "best_left": 2}}  # fmt: skip

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
 from store import Store
 from tests.helpers import page_opener
 
@@ -69,7 +69,7 @@ def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
     import pandas as pd
 
     from dashboard.components import convergence_chart
-    from engine.fitness import BOUNDARY_UNCHANGED
+    from engine.search.fitness import BOUNDARY_UNCHANGED
 
     one = pd.DataFrame({"seed_idx": [0], "generation": [1], "evaluations": [25],
                         "elapsed_s": [0.1], "best_fitness": [0.5], "best_pred": [3]})  # fmt: skip
@@ -157,7 +157,7 @@ def test_a_stopped_campaign_says_its_unfinished_seeds_are_not_counted(app, stopp
     """'misclassified 0' above a chart of seeds far past the failure line read as "found
     nothing": seeds stopped mid-search (with stop_at_failure off, after failing) have no
     outcome, and the page and the CLI now say so."""
-    from engine.cli import status_line
+    from engine.cli.main import status_line
     from store import queries
 
     home, cid = stopped

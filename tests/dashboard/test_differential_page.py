@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
 from store import Store
 from store import differential as sd
 from tests.helpers import page_opener
@@ -117,7 +117,7 @@ def test_compare_gives_differential_campaigns_their_own_columns(app, diffed):
 def test_studies_page_says_which_classifier_people_agree_with(app, diffed):
     from datetime import datetime
 
-    from engine import labelling
+    from engine.labelling import validity as labelling
     from store import labels as ls
 
     home, cid = diffed
@@ -153,8 +153,8 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     """Its failing seeds are inputs A and B label differently, often with A right: the
     gallery said "expected 5, predicted 5 (misclassified)", and `labels create` without
     --triggering built a misclassification study of non-failures."""
-    from engine.errors import ConfigError
-    from engine.labelling import StudyConfig, create_study
+    from engine.core.errors import ConfigError
+    from engine.labelling.validity import StudyConfig, create_study
     from store import queries
 
     home, cid = diffed

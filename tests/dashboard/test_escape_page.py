@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
 from tests.helpers import page_opener
 
 

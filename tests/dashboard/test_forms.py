@@ -11,8 +11,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.form_check import limits, problems, projected_seconds
-from engine.config import CampaignConfig
-from engine.strategies import STRATEGIES
+from engine.campaign.config import CampaignConfig
+from engine.search.strategies import STRATEGIES
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 

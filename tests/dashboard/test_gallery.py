@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
 from store import Store, queries
 from tests.helpers import page_opener
 

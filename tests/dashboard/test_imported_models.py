@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from engine import home as home_module
-from engine.model_import import import_classifier
+from engine.core import home as home_module
+from engine.models.importing import import_classifier
 from tests.engine.test_onnx import Net, export
 from tests.helpers import page_opener
 

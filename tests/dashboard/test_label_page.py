@@ -9,10 +9,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from engine.agreement import INVALID, UNSURE
-from engine.config import parse_config
-from engine.labelling import StudyConfig, create_study
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.labelling.agreement import INVALID, UNSURE
+from engine.labelling.validity import StudyConfig, create_study
 from store import Store, queries
 from store import labels as ls
 
@@ -248,7 +248,7 @@ def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
     import pandas as pd
     from PIL import Image
 
-    from engine.agreement import OTHER
+    from engine.labelling.agreement import OTHER
 
     home = tmp_path / "home"
     (home / "imgs").mkdir(parents=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.strategy_study import run_strategy_study
+from engine.studies.strategy import run_strategy_study
 from tests.helpers import page_opener
 
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app as cli
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.cli.main import app as cli
 from store import Store, StoreError
 from store import annotations as an
 from tests.helpers import page_opener

@@ -10,7 +10,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from dashboard.param_form import allowed, label
-from engine.strategies import STRATEGIES
+from engine.search.strategies import STRATEGIES
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 

@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from engine import startup
+from engine.campaign import startup
 from tests.helpers import CLI, page_opener
 
 

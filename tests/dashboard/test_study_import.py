@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.config import parse_config
-from engine.csv_io import to_csv_bytes
-from engine.label_exchange import wide_export
-from engine.labelling import StudyConfig, create_study, report
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.csv_io import to_csv_bytes
+from engine.labelling.exchange import wide_export
+from engine.labelling.validity import StudyConfig, create_study, report
 from store import Store
 from store import labels as ls
 from tests.helpers import page_opener

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from engine import zoo
 from engine.generators import GENERATORS
+from engine.models import zoo
 
 TINY = {
     "vae": {"hidden": 32, "latent": 8},

@@ -9,7 +9,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
-from engine.agreement import (
+from engine.labelling.agreement import (
     INVALID,
     OTHER,
     UNSURE,

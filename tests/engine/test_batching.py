@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch import nn
 
-from engine import batching
-from engine.config import parse_config, resolve
-from engine.runner import run_campaign
+from engine.campaign import batching
+from engine.campaign.config import parse_config, resolve
+from engine.campaign.runner import run_campaign
 from store import Store, queries
 
 STILL_RISING = batching.still_rising

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from engine.bench import bench_engine
-from engine.errors import ConfigError
-from engine.strategy_study import check_strategies
+from engine.bench.campaign import bench_engine
+from engine.core.errors import ConfigError
+from engine.studies.strategy import check_strategies
 
 
 def test_bench_reports_every_strategy(tmp_path: Path):
@@ -39,7 +39,7 @@ def test_bench_rejects_an_unknown_strategy():
 
 
 def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
-    from engine.bench_scale import bench_scale
+    from engine.bench.scale import bench_scale
 
     console = Console(record=True, width=250)
     out = bench_scale((3,), generations=2, large_generations=1, console=console,
@@ -64,7 +64,7 @@ def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
 
 
 def test_sustained_counts_every_timed_call_but_the_untimed_first():
-    from engine.bench_scale import sustained, sustained_limit
+    from engine.bench.scale import sustained, sustained_limit
 
     calls = []
 
@@ -82,7 +82,7 @@ def test_sustained_counts_every_timed_call_but_the_untimed_first():
 
 
 def test_the_median_run_counts_whole():
-    from engine.bench_scale import median_run
+    from engine.bench.scale import median_run
 
     runs = [{"campaign_evals_per_s": v, "store_share": v / 1e4} for v in (300.0, 100.0, 200.0)]
     assert median_run(runs) == {"campaign_evals_per_s": 200.0, "store_share": 0.02}
@@ -90,7 +90,7 @@ def test_the_median_run_counts_whole():
 
 
 def test_a_limit_that_moved_around_a_size_is_named():
-    from engine.bench_scale import caveats
+    from engine.bench.scale import caveats
 
     def row(seeds, before, after, eff):
         return {"seeds": seeds, "limit_before": before, "limit_after": after, "efficiency": eff}
@@ -104,7 +104,7 @@ def test_a_limit_that_moved_around_a_size_is_named():
 
 
 def test_the_shape_bound_is_what_batch_sizes_allow():
-    from engine.bench_scale import shape_bound
+    from engine.bench.scale import shape_bound
 
     flat = {1: 100.0, 64: 100.0, 256: 100.0}
     assert shape_bound([1, 15, 300], flat) == pytest.approx(1.0)
@@ -123,9 +123,9 @@ def test_the_shape_bound_is_what_batch_sizes_allow():
 
 
 def test_candidates_per_step_add_up_to_the_campaigns_evaluations(tmp_path: Path):
-    from engine.bench_scale import candidates_per_step
-    from engine.config import parse_config
-    from engine.runner import run_campaign
+    from engine.bench.scale import candidates_per_step
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
     from store import Store, queries
 
     cfg = parse_config(
@@ -147,7 +147,7 @@ def test_candidates_per_step_add_up_to_the_campaigns_evaluations(tmp_path: Path)
 
 
 def test_bench_times_the_bundled_classifiers_as_campaigns_run_them():
-    from engine.bench import bench_classifiers
+    from engine.bench.campaign import bench_classifiers
 
     rows = bench_classifiers("mnist", write_cards=False, console=Console(file=None, quiet=True))
     names = {r["classifier"] for r in rows}

@@ -12,10 +12,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from engine.bundle import TABLES, BundleError, _sha256, export_bundle, import_bundle
-from engine.config import parse_config
-from engine.errors import ConfigError
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError
+from engine.io.bundle import TABLES, BundleError, _sha256, export_bundle, import_bundle
 from store import SCHEMA_VERSION, Store, annotations, queries
 
 
@@ -128,7 +128,7 @@ def test_tampered_missing_and_extra_files_are_refused(source, tmp_path: Path):
         import_bundle(db(tmp_path / "e"), tmp_path / "e", extra)
     # The CLI says it in one line.
     cmd = ["import", str(tmp_path / "tampered.lfz"), "--home", str(tmp_path / "cli")]
-    r = subprocess.run([sys.executable, "-m", "engine.cli", *cmd], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "engine.cli.main", *cmd], capture_output=True,
                        text=True, timeout=120)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "does not match its sha256" in r.stderr

@@ -167,7 +167,7 @@ def test_fast_start_store_commands_skip_torch_and_a_vae_campaign_skips_diffusers
 def test_help_lists_each_command_in_flowing_text(env):
     """The command list kept each docstring's line breaks: "...last written generation,
     to the" then "same results an uninterrupted run gives." on a line of its own."""
-    from engine.cli import app
+    from engine.cli.main import app
 
     def commands(t):
         yield from t.registered_commands
@@ -258,7 +258,7 @@ def test_a_ctrl_c_while_the_cli_is_imported_is_one_line(monkeypatch, capsys):
     real = builtins.__import__
 
     def interrupted(name, *a, **k):
-        if name == "engine.cli":
+        if name == "engine.cli.main":
             raise KeyboardInterrupt
         return real(name, *a, **k)
 
@@ -315,7 +315,7 @@ def test_names_are_printed_as_given_not_as_markup(home: Path, env, tmp_path: Pat
 def test_models_measure_leaves_the_bundled_cards_alone_unless_asked(env):
     """`models measure` with no name rewrote models/mnist-*/card.json with this machine's
     timings, dropping fields (a walkthrough's finding)."""
-    from engine.zoo import models_dir
+    from engine.models.zoo import models_dir
 
     before = {p: p.read_bytes() for p in models_dir().glob("*/card.json")}
     p = cli(["models", "measure"], env, ok=False)

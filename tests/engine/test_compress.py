@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import zoo
-from engine.errors import ConfigError
+from engine.core.errors import ConfigError
+from engine.models import zoo
 from engine.train.compress import compress_classifier, prune_
 
 

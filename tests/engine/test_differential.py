@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.config import parse_config, resolve
-from engine.errors import ConfigError
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config, resolve
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError
 from store import Store, queries
 from store import differential as sd
 
@@ -69,7 +69,7 @@ def test_every_distinct_triggering_input_is_archived_and_scored(ga_diff):
 
 
 def test_validate_rescores_with_another_threshold(ga_diff, capsys):
-    from engine.cli import app
+    from engine.cli.main import app
 
     home, cid, store = ga_diff
     from typer.testing import CliRunner
@@ -146,7 +146,7 @@ def test_discriminator_scores_real_digits_above_noise():
 def test_a_study_of_triggering_inputs_says_which_classifier_people_agree_with(ga_diff):
     from datetime import datetime
 
-    from engine import labelling
+    from engine.labelling import validity as labelling
     from store import labels as ls
 
     home, cid, store = ga_diff
@@ -172,7 +172,7 @@ def test_the_cli_names_a_missing_second_classifier_in_one_line(tmp_path: Path):
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "run", "--fitness", "divergence", "--seeds", "1",
+        [sys.executable, "-m", "engine.cli.main", "run", "--fitness", "divergence", "--seeds", "1",
          "--home", str(tmp_path), "--quiet"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -180,7 +180,7 @@ def test_the_cli_names_a_missing_second_classifier_in_one_line(tmp_path: Path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "--classifier-b" in lines[0] and "Traceback" not in out.stderr
     bad = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "run", "--classifier-b", "lenet5", "--validator",
+        [sys.executable, "-m", "engine.cli.main", "run", "--classifier-b", "lenet5", "--validator",
          "ssim-nearest=abc", "--home", str(tmp_path)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -189,7 +189,7 @@ def test_the_cli_names_a_missing_second_classifier_in_one_line(tmp_path: Path):
 
 
 def test_bench_nsga2_reports_its_share_of_a_generation():
-    from engine.bench_diff import bench_nsga2
+    from engine.bench.nsga2 import bench_nsga2
 
     (row,) = bench_nsga2(("pca",), seeds=1, generations=3, population=8)
     assert 0 < row["nsga2_share"] < 1 and 0 < row["model_share"] < 1
@@ -200,7 +200,7 @@ def test_bench_nsga2_reports_its_share_of_a_generation():
 def test_an_interrupted_nsga2_campaign_resumes_to_the_same_archive(tmp_path: Path):
     """The archive is written with its generation's rows, so a resume's replay neither
     loses nor repeats a find."""
-    from engine.resume import resume_campaign
+    from engine.campaign.resume import resume_campaign
 
     raw = {
         "generator": "gan", "classifier": "convnet", "classifier_b": "lenet5",
@@ -240,8 +240,8 @@ def test_review_findings_are_refused_in_one_line(raw: dict, message: str):
 
 
 def test_diff_study_pairs_must_be_pairs():
-    from engine.cli_diff import parse_pairs
-    from engine.errors import LatentfuzzError
+    from engine.cli.differential import parse_pairs
+    from engine.core.errors import LatentfuzzError
 
     assert parse_pairs("a:b, c:d") == [["a", "b"], ["c", "d"]]
     with pytest.raises(LatentfuzzError, match="'convnet' is not a classifier pair"):
@@ -249,7 +249,7 @@ def test_diff_study_pairs_must_be_pairs():
 
 
 def test_a_search_with_its_first_finds_gets_representatives_at_once():
-    from engine.diversity import DiversityArchive
+    from engine.search.diversity import DiversityArchive
 
     arch = DiversityArchive(2, "pca", 0)
     f = torch.nn.functional.normalize(torch.rand(3, 4), dim=1)
@@ -290,8 +290,8 @@ def test_a_campaign_that_searched_nothing_has_no_figures_and_its_page_says_so(
 
 
 def test_a_wall_clock_campaign_is_not_resumed(tmp_path: Path):
-    from engine.errors import LatentfuzzError
-    from engine.resume import resume_campaign
+    from engine.campaign.resume import resume_campaign
+    from engine.core.errors import LatentfuzzError
 
     def stop(p) -> None:
         raise KeyboardInterrupt
@@ -310,7 +310,7 @@ def test_its_export_names_both_answers_and_files_disagreements_apart(ga_diff, tm
     """The zip filed its seeds under misclassified/ as "predicted5": A's answer alone."""
     import zipfile
 
-    from engine.export import export_zip
+    from engine.io.export import export_zip
 
     home, cid, store = ga_diff
     seeds = queries.seeds(store, cid)
@@ -326,8 +326,8 @@ def test_its_export_names_both_answers_and_files_disagreements_apart(ga_diff, tm
 
 def test_a_validator_with_an_empty_threshold_is_refused():
     """`--validator discriminator=` ran with the default threshold, as if none was meant."""
-    from engine.cli_diff import parse_validators
-    from engine.errors import LatentfuzzError
+    from engine.cli.differential import parse_validators
+    from engine.core.errors import LatentfuzzError
 
     assert parse_validators(["discriminator", "ssim-nearest=0.4"]) == {
         "discriminator": None,
@@ -343,7 +343,7 @@ def interrupted_study(monkeypatch, owner, name: str, nth: int, repetitions: int)
     import os
     import signal
 
-    from engine.diff_study import StudyStopped, run_diff_study
+    from engine.studies.differential import StudyStopped, run_diff_study
 
     real, calls = getattr(owner, name), []
 
@@ -368,7 +368,7 @@ def interrupted_study(monkeypatch, owner, name: str, nth: int, repetitions: int)
 
 def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
     # Before, the interrupted campaign was counted and the study ran its other campaigns.
-    from engine import search_loop
+    from engine.campaign import loop as search_loop
 
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
     said = interrupted_study(monkeypatch, search_loop.Campaign, "run", 2, repetitions=2)
@@ -376,7 +376,7 @@ def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
 
 
 def test_ctrl_c_while_a_diff_study_checks_its_campaigns_says_so_too(home, monkeypatch):
-    from engine import diff_study
+    from engine.studies import differential as diff_study
 
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
     said = interrupted_study(monkeypatch, diff_study, "resolve", 1, repetitions=1)

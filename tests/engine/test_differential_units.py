@@ -10,11 +10,11 @@ import pytest
 import torch
 from skimage.metrics import structural_similarity
 
-from engine.archive import Archive
-from engine.differential import geometric_diversity, label_entropy, split
-from engine.diversity import DiversityArchive, image_features, representatives
-from engine.fitness import Context, Disagree, Divergence, divergence
-from engine.strategies.nsga2 import polynomial_mutation, rank_and_crowding, sbx
+from engine.campaign.triggering import geometric_diversity, label_entropy, split
+from engine.search.archive import Archive
+from engine.search.diversity import DiversityArchive, image_features, representatives
+from engine.search.fitness import Context, Disagree, Divergence, divergence
+from engine.search.strategies.nsga2 import polynomial_mutation, rank_and_crowding, sbx
 from engine.validators.nearest import NearestSSIM
 
 
@@ -195,7 +195,7 @@ def test_nearest_ssim_matches_scikit_image_and_brute_force():
 
 @pytest.mark.parametrize("shape", [(60, 30), (20, 50)])
 def test_pca_embedding_is_the_projection_on_the_two_principal_axes(shape):
-    from engine.diversity import embed
+    from engine.search.diversity import embed
 
     x = np.random.default_rng(1).random(shape)
     xc = x - x.mean(0)

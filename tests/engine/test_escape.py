@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import torch
 
-from engine.config import ConfigError, parse_config, resolve
-from engine.escape import confusion_rates, grid
-from engine.runner import run_campaign
-from engine.seeding import plan_seeds
+from engine.campaign.config import ConfigError, parse_config, resolve
+from engine.campaign.runner import run_campaign
+from engine.campaign.seeding import plan_seeds
+from engine.studies.escape import confusion_rates, grid
 from store import Store, queries
 from tests.helpers import CLI
 

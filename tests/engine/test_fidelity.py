@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.config import parse_config
-from engine.runner import run_campaign
-from engine.strategies import SearchSpace
-from engine.strategies.ga import (
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.search.strategies import SearchSpace
+from engine.search.strategies.ga import (
     GAParams,
     GeneticAlgorithm,
     crossover,

@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from engine import zoo
 from engine.classifiers.fold import fold_batch_norm
 from engine.classifiers.zoo_nets import ConvNet, LeNet5
 from engine.datasets import get_dataset
+from engine.models import zoo
 
 
 def trained_like(net: nn.Module) -> nn.Module:

@@ -7,8 +7,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from engine.strategies import STRATEGIES, SearchSpace
-from engine.strategies.ga import (
+from engine.search.strategies import STRATEGIES, SearchSpace
+from engine.search.strategies.ga import (
     GAParams,
     GeneticAlgorithm,
     select_elite,

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import zoo
-from engine.config import parse_config
-from engine.errors import ConfigError, ModelError
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError, ModelError
 from engine.generators import GENERATORS
-from engine.runner import run_campaign
+from engine.models import zoo
 from store import Store, queries
 from tests.engine.conftest import TINY
 

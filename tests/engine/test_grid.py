@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.errors import ConfigError
-from engine.grid import KILL_ENV, load_state, run_grid
-from engine.grid_cell import FAIL_ENV
-from engine.grid_spec import load_grid, parse_grid
+from engine.core.errors import ConfigError
+from engine.studies.cell import FAIL_ENV
+from engine.studies.grid import KILL_ENV, load_state, run_grid
+from engine.studies.spec import load_grid, parse_grid
 from store import Store
 
 GRID = {
@@ -102,7 +102,7 @@ def test_a_killed_grid_reruns_only_the_missing_cells(home: Path, tmp_path: Path,
     # The driver kills itself and its worker (SIGKILL to its process group) right after
     # the first import, while the worker runs the second cell.
     p = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "grid", str(spec_file), "--workers", "1", "-q",
+        [sys.executable, "-m", "engine.cli.main", "grid", str(spec_file), "--workers", "1", "-q",
          "--home", str(home)], env={**env, KILL_ENV: "1"}, start_new_session=True,
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -125,7 +125,7 @@ def test_a_killed_grid_reruns_only_the_missing_cells(home: Path, tmp_path: Path,
 def test_a_ray_cell_runs_on_the_device_ray_gave_it(monkeypatch, gpus, device):
     import types
 
-    from engine import grid_cell
+    from engine.studies import cell as grid_cell
 
     monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(get_gpu_ids=lambda: gpus))
     got = {}
@@ -175,8 +175,8 @@ def test_ctrl_c_stops_a_grid_run_in_this_process_and_the_rest_runs_next_time(
     home: Path, monkeypatch, ctrl_c, where
 ):
     # Before, the interrupted cell was recorded failed and the grid ran on to its end.
-    from engine import search_loop
-    from engine.images import ImageSink
+    from engine.campaign import loop as search_loop
+    from engine.core.images import ImageSink
 
     owner, name = (search_loop.Campaign, "run") if where == "search" else (ImageSink, "close")
     real, calls = getattr(owner, name), []
@@ -222,7 +222,7 @@ def test_ctrl_c_or_stop_stops_a_grid_on_a_process_pool(
         "axes": {"strategy_params.generations": [3, 100000, 4]},
     }))  # fmt: skip
     p = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "grid", str(spec_file), "--workers", str(workers),
+        [sys.executable, "-m", "engine.cli.main", "grid", str(spec_file), "--workers", str(workers),
          "-q", "--home", str(home)], env=env, start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -256,7 +256,7 @@ def test_a_grid_with_nothing_to_run_draws_no_progress_bar():
     """A rerun of a finished grid changes no cell: it drew an empty "0/?" bar."""
     from types import SimpleNamespace
 
-    from engine.cli_bundle import GridView
+    from engine.cli.bundle import GridView
 
     with GridView(quiet=False) as view:
         pass
@@ -273,7 +273,7 @@ def test_a_grid_rerun_with_other_settings_is_refused_not_reused(home: Path):
     (a walkthrough's finding): a cell is known by its axis values alone. Each done cell is
     checked against its stored campaign, so a base changed while only new cells ran is
     caught too; a default written out or a run-time knob changed is no change."""
-    from engine.errors import LatentfuzzError
+    from engine.core.errors import LatentfuzzError
 
     def grid(base: dict, seeds: list[int]) -> dict:
         return {"name": "rebased", "base": base, "axes": {"seed": seeds}}

@@ -12,13 +12,13 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-import engine.home
-from engine.cli import app
-from engine.config import parse_config, resolve
+import engine.core.home
+from engine.campaign.config import parse_config, resolve
+from engine.cli.main import app
+from engine.core.errors import ConfigError
+from engine.core.images import ImageSink, read_frame, read_uint8, to_pil
 from engine.datasets import DatasetError, get_dataset
 from engine.datasets.imagefolder import ImageFolder
-from engine.errors import ConfigError
-from engine.images import ImageSink, read_frame, read_uint8, to_pil
 from tests.tiny_data import CLASSES, REJECTED, save_tiny_models, write_folder
 
 
@@ -31,7 +31,7 @@ def folder(tmp_path: Path) -> Path:
 def in_home(home: Path, monkeypatch) -> Path:
     """`home` as the process's home (user datasets, models and the decoded-image cache),
     restored afterwards."""
-    monkeypatch.setattr(engine.home, "_current", home)
+    monkeypatch.setattr(engine.core.home, "_current", home)
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
     return home
 
@@ -60,7 +60,7 @@ def test_check_says_what_it_found_and_what_it_rejected(folder: Path):
     for rel, why in REJECTED.items():
         line = next(line for line in out.output.splitlines() if line.strip().startswith(rel))
         assert why in line, line
-    assert not (engine.home.current_home() / "cache").exists()  # check writes nothing
+    assert not (engine.core.home.current_home() / "cache").exists()  # check writes nothing
 
 
 @pytest.mark.parametrize(
@@ -293,7 +293,7 @@ def test_three_channel_images_are_written_and_read_back(tmp_path: Path):
 
 def test_three_channel_campaign_end_to_end(tmp_path: Path, in_home: Path):
     """`data add`, tiny models saved as a user's, a short campaign through the runner."""
-    from engine.runner import run_campaign
+    from engine.campaign.runner import run_campaign
     from store import Store, queries
 
     folder = write_folder(tmp_path / "clean", per_class=10, rejects=False)  # 2 test/class

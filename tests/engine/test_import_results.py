@@ -14,14 +14,14 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from dashboard.text import md_text
-from engine import cli_labels
-from engine.agreement import INVALID
-from engine.cli import app
-from engine.config import parse_config
-from engine.errors import ConfigError
-from engine.import_results import ResultsMapping, builtin_mapping, import_results
-from engine.labelling import StudyConfig, create_study, report
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.cli import labels as cli_labels
+from engine.cli.main import app
+from engine.core.errors import ConfigError
+from engine.io.import_results import ResultsMapping, builtin_mapping, import_results
+from engine.labelling.agreement import INVALID
+from engine.labelling.validity import StudyConfig, create_study, report
 from store import Store, queries
 from store import labels as ls
 from tests.helpers import page_opener

@@ -7,11 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from engine import batching, zoo
+from engine.campaign import batching
+from engine.campaign.triggering import penultimate
 from engine.classifiers import ARCHITECTURES, inference
 from engine.classifiers.base import ModuleClassifier
 from engine.datasets import get_dataset
-from engine.differential import penultimate
+from engine.models import zoo
 
 pytestmark = pytest.mark.skipif(
     not torch.backends.mkldnn.is_available(), reason="this torch build has no oneDNN"
@@ -137,9 +138,9 @@ def test_an_imported_torchscript_classifier_runs_as_given(tmp_path):
 def test_a_campaign_run_eagerly_resumes_eagerly_and_new_ones_record_the_graphs(tmp_path):
     import json
 
-    from engine.config import parse_config
-    from engine.resume import resume_campaign
-    from engine.runner import run_campaign
+    from engine.campaign.config import parse_config
+    from engine.campaign.resume import resume_campaign
+    from engine.campaign.runner import run_campaign
     from store import Store, queries
 
     raw = {"seeds": 3, "seed": 4, "batch_size": 64, "strategy_params": {"generations": 6}}

@@ -9,11 +9,11 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from engine.config import parse_config, resolve
-from engine.errors import ConfigError
-from engine.runner import run_campaign
-from engine.strategies import STRATEGIES
-from engine.strategies.interpolate import (
+from engine.campaign.config import parse_config, resolve
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError
+from engine.search.strategies import STRATEGIES
+from engine.search.strategies.interpolate import (
     Interpolate,
     InterpolateParams,
     draw_others,

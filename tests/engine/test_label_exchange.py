@@ -11,13 +11,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.agreement import INVALID
-from engine.config import parse_config
-from engine.csv_io import to_csv
-from engine.errors import ConfigError
-from engine.label_exchange import detect, raw_export, wide_export
-from engine.label_import import import_csv
-from engine.labelling import (
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.csv_io import to_csv
+from engine.core.errors import ConfigError
+from engine.labelling.agreement import INVALID
+from engine.labelling.exchange import detect, raw_export, wide_export
+from engine.labelling.importing import import_csv
+from engine.labelling.validity import (
     StudyConfig,
     agreement_table,
     create_study,
@@ -26,7 +27,6 @@ from engine.labelling import (
     report,
     undecided,
 )
-from engine.runner import run_campaign
 from store import Store
 from store import labels as ls
 
@@ -148,7 +148,7 @@ def test_only_our_own_headers_are_read_as_exports():
 def test_the_cli_round_trip(study, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from engine.cli.main import app
 
     store, sid = study
     home = Path(store.path).parent

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from engine import cli_labels
-from engine.agreement import INVALID, OTHER
-from engine.cli import app
-from engine.errors import ConfigError
-from engine.label_import import ImportMapping, import_csv
-from engine.labelling import report
+from engine.cli import labels as cli_labels
+from engine.cli.main import app
+from engine.core.errors import ConfigError
+from engine.labelling.agreement import INVALID, OTHER
+from engine.labelling.importing import ImportMapping, import_csv
+from engine.labelling.validity import report
 from store import Store
 from store import labels as ls
 from tests.helpers import CLI

@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.agreement import INVALID, UNSURE
-from engine.config import parse_config
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
-from engine.errors import ConfigError
-from engine.label_exchange import raw_export, wide_export
-from engine.labelling import (
+from engine.labelling.agreement import INVALID, UNSURE
+from engine.labelling.exchange import raw_export, wide_export
+from engine.labelling.validity import (
     StudyConfig,
     agreement_table,
     campaign_validity,
@@ -26,7 +27,6 @@ from engine.labelling import (
     undecided,
     verdicts,
 )
-from engine.runner import run_campaign
 from store import Store, queries
 from store import labels as ls
 from tests.helpers import label_all
@@ -257,7 +257,7 @@ def test_unsure_is_a_decided_nothing():
 
 def test_a_study_the_store_refuses_leaves_no_gold_images_behind(campaign, tmp_path, monkeypatch):
     store, home = fresh_store(campaign, tmp_path)
-    import engine.labelling as labelling
+    import engine.labelling.validity as labelling
 
     def refuse(*a, **k):
         raise RuntimeError("the store said no")

@@ -1,4 +1,4 @@
-"""engine/malloc.py: freed batch buffers stay mapped, counted in page faults, not timed."""
+"""engine/core/malloc.py: freed batch buffers stay mapped, counted in page faults, not timed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 BATCHES = """
 import resource, sys
 import numpy as np
-from engine.malloc import keep_freed_memory
+from engine.core.malloc import keep_freed_memory
 if sys.argv[1] == "tuned" and not keep_freed_memory():
     print("unsupported"); raise SystemExit
 def batch():
@@ -43,14 +43,16 @@ def test_freed_batch_buffers_are_not_faulted_in_again():
 
 
 def test_a_campaign_runs_with_the_tuned_allocator(tiny_zoo, tmp_path, monkeypatch):
-    from engine import malloc
-    from engine.config import parse_config
-    from engine.runner import run_campaign
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
+    from engine.core import malloc
 
     calls = []
     monkeypatch.setattr(malloc, "_done", None)
     real = malloc.keep_freed_memory
-    monkeypatch.setattr("engine.runner.keep_freed_memory", lambda: calls.append(1) or real())
+    monkeypatch.setattr(
+        "engine.campaign.runner.keep_freed_memory", lambda: calls.append(1) or real()
+    )
     cfg = parse_config({"seeds": 2, "generator": "vae", "strategy_params": {"generations": 2}})
     run_campaign(cfg, tmp_path, models_root=tiny_zoo)
     assert calls  # before the batch sweep and the search

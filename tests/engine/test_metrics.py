@@ -10,9 +10,9 @@ import pytest
 import torch
 from skimage.metrics import structural_similarity
 
-from engine.config import parse_config
-from engine.metrics import MetricsTracker, mse, ssim, top2_gap
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.metrics import MetricsTracker, mse, ssim, top2_gap
+from engine.campaign.runner import run_campaign
 from store import Store, queries
 
 

@@ -11,13 +11,13 @@ import pytest
 import torch
 from torch import nn
 
-from engine import home as home_module
-from engine import zoo
-from engine.batching import item_bytes
-from engine.errors import LatentfuzzError
-from engine.model_import import import_classifier, import_generator, parse_floats
+from engine.campaign.batching import item_bytes
+from engine.core import home as home_module
+from engine.core.errors import LatentfuzzError
+from engine.models import zoo
+from engine.models.importing import import_classifier, import_generator, parse_floats
+from engine.models.measure import finish_generator_card
 from engine.train.compress import compress_classifier
-from engine.train.measure import finish_generator_card
 from tests.engine.test_cli import cli
 from tests.engine.test_onnx import Net, export
 
@@ -62,7 +62,7 @@ def models_cli(args: list[str], home: Path) -> str:
     """`latentfuzz models ...` in this process (a CLI process costs seconds to start)."""
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from engine.cli.main import app
 
     result = CliRunner().invoke(app, ["models", *args, "--home", str(home)])
     if result.exception is not None:
@@ -200,7 +200,7 @@ def test_a_failure_while_measuring_leaves_no_folder(user_home: Path, tmp_path, m
     def broken(*args, **kwargs):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr("engine.model_import.ms_per_image", broken)
+    monkeypatch.setattr("engine.models.importing.ms_per_image", broken)
     with pytest.raises(RuntimeError, match="interrupted"):
         import_classifier(ts, "mnist", replace=True)
     assert left_behind(user_home) == ["clf"]  # the model it was to replace is kept

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.config import objectives, parse_config
-from engine.errors import ConfigError
-from engine.fitness import (
+from engine.campaign.config import objectives, parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError
+from engine.search.fitness import (
     BOUNDARY_UNCHANGED,
     CRITERIA,
     FITNESS,
@@ -22,7 +23,6 @@ from engine.fitness import (
     ReachedTarget,
     Targeted,
 )
-from engine.runner import run_campaign
 from store import Store, queries
 
 LOGITS = torch.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]])
@@ -104,7 +104,7 @@ def test_objective_config_errors(cfg, match):
 
 def test_a_data_dir_for_a_dataset_that_reads_no_files_is_refused():
     """`--data-dir /nonexistent` ran on the embedded MNIST and was stored in the config."""
-    from engine.config import resolve
+    from engine.campaign.config import resolve
 
     with pytest.raises(ConfigError, match="dataset 'mnist' reads no files .*drop data_dir"):
         resolve(parse_config({"data_dir": "/nonexistent"}))
@@ -165,7 +165,7 @@ def test_boundary_with_the_ga_keeps_refining_and_returns_the_closest_failure(hom
 def test_an_older_campaign_that_stored_an_ignored_target_or_data_dir_still_resolves():
     """Refusing them for new campaigns must not strand stored ones: resume and validate
     rebuild the config from the record."""
-    from engine.config import from_record
+    from engine.campaign.config import from_record
 
     cfg = from_record({"fitness": "margin", "criterion": "misclassified", "target": 3,
                        "data_dir": "/nowhere"})  # fmt: skip

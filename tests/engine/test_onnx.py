@@ -10,10 +10,10 @@ import pytest
 import torch
 from torch import nn
 
-from engine import zoo
 from engine.classifiers import load_file
 from engine.classifiers.onnx import external_data_files, load_onnx, parameter_count
-from engine.errors import ModelError
+from engine.core.errors import ModelError
+from engine.models import zoo
 
 SHAPE = (1, 28, 28)
 

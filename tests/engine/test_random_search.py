@@ -6,8 +6,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from engine.strategies import STRATEGIES, SearchSpace
-from engine.strategies.random_search import RandomParams, RandomSearch, draw
+from engine.search.strategies import STRATEGIES, SearchSpace
+from engine.search.strategies.random_search import RandomParams, RandomSearch, draw
 
 SPACE = SearchSpace((6,), -5.0, 5.0)  # range r = 10
 

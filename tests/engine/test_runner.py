@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from engine.config import parse_config
-from engine.errors import ConfigError
-from engine.images import read_frame
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError
+from engine.core.images import read_frame
 from store import Store, queries
 
 
@@ -87,8 +87,8 @@ def test_stop_at_first_failure(home: Path):
 def test_candidates_run_in_equal_batches_no_larger_than_the_batch_size():
     import torch
 
-    from engine.config import resolve
-    from engine.evaluator import Evaluator
+    from engine.campaign.config import resolve
+    from engine.campaign.evaluator import Evaluator
 
     ev = Evaluator(resolve(parse_config({"seeds": 2, "batch_size": 128})))
     z, y = torch.randn(300, ev.gen.latent_shape[0]), torch.zeros(300, dtype=torch.long)
@@ -192,7 +192,7 @@ def test_invalid_config_is_rejected_before_anything_is_written(home: Path, cfg, 
 
 
 def test_an_error_mid_campaign_marks_it_failed(home: Path):
-    from engine.runner import Evaluator
+    from engine.campaign.runner import Evaluator
 
     class Breaks(Evaluator):
         def _evaluate(self, z, labels):

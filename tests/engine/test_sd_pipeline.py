@@ -21,8 +21,8 @@ import pytest
 import torch
 from torch import nn
 
-from engine import zoo
-from engine.errors import ModelError
+from engine.core.errors import ModelError
+from engine.models import zoo
 from store import Store, queries
 
 CIFAR_CLASSES = 10
@@ -116,8 +116,8 @@ def cli(args: list[str], home: Path):
     the signal handlers `run` installs are put back afterwards."""
     from typer.testing import CliRunner
 
-    from engine import home as home_mod
-    from engine.cli import app
+    from engine.cli.main import app
+    from engine.core import home as home_mod
 
     kept = home_mod._current, signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
@@ -260,9 +260,9 @@ def test_embeddings_given_when_the_folder_has_no_text_encoder(world: dict, tmp_p
     precomputed ones."""
     from safetensors.torch import save_file
 
-    from engine import home as home_mod
-    from engine.cli_sd import import_pipeline
-    from engine.errors import LatentfuzzError
+    from engine.cli.sd import import_pipeline
+    from engine.core import home as home_mod
+    from engine.core.errors import LatentfuzzError
 
     bare = tiny_pipeline(tmp_path / "bare", text_encoder=False)
     kept = home_mod._current

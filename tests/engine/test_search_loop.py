@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import torch
 
-from engine.search_loop import Campaign, Generation
+from engine.campaign.loop import Campaign, Generation
 
 
 def _generation(pop: torch.Tensor, slots: torch.Tensor, images: torch.Tensor) -> Generation:
@@ -50,7 +50,7 @@ def test_images_of_takes_evaluated_slots_and_decodes_the_others():
 def test_a_generations_bookkeeping_does_not_grow_with_the_number_of_seeds():
     # Populations are tensors over all seeds: a generation's operations outside the models
     # (objectives, records, breeding) are as many for 12 seeds as for 3. A per-seed loop of
-    # tensor operations would multiply them. Counted, not timed (benchmarks/generation_ops.py).
+    # tensor operations would multiply them. Counted, not timed (engine/bench/generation_ops.py).
     from benchmarks.generation_ops import count_ops
 
     def ops(seeds: int) -> list[int]:

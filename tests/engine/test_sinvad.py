@@ -9,11 +9,11 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from engine.config import parse_config
-from engine.fitness import BOUNDARY_UNCHANGED
-from engine.runner import run_campaign
-from engine.strategies import STRATEGIES, SearchSpace
-from engine.strategies.sinvad import Sinvad, SinvadParams, decay_step, reset_mask
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.search.fitness import BOUNDARY_UNCHANGED
+from engine.search.strategies import STRATEGIES, SearchSpace
+from engine.search.strategies.sinvad import Sinvad, SinvadParams, decay_step, reset_mask
 from store import Store, queries
 
 SPACE = SearchSpace((6,), -5.0, 5.0)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.config import parse_config
-from engine.runner import run_campaign
-from engine.strategies import STRATEGIES
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.search.strategies import STRATEGIES
 from store import Store, queries
 from store import differential as sd
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import ConfigError
-from engine.strategies import STRATEGIES
-from engine.strategy_study import evaluation_budget, run_strategy_study, strategy_configs
+from engine.core.errors import ConfigError
+from engine.search.strategies import STRATEGIES
+from engine.studies.strategy import evaluation_budget, run_strategy_study, strategy_configs
 from store import Store, queries
 
 
@@ -32,7 +32,7 @@ def test_every_strategy_gets_the_largest_budget_within_the_gas(name: str, genera
 def test_unknown_strategies_are_rejected_in_one_line(tmp_path: Path):
     with pytest.raises(ConfigError, match=r"unknown \['nope'\]; expected a comma-separated"):
         strategy_configs(["ga", "nope"], 3, 1, 10, "mnist", "vae", "s")
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "study", "--strategies", "ga,nope",
+    r = subprocess.run([sys.executable, "-m", "engine.cli.main", "study", "--strategies", "ga,nope",
                         "--home", str(tmp_path / "h")],
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 2

@@ -10,9 +10,9 @@ import pytest
 import torch
 from PIL import Image
 
-import engine.runner as runner
-from engine.config import parse_config
-from engine.images import ImageSink, frame_count, read_frame, sidecar
+import engine.campaign.runner as runner
+from engine.campaign.config import parse_config
+from engine.core.images import ImageSink, frame_count, read_frame, sidecar
 from store import Store, queries
 
 FRAME = 28 * 28  # bytes of one MNIST frame

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import ConfigError
-from engine.study import bundled_generators, run_study
+from engine.core.errors import ConfigError
+from engine.studies.effectiveness import bundled_generators, run_study
 from store import Store, queries
 
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from engine.classifiers import load_torchscript
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 
 SHAPE = (1, 28, 28)
 

@@ -18,8 +18,8 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from engine import zoo
-from engine.cli import app
+from engine.cli.main import app
+from engine.models import zoo
 from engine.train.loop import TrainRun
 from store import Store, queries
 from tests.helpers import write_cifar10, write_mnist_idx, write_svhn
@@ -41,10 +41,10 @@ TINY_28 = {
 
 @pytest.fixture(autouse=True)
 def _process_home(monkeypatch):
-    """`--home` makes its folder the process's home (engine/home.py); put it back after."""
-    import engine.home
+    """`--home` makes its folder the process's home (engine/core/home.py); put it back after."""
+    import engine.core.home
 
-    monkeypatch.setattr(engine.home, "_current", engine.home._current)
+    monkeypatch.setattr(engine.core.home, "_current", engine.core.home._current)
 
 
 def cli(*args: str) -> str:
@@ -177,7 +177,7 @@ def test_refusals(cifar: Path, home: Path):
 
 
 def test_shapes_refused_with_the_sides_that_work():
-    from engine.errors import ConfigError
+    from engine.core.errors import ConfigError
     from engine.generators import GENERATORS
 
     for shape, why in (((3, 32, 28), "not square"), ((3, 30, 30), "side 30"),
@@ -189,7 +189,7 @@ def test_shapes_refused_with_the_sides_that_work():
 def test_defaults_follow_the_shape_and_the_bench_takes_the_gpu(monkeypatch):
     import torch
 
-    from engine.bench import bench_device
+    from engine.bench.campaign import bench_device
     from engine.train.common import default_architecture
 
     kinds = ("classifier", "vae", "gan", "dm")
@@ -206,7 +206,7 @@ def check_discriminator(name: str, ds, home: Path) -> None:
     """The discriminator filter calibrates on the real images and scores generated ones."""
     import torch
 
-    from engine.images import to_uint8
+    from engine.core.images import to_uint8
     from engine.validators.discriminator import DiscriminatorFilter
 
     gen = zoo.load_generator(name, root=home / "models")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import zoo
+from engine.models import zoo
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,10 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from engine import doctor, startup
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign import startup
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.io import doctor
 from store import Store, queries
 from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
 from tests.reliability.conftest import cli, one_line_error
@@ -40,7 +41,7 @@ def test_an_interrupted_campaign_resumes_from_the_cli_to_the_same_outcomes(home,
     if status == "interrupted":  # (on a very fast machine it may have finished first)
         p = cli(["resume", "stopped", "--quiet"], env)
         assert "stopped finished" in " ".join(p.stdout.split())
-        # The Campaign page's replay report (engine/startup.py, tests/dashboard/
+        # The Campaign page's replay report (engine/campaign/startup.py, tests/dashboard/
         # test_startup.py) is read while the campaign runs; it stayed in the home for good.
         assert startup.read_replay(home, "stopped") is None
         assert not startup.replay_path(home, "stopped").exists()
@@ -134,7 +135,7 @@ def test_paths_yaml_and_settings_that_cannot_be_used_get_one_line(home: Path, en
     one_line_error(cli(["labels", "create", "--campaign", "c1", "--k", "0"], env, ok=False),
                    "--k: Input should be greater than or equal to 1 (you gave 0)")  # fmt: skip
     # What reaches the command's top level from a library: one line, the file named.
-    from engine.cli_common import one_line
+    from engine.cli.common import one_line
 
     assert one_line(IsADirectoryError(21, "Is a directory", str(tmp_path))) == (
         f"cannot use {tmp_path}: it is a folder; give the path of a file"
@@ -153,7 +154,7 @@ def test_ctrl_c_in_the_start_up_stops_a_background_run_and_says_so(home: Path, e
     import signal as sig
     import subprocess
 
-    from engine import startup
+    from engine.campaign import startup
     from tests.helpers import CLI
 
     proc = subprocess.Popen([*CLI, "run", "--id", "early", "--seeds", "2", "--generations", "50"],
@@ -172,7 +173,7 @@ def test_ctrl_c_in_the_start_up_stops_a_background_run_and_says_so(home: Path, e
 def test_a_resume_stopped_mid_replay_keeps_the_campaigns_evaluation_count(tmp_path: Path):
     """The replay evaluates the stored generations again; a Ctrl-C inside it closed the
     campaign with that partial count (54,078 evaluations fell to 49,308 in a walkthrough)."""
-    from engine.resume import resume_campaign
+    from engine.campaign.resume import resume_campaign
 
     raw = {
         "seeds": 2,

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import runner, search_loop
-from engine.config import parse_config
-from engine.images import ImageSink
-from engine.runner import CampaignResult, StoppedAfterClose, run_campaign
+from engine.campaign import loop as search_loop
+from engine.campaign import runner
+from engine.campaign.config import parse_config
+from engine.campaign.runner import CampaignResult, StoppedAfterClose, run_campaign
+from engine.core.images import ImageSink
 from store import CampaignWriter, interrupts, queries, recovery
 from tests.helpers import db
 from tests.reliability.conftest import cli
@@ -40,7 +41,7 @@ with Store(sys.argv[1]).write():
 
 @pytest.fixture
 def ctrl_c():
-    """SIGINT and SIGTERM raise KeyboardInterrupt, as the CLI sets them (engine/cli.py);
+    """SIGINT and SIGTERM raise KeyboardInterrupt, as the CLI sets them (engine/cli/main.py);
     the test's handlers come back after it, whatever happened."""
     old = {s: signal.signal(s, signal.default_int_handler) for s in interrupts.SIGNALS}
     yield
@@ -168,8 +169,8 @@ def test_an_interrupted_search_closes_interrupted_through_a_second_ctrl_c(
 
 SECOND_CTRL_C = """
 import os, signal, sys, time
-from engine.images import ImageSink
-from engine.cli import main
+from engine.core.images import ImageSink
+from engine.cli.main import main
 real = ImageSink.close
 def close(self):
     for _ in range(2):

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import parse_config
-from engine.errors import LatentfuzzError
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.errors import LatentfuzzError
 from store import queries, recovery
 from tests.helpers import CLI, db, wait_for_campaign
 from tests.reliability.conftest import cli
@@ -85,7 +85,7 @@ def test_interrupted_while_waiting_the_rows_go_to_a_recovery_file(home: Path, en
 
 def test_a_full_disk_ends_the_campaign_failed_and_keeps_what_was_written(home: Path,
                                                                          monkeypatch):  # fmt: skip
-    from engine.images import ImageSink
+    from engine.core.images import ImageSink
 
     calls = {"n": 0}
 

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 import torch
 
-from engine import doctor
-from engine.config import parse_config
-from engine.resume import resume_campaign
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.resume import resume_campaign
+from engine.campaign.runner import run_campaign
+from engine.io import doctor
 from store import Store, queries
 from tests.helpers import CLI, wait_for_files
 from tests.reliability.conftest import cli

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from dashboard.uploads import accept_upload, save_upload
-from engine.csv_io import read_table, to_csv
+from engine.core.csv_io import read_table, to_csv
+from engine.core.errors import ConfigError, ModelError
 from engine.datasets import DatasetError, get_dataset
-from engine.errors import ConfigError, ModelError
 from store import Store, queries
 from tests.reliability.conftest import cli, one_line_error
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import batching, runner
-from engine.config import parse_config
-from engine.runner import run_campaign
+from engine.campaign import batching, runner
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
 from store import interrupts, queries
 from tests.helpers import CLI, db
 
@@ -120,7 +120,8 @@ def test_a_ctrl_c_while_a_resume_loads_its_models_leaves_the_campaign_as_it_was(
     home, monkeypatch, deferred
 ):
     # It was deferred to the search: the row went to running and closed with 0 evaluations.
-    from engine import resume, search_loop
+    from engine.campaign import loop as search_loop
+    from engine.campaign import resume
 
     calls = []
     real = search_loop.Campaign.evaluate_generation

@@ -71,7 +71,7 @@ def test_individuals_keep_their_key_without_an_index(home: Path, env):
     """Schema 11 dropped the index of `individuals` (it doubled each flush): a campaign
     writes each key once, and doctor finds a copy and drops it. (Killed and resumed
     campaigns: tests/reliability/test_kill_resume.py, where doctor finds no duplicate.)"""
-    from engine import doctor
+    from engine.io import doctor
 
     cli(["run", *TINY, "--id", "a"], env)
     store = Store(home / "latentfuzz.duckdb")

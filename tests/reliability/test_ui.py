@@ -8,7 +8,7 @@ import subprocess
 import time
 import urllib.request
 
-from engine.cli_ui import SETTINGS, command
+from engine.cli.ui import SETTINGS, command
 from tests.helpers import CLI
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.config import parse_config
-from engine.errors import ConfigError
-from engine.labelling import failing_seeds
-from engine.runner import run_campaign
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.errors import ConfigError
+from engine.labelling.validity import failing_seeds
 from store import Store, queries
 from store.connection import Store as StoreClass
 from tests.helpers import page_opener

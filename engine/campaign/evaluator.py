@@ -1,0 +1,80 @@
+"""Decoding and classifying candidates: bounded batches, one decode for two classifiers,
+and model failures turned into one-line errors."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+
+import torch
+
+from engine.campaign.config import Resolved
+from engine.core.errors import ModelError
+from engine.core.images import to_uint8
+
+
+class Evaluator:
+    """Decode + classify in bounded batches; keeps the batch sizes for benchmarks.
+
+    A differential campaign's images are decoded once and classified by both classifiers:
+    the logits returned are A's (N, K) then B's, side by side (N, 2K); ``Campaign.split``
+    takes them apart. Strategies carry them with each individual without reading them.
+    """
+
+    def __init__(self, r: Resolved) -> None:
+        self.gen, self.clf, self.batch = r.generator, r.classifier, r.config.batch_size
+        self.clf_b = r.classifier_b
+        self.batch_sizes: list[int] = []
+        self.seconds = 0.0
+        #: Benchmark twins' time (engine/bench/campaign.py); zero in an ordinary campaign.
+        self.raw_seconds = 0.0
+
+    def __call__(self, z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Latents (N, *L), labels (N,) -> logits (N, K), uint8 images (N, C, H, W)."""
+        t0 = time.perf_counter()
+        try:
+            return self._evaluate(z, labels)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _evaluate(self, z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, images = [], []
+        dev = self.gen.device
+        # As many batches as the batch size needs, of equal sizes: 135 candidates at 128
+        # run as 68 + 67, not 128 + 7 (a batch of 7 runs at two thirds of the best rate).
+        n = z.shape[0]
+        step = -(-n // -(-n // self.batch)) if n else 1
+        for i in range(0, n, step):
+            zb, yb = z[i : i + step].to(dev), labels[i : i + step].to(dev)
+            with model_errors("generator", zb.shape[0]):
+                x = self.gen.decode(zb, yb if self.gen.conditional else None)
+            with model_errors("classifier", zb.shape[0]):
+                out = self.clf.logits(x, finite_input=True).cpu()
+            if self.clf_b is not None:
+                with model_errors("classifier B", zb.shape[0]):
+                    out = torch.cat([out, self.clf_b.logits(x, finite_input=True).cpu()], 1)
+            logits.append(out)
+            images.append(to_uint8(x).cpu())
+            self.batch_sizes.append(int(zb.shape[0]))
+        if len(logits) == 1:
+            return logits[0], images[0]
+        return torch.cat(logits), torch.cat(images)
+
+
+@contextlib.contextmanager
+def model_errors(what: str, n: int) -> Iterator[None]:
+    """Turn a model's own exception (a classifier that fails only on large batches, a
+    TorchScript error with its interpreter traceback) into one line that ends the campaign
+    `failed` with the model's message."""
+    try:
+        yield
+    except (ModelError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - any model failure ends the campaign the same way
+        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        msg = lines[-1] if lines else type(e).__name__
+        raise ModelError(
+            f"the {what} failed on a batch of {n} images: {msg}; fix the model, or lower "
+            "batch_size (--batch-size) if it only fails on large batches"
+        ) from e

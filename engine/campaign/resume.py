@@ -1,0 +1,182 @@
+"""Resume a crashed or interrupted campaign: deterministic replay from its stored config.
+
+A campaign's results depend only on its config and seed (every draw comes from one
+torch.Generator), so resuming needs no snapshot of population, step or generator state:
+the search is run again from the start, and ``ReplayWriter`` drops what the store already
+holds, up to the last committed generation, checking on the way that each replayed
+generation's best fitness equals the stored one (refused if models or libraries changed).
+From there on rows are written as usual. Images are rewritten identically, so files that
+a kill left unwritten come back. The store holds whole generations only (a generation's
+rows are pending together and written in one transaction), so "the last committed
+generation" is one number for the whole campaign.
+
+The cost is the replayed generations' compute; the gain is that nothing has to be persisted
+per flush and a resumed campaign provably matches an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.campaign.config import from_record, resolve
+from engine.campaign.runner import CampaignResult, Evaluator, Progress, execute
+from engine.campaign.startup import ReplayReport
+from engine.classifiers import inference
+from engine.core.errors import ConfigError, LatentfuzzError
+from engine.core.home import db_path
+from store import CampaignWriter, Store, interrupts, queries, recovery
+from store.liveness import RESUMABLE, CampaignLock, reap
+
+
+@dataclass
+class Committed:
+    """What the store holds of a campaign: its seed rows or not, the last whole generation,
+    and each stored generation's best fitness for the replay check."""
+
+    seeds: bool
+    last: int
+    best: dict[tuple[int, int], float]
+
+    @classmethod
+    def load(cls, store: Store, cid: str) -> Committed:
+        n = store.query("SELECT count(*) AS n FROM seeds WHERE campaign_id = ?", [cid])["n"][0]
+        g = store.query(
+            "SELECT seed_idx, generation, best_fitness FROM generations WHERE campaign_id = ?",
+            [cid],
+        )
+        best = {
+            (int(s), int(k)): float(f)
+            for s, k, f in zip(g["seed_idx"], g["generation"], g["best_fitness"], strict=True)
+        }
+        return cls(bool(n), int(g["generation"].max()) if len(g) else 0, best)
+
+
+class ReplayWriter:
+    """Stands between the search and its CampaignWriter while a campaign is replayed: rows
+    the store holds already are checked and dropped, the rest go through."""
+
+    def __init__(
+        self, writer: CampaignWriter, committed: Committed, report: ReplayReport | None = None
+    ) -> None:
+        self.w, self.c, self.report = writer, committed, report
+        self.g = 0  # the generation being recorded (its generations rows come first)
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        return self.w.batch()
+
+    def maybe_flush(self) -> None:
+        self.w.maybe_flush()
+
+    def append(self, table: str, **columns: Any) -> None:
+        if table == "seeds" or (table == "images" and columns.get("kind") == "seed"):
+            if self.c.seeds:
+                return
+        elif table == "generations":
+            self.g = int(columns["generation"])
+            if self.report is not None:
+                self.report.at(self.g)
+            if self.g <= self.c.last:
+                self._check(columns)
+                return
+        elif self.g <= self.c.last:  # individuals, result images of this generation
+            return
+        self.w.append(table, **columns)
+
+    def update_seeds(self, **columns: Any) -> None:
+        if self.g > self.c.last:
+            self.w.update_seeds(**columns)
+
+    def _check(self, columns: dict[str, Any]) -> None:
+        for s, f in zip(np.atleast_1d(columns["seed_idx"]),
+                        np.atleast_1d(columns["best_fitness"]), strict=True):  # fmt: skip
+            stored = self.c.best.get((int(s), self.g))
+            if stored is None or stored != float(f):
+                raise ConfigError(
+                    f"cannot resume: replaying generation {self.g} of seed {int(s)} gives best "
+                    f"fitness {float(f)!r}, the store holds {stored!r}; the models, libraries "
+                    "or thread count differ from the campaign's run. Start a new campaign"
+                )
+
+
+@contextlib.contextmanager
+def _released_on_error(lock: CampaignLock) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        lock.release()
+        raise
+
+
+def resume_campaign(
+    home: Path,
+    cid: str,
+    progress: Callable[[Progress], None] | None = None,
+    models_root: Path | None = None,
+    evaluator: type[Evaluator] | None = None,
+) -> CampaignResult:
+    """Continue a crashed or interrupted campaign to the end it would have had."""
+    store = Store(db_path(home))
+    store.require_writable()
+    recovery.ingest(store)
+    reap(store)
+    c = queries.campaign(store, cid)
+    if c is None:
+        raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
+    if c["status"] not in RESUMABLE:
+        hint = "; stop it first" if c["status"] == "running" else ""
+        raise LatentfuzzError(
+            f"campaign {cid} is {c['status']}; only {' or '.join(RESUMABLE)} campaigns can "
+            f"be resumed{hint}"
+        )
+    r = resolve(from_record(c["config"]), models_root)
+    if getattr(r.strategy.params, "seconds", None) is not None:
+        raise LatentfuzzError(
+            f"campaign {cid} has a wall-clock budget (seconds={r.strategy.params.seconds}): "
+            "how far it got depends on the machine, so it cannot be replayed to the same "
+            "state; start a new campaign"
+        )
+    if r.model_hashes != c["environment"].get("model_sha256"):
+        raise ConfigError(
+            f"campaign {cid} ran with models {c['environment'].get('model_sha256')}, now "
+            f"{r.model_hashes}; a resumed run would not match. Start a new campaign"
+        )
+    # A Ctrl-C deferred while the models loaded stops here, before the row is touched.
+    interrupts.checkpoint()
+    lock = CampaignLock(home, cid).acquire()
+    with _released_on_error(lock):
+        committed = Committed.load(store, cid)
+        # Before the campaign reads as running: a page must not take an earlier resume's
+        # report for this one's.
+        report = ReplayReport(home, cid, committed.last)
+    try:
+        with _released_on_error(lock), store.write() as con:
+            con.execute(
+                "UPDATE campaigns SET status = 'running', pid = ?, error = NULL, "
+                "finished_at = NULL WHERE id = ?",
+                [os.getpid(), cid],
+            )
+            con.execute(
+                "UPDATE seeds SET status = 'searching' WHERE campaign_id = ? "
+                "AND status = 'interrupted'",
+                [cid],
+            )
+        # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
+        eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
+        with inference.eager_only() if eager else contextlib.nullcontext():
+            return execute(
+                r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
+                wrap=lambda w: ReplayWriter(w, committed, report),
+                evaluations_before=int(c.get("evaluations") or 0),
+            )  # fmt: skip
+    finally:
+        # Read only while the campaign runs (it stayed in the home for good), also when the
+        # resume failed before it began.
+        report.remove()

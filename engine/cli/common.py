@@ -1,0 +1,177 @@
+"""What every `latentfuzz` command group shares: consoles, the --home option, the store,
+table cells."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, ConsoleDimensions
+from rich.table import Table as _RichTable
+from rich.text import Text
+
+from engine.core.errors import yaml_problem
+from engine.core.home import ENV_VAR, db_path, resolve_home
+
+#: The width of output that goes to a file or a pipe.
+PIPED_WIDTH = 400
+
+
+class CliConsole(Console):
+    """A console whose output, when it goes to a file or a pipe and COLUMNS does not say
+    otherwise, is as wide as its content: rich would fit it to 80 columns, cutting the
+    image paths and ids that a script or `grep` reads out of a table to "campai…"."""
+
+    def _size(self) -> ConsoleDimensions:
+        d = Console.size.fget(self)
+        if self._width is None and not self.is_terminal and "COLUMNS" not in os.environ:
+            return ConsoleDimensions(PIPED_WIDTH, d.height)
+        return d
+
+    size = property(_size, Console.size.fset)
+
+
+console = CliConsole()
+err = CliConsole(stderr=True)
+
+
+class Table(_RichTable):
+    """A rich table whose text cells are printed as they are: rich read "[red]" or "[x]" in
+    a campaign, study or folder name as markup and dropped it from the row. A cell meant
+    to be styled is given as a `Text`."""
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **kwargs)
+
+
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option("--home", help=f"data directory [default: ${ENV_VAR} or ~/.latentfuzz]"),
+]
+
+
+def open_store(home: Path | None):
+    """The store of the data directory chosen by --home or the environment, with recovery
+    files ingested (store/recovery.py) and dead `running` campaigns marked `crashed`
+    (store/liveness.py)."""
+    from store import Store, recovery
+    from store.liveness import reap
+
+    store = Store(db_path(resolve_home(home)))
+    recovery.ingest(store)  # rows a campaign saved when its user stopped it waiting
+    reap(store)
+    return store
+
+
+def shown_status(home: Path | None, cid: str, stored: str) -> str:
+    """A campaign's status as readers report it: `crashed` when its process is gone, also
+    in a read-only store that could not be marked."""
+    from store.liveness import status
+
+    return status(resolve_home(home), cid, stored)
+
+
+def warn_unfinished(home: Path | None, cid: str, stored: str) -> None:
+    """One line on stderr when a campaign is not finished, so exports and studies say so."""
+    st = shown_status(home, cid, stored)
+    if st == "crashed":
+        msg = f"campaign {cid} crashed; using what it wrote (`latentfuzz resume {cid}` resumes it)"
+    elif st in ("running", "interrupted"):
+        msg = f"campaign {cid} is {st}; using what it has written so far"
+    else:
+        return
+    err.print(f"warning: {msg}", markup=False, highlight=False, soft_wrap=True)
+
+
+def fmt(v: Any, spec: str = "") -> str:
+    """A table cell: empty for missing values (None, NaN, pandas NA)."""
+    import pandas as pd
+
+    if v is None or pd.isna(v):
+        return ""
+    return format(int(v), "d") if spec == "d" else format(v, spec)
+
+
+def one_line(e: BaseException, flags: bool = False) -> str | None:
+    """A file-system, YAML or validation error as the one line a user gets (what was
+    received, what was expected, the fix), or None for a bug, which keeps its traceback.
+    These came through as tracebacks: a folder given where a file goes, a missing
+    folder, an unclosed bracket in a YAML file, a pydantic dump for `--k 0`. `flags`:
+    name a setting as the command's option (`--gold-rate`)."""
+    if isinstance(e, OSError):
+        if not e.filename:
+            return str(e)
+        # By cause: "a folder that exists and that you may write" misled about input files.
+        fix = {
+            errno.EISDIR: "it is a folder; give the path of a file",
+            errno.ENOENT: "no such file or folder; check the path",
+            errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+            errno.EACCES: "permission denied; pick a path you may read and write",
+            errno.EPERM: "permission denied; pick a path you may read and write",
+            errno.ENOSPC: "no space left on the device; free some space",
+        }.get(e.errno, f"{e.strerror or e}; check the path")
+        return f"cannot use {e.filename}: {fix}"
+    if type(e).__module__.startswith("yaml"):
+        return yaml_problem(e)
+    if type(e).__name__ == "ValidationError" and hasattr(e, "errors"):
+        said = []
+        for err in e.errors():
+            msg = err["msg"].removeprefix("Value error, ")
+            if not err["loc"]:  # a rule across settings: its message names them
+                said.append(msg)
+                continue
+            field = ".".join(map(str, err["loc"]))
+            if flags:  # named as the command's option
+                field = "--" + str(err["loc"][0]).replace("_", "-")
+            got = err.get("input")
+            given = "" if isinstance(got, dict) else f" (you gave {got!r})"
+            said.append(f"{field}: {msg}{given}")
+        return "invalid settings: " + "; ".join(said)
+    return None
+
+
+def start_up_interruptible(command):
+    """Ctrl-C and SIGTERM (the dashboard's stop) stop a campaign command cleanly. Until its
+    search starts they are deferred to checkpoints where nothing is half done
+    (store/interrupts.py: raised inside an import or a DuckDB query they were tracebacks);
+    one before the campaign's row says so in one line and exits 130."""
+
+    @functools.wraps(command)
+    def wrapped(*args, **kwargs):
+        from store import interrupts
+
+        # First: a Ctrl-C in the seconds of imports before was lost.
+        interrupts.stop_raises()
+        try:
+            with interrupts.start_up_deferred(lambda m: err.print(m, markup=False)):
+                return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            err.print("interrupted before the search began", markup=False)
+            raise typer.Exit(130) from None
+
+    return wrapped
+
+
+def received(e: Exception, argv: list[str]) -> str | None:
+    """The value a bad option was given on the command line (click's message names the
+    option and the rule, not what was typed)."""
+    # By name: typer may carry its own copy of click, whose classes are not click's.
+    kinds = {k.__name__ for k in type(e).__mro__}
+    opts = getattr(getattr(e, "param", None), "opts", None)
+    if not opts or "BadParameter" not in kinds or "MissingParameter" in kinds:
+        return None
+    got, i = None, 0
+    while i < len(argv):  # the last one given counts, as for click
+        a = argv[i]
+        if a in opts and i + 1 < len(argv):
+            got, i = argv[i + 1], i + 2
+            continue
+        if a == "--":  # the end of options
+            break
+        got = next((a[len(o) + 1 :] for o in opts if a.startswith(o + "=")), got)
+        i += 1
+    return got

@@ -1,0 +1,215 @@
+"""Differential testing commands: `validate`, `diff-study`, `zoo compress`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from engine.cli.common import HomeOpt, Table, console, err, fmt
+from engine.cli.common import open_store as _store
+from engine.core.errors import LatentfuzzError
+
+#: diff-study's default pairs: a different architecture, and the compressed twin.
+PAIRS = ("mnist-convnet:mnist-lenet5", "mnist-convnet:mnist-convnet-pruned80")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(validate)
+    app.command("diff-study")(diff_study)
+
+
+def parse_validators(items: list[str]) -> dict[str, float | None]:
+    """['ssim-nearest=0.4', 'discriminator'] -> {'ssim-nearest': 0.4, 'discriminator': None}."""
+    out: dict[str, float | None] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if eq and not value.strip():  # "discriminator=" meant a threshold, not the default
+            raise LatentfuzzError(
+                f"--validator {item!r}: the threshold is empty; give NAME=THRESHOLD, e.g. "
+                f"{name.strip() or 'ssim-nearest'}=0.4, or NAME alone for its default"
+            )
+        try:
+            threshold = float(value) if value else None
+        except ValueError:
+            raise LatentfuzzError(
+                f"--validator {item!r}: the threshold {value!r} is not a number; "
+                "expected NAME or NAME=THRESHOLD, e.g. ssim-nearest=0.4"
+            ) from None
+        if threshold is not None and not math.isfinite(threshold):
+            raise LatentfuzzError(f"--validator {item!r}: the threshold must be finite")
+        out[name.strip()] = threshold
+    return out
+
+
+def parse_pairs(text: str) -> list[list[str]]:
+    """'a:b,c:d' -> [['a', 'b'], ['c', 'd']], or a one-line error naming the bad item."""
+    out = []
+    for item in text.split(","):
+        parts = [x.strip() for x in item.split(":")]
+        if len(parts) != 2 or not all(parts):
+            raise LatentfuzzError(
+                f"--pairs item {item!r} is not a classifier pair; expected A:B, e.g. "
+                "mnist-convnet:mnist-lenet5 (comma-separated for several)"
+            )
+        out.append(parts)
+    return out
+
+
+def validate(
+    campaign: Annotated[str, typer.Argument(help="campaign id")],
+    validator: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME or NAME=THRESHOLD (repeat) [the campaign's, else all that apply]"),
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Score a campaign's archived and result images with validity filters and recompute
+    its differential figures."""
+    from engine.campaign import triggering as differential
+    from engine.campaign.config import from_record, resolve
+    from engine.core.home import resolve_home
+    from engine.validators import check_validators, default_validators
+    from store import queries
+
+    store = _store(home)
+    row = queries.campaign(store, campaign)
+    if row is None:
+        raise LatentfuzzError(f"no campaign {campaign!r}; `latentfuzz campaigns` lists them")
+    r = resolve(from_record(row["config"]))
+    chosen = parse_validators(validator) if validator else r.validators
+    chosen = chosen or default_validators(r.generator)
+    check_validators(chosen, r.generator)
+    metrics = queries.metrics(store, campaign)
+    evaluations = 0 if metrics is None else int(metrics["evaluations"])
+    rows, figs = differential.close(r, store, resolve_home(home), campaign, evaluations, chosen)
+    for (kind, name), part in rows.groupby(["kind", "validator"]):
+        console.print(
+            f"{kind} images, {name}: {int(part['valid'].sum())} of {len(part)} valid "
+            f"(threshold {part['threshold'].iloc[0]:.3f})"
+        )
+    if figs is not None:
+        console.print(
+            f"triggering inputs {figs['triggering']}, valid {figs['valid_triggering']}, "
+            f"geometric diversity {fmt(figs['geometric_diversity'], '.1f')}"
+        )
+
+
+def diff_study(
+    pairs: Annotated[str, typer.Option(help="comma-separated A:B classifier pairs")] = ",".join(
+        PAIRS
+    ),
+    generator: Annotated[str, typer.Option(help="zoo generator")] = "gan",
+    seeds: Annotated[int, typer.Option(help="searches (seeds) per campaign")] = 4,
+    evaluations: Annotated[int, typer.Option(help="evaluations per search, both methods")] = 1500,
+    population: Annotated[int, typer.Option(help="NSGA-II and GA population")] = 50,
+    repetitions: Annotated[int, typer.Option(help="campaigns per method and pair")] = 3,
+    embedding: Annotated[str, typer.Option(help="NSGA-II's embedding: pca | umap")] = "pca",
+    name: Annotated[str | None, typer.Option(help="study name [diff-<time>]")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """NSGA-II (DiffGAN) against a single-objective GA with the divergence fitness, at
+    equal evaluation budget, on each classifier pair; prints triggering inputs, valid ones
+    and geometric diversity (mean and standard deviation over repetitions)."""
+    from engine.studies.differential import StudyStopped, run_diff_study
+    from store import interrupts
+
+    interrupts.stop_raises()
+    try:
+        table = run_diff_study(
+            parse_pairs(pairs), generator, seeds, evaluations, population, repetitions,
+            embedding, name, home,
+        )  # fmt: skip
+    except StudyStopped as e:
+        err.print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+    print_study(table)
+
+
+def print_study(df: Any) -> None:
+    t = Table("A vs B", "method", "runs", "triggering", "valid triggering",
+              "geometric diversity (valid)", "subset", "label entropy (valid)",
+              caption="mean ± SD over runs")  # fmt: skip
+    for _, r in df.iterrows():
+        t.add_row(
+            f"{r['classifier']}\nvs {r['classifier_b']}", r["strategy"], str(r["runs"]),
+            f"{r['triggering_mean']:.0f} ± {fmt(r['triggering_sd'], '.0f')}",
+            f"{r['valid_triggering_mean']:.0f} ± {fmt(r['valid_triggering_sd'], '.0f')}",
+            f"{fmt(r['geometric_diversity_mean'], '.1f')} ± "
+            f"{fmt(r['geometric_diversity_sd'], '.1f')}",
+            f"{fmt(r['geometric_subset_min'], '.0f')}-{fmt(r['geometric_subset_max'], '.0f')}",
+            f"{fmt(r['label_entropy_mean'], '.2f')} ± {fmt(r['label_entropy_sd'], '.2f')}",
+        )  # fmt: skip
+    console.print(t)
+
+
+def register_zoo(zoo_app: typer.Typer) -> None:
+    zoo_app.command("compress")(zoo_compress)
+
+
+def zoo_compress(
+    name: Annotated[str, typer.Argument(help="zoo classifier")] = "mnist-convnet",
+    amount: Annotated[float, typer.Option(help="share of weights pruned")] = 0.8,
+    dataset: str = "mnist",
+    out: Annotated[Path | None, typer.Option(help="zoo folder [the bundled models/]")] = None,
+) -> None:
+    """Make a compressed twin of a zoo classifier (global magnitude pruning) and card it."""
+    from engine.train.compress import compress_classifier
+
+    card = compress_classifier(name, amount, dataset, out)
+    m = card["metrics"]
+    console.print(
+        f"{card['name']}: sparsity {card['compression']['sparsity']:.3f}, test accuracy "
+        f"{m['test_accuracy']:.3f} (original {fmt(m['original_test_accuracy'], '.3f')}), "
+        f"agrees with {name} on {m['agreement_with_original']:.1%} of test images"
+    )
+
+
+def register_bench(bench_app: typer.Typer) -> None:
+    bench_app.command("nsga2")(bench_nsga2_cmd)
+    bench_app.command("ssim")(bench_ssim_cmd)
+
+
+def bench_nsga2_cmd(
+    embeddings: Annotated[str, typer.Option(help="comma-separated: pca, umap")] = "pca,umap",
+    seeds: Annotated[int, typer.Option(help="NSGA-II runs")] = 4,
+    generations: Annotated[int, typer.Option(help="generations per run")] = 20,
+    population: Annotated[int, typer.Option(help="population per run")] = 50,
+) -> None:
+    """NSGA-II's own share of a generation's time, and PCA vs UMAP for its diversity
+    objective at equal budget (GAN, convnet vs LeNet-5)."""
+    from engine.bench.nsga2 import bench_nsga2
+
+    rows = bench_nsga2(tuple(embeddings.split(",")), seeds, generations, population)
+    t = Table("embedding", "s / generation", "NSGA-II share", "models share", "command s",
+              "triggering", "geometric diversity", "label entropy",
+              title=f"NSGA-II, {seeds} runs x {population}, {generations} generations")  # fmt: skip
+    for r in rows:
+        t.add_row(
+            r["embedding"], f"{r['seconds_per_generation']:.3f}", f"{r['nsga2_share']:.1%}",
+            f"{r['model_share']:.1%}", f"{r['command_seconds']:.1f}", str(r["triggering"]),
+            f"{fmt(r['geometric_diversity'], '.1f')} (n={r['geometric_subset']})",
+            fmt(r["label_entropy"], ".2f"),
+        )  # fmt: skip
+    console.print(t)
+
+
+def bench_ssim_cmd(
+    queries: Annotated[int, typer.Option(help="generated images scored")] = 1000,
+    recall: Annotated[int, typer.Option(help="of them, checked against brute force")] = 50,
+) -> None:
+    """The ssim-nearest filter: N GAN images against the training split (timed), and how
+    often the L2 pre-selection finds the brute-force best."""
+    from engine.bench.nsga2 import bench_ssim
+
+    r = bench_ssim(queries, recall)
+    console.print(
+        f"ssim-nearest: {r['queries']} images x {r['references']} references, "
+        f"{r['candidates']} candidates each: {r['seconds']:.2f} s "
+        f"(+{r['setup_seconds']:.2f} s once for the references); brute force "
+        f"{r['brute_force_seconds_per_query'] * r['queries']:.0f} s estimated; recall "
+        f"{r['recall']:.2f} on {r['recall_queries']} images (largest shortfall "
+        f"{r['max_shortfall']:.4f})"
+    )

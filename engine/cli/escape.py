@@ -1,0 +1,111 @@
+"""`latentfuzz escape`: SINVAD's class-escape matrix, run and printed (or exported)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine.cli.common import HomeOpt, console, err
+from engine.cli.common import open_store as _store
+from engine.core.errors import LatentfuzzError
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(escape)
+
+
+def escape(
+    generator: Annotated[str, typer.Option(help="zoo generator or family")] = "vae",
+    per_pair: Annotated[
+        int, typer.Option(help="targeted searches per (source, target) class pair")
+    ] = 5,
+    dataset: Annotated[str | None, typer.Option(help="dataset name [mnist]")] = None,
+    classifier: Annotated[
+        str | None, typer.Option(help="zoo classifier or TorchScript file")
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help="search strategy (sinvad: SINVAD's own analysis)")
+    ] = "sinvad",
+    perturbation: Annotated[
+        str | None, typer.Option(help="GA step preset: low | high | strong [strong]")
+    ] = None,
+    generations: Annotated[
+        int | None, typer.Option(help="generation budget per search [250]")
+    ] = None,
+    source: Annotated[
+        int | None, typer.Option(help="one source class only (one row of the matrix)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="random seed [0]")] = None,
+    name: Annotated[str | None, typer.Option(help="campaign name")] = None,
+    csv: Annotated[Path | None, typer.Option(help="write the matrix as CSV here")] = None,
+    campaign: Annotated[
+        str | None,
+        typer.Option(help="print (and --csv export) the matrix of this campaign; no new run"),
+    ] = None,
+    home: HomeOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+) -> None:
+    """Class-escape matrix: targeted searches from every source class to every other
+    class, as one campaign; prints success rates and median iterations per pair."""
+    from engine.cli.main import run
+
+    if campaign is None:
+        campaign = run(
+            dataset=dataset, generator=generator, classifier=classifier, strategy=strategy,
+            perturbation=perturbation, generations=generations, target_class=source,
+            escape_per_pair=per_pair, seed=seed, name=name, home=home, quiet=quiet,
+            no_individuals=True,
+        ).campaign_id  # fmt: skip
+    show_matrix(campaign, home, csv)
+
+
+def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
+    from engine.core.csv_io import to_csv
+    from engine.datasets import get_dataset
+    from engine.studies.escape import escape_table, grid
+    from store import queries
+
+    store = _store(home)
+    c = queries.campaign(store, cid)
+    if c is None:
+        raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
+    names = get_dataset(c["dataset"]).class_names
+    df = escape_table(store, cid, names)
+    if df.empty:
+        raise LatentfuzzError(
+            f"campaign {cid} has no per-seed targets, so no escape matrix; run "
+            "`latentfuzz escape` (or give escape_per_pair) to make one"
+        )
+    # Two tables, not one of "rate (iterations)" cells: ten classes fit 80 columns.
+    for column, title, spec in (
+        ("success_rate", "class escape: success rate, from source (rows) to target", ".2f"),
+        ("median_iterations", "median iterations of the successful searches", ".0f"),
+    ):
+        console.print(title, soft_wrap=True)  # a table title as wide would widen its columns
+        console.print(_table(grid(df, column, names), spec))
+    console.print(
+        f"campaign {cid}: mean success rate {df['success_rate'].mean():.2f} over "
+        f"{len(df)} pairs, {int(df['viable'].sum())} viable searches",
+        soft_wrap=True,
+    )
+    if csv is not None:
+        to_csv(df, csv)
+        err.print(f"wrote {csv} ({len(df)} pairs)", markup=False, highlight=False, soft_wrap=True)
+
+
+def _table(g, spec: str):
+    import pandas as pd
+    from rich import box
+    from rich.text import Text
+
+    from engine.cli.common import Table  # class names are the dataset's text, not markup
+
+    t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+    t.add_column("from \\ to", no_wrap=True)
+    for col in g.columns:
+        t.add_column(Text(str(col)), justify="right", no_wrap=True)
+    for src in g.index:
+        t.add_row(str(src), *("" if pd.isna(v) else format(v, spec) for v in g.loc[src]))
+    return t

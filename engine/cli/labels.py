@@ -1,0 +1,232 @@
+"""`latentfuzz labels`: create, import, report and export validity studies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from engine.cli.common import HomeOpt, Table, console, fmt, one_line, warn_unfinished
+from engine.cli.common import open_store as _store
+from engine.core.errors import LatentfuzzError
+from engine.core.home import resolve_home
+
+labels_app = typer.Typer(no_args_is_help=True, help="Validity studies: human labels.")
+
+
+def _images(n: int, what: str = "") -> str:
+    return f"{n} {what}image{'s' * (n != 1)}"
+
+
+def _pct(v: float) -> str:
+    return fmt(v, ".1f") or "n/a"  # NaN when there is nothing to divide by
+
+
+@labels_app.command("create")
+def create_cmd(
+    campaign: Annotated[list[str], typer.Option("--campaign", help="campaign id (repeat)")],
+    k: Annotated[int, typer.Option(help="answers per image")] = 2,
+    sample: Annotated[int | None, typer.Option(help="result images to draw [all]")] = None,
+    plan: Annotated[bool, typer.Option(help="sample size for 95% confidence, 5% margin")] = False,
+    seed_images: Annotated[bool, typer.Option(help="also show the seed images")] = False,
+    triggering: Annotated[
+        bool, typer.Option(help="label differential campaigns' triggering inputs")
+    ] = False,
+    gold_rate: Annotated[float, typer.Option(help="share of gold (real) images")] = 0.1,
+    rule: Annotated[str, typer.Option(help="icst | majority (k >= 3)")] = "icst",
+    seed: Annotated[int, typer.Option(help="random seed of sampling, orders, bootstrap")] = 0,
+    name: Annotated[str | None, typer.Option(help="study name")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Create a study from campaigns' failing images."""
+    from pydantic import ValidationError
+
+    from engine.labelling.agreement import sample_size
+    from engine.labelling.validity import StudyConfig, create_study, failing_seeds
+    from store import queries
+
+    store = _store(home)
+    for cid in campaign:
+        c = queries.campaign(store, cid)
+        if c is not None:
+            warn_unfinished(home, cid, c["status"])
+    if plan:
+        population = len(failing_seeds(store, campaign))
+        sample = sample_size(population)
+        console.print(f"planner: {sample} of {population} failing images (95% confidence, 5%)")
+    try:
+        cfg = StudyConfig(campaigns=campaign, k=k, sample=sample, seed_images=seed_images,
+                          gold_rate=gold_rate, rule=rule, seed=seed, name=name,
+                          triggering=triggering)  # fmt: skip
+    except ValidationError as e:
+        raise LatentfuzzError(str(one_line(e, flags=True))) from e
+    sid = create_study(store, resolve_home(home), cfg)
+    console.print(f"created {sid}; open the Label page of the dashboard to label it")
+
+
+@labels_app.command("list")
+def list_cmd(home: HomeOpt = None) -> None:
+    """List studies, newest first."""
+    from store import labels
+
+    df = labels.studies(_store(home))
+    if df.empty:
+        console.print("no study yet; `latentfuzz labels create` or `labels import` makes one")
+        return
+    t = Table("id", "name", "dataset", "source", "k", "rule", "items", "answers", "labellers")
+    t.columns[0].no_wrap = True
+    for r in df.itertuples():
+        t.add_row(r.id, str(r.name), r.dataset, r.source, str(r.k), r.rule, str(r.items),
+                  str(r.answers), str(r.labellers))  # fmt: skip
+    console.print(t)
+
+
+@labels_app.command("import")
+def import_cmd(
+    file: Annotated[Path, typer.Argument(help="CSV, one row per image")],
+    dataset: Annotated[str, typer.Option(help="dataset whose classes the answers name")],
+    mapping: Annotated[Path | None, typer.Option(help="YAML: columns and answer texts")] = None,
+    name: Annotated[str | None, typer.Option(help="study name [file name]")] = None,
+    encoding: Annotated[
+        str | None, typer.Option(help="file encoding [from its byte-order mark, else utf-8]")
+    ] = None,
+    max_rows: Annotated[int, typer.Option(help="most data rows read", min=1)] = 100_000,
+    again: Annotated[
+        bool, typer.Option(help="import a file already imported as another study")
+    ] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Create a study from an external study's CSV and recompute its verdicts."""
+    from engine.labelling.importing import ImportMapping, import_csv
+
+    if not file.exists():
+        raise LatentfuzzError(f"no file {file}")
+    m = ImportMapping.from_yaml(mapping) if mapping else None
+    res = import_csv(_store(home), file, dataset, m, name, encoding=encoding,
+                     max_rows=max_rows, again=again)  # fmt: skip
+    if res.shape is None:
+        console.print(
+            f"imported {res.rows} images and {res.judgements} answers into {res.study_id} "
+            f"({res.empty_cells} empty answer cells)"
+        )
+    else:
+        console.print(
+            f"imported a latentfuzz {res.shape} export: {res.rows} images, {res.judgements} "
+            f"answers and {res.adjudications} adjudications into {res.study_id}"
+            + (f" (not in the file, assumed: {res.assumed})" if res.assumed else "")
+        )
+    if res.disagreements.empty:
+        console.print("the file's own verdict columns agree with ours")
+    else:
+        console.print(f"[yellow]{len(res.disagreements)} verdicts in the file differ from ours:")
+        t = Table()
+        for col in res.disagreements.columns:  # the file's own headers: text, not markup
+            t.add_column(Text(str(col)))
+        for r in res.disagreements.itertuples(index=False):
+            t.add_row(*map(str, r))
+        console.print(t)
+    report_cmd(res.study_id, home=home)
+
+
+@labels_app.command("report")
+def report_cmd(
+    study: Annotated[str | None, typer.Argument(help="study id [the latest]")] = None,
+    by: Annotated[
+        str, typer.Option(help="comma-separated: generator, preset, campaign_id, kind")
+    ] = "generator,preset",  # fmt: skip
+    home: HomeOpt = None,
+) -> None:
+    """Validity and label preservation per generator x perturbation."""
+    from engine.labelling.validity import (
+        agreement_table,
+        labeller_table,
+        load,
+        model_agreement,
+        report,
+    )
+    from store import labels
+
+    store = _store(home)
+    if study is None:
+        df = labels.studies(store)
+        if df.empty:
+            raise LatentfuzzError("no study yet; `latentfuzz labels create` or `labels import`")
+        study = str(df.iloc[0]["id"])
+    keys = tuple(c.strip() for c in by.split(","))
+    table = report(store, study, keys)
+    if "kind" in table.columns and "kind" not in keys:
+        keys = ("kind", *keys)
+    s, v, j = load(store, study)
+    console.print(Text.assemble((study, "bold"), f" {s['name']}  rule {s['rule']}, k={s['k']}"))
+    headers = {"generator": "generator", "preset": "perturbation"}
+    t = Table(*[headers.get(c, c) for c in keys], "n", "valid #", "valid %", "95% CI",
+              "preserved #", "preserved %", "95% CI ")  # fmt: skip
+    for r in table.itertuples():
+        t.add_row(
+            *[str(getattr(r, c)) for c in keys], str(r.n), str(r.valid), _pct(r.valid_pct),
+            r.valid_ci, str(r.preserved), _pct(r.preserved_pct), r.preserved_ci,
+        )  # fmt: skip
+    console.print(t if len(table) else "no image has all its answers yet")
+    if len(table) and (table["undecided_validity"].sum() or table["undecided_preservation"].sum()):
+        a, b = int(table["undecided_validity"].sum()), int(table["undecided_preservation"].sum())
+        console.print(
+            f"undecided (in no # above): the validity of {_images(a)}, the label preservation "
+            f"of {_images(b, 'valid ')}; the Validity studies page's Adjudication tab settles "
+            "them"
+        )  # fmt: skip
+    sides = model_agreement(v, s["rule"])
+    if len(sides):  # triggering inputs: the dashboard's "Which classifier people agree with"
+        w = Table(
+            "campaign",
+            "labelled",
+            "valid",
+            "A's label",
+            "B's label",
+            "another label",
+            "undecided",
+            title="Of the valid triggering inputs, the label people give",
+        )
+        for r in sides.itertuples():
+            w.add_row(r.campaign_id, *(str(x) for x in r[2:]))
+        console.print(w)
+    incomplete = v[~v["complete"] & v["kind"].ne("gold")]
+    if len(incomplete):
+        n = len(incomplete)
+        console.print(f"{_images(n)} {'has' if n == 1 else 'have'} fewer than {s['k']} answers "
+                      f"and {'is' if n == 1 else 'are'} not counted")  # fmt: skip
+    ag = agreement_table(j, v)
+    if ag["items"]:
+        console.print(
+            "agreement: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in ag.items() if k != "items" and v is not None)
+            + f" (over {ag['items']} images with two or more answers)"
+        )
+    lt = labeller_table(j, v)
+    if lt["gold"].sum():
+        for r in lt.itertuples():
+            acc = f"gold accuracy {_pct(r.gold_accuracy_pct)}% of {r.gold}" if r.gold else (
+                "answered no gold image")  # fmt: skip
+            console.print(f"{r.labeller}: {acc}", markup=False)
+
+
+@labels_app.command("export")
+def export_cmd(
+    study: Annotated[str, typer.Argument(help="study id")],
+    raw: Annotated[Path | None, typer.Option(help="CSV, one row per judgement")] = None,
+    wide: Annotated[Path | None, typer.Option(help="CSV, one row per image")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Write the raw judgements and/or the wide per-image table."""
+    from engine.core.csv_io import to_csv
+    from engine.labelling.exchange import raw_export, wide_export
+
+    if raw is None and wide is None:
+        raise LatentfuzzError("nothing to write: give --raw FILE and/or --wide FILE")
+    store = _store(home)
+    for path, fn in ((raw, raw_export), (wide, wide_export)):
+        if path is not None:
+            df = fn(store, study)
+            to_csv(df, path)  # formula cells neutralised
+            console.print(f"wrote {path} ({len(df)} rows)", markup=False)

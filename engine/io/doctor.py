@@ -1,0 +1,146 @@
+"""`latentfuzz doctor`: the store's integrity checks and what a crash or a hand can leave.
+
+Checks: the store file opens (done by Store) and no campaign table holds two rows with one
+key; dead campaigns (`running` with no live process) and crashed ones; campaign folders
+without a campaign row (orphans); images the store names that are missing on disk; strip
+frames that generation rows point to beyond the end of their strip; recovery folders not
+yet written. A crashed or interrupted campaign's missing files are reported with the
+advice to resume it, as `resume` rewrites them. ``fix`` does only the safe repairs: mark
+dead campaigns crashed, write recovery folders, move orphan folders to ``<home>/orphans/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+
+from engine.core.images import frame_count
+from store import Store, StoreBusy, liveness, queries, recovery
+from store.schema import KEYS, UNINDEXED, rebuild
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # duplicate-keys | crashed | orphan-folder | missing-images | dangling-frames | ...
+    campaign: str | None
+    detail: str
+
+
+def _width(path: Path) -> int | None:
+    try:
+        with Image.open(path) as im:  # reads the header only
+            return im.width
+    except OSError:
+        return None
+
+
+def _files(store: Store, home: Path, cid: str) -> tuple[list[str], int]:
+    """(missing image paths, generation rows whose strip frame is beyond the strip's end)."""
+    s = queries.seeds(store, cid)
+    paths = [p for col in ("seed_image", "result_image", "improvements_image")
+             for p in s[col].dropna().tolist()]  # fmt: skip
+    missing = sorted({p for p in paths if not (home / p).is_file()})
+    g = store.query(
+        "SELECT seed_idx, image, max(image_frame) AS last FROM generations "
+        "WHERE campaign_id = ? AND image IS NOT NULL GROUP BY seed_idx, image",
+        [cid],
+    )
+    seed_img = dict(zip(s["seed_idx"], s["seed_image"], strict=True))
+    dangling = 0
+    for r in g.itertuples():
+        frame = _width(home / seed_img[r.seed_idx]) if seed_img.get(r.seed_idx) else None
+        # A crashed seed's frames are still in the strip's sidecar (engine/core/images.py).
+        n = frame_count(home / r.image, frame) if frame else None
+        if n is None or int(r.last) + 1 > n:
+            dangling += 1
+    return missing, dangling
+
+
+def check(store: Store, home: Path) -> list[Finding]:
+    """Every anomaly of the store and the home, in a stable order."""
+    out: list[Finding] = []
+    for table, key in KEYS.items():
+        n = store.query(
+            f"SELECT count(*) AS n FROM (SELECT {key} FROM {table} GROUP BY {key} "
+            "HAVING count(*) > 1)"
+        )["n"][0]
+        if n:
+            out.append(Finding("duplicate-keys", None, f"{table}: {n} keys appear twice"))
+    for folder in recovery.pending(home):
+        out.append(Finding("recovery", None, f"{folder} holds rows not yet written"))
+    camps = queries.list_campaigns(store)
+    for r in camps.itertuples():
+        status = liveness.status(home, r.id, r.status)
+        if status == "running":
+            continue  # its files are being written
+        missing, dangling = _files(store, home, r.id)
+        files = ", ".join(
+            x for x in (f"{len(missing)} missing images" if missing else "",
+                        f"{dangling} strips short of their frames" if dangling else "") if x
+        )  # fmt: skip
+        if status in liveness.RESUMABLE:
+            if status == "crashed":
+                dead = " (its process is gone; marked by --fix)" if r.status == "running" else ""
+                detail = f"crashed{dead}; `latentfuzz resume {r.id}` continues it"
+                out.append(
+                    Finding("crashed", r.id, detail + (f", rewriting {files}" * bool(files)))
+                )
+            elif files:  # interrupted: no finding of its own, but its files are still checked
+                kind = "missing-images" if missing else "dangling-frames"
+                out.append(Finding(kind, r.id, f"interrupted with {files}; `latentfuzz "
+                                   f"resume {r.id}` rewrites them"))  # fmt: skip
+            continue
+        if missing:
+            out.append(Finding("missing-images", r.id, f"{len(missing)} missing, e.g. "
+                               f"{missing[0]}"))  # fmt: skip
+        if dangling:
+            out.append(
+                Finding(
+                    "dangling-frames",
+                    r.id,
+                    f"{dangling} generation rows point past the end of their strip",
+                )
+            )
+    known = set(camps["id"])
+    root = home / "campaigns"
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.is_dir() and folder.name not in known and not liveness.alive(home, folder.name):
+            out.append(
+                Finding(
+                    "orphan-folder",
+                    folder.name,
+                    f"{folder} has no campaign row (moved to orphans/ by --fix)",
+                )
+            )
+    return out
+
+
+def fix(store: Store, home: Path) -> list[str]:
+    """The safe repairs; returns what was done, one line each."""
+    done = [f"wrote the recovery rows of {c}" for c in recovery.ingest(store, timeout=30)]
+    for table in sorted(UNINDEXED):
+        # No index refuses a second copy of a row here (store/schema.py): a copy is
+        # dropped, the first row of each key kept, as the indexed tables would have. A
+        # read-only or busy store keeps it, and `check` goes on naming it.
+        key = KEYS[table]
+        sql = f"SELECT count(*) - count(DISTINCT ({key})) AS n FROM {table}"
+        if not store.writable or not int(store.query(sql)["n"][0]):
+            continue
+        with contextlib.suppress(StoreBusy), store.write(timeout=30) as con:
+            n = con.execute(sql).fetchone()[0]
+            rebuild(con, table, f"rowid IN (SELECT min(rowid) FROM {table} GROUP BY {key})")
+            done.append(f"dropped {n} duplicated {table} rows")
+    done += [f"marked {c} crashed" for c in liveness.reap(store, timeout=30)]
+    known = set(queries.list_campaigns(store)["id"])
+    root = home / "campaigns"
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.is_dir() and folder.name not in known and not liveness.alive(home, folder.name):
+            dest = home / "orphans" / folder.name
+            dest.parent.mkdir(exist_ok=True)
+            shutil.move(str(folder), str(dest))
+            done.append(f"moved {folder} to {dest}")
+    return done

@@ -1,0 +1,94 @@
+"""Export a campaign as a zip: seed/result image pairs (and improvement strips) named with
+their metadata, plus a CSV that names them."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+
+from engine.core.csv_io import to_csv
+from engine.core.errors import LatentfuzzError
+from store import Store, queries
+
+
+def pair_stem(
+    seed_idx: int, expected: int, predicted: int, iterations: int, predicted_b: int | None = None
+) -> str:
+    """The pair's file stem; with a second classifier's answer, both ("A5_B6"): "predicted"
+    named A's answer alone."""
+    said = f"predicted{predicted}" if predicted_b is None else f"A{predicted}_B{predicted_b}"
+    return f"seed{seed_idx:04d}_expected{expected}_{said}_iter{iterations}"
+
+
+IMAGE_COLUMNS = {"seed": "seed_image", "result": "result_image",
+                 "improvements": "improvements_image"}  # fmt: skip
+
+
+def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
+    """Each searched seed's images under a name that says what happened to it, and
+    seeds.csv whose image columns name those files in the zip (a home's paths mean nothing
+    outside it; empty where the zip has no such image)."""
+    table = seeds.copy()
+    for col in IMAGE_COLUMNS.values():
+        table[col] = None
+    n = 0
+    for i, r in seeds[seeds["result_image"].notna()].iterrows():
+        its = -1 if pd.isna(r.iterations) else int(r.iterations)
+        b = r.get("final_pred_b")
+        b = None if pd.isna(b) else int(b)
+        stem = pair_stem(int(r.seed_idx), int(r.seed_label), int(r.final_pred), its, b)
+        # Two classifiers: a failure is their disagreement, not a misclassification.
+        folders = ("misclassified", "survived") if b is None else ("disagree", "agree")
+        folder = folders[0] if r.misclassified else folders[1]
+        for kind, col in IMAGE_COLUMNS.items():
+            rel = r[col]
+            if not isinstance(rel, str):  # an imported campaign's tool kept no seed image
+                continue
+            src = home / rel
+            if not src.exists():
+                if kind == "improvements":  # a strip is extra: a missing one is left out
+                    continue
+                raise LatentfuzzError(f"image {src} is missing; the campaign folder was changed")
+            table.at[i, col] = f"{folder}/{stem}_{kind}.png"
+            zf.write(src, table.at[i, col])
+        n += 1
+    zf.writestr("seeds.csv", to_csv(table))  # formula cells neutralised
+    return n
+
+
+def _seeds(store: Store, campaign_id: str):
+    if queries.campaign(store, campaign_id) is None:
+        raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
+    return queries.seeds(store, campaign_id)
+
+
+def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> int:
+    """Write the zip; returns the number of image pairs. Writes to a temp file first, so a
+    failed export never leaves a partial zip behind."""
+    seeds = _seeds(store, campaign_id)
+    zip_path = Path(zip_path)
+    if zip_path.is_dir():
+        raise LatentfuzzError(f"{zip_path} is a folder; give the zip's file path, such as "
+                              f"{zip_path / campaign_id}.zip")  # fmt: skip
+    if not zip_path.parent.is_dir():
+        raise LatentfuzzError(f"folder {zip_path.parent} does not exist; create it, or give a "
+                              "zip path in a folder that exists")  # fmt: skip
+    tmp = zip_path.with_name(zip_path.name + ".part")
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            n = _write_pairs(zf, seeds, home)
+        tmp.replace(zip_path)
+    finally:
+        tmp.unlink(missing_ok=True)  # (it stood beside a folder given as the zip)
+    return n
+
+
+def zip_bytes(store: Store, home: Path, campaign_id: str) -> bytes:
+    """The same zip, in memory (the dashboard's download button)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        _write_pairs(zf, _seeds(store, campaign_id), home)
+    return buf.getvalue()

@@ -1,0 +1,219 @@
+"""`latentfuzz models import` and `import-generator`: a user's model file becomes a model
+of their zoo (``$LATENTFUZZ_HOME/models/<name>/``), with a card like the bundled ones.
+
+Both validate the file against the dataset before anything is written, copy it (with an
+ONNX file's external weights) into a hidden staging folder, validate the copy, measure it,
+and only then rename the folder into place: a failure leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.classifiers import FORMATS, format_of
+from engine.classifiers.onnx import external_data_files, parameter_count
+from engine.core.errors import ConfigError, ModelError
+from engine.datasets import get_dataset
+from engine.datasets.base import DatasetError
+from engine.generators.torchscript import DECODER, TorchScriptGenerator, load_decoder
+from engine.models import zoo
+from engine.train.common import accuracy, command_line, ms_per_image, stamp
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def check_name(name: str, replace: bool) -> None:
+    """Refuse a name that is not a plain folder name, a bundled model's, or (without
+    replace) one of the user's own."""
+    if not NAME.match(name) or format_of(name) is not None:
+        raise ConfigError(
+            f"model name {name!r} is not a plain name; expected letters, digits, '.', '_' or "
+            f"'-' (up to 64, no file suffix): give one with --name"
+        )
+    if zoo.is_bundled(name):
+        raise ConfigError(f"{name!r} is a bundled model, which cannot be replaced; pick --name")
+    if (zoo.user_models_dir() / name / zoo.CARD).exists() and not replace:
+        raise ConfigError(
+            f"you already have a model {name!r} in {zoo.user_models_dir()}; pass --replace "
+            f"to overwrite it, or pick another --name"
+        )
+
+
+@contextmanager
+def staged(name: str) -> Iterator[Path]:
+    """A hidden folder beside the user's models, renamed to ``name`` when the block ends
+    cleanly and removed when it raises. ``list_cards`` never sees it (no card at its top)."""
+    root = zoo.user_models_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    stage = root / f".import-{name}-{secrets.token_hex(4)}"
+    stage.mkdir()
+    try:
+        yield stage
+        final, old = root / name, root / f".replaced-{name}-{secrets.token_hex(4)}"
+        if final.exists():
+            final.rename(old)  # the replaced model goes only once the new one is in place
+        stage.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _dataset(dataset: str, data_dir: str | None):
+    ds = get_dataset(dataset, data_dir)
+    try:
+        fingerprint = ds.fingerprint()
+    except (DatasetError, OSError):
+        fingerprint = None
+    return ds, fingerprint
+
+
+def _copy(src: Path, stage: Path, extra: list[str], as_name: str | None = None) -> dict[str, str]:
+    """Copy the model file (as ``as_name`` if given) and its companion files, which keep
+    their paths relative to it; returns each copied file's sha256."""
+    hashes = {}
+    for rel, dest_rel in [(src.name, as_name or src.name), *((e, e) for e in extra)]:
+        dest = stage / dest_rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src.parent / rel, dest)
+        hashes[dest_rel] = zoo.sha256(dest)
+    return hashes
+
+
+def _test_metrics(ds, predict: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, Any]:
+    """Test accuracy where the dataset's test split loads; otherwise why not."""
+    try:
+        test = ds.load("test")
+    except (DatasetError, OSError) as e:
+        return {"test_accuracy_skipped": f"the {ds.name} test split did not load: {e}"}
+    return {"test_accuracy": accuracy(predict, test.images, test.labels), "test_images": len(test)}
+
+
+def import_classifier(
+    file: str | Path,
+    dataset: str,
+    name: str | None = None,
+    replace: bool = False,
+    data_dir: str | None = None,
+) -> dict[str, Any]:
+    """Validate, copy and measure a TorchScript or ONNX classifier; returns its card."""
+    src = Path(file).expanduser()
+    if src.is_dir():
+        raise ModelError(f"{src} is a folder; give the path of a TorchScript (.pt) or ONNX "
+                         "(.onnx) file")  # fmt: skip
+    if not src.is_file():
+        raise ModelError(f"classifier file {src} does not exist; give the path of a "
+                         "TorchScript (.pt) or ONNX (.onnx) file")  # fmt: skip
+    fmt = format_of(src) or "torchscript"
+    name = name or src.stem
+    check_name(name, replace)
+    ds, fingerprint = _dataset(dataset, data_dir)
+    load = FORMATS.get(fmt)
+    load(src, ds.shape, ds.num_classes, dataset)  # refuse before anything is written
+    extra = external_data_files(src) if fmt == "onnx" else []
+    with staged(name) as stage:
+        hashes = _copy(src, stage, extra)
+        clf = load(stage / src.name, ds.shape, ds.num_classes, dataset)
+        if fmt == "onnx":
+            parameters = parameter_count(stage / src.name)
+        else:
+            parameters = sum(p.numel() for p in clf.module.parameters())
+        probe = torch.rand((25, *ds.shape), generator=torch.Generator().manual_seed(0))
+        card = {
+            "name": name, "kind": "classifier", "format": fmt, "file": src.name,
+            "files": hashes, "sha256": hashes[src.name], "dataset": dataset,
+            "dataset_fingerprint": fingerprint, "input_shape": list(ds.shape),
+            "classes": ds.num_classes, "class_names": list(ds.class_names),
+            "parameters": int(parameters), "default": False,
+            "imported_from": str(src.resolve()), "command": command_line(), **stamp(),
+            "metrics": _test_metrics(ds, clf.logits),
+            "inference": {f"ms_per_image_b{b}": round(ms_per_image(
+                lambda n: clf.logits(probe[:n]), b), 4) for b in (1, 25)},
+        }  # fmt: skip
+        (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+    return card
+
+
+def parse_floats(text: str, what: str, count: int | None = None) -> list[float]:
+    try:
+        values = [float(v) for v in text.replace("x", ",").split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or (count is not None and len(values) != count):
+        n = f"{count} numbers" if count else "numbers"
+        raise ConfigError(f"{what} {text!r} is not {n} separated by commas, e.g. -1,1 or 4,8,8")
+    return values
+
+
+def import_generator(
+    file: str | Path,
+    dataset: str,
+    latent_shape: tuple[int, ...],
+    classes: int,
+    conditional: bool = False,
+    output_range: tuple[float, float] = (0.0, 1.0),
+    name: str | None = None,
+    replace: bool = False,
+    classifier: str | None = None,
+    data_dir: str | None = None,
+) -> dict[str, Any]:
+    """Validate, copy and measure a TorchScript decoder as a generator; returns its card.
+
+    Latent bounds, viability and timing are measured as for the zoo's own generators
+    (engine/models/measure.py)."""
+    from engine.models import measure
+
+    src = Path(file).expanduser()
+    name = name or src.stem
+    check_name(name, replace)
+    ds, fingerprint = _dataset(dataset, data_dir)
+    if classes != ds.num_classes:
+        raise ConfigError(
+            f"--classes {classes}, but dataset {dataset} has {ds.num_classes} classes; import "
+            f"the decoder for the dataset it was trained on"
+        )
+    if not latent_shape or any(d < 1 for d in latent_shape):
+        raise ConfigError(f"--latent-shape {list(latent_shape)}: expected positive sizes")
+    params = {"image_shape": list(ds.shape), "num_classes": ds.num_classes,
+              "latent_shape": list(latent_shape), "conditional": conditional,
+              "output_range": list(output_range), "file": DECODER}  # fmt: skip
+    gen = TorchScriptGenerator(**params)
+    gen.decoder = load_decoder(src)
+    gen.check()  # refuse before anything is written
+    clf_name = zoo.resolve("classifier", dataset, classifier)
+    clf = zoo.load_classifier(clf_name, dataset)
+    with staged(name) as stage:
+        hashes = _copy(src, stage, [], as_name=DECODER)
+        gen.load_weights(stage)
+        gen.check()
+        z, labels = measure.reference_seeds(gen, dataset)
+        card = {
+            "name": name, "kind": "generator", "family": gen.family, "format": "torchscript",
+            "dataset": dataset, "dataset_fingerprint": fingerprint, "default": False,
+            "params": params, "latent_shape": list(latent_shape),
+            "parameters": sum(p.numel() for p in gen.parameters()),
+            "files": hashes, "sha256": hashes[DECODER],
+            "imported_from": str(src.resolve()), "command": command_line(), **stamp(),
+            **measure.latent_bounds(z),
+        }  # fmt: skip
+        with gen.seeding():
+            share = measure.viability(gen, z, labels, clf)
+        card["metrics"] = {
+            "viability": share,
+            "viability_how": "conditional samples (100 per class) the classifier assigns to "
+            "their conditioning label" if conditional else "unconditional samples (100 per "
+            "class label) the classifier assigns to that label: a campaign draws each seed's "
+            "label at random, so about 1 in K is viable",
+            "viability_classifier": clf_name, "viability_seeds": len(z),
+        }  # fmt: skip
+        card["inference"] = measure.inference_ms(gen)
+        (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+    return card

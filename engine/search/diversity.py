@@ -1,0 +1,146 @@
+"""DiffGAN's diversity objective: how far an image is from the triggering inputs found so far.
+
+Each search (seed) keeps the features of its distinct triggering inputs. Every few
+generations they are embedded in 2-D (PCA or UMAP) and clustered with HDBSCAN; each
+cluster is represented by its member nearest the cluster's mean, and each point HDBSCAN
+calls noise represents itself (an isolated find is a region of its own). An image's
+diversity is its minimum cosine distance to its search's representatives: high for an
+image unlike anything found, 0 for a copy of a representative; 1 before anything is found.
+
+Features are the image's pixels, flattened: the objective rewards images that look
+different, whichever classifier labels them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine.search.archive import digest
+
+#: HDBSCAN's smallest cluster; a search with fewer finds keeps every find as its own.
+MIN_CLUSTER = 5
+EMBEDDINGS = ("pca", "umap")
+
+
+def image_features(images: torch.Tensor) -> torch.Tensor:
+    """uint8 images (..., C, H, W) -> L2-normalised pixel features (..., C*H*W)."""
+    f = images.flatten(-3).float()
+    return torch.nn.functional.normalize(f, dim=-1)
+
+
+def embed(features: np.ndarray, how: str, seed: int) -> np.ndarray:
+    """(A, F) -> (A, 2), A >= 3. PCA: the top two eigenvectors (Lanczos, from a fixed start
+    vector: deterministic) of the smaller of the Gram and the covariance matrix; a full SVD
+    of 500 x 784 cost 1.6 s a call on the loaded 2-core machine. The axes' signs are
+    arbitrary, which clustering ignores. UMAP: umap-learn, seeded."""
+    if how == "pca":
+        from scipy.sparse.linalg import eigsh
+
+        x = (features - features.mean(0, keepdims=True)).astype(np.float64)
+        small = len(x) <= x.shape[1]
+        m = x @ x.T if small else x.T @ x
+        w, v = eigsh(m, k=2, v0=np.ones(len(m)))
+        return v * np.sqrt(np.clip(w, 0, None)) if small else x @ v
+    if how != "umap":
+        raise ValueError(f"embedding {how!r} unknown; expected one of {EMBEDDINGS}")
+    try:
+        import umap
+    except ImportError:  # pragma: no cover - the extra is part of the dev install
+        raise RuntimeError(
+            "embedding 'umap' needs umap-learn: pip install 'latentfuzz[umap]', or use "
+            "embedding 'pca'"
+        ) from None
+    n = len(features)
+    # Seeded, UMAP runs on one thread (n_jobs=1 said explicitly, or it warns).
+    reducer = umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), random_state=seed, n_jobs=1)
+    return reducer.fit_transform(features)
+
+
+def representatives(features: np.ndarray, how: str, seed: int) -> np.ndarray:
+    """Indices into features (A, F) of the representatives of its clusters."""
+    a = len(features)
+    if a < 2 * MIN_CLUSTER:
+        return np.arange(a)
+    from sklearn.cluster import HDBSCAN
+
+    z = embed(features, how, seed)
+    labels = HDBSCAN(min_cluster_size=MIN_CLUSTER, copy=True).fit_predict(z)
+    reps = list(np.flatnonzero(labels < 0))
+    for c in np.unique(labels[labels >= 0]):
+        members = np.flatnonzero(labels == c)
+        centre = z[members].mean(0)
+        reps.append(members[np.argmin(((z[members] - centre) ** 2).sum(1))])
+    return np.sort(np.asarray(reps, dtype=np.int64))
+
+
+class DiversityArchive:
+    """The triggering inputs' features of S searches as one tensor with an owner column."""
+
+    def __init__(self, searches: int, embedding: str, seed: int) -> None:
+        self.features = torch.zeros(0, 0)
+        self.owner = torch.zeros(0, dtype=torch.long)
+        self.reps = torch.zeros(0, dtype=torch.long)  # rows of features
+        self.searches, self.embedding, self.seed = searches, embedding, seed
+        self._keys: set[tuple[int, bytes]] = set()  # (search, digest of the features)
+
+    def __len__(self) -> int:
+        return len(self.owner)
+
+    def add(self, features: torch.Tensor, owner: torch.Tensor) -> None:
+        """New triggering inputs' features (N, F) of searches owner (N,); repeats are skipped."""
+        keep = []
+        for i, (f, o) in enumerate(zip(features.numpy(), owner.tolist(), strict=True)):
+            key = (o, digest(f))
+            if key not in self._keys:
+                self._keys.add(key)
+                keep.append(i)
+        if not keep:
+            return
+        idx = torch.tensor(keep)
+        self.features = (
+            features[idx] if not len(self) else torch.cat([self.features, features[idx]])
+        )
+        self.owner = torch.cat([self.owner, owner[idx]])
+
+    def unrepresented(self) -> bool:
+        """Some search has finds but no representative yet (its first finds)."""
+        s = self.searches
+        found = torch.bincount(self.owner, minlength=s) > 0
+        shown = torch.bincount(self.owner[self.reps], minlength=s) > 0
+        return bool((found & ~shown).any())
+
+    def recluster(self) -> None:
+        """Recompute each search's representatives (a loop over searches, not individuals)."""
+        reps = []
+        for s in range(self.searches):
+            rows = torch.nonzero(self.owner == s).flatten()
+            if len(rows):
+                local = representatives(self.features[rows].numpy(), self.embedding, self.seed + s)
+                reps.append(rows[torch.from_numpy(local)])
+        self.reps = torch.cat(reps) if reps else torch.zeros(0, dtype=torch.long)
+
+    def diversity(self, features: torch.Tensor) -> torch.Tensor:
+        """Minimum cosine distance (S, N) of features (S, N, F) to their search's
+        representatives; 1 where a search has none yet."""
+        s, n, _ = features.shape
+        out = torch.ones(s, n)
+        if not len(self.reps):
+            return out
+        r_feat, r_owner = self.features[self.reps], self.owner[self.reps]
+        sim = torch.einsum("snf,rf->snr", features, r_feat)  # features are unit vectors
+        mine = r_owner[None, :] == torch.arange(s)[:, None]  # (S, R)
+        sim = sim.masked_fill(~mine[:, None, :], float("-inf"))
+        best = sim.amax(2)
+        return torch.where(torch.isfinite(best), 1.0 - best, out)
+
+    def keep(self, mask: torch.Tensor) -> None:
+        """Keep the searches where mask (S,) is True; renumber owners."""
+        new_index = torch.cumsum(mask.long(), 0) - 1
+        rows = mask[self.owner]
+        remap = torch.full((len(self.owner),), -1, dtype=torch.long)
+        remap[rows] = torch.arange(int(rows.sum()))
+        self.reps = remap[self.reps][remap[self.reps] >= 0]
+        self.features, self.owner = self.features[rows], new_index[self.owner[rows]]
+        self.searches = int(mask.sum())
+        self._keys = {(int(new_index[o]), k) for o, k in self._keys if mask[o]}

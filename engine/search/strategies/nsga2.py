@@ -1,0 +1,226 @@
+"""NSGA-II over generator latents (DiffGAN): divergence and diversity, both maximised.
+
+One NSGA-II run per seed, all runs in one tensor (S, P, D). A class-conditional generator
+keeps each run's class fixed: the seed's label, the class every image of the run is asked
+for (the label is not a gene: crossover between classes would mean nothing to the GAN).
+The first population is the seed latent plus P - 1 draws from the prior N(0, I), clamped
+to the generator's measured latent bounds.
+
+Per generation, as the runner's ask/tell: the P offspring are evaluated (the first
+generation: the P initial latents), then ``advance`` joins parents and offspring, scores
+the diversity of all of them against the current representatives (engine/search/diversity.py),
+keeps the best P by non-dominated rank and crowding distance (pymoo's, not ours), and
+breeds P offspring: binary tournaments on (rank, crowding), SBX crossover with
+probability ``crossover`` per pair, polynomial mutation with probability ``mutation`` per
+gene (Deb's bounded operators, distribution indices ``eta_c`` and ``eta_m``).
+
+Objective 1 is the campaign's fitness (minimised; DiffGAN's is ``divergence``), objective
+2 is minus the diversity. The search does not stop at the first triggering input: every
+distinct one goes to the campaign's archive. The budget is generations x P evaluations,
+or ``seconds`` of wall-clock time (DiffGAN's budget; not reproducible, since how far a run
+gets then depends on the machine).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from engine.search.diversity import EMBEDDINGS, DiversityArchive, image_features
+from engine.search.strategies.base import (
+    STRATEGIES,
+    EveryGenerationBudget,
+    PopulationStrategy,
+    SearchSpace,
+    StrategyParams,
+)
+from engine.search.strategies.ga import take
+
+
+class NSGA2Params(StrategyParams):
+    generations: int = Field(30, ge=1, le=100_000, description="generation budget")
+    population: int = Field(50, ge=4, le=10_000, description="latents per run (DiffGAN: 100)")
+    crossover: float = Field(0.9, ge=0, le=1, description="SBX probability per pair of parents")
+    eta_c: float = Field(15.0, gt=0, le=1000, title="SBX eta", description="SBX distribution index")
+    mutation: float = Field(0.1, ge=0, le=1, description="polynomial mutation probability per gene")
+    eta_m: float = Field(
+        20.0, gt=0, le=1000, title="Mutation eta", description="polynomial mutation index"
+    )
+    embedding: Literal["pca", "umap"] = Field(
+        "pca", description="2-D embedding before HDBSCAN clusters the finds (pca, umap)",
+        json_schema_extra={"options": list(EMBEDDINGS)},
+    )  # fmt: skip
+    cluster_every: int = Field(
+        5, ge=1, le=1000, description="generations between re-clusterings of the finds"
+    )
+    seconds: float | None = Field(
+        None,
+        gt=0,
+        le=7 * 86400,
+        description="wall-clock budget in seconds; the run ends at this or at generations, "
+        "whichever comes first (not reproducible, and not resumable)",
+    )
+    stop_at_failure: bool = Field(False, description="stop a run at its first triggering input")
+
+
+def sbx(p1: torch.Tensor, p2: torch.Tensor, low: float, high: float, eta: float, prob: float,
+        rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Simulated binary crossover (Deb & Agrawal 1995), bounded form as in NSGA-II's C code.
+
+    Parents (..., D) -> two children (..., D) within [low, high]. Each pair crosses with
+    probability `prob`, then each gene with probability 0.5 (genes that are equal do not).
+    """
+    shape = p1.shape
+    u = torch.rand(shape, generator=rng)
+    pair = torch.rand(shape[:-1], generator=rng)[..., None] < prob
+    gene = torch.rand(shape, generator=rng) < 0.5
+    swap = torch.rand(shape, generator=rng) < 0.5
+    y1, y2 = torch.minimum(p1, p2), torch.maximum(p1, p2)
+    diff = (y2 - y1).clamp_min(1e-14)
+
+    def beta_q(beta: torch.Tensor) -> torch.Tensor:
+        alpha = 2.0 - beta.pow(-(eta + 1.0))
+        inner = torch.where(u <= 1.0 / alpha, (u * alpha), 1.0 / (2.0 - u * alpha).clamp_min(1e-14))
+        return inner.pow(1.0 / (eta + 1.0))
+
+    c1 = 0.5 * (y1 + y2 - beta_q(1.0 + 2.0 * (y1 - low) / diff) * diff)
+    c2 = 0.5 * (y1 + y2 + beta_q(1.0 + 2.0 * (high - y2) / diff) * diff)
+    c1, c2 = c1.clamp(low, high), c2.clamp(low, high)
+    c1, c2 = torch.where(swap, c2, c1), torch.where(swap, c1, c2)
+    act = pair & gene & ((p2 - p1).abs() > 1e-14)
+    return torch.where(act, c1, p1), torch.where(act, c2, p2)
+
+
+def polynomial_mutation(x: torch.Tensor, low: float, high: float, eta: float, prob: float,
+                        rng: torch.Generator) -> torch.Tensor:  # fmt: skip
+    """Bounded polynomial mutation (Deb & Goyal 1996): each gene of x (..., D) mutates with
+    probability `prob`; the result stays within [low, high]."""
+    u = torch.rand(x.shape, generator=rng)
+    hit = torch.rand(x.shape, generator=rng) < prob
+    span = high - low
+    d1, d2 = (x - low) / span, (high - x) / span
+    m = 1.0 / (eta + 1.0)
+    left = (2 * u + (1 - 2 * u) * (1 - d1).pow(eta + 1)).pow(m) - 1
+    right = 1 - (2 * (1 - u) + 2 * (u - 0.5) * (1 - d2).pow(eta + 1)).pow(m)
+    y = x + torch.where(u < 0.5, left, right) * span
+    return torch.where(hit, y.clamp(low, high), x)
+
+
+def rank_and_crowding(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-dominated rank (N,) and crowding distance (N,) of objectives f (N, 2), minimised."""
+    from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
+    rank = np.empty(len(f), dtype=np.int64)
+    crowd = np.empty(len(f))
+    for r, front in enumerate(NonDominatedSorting().do(f)):
+        rank[front] = r
+        crowd[front] = calc_crowding_distance(f[front])
+    return rank, crowd
+
+
+@STRATEGIES.register("nsga2")
+class NSGA2(EveryGenerationBudget, PopulationStrategy):
+    name = "nsga2"
+    Params = NSGA2Params
+    default_fitness = "divergence"
+    per_seed = ("seed", "pop", "scores", "logits", "feat", "div")
+
+    def __init__(self, params: NSGA2Params, space: SearchSpace) -> None:
+        super().__init__(params, space)
+        self.generation = 0
+        self.started = time.monotonic()
+
+    def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
+        p, s = self.params.population, seeds.shape[0]
+        self.seed = seeds.reshape(s, -1).float()
+        prior = torch.randn((s, p - 1, self.seed.shape[1]), generator=rng)
+        self.pop = torch.cat([self.seed[:, None], prior], 1).clamp(self.space.low, self.space.high)
+        self.scores = torch.full((s, p), float("nan"))
+        self.logits = None
+        self.slots = torch.arange(p)
+        self.feat: torch.Tensor | None = None
+        self.div = torch.ones(s, p)
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=rng))
+        self.archive = DiversityArchive(s, self.params.embedding, seed)
+        self.started = time.monotonic()
+
+    def see(self, slots: torch.Tensor, images: torch.Tensor, failing: torch.Tensor) -> None:
+        f = image_features(images)  # (S, M, F)
+        if self.feat is None:
+            self.feat = torch.zeros(*self.pop.shape[:2], f.shape[-1])
+        self.feat[:, slots] = f
+        owner = torch.arange(f.shape[0])[:, None].expand(failing.shape)
+        self.archive.add(f[failing], owner[failing])
+        self.div[:, slots] = self.archive.diversity(f)
+
+    def objective2(self) -> torch.Tensor:
+        return self.div
+
+    def step_size(self) -> torch.Tensor:
+        return torch.zeros(len(self.seed))  # no step: SBX and mutation scale with the bounds
+
+    def finished(self) -> torch.Tensor | None:
+        limit = self.params.seconds
+        if limit is None or time.monotonic() - self.started < limit:
+            return None
+        return torch.ones(len(self.seed), dtype=torch.bool)
+
+    def keep(self, mask: torch.Tensor) -> None:
+        super().keep(mask)
+        self.archive.keep(mask)
+
+    def advance(self, rng: torch.Generator) -> None:
+        p = self.params
+        self.generation += 1
+        # Also as soon as the first finds exist: until then every image's diversity is 1
+        # and the second objective would not steer anything.
+        if self.archive.unrepresented() or self.generation % p.cluster_every == 0:
+            self.archive.recluster()
+            # The representatives moved: every member's diversity changes. Otherwise each
+            # was scored (in see) against the representatives still in force.
+            self.div = self.archive.diversity(self.feat)
+        s, n = self.scores.shape
+        objectives = torch.stack([self.scores, -self.div], 2).double().numpy()
+        rank = np.empty((s, n), dtype=np.int64)
+        crowd = np.empty((s, n))
+        for i in range(s):  # pymoo sorts one run at a time; a loop over runs, not individuals
+            rank[i], crowd[i] = rank_and_crowding(objectives[i])
+        rank_t, crowd_t = torch.from_numpy(rank), torch.from_numpy(crowd)
+        # Survivors: lowest rank, then largest crowding distance (inf at a front's ends).
+        key = rank_t.double() * 1e6 - torch.nan_to_num(crowd_t, posinf=1e5).clamp(max=1e5)
+        keep = key.argsort(dim=1, stable=True)[:, : p.population]
+        survivors = self._take(keep)
+        r_keep, c_keep = rank_t.gather(1, keep), crowd_t.gather(1, keep)
+
+        # Binary tournaments: lower rank wins, then larger crowding; ties to the first.
+        a = torch.randint(0, p.population, (s, 2, p.population), generator=rng)
+        b = torch.randint(0, p.population, (s, 2, p.population), generator=rng)
+        ra, rb = r_keep.gather(1, a.flatten(1)), r_keep.gather(1, b.flatten(1))
+        ca, cb = c_keep.gather(1, a.flatten(1)), c_keep.gather(1, b.flatten(1))
+        a_wins = (ra < rb) | ((ra == rb) & (ca >= cb))
+        parents = torch.where(a_wins, a.flatten(1), b.flatten(1)).view(s, 2, p.population)
+        pop = survivors["pop"]
+        half = (p.population + 1) // 2
+        p1, p2 = take(pop, parents[:, 0, :half]), take(pop, parents[:, 1, :half])
+        lo, hi = self.space.low, self.space.high
+        c1, c2 = sbx(p1, p2, lo, hi, p.eta_c, p.crossover, rng)
+        children = torch.cat([c1, c2], 1)[:, : p.population]
+        children = polynomial_mutation(children, lo, hi, p.eta_m, p.mutation, rng)
+
+        nan = float("nan")
+        self.pop = torch.cat([pop, children], 1)
+        self.scores = torch.cat([survivors["scores"], torch.full((s, p.population), nan)], 1)
+        k = survivors["logits"].shape[2]
+        self.logits = torch.cat([survivors["logits"], torch.full((s, p.population, k), nan)], 1)
+        self.feat = torch.cat([survivors["feat"], torch.zeros_like(survivors["feat"])], 1)
+        self.div = torch.cat([survivors["div"], torch.ones(s, p.population)], 1)
+        self.slots = torch.arange(p.population, 2 * p.population)
+
+    def _take(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Rows idx (S, P) of every per-individual tensor."""
+        return {n: take(getattr(self, n), idx) for n in ("pop", "scores", "logits", "feat", "div")}

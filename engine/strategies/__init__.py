@@ -1,6 +1,0 @@
-"""Search strategies: importing this package registers every bundled strategy."""
-
-from engine.strategies import ga, interpolate, nsga2, random_search, sinvad  # noqa: F401
-from engine.strategies.base import STRATEGIES, SearchSpace, Strategy, StrategyParams
-
-__all__ = ["STRATEGIES", "SearchSpace", "Strategy", "StrategyParams"]

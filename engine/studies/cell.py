@@ -1,0 +1,124 @@
+"""One grid cell, as a worker runs it: a campaign in a private home, written as a bundle.
+
+A worker never opens the main store: DuckDB's file locks hold on one machine only, and a
+Ray worker may be another machine. It runs the cell's campaign into a home of its own,
+exports the campaign as a bundle and removes that home; the grid's driver ingests the
+bundle. The result is a plain dict (picklable for a process pool, small for Ray) and
+carries a failure as one line, so one bad cell never stops the others.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: Test hook: comma-separated cell ids that fail on purpose (a failing cell's path).
+FAIL_ENV = "LATENTFUZZ_GRID_FAIL_CELLS"
+
+
+def init_worker(threads: int) -> None:
+    """A pool worker's start: its share of the cores, so N workers do not oversubscribe
+    (fewer when $OMP_NUM_THREADS says so: on a busy machine, spinning OpenMP threads)."""
+    import torch
+
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    torch.set_num_threads(max(1, min(threads, int(omp)) if omp.isdigit() else threads))
+    # A terminal's Ctrl-C reaches every process of its group: the driver decides, and stops
+    # its workers with SIGTERM (engine/studies/grid.py). An idle worker, waiting on its queue, had
+    # printed a traceback; one that only the driver's signal would reach ran on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_stop)
+
+
+_busy = [False]  # this worker is running a cell
+
+
+def _on_stop(signum: int, frame: object) -> None:
+    # Idle, it lets the signal pass: it waits on the pool's queue, whose lock it may hold,
+    # and leaves at the shutdown's sentinel (an exit here left the lock held, and the next
+    # worker blocked on it for good).
+    if _busy[0]:
+        raise KeyboardInterrupt  # the cell's campaign stops, interrupted
+
+
+def run_cell(task: dict[str, Any]) -> dict[str, Any]:
+    """Run `task` (engine/studies/grid.py builds it); returns {ok, cell, seconds, error?}.
+
+    task: cell, campaign_id, grid, raw (config), work (the private home), bundle (where
+    the bundle goes), main_home (for the user's models and the batch-size cache),
+    models_root."""
+    t0 = time.perf_counter()
+    work, bundle = Path(task["work"]), Path(task["bundle"])
+    _busy[0] = True
+    try:
+        if task["cell"] in os.environ.get(FAIL_ENV, "").split(","):
+            raise RuntimeError(f"cell {task['cell']} failed on purpose (${FAIL_ENV})")
+        _run(task, work, bundle)
+    except Exception as e:
+        from engine.campaign.runner import describe
+
+        return {"ok": False, "cell": task["cell"], "error": describe(e),
+                "seconds": time.perf_counter() - t0}  # fmt: skip
+    finally:
+        _busy[0] = False
+        shutil.rmtree(work, ignore_errors=True)
+    return {"ok": True, "cell": task["cell"], "seconds": time.perf_counter() - t0}
+
+
+def _run(task: dict[str, Any], work: Path, bundle: Path) -> None:
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import StoppedAfterClose, run_in_series
+    from engine.core.home import db_path, resolve_home
+    from engine.io.bundle import export_bundle
+    from store import Store
+
+    shutil.rmtree(work, ignore_errors=True)  # what a killed earlier try left
+    work.mkdir(parents=True)
+    main = Path(task["main_home"]) if task.get("main_home") else None
+    if main is not None and main.is_dir():
+        resolve_home(main)  # the user's models live under the main home
+        cache = main / "cache" / "batch_sizes.json"
+        if cache.is_file():  # measured batch sizes: no sweep per cell
+            (work / "cache").mkdir()
+            shutil.copy(cache, work / "cache" / cache.name)
+    root = Path(task["models_root"]) if task.get("models_root") else None
+    stopped = False
+    try:  # an interrupted campaign stops the grid: it is not a cell's failure
+        res = run_in_series(parse_config(task["raw"]), work, models_root=root,
+                            campaign_id=task["campaign_id"], study=task["grid"])  # fmt: skip
+    except StoppedAfterClose as e:  # Ctrl-C while it closed: a finished cell is kept
+        if e.result.status != "finished":
+            raise
+        res, stopped = e.result, True
+    if res.status != "finished":
+        raise RuntimeError(f"campaign {res.campaign_id} ended {res.status}")
+    export_bundle(Store(db_path(work)), work, res.campaign_id, bundle)
+    if stopped:
+        raise KeyboardInterrupt
+
+
+def run_ray_cell(task: dict[str, Any]) -> dict[str, Any]:
+    """A Ray task: the cell on whatever node Ray chose, with the device Ray gave it (cuda
+    when it was given a GPU). The bundle comes back as bytes, since the node's disk is
+    not the driver's."""
+    import ray
+
+    device = "cuda" if ray.get_gpu_ids() else "cpu"
+    tmp = Path(tempfile.mkdtemp(prefix="latentfuzz-cell-"))
+    try:
+        raw = {**task["raw"], "device": device}
+        # main_home stays: on the driver's own machine it holds the user's models and the
+        # batch-size cache; elsewhere it does not exist and run_cell does without.
+        local = {**task, "raw": raw, "work": str(tmp / "home"), "bundle": str(tmp / "cell.lfz")}
+        res = run_cell(local)
+        res["device"] = device
+        if res["ok"]:
+            res["data"] = (tmp / "cell.lfz").read_bytes()
+        return res
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,123 @@
+"""`latentfuzz study --strategies`: search strategies compared at an equal evaluation budget.
+
+Every strategy runs as an ordinary campaign with the same dataset, generator, seeds and
+random seed (so the same seed images, drawn first from the campaign's generator), tagged
+with the study id. The budget is the GA's per seed at its generation budget, P + (P - E)
+x (G - 1) evaluations; every other strategy gets its generations from the same number
+(``Strategy.with_budget``). The table joins each campaign's ICST figures with its stored
+metrics (engine/campaign/metrics.py), so ``latentfuzz study --show ID`` reprints it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from engine.campaign.runner import CampaignResult
+from engine.core.errors import ConfigError, LatentfuzzError
+from engine.core.home import db_path
+from engine.search.strategies import STRATEGIES
+from engine.studies.grid import run_grid
+from engine.studies.spec import GridSpec
+from store import Store, queries
+
+
+def evaluation_budget(generations: int) -> int:
+    """The GA's per-seed evaluation budget at its default population and elites."""
+    ga = STRATEGIES.get("ga")
+    return ga.budget(ga.Params(generations=generations))
+
+
+def check_strategies(strategies: list[str]) -> list[str]:
+    """The names as given, or ConfigError naming the unknown ones and the known."""
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown or not strategies:
+        raise ConfigError(
+            f"--strategies {','.join(strategies)!s}: unknown {unknown}; expected a "
+            f"comma-separated list of {', '.join(STRATEGIES.names())}"
+        )
+    return strategies
+
+
+def strategy_configs(
+    strategies: list[str], seeds: int, seed: int, generations: int, dataset: str,
+    generator: str, study: str,
+) -> list[tuple[str, dict]]:  # fmt: skip
+    """One raw campaign config per strategy, all at the GA's evaluation budget."""
+    check_strategies(strategies)
+    budget = evaluation_budget(generations)
+    out = []
+    for name in strategies:
+        params = STRATEGIES.get(name).with_budget(budget, {})
+        out.append((name, {"dataset": dataset, "generator": generator, "seeds": seeds,
+                           "seed": seed, "strategy": name, "strategy_params": params,
+                           "name": f"{study} {name}"}))  # fmt: skip
+    return out
+
+
+def run_strategy_study(
+    home: Path,
+    strategies: list[str],
+    seeds: int = 30,
+    generations: int = 250,
+    seed: int = 1,
+    dataset: str = "mnist",
+    generator: str = "vae",
+    on_campaign: Callable[[str, CampaignResult], None] | None = None,
+    models_root: Path | None = None,
+    workers: int = 0,
+) -> tuple[str, pd.DataFrame]:
+    """Run one campaign per strategy as a grid with a strategy axis (engine/studies/grid.py,
+    `workers` processes at a time, 0: in this process); returns the study id and its
+    table."""
+    study = "study-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    raws = dict(strategy_configs(strategies, seeds, seed, generations, dataset, generator, study))
+    base = {"dataset": dataset, "generator": generator, "seeds": seeds, "seed": seed}
+
+    def derive(raw: dict) -> dict:  # each strategy at the GA's evaluation budget
+        return {**raw, "strategy_params": raws[raw["strategy"]]["strategy_params"]}
+
+    spec = GridSpec(study, base, {"strategy": list(strategies)}, derive=derive)
+
+    def done(cell, res: CampaignResult) -> None:
+        if on_campaign:
+            on_campaign(cell.values["strategy"], res)
+
+    run = run_grid(spec, home, workers=workers, models_root=models_root, on_done=done)
+    if run.failed:
+        raise LatentfuzzError(
+            "; ".join(f"{c}: {e}" for c, e in run.failed.items()) + f" (grid {run.folder})"
+        )
+    return study, queries.strategy_table(Store(db_path(home)), study)
+
+
+def print_table(df: pd.DataFrame, study: str):
+    """The study's table for the terminal (a rich Table)."""
+    from rich.table import Table
+
+    from engine.cli.common import fmt
+
+    budget = df["budget"].dropna()
+    t = Table(
+        "strategy", "fitness", "% misclassification (#)", "evaluations",
+        "failures / 1,000 evals", "error rate", "success rate", "label diversity", "MSE",
+        "SSIM", "median top-2 gap (results / test)", "wall s",
+        title=f"{study}: {int(df['seeds'].iloc[0])} seeds per strategy, "
+        f"{int(budget.iloc[0]) if len(budget) else '?'} evaluations per seed at most",
+    )  # fmt: skip
+    for r in df.itertuples():
+        t.add_row(
+            r.strategy, str(r.fitness),
+            f"{fmt(r.misclassified_pct, '.0f') or 'n/a'} ({r.misclassified})",
+            str(r.evaluations), fmt(r.failures_per_1k, ".2f") or "n/a",
+            fmt(r.error_rate, ".3f") or "n/a", fmt(r.success_rate, ".2f") or "n/a",
+            fmt(r.label_diversity, ".2f") or "n/a", fmt(r.mean_mse, ".4f") or "n/a",
+            fmt(r.mean_ssim, ".3f") or "n/a",
+            f"{fmt(r.result_gap_median, '.3f') or 'n/a'} / {fmt(r.test_gap_median, '.3f')}",
+            fmt(r.wall_seconds, ".0f") or "",
+        )  # fmt: skip
+    return t
