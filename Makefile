@@ -69,3 +69,8 @@ models: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+
+# The documentation site, into site/; --strict fails on a broken link or anchor.
+.PHONY: docs
+docs: dev
+	$(BIN)/mkdocs build --strict
