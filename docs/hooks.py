@@ -12,6 +12,8 @@ import html
 import inspect
 import re
 import sys
+import types
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -122,9 +124,19 @@ def cli_reference() -> str:
 
 
 def _type_name(annotation: Any) -> str:
+    """A type as a reader writes it: `float | None`, `'initial' | 'step'`, `dict[str, Any]`."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is type(None):
+        return "None"
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in args)
+    if origin is not None:
+        return f"{origin.__name__}[{', '.join(_type_name(a) for a in args)}]"
     if isinstance(annotation, type):
         return annotation.__name__
-    return str(annotation).replace("typing.", "").replace("NoneType", "None")
+    return str(annotation).replace("typing.", "")
 
 
 def _value(v: Any) -> str:
