@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.campaign.config import parse_config
-from engine.campaign.runner import Evaluator, run_in_series
+from engine.campaign.evaluator import Evaluator
+from engine.campaign.runner import run_in_series
 from engine.core.home import resolve_home
 
 

@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from engine.campaign.config import from_record, resolve
-from engine.campaign.runner import CampaignResult, Evaluator, Progress, execute
+from engine.campaign.evaluator import Evaluator
+from engine.campaign.loop import Progress
+from engine.campaign.runner import CampaignResult, execute
 from engine.campaign.startup import ReplayReport
 from engine.classifiers import inference
 from engine.core.errors import ConfigError, LatentfuzzError

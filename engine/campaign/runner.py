@@ -24,8 +24,8 @@ import torch
 from engine.campaign.batching import batch_record
 from engine.campaign.batching import choose as choose_batch
 from engine.campaign.config import CampaignConfig, Resolved, resolve
-from engine.campaign.evaluator import Evaluator, model_errors  # noqa: F401  (re-exported)
-from engine.campaign.loop import Campaign, Progress, _seed_dir  # noqa: F401  (re-exported)
+from engine.campaign.evaluator import Evaluator
+from engine.campaign.loop import Campaign, Progress
 from engine.campaign.metrics import test_reference
 from engine.classifiers import inference
 from engine.core.errors import LatentfuzzError, cause
