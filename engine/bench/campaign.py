@@ -102,7 +102,7 @@ def _bench_strategy(
     from engine.search.strategies import STRATEGIES
 
     params: dict[str, object] = {"generations": generations}
-    if "perturbation" in STRATEGIES.get(strategy).Params.model_fields:
+    if STRATEGIES.get(strategy).has_presets:
         params["perturbation"] = perturbation
     cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1, "device": device,
                         "strategy": strategy, "strategy_params": params})  # fmt: skip

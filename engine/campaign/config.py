@@ -170,10 +170,6 @@ class Resolved:
     classifier_b_name: str | None = None
 
     @property
-    def preset(self) -> str | None:
-        return getattr(self.strategy.params, "perturbation", None)
-
-    @property
     def validators(self) -> dict[str, float | None]:
         """The validity filters run when the campaign ends, with their thresholds."""
         if self.config.validators is not None:

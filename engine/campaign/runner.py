@@ -146,7 +146,7 @@ def run_campaign(
             "id": cid, "name": cfg.name or cid, "status": "running", "created_at": now(),
             "dataset": cfg.dataset, "generator": r.generator_name,
             "classifier": r.classifier_name, "classifier_b": r.classifier_b_name,
-            "strategy": cfg.strategy, "preset": r.preset,
+            "strategy": cfg.strategy, "preset": r.strategy.preset,
             "n_seeds": cfg.seeds, "target_class": cfg.target_class, "random_seed": cfg.seed,
             "config": {**cfg.model_dump(), "fitness": r.fitness.name, "archive": r.archive,
                        "criterion": r.criterion.name,

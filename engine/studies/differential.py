@@ -34,15 +34,12 @@ def study_configs(
     repetitions: int, embedding: str, study: str,
 ) -> list[dict]:  # fmt: skip
     """Every campaign config of the study, in the order they run."""
+    own = {"nsga2": {"embedding": embedding}, "ga": {"elites": max(2, population // 5)}}
     out = []
     for a, b in pairs:
         for rep in range(repetitions):
             for method in METHODS:
-                raw = {"population": population, "stop_at_failure": False}
-                if method == "nsga2":
-                    raw["embedding"] = embedding
-                else:
-                    raw["best_left"] = max(2, population // 5)
+                raw = {"population": population, "stop_at_failure": False, **own[method]}
                 params = STRATEGIES.get(method).with_budget(evaluations, raw)
                 out.append({
                     "generator": generator, "classifier": a, "classifier_b": b,
