@@ -53,6 +53,10 @@ class SearchState:
 
 
 class Strategy(ABC):
+    """A search strategy: ask/see/tell over tensors for all seeds at once, its recorded
+    state (``state``) and its stop rules (``termination``, from Params' ``generations`` and
+    ``stop_at_failure`` unless a subclass builds its own)."""
+
     name: ClassVar[str]
     Params: ClassVar[type[StrategyParams]]
     #: What the recorded step (SearchState.step) is, for labels; None: nothing (zeros).
