@@ -60,6 +60,8 @@ def test_breed_keeps_the_elites_and_breeds_the_rest():
 
 
 def test_best_left_is_read_as_elites_and_named_as_written():
+    assert GAParams.renamed == {"best_left": "elites"}  # for flags and forms that list names
+    assert "renamed" not in GAParams.model_fields
     assert GAParams(best_left=3).elites == 3
     assert "best_left" not in GAParams(best_left=3).model_dump()
     with pytest.raises(ValidationError, match="best_left=25 must be smaller than population"):

@@ -24,6 +24,10 @@ from engine.search.termination import AtFailure, Generations, Termination
 class StrategyParams(Settings):
     """Base of every strategy's parameter model: frozen, no unknown keys."""
 
+    #: Old names of settings that are still accepted, each to its current name (stored
+    #: configs and flags that predate a rename); the model writes the current name.
+    renamed: ClassVar[dict[str, str]] = {}
+
 
 @dataclass(frozen=True)
 class SearchSpace:

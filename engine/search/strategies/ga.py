@@ -49,6 +49,8 @@ OLD_ELITES = "best_left"
 
 
 class GAParams(StrategyParams):
+    renamed = {OLD_ELITES: "elites"}
+
     generations: int = Field(
         250, ge=1, le=1_000_000, title="Generations", description="generation budget"
     )
