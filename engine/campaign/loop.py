@@ -2,7 +2,8 @@
 
 Per generation, for all active seeds at once: ask the strategy for candidates, decode and
 classify them in bounded batches, score them, tell the strategy, record one row per seed
-(and optionally per individual), retire seeds that failed or ran out of budget, breed.
+(and optionally per individual) with the strategy's recorded state, retire the seeds its
+termination stops (engine/search/termination.py), breed.
 Nothing in it knows which generator, strategy or objective it runs (engine/campaign/runner.py
 opens and closes the campaign around it).
 """
@@ -108,7 +109,11 @@ class Campaign:
             self.r.fitness.refines_failures
         )
         G = self.termination.max_generations
-        assert G is not None, f"strategy {self.strategy.name}'s termination bounds no generations"
+        if G is None:
+            raise TypeError(
+                f"strategy {self.strategy.name}'s termination bounds no generations; "
+                "include Generations(n) in it"
+            )
         last_strips = time.perf_counter()
         for g in range(1, G + 1):
             gen = self.evaluate_generation(g)
