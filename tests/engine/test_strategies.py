@@ -110,3 +110,16 @@ def test_a_campaign_stored_with_best_left_resumes_to_the_same_results(tmp_path):
     b = queries.generations(store, cut.campaign_id)
     cols = ["seed_idx", "generation", "best_fitness", "step", "evaluations"]
     assert len(a) == 18 and a[cols].equals(b[cols])
+
+
+def test_a_grid_with_a_best_left_axis_still_checks_and_compares_as_elites():
+    from engine.studies.grid import check_cells
+    from engine.studies.spec import parse_grid
+
+    spec = parse_grid({"name": "g", "base": {"seeds": 2},
+                       "axes": {"strategy_params.best_left": [2, 3]}})  # fmt: skip
+    cells = spec.cells()
+    check_cells(cells, None)  # resolves every cell, as `latentfuzz grid` does first
+    stored = {"strategy": "ga", "strategy_params": {**GAParams().model_dump(), "elites": 2}}
+    assert cells[0].differs_from(stored) == []
+    assert cells[1].differs_from(stored) == ["strategy_params.elites: 2 -> 3"]
