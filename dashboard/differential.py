@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard.components import load_image
 from engine.core.csv_io import to_csv_bytes
+from engine.search.strategies import STRATEGIES
 from store import Store, queries
 from store import differential as sd
 
@@ -206,7 +207,8 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
         split_tiles(shown, right)
         human_split(store, cid, right)
     seeds = sorted(queries.seeds(store, cid).query("viable")["seed_idx"].tolist())
-    if c["strategy"] == "nsga2" and seeds:
+    # A strategy that records a second objective has a Pareto front to show.
+    if c["strategy"] in STRATEGIES and STRATEGIES.get(c["strategy"]).multi_objective and seeds:
         with st.expander("Pareto front per generation", expanded=True):
             pareto_panel(store, cid, seeds)
     with st.expander(f"Triggering inputs ({len(shown)})", expanded=True):

@@ -32,12 +32,12 @@ def limits(model: type[BaseModel], field: str) -> dict[str, Any]:
             "min_value": -JS_SAFE, "max_value": JS_SAFE}  # fmt: skip
 
 
-#: A setting in a model's own message, with its value if given: `best_left=25`, `step`.
+#: A setting in a model's own message, with its value if given: `elites=25`, `step`.
 _SETTING = re.compile(r"\b([a-z_]+)\b(?:=(<[^>]*>|[^\s,;]+?)(?=[\s,;]|\.?$))?")
 
 
 def _labelled(names: dict[str, str]):
-    """`best_left=25` -> `Elites = 25`; a bare `best_left` -> `Elites`; a bare word that
+    """`elites=25` -> `Elites = 25`; a bare `init_step` -> `Initial step`; a bare word that
     is also a short setting's name (`k`, `step`) stays a word."""
 
     def sub(m: re.Match) -> str:
@@ -65,7 +65,7 @@ def _sentence(err: dict[str, Any], names: dict[str, str]) -> str:
     }.get(kind)
     if text is None:  # a model's own check: already a sentence, minus pydantic's prefix
         text = err["msg"].removeprefix("Value error, ")
-        # ...written for the config file ("best_left=25 must be smaller than
+        # ...written for the config file ("elites=25 must be smaller than
         # population=25"): each setting named as the form labels it.
         text = _SETTING.sub(_labelled(names), text)
         return f"{who}: {text}." if who else f"{text}."

@@ -98,12 +98,12 @@ strategy = st.selectbox(
 )
 Params = STRATEGIES.get(strategy).Params
 defaults, preset = {}, ""
-if "perturbation" in Params.model_fields:
+if STRATEGIES.get(strategy).has_presets:
     preset = st.radio(
         "Settings",
         list(PRESET_SETTINGS),
         horizontal=True,
-        help="ICST presets reproduce the study: population 25, best_left 10, "
+        help="ICST presets reproduce the study: population 25, elites 10, "
         "250 generations, GIFTbench step sizes",
     )
     defaults = PRESET_SETTINGS[preset]

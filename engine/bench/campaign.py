@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.campaign.config import parse_config
-from engine.campaign.runner import Evaluator, run_in_series
+from engine.campaign.evaluator import Evaluator
+from engine.campaign.runner import run_in_series
 from engine.core.home import resolve_home
 
 
@@ -101,7 +102,7 @@ def _bench_strategy(
     from engine.search.strategies import STRATEGIES
 
     params: dict[str, object] = {"generations": generations}
-    if "perturbation" in STRATEGIES.get(strategy).Params.model_fields:
+    if STRATEGIES.get(strategy).has_presets:
         params["perturbation"] = perturbation
     cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1, "device": device,
                         "strategy": strategy, "strategy_params": params})  # fmt: skip

@@ -2,7 +2,7 @@
 
 ``resolve`` turns a config into loaded, mutually compatible parts (dataset, generator,
 classifier, strategy, fitness) or raises ConfigError saying what was received, what was
-expected and how to fix it.
+expected and how to fix it; the checks of each part live in engine/campaign/parts.py.
 """
 
 from __future__ import annotations
@@ -13,15 +13,16 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
+from engine.campaign import parts
 from engine.classifiers import Classifier
-from engine.core.errors import ConfigError, ModelError
+from engine.core.errors import ConfigError
 from engine.core.settings import Settings
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, DatasetError, dataset_names, get_dataset
 from engine.generators import Generator
-from engine.models import zoo
 from engine.search.fitness import CRITERIA, FITNESS, Criterion, Fitness
 from engine.search.strategies import STRATEGIES, SearchSpace, Strategy
+from engine.validators import default_validators
 
 
 class CampaignConfig(Settings):
@@ -170,18 +171,12 @@ class Resolved:
     classifier_b_name: str | None = None
 
     @property
-    def preset(self) -> str | None:
-        return getattr(self.strategy.params, "perturbation", None)
-
-    @property
     def validators(self) -> dict[str, float | None]:
         """The validity filters run when the campaign ends, with their thresholds."""
         if self.config.validators is not None:
             return dict(self.config.validators)
         if self.classifier_b is None:
             return {}
-        from engine.validators import default_validators
-
         return default_validators(self.generator)
 
     @property
@@ -253,21 +248,6 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     return fitness_cls, criterion_cls
 
 
-def escape_seeds(cfg: CampaignConfig, num_classes: int) -> CampaignConfig:
-    """An escape campaign's config with its seed count: escape_per_pair searches for every
-    (source, target) pair, over all sources or just target_class."""
-    if cfg.escape_per_pair is None:
-        return cfg
-    sources = 1 if cfg.target_class is not None else num_classes
-    n = cfg.escape_per_pair * sources * (num_classes - 1)
-    if "seeds" in cfg.model_fields_set and cfg.seeds != n:
-        raise ConfigError(
-            f"seeds={cfg.seeds}, but escape_per_pair={cfg.escape_per_pair} over {sources} "
-            f"source and {num_classes - 1} target classes makes {n}; leave seeds out"
-        )
-    return cfg.model_copy(update={"seeds": n})
-
-
 def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     """Load and cross-check every part. Raises ConfigError; writes nothing."""
     if cfg.dataset not in dataset_names():
@@ -280,114 +260,34 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
             f"strategy {cfg.strategy!r} unknown; expected one of {STRATEGIES.names()}"
         )
     fitness_cls, criterion_cls = objectives(cfg)
-    try:
-        ds = get_dataset(cfg.dataset, cfg.data_dir)
-    except DatasetError as e:
-        raise ConfigError(str(e)) from None
-    if cfg.data_dir is not None and not ds.reads_files:
-        # It was stored and ignored, so the config claimed data the campaign never read.
-        raise ConfigError(
-            f"data_dir={cfg.data_dir!r}, but dataset {cfg.dataset!r} reads no files "
-            f"({ds.expected_files[0].strip('()')}); drop data_dir (--data-dir)"
-        )
-    for name in ("target_class", "target"):
-        value = getattr(cfg, name)
-        if value is not None and value >= ds.num_classes:
-            raise ConfigError(
-                f"{name}={value}, but {cfg.dataset} has classes 0..{ds.num_classes - 1}"
-            )
-    if cfg.device != "cpu":
-        import torch
-
-        if cfg.device.startswith("cuda") and not torch.cuda.is_available():
-            raise ConfigError(f"device={cfg.device!r} but no CUDA device is available; use cpu")
-
-    cfg = escape_seeds(cfg, ds.num_classes)
-
-    gen_name = zoo.resolve("generator", cfg.dataset, cfg.generator, models_root)
-    clf_name = zoo.resolve("classifier", cfg.dataset, cfg.classifier, models_root)
-    clf_b_name = (
-        None
-        if cfg.classifier_b is None
-        else zoo.resolve("classifier", cfg.dataset, cfg.classifier_b, models_root)
-    )
-    cards = {c["name"]: c for c in zoo.list_cards(models_root)}
-    for name in (gen_name, clf_name, clf_b_name):
-        if name in cards:  # model files given by path have no card to compare
-            why = zoo.incompatibility(cards[name], ds)
-            if why is not None:
-                raise ConfigError(why)
-    if clf_b_name is not None and clf_b_name == clf_name:
-        raise ConfigError(
-            f"classifier_b is {clf_b_name}, the same model as classifier; differential "
-            "testing compares two different classifiers"
-        )
-    try:
-        gen = zoo.load_generator(gen_name, cfg.device, models_root)
-        clf = zoo.load_classifier(clf_name, cfg.dataset, cfg.device, models_root)
-        clf_b = (
-            None
-            if clf_b_name is None
-            else zoo.load_classifier(clf_b_name, cfg.dataset, cfg.device, models_root)
-        )
-    except ModelError as e:
-        raise ConfigError(str(e)) from None
-    from engine.validators import check_validators
-
-    check_validators(cfg.validators, gen)
-    if extra := sorted(set(cfg.generator_params) - set(gen.Options.model_fields)):
-        # "Extra inputs are not permitted" did not say that --guidance is the DM's alone.
-        takes = ", ".join(gen.Options.model_fields) or "none"
-        raise ConfigError(
-            f"generator {gen_name} ({gen.family}) has no option {', '.join(extra)} (its "
-            f"options: {takes}); leave it out (generator_params, or its flag)"
-        )
+    ds = parts.dataset(cfg)
+    cfg = parts.escape_seeds(cfg, ds.num_classes)
+    models = parts.load_models(cfg, ds, models_root)
+    gen = models.generator
     try:
         gen.configure(**cfg.generator_params)
     except ValidationError as e:
         raise ConfigError(format_validation(e, where="generator_params")) from None
-    if gen.image_shape != ds.shape:
-        raise ConfigError(
-            f"generator {gen_name} makes images of shape {gen.image_shape}, dataset "
-            f"{cfg.dataset} has {ds.shape}; pick a generator trained on {cfg.dataset}"
-        )
-    if gen.conditional and gen.num_classes != ds.num_classes:
-        raise ConfigError(
-            f"generator {gen_name} knows {gen.num_classes} classes, "
-            f"{cfg.dataset} has {ds.num_classes}"
-        )
+    parts.check_generator(cfg, ds, gen, models.generator_name)
+    parts.check_seed_pool(cfg, ds, gen)
+    return Resolved(
+        config=cfg,
+        dataset=ds,
+        generator=gen,
+        generator_name=models.generator_name,
+        classifier=models.classifier,
+        classifier_name=models.classifier_name,
+        strategy=make_strategy(cfg, gen, models.generator_name, ds),
+        fitness=fitness_cls(),
+        criterion=criterion_cls(),
+        model_hashes=parts.model_hashes(models, models_root),
+        classifier_b=models.classifier_b,
+        classifier_b_name=models.classifier_b_name,
+    )
 
-    if gen.has_encoder and not gen.conditional:
-        try:
-            test = ds.load("test")
-        except DatasetError as e:
-            raise ConfigError(str(e)) from None
-        pool = (
-            int((test.labels == cfg.target_class).sum())
-            if cfg.target_class is not None
-            else len(test)
-        )
-        if cfg.escape_per_pair is not None:
-            import torch
 
-            # Each source class seeds escape_per_pair images (engine/campaign/seeding.py).
-            counts = torch.bincount(test.labels, minlength=ds.num_classes)
-            sources = [cfg.target_class] if cfg.target_class is not None else range(len(counts))
-            short = [c for c in sources if counts[c] < cfg.escape_per_pair]
-            if short:
-                c = short[0]
-                raise ConfigError(
-                    f"escape_per_pair={cfg.escape_per_pair} but {cfg.dataset} has only "
-                    f"{int(counts[c])} test images of class {c}; ask for at most "
-                    f"{int(counts[list(sources)].min())}"
-                )
-        elif cfg.seeds > pool:
-            raise ConfigError(
-                f"{cfg.seeds:,} seeds asked for, but {cfg.dataset} has only {pool:,} test "
-                f"images{'' if cfg.target_class is None else f' of class {cfg.target_class}'} "
-                f"to seed from; ask for at most {pool:,}"
-            )
-
+def make_strategy(cfg: CampaignConfig, gen: Generator, gen_name: str, ds: Dataset) -> Strategy:
+    """The config's strategy with its parameters, over the generator's latent space."""
     strategy_cls = STRATEGIES.get(cfg.strategy)
     try:
         params = strategy_cls.parse_params(cfg.strategy_params)
@@ -407,26 +307,4 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     why = strategy_cls.check_generator(gen)
     if why is not None:
         raise ConfigError(why)
-
-    hashes = {gen_name: zoo.load_card(gen_name, models_root)["sha256"]}
-    for name in (clf_name, clf_b_name):
-        if name is not None:
-            hashes[name] = (
-                zoo.sha256(Path(name))
-                if Path(name).is_file()
-                else zoo.load_card(name, models_root)["sha256"]
-            )
-    return Resolved(
-        config=cfg,
-        dataset=ds,
-        generator=gen,
-        generator_name=gen_name,
-        classifier=clf,
-        classifier_name=clf_name,
-        strategy=strategy_cls(params, space),
-        fitness=fitness_cls(),
-        criterion=criterion_cls(),
-        model_hashes=hashes,
-        classifier_b=clf_b,
-        classifier_b_name=clf_b_name,
-    )
+    return strategy_cls(params, space)

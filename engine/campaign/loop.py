@@ -2,7 +2,8 @@
 
 Per generation, for all active seeds at once: ask the strategy for candidates, decode and
 classify them in bounded batches, score them, tell the strategy, record one row per seed
-(and optionally per individual), retire seeds that failed or ran out of budget, breed.
+(and optionally per individual) with the strategy's recorded state, retire the seeds its
+termination stops (engine/search/termination.py), breed.
 Nothing in it knows which generator, strategy or objective it runs (engine/campaign/runner.py
 opens and closes the campaign around it).
 """
@@ -23,6 +24,8 @@ from engine.campaign.seeding import plan_seeds
 from engine.core.images import ImageSink
 from engine.search.archive import Archive
 from engine.search.fitness import Context, margin, top2
+from engine.search.strategies import SearchState
+from engine.search.termination import Status, Termination
 from store import CampaignWriter
 
 
@@ -51,7 +54,7 @@ class Generation:
     scores: torch.Tensor  # (S, P) fitness, minimised
     logits: torch.Tensor  # (S, P, K) classifier A's
     logits_b: torch.Tensor | None  # (S, P, K) classifier B's (differential campaigns)
-    objective2: torch.Tensor | None  # (S, P) a multi-objective strategy's second objective
+    state: SearchState  # the strategy's recorded state: step (S,), objective2 (S, P) or None
     best: torch.Tensor  # (S,) slot of the lowest fitness
     best_fit: torch.Tensor  # (S,) the lowest fitness
     improved: torch.Tensor  # (S,) best fitness dropped this generation
@@ -83,11 +86,6 @@ class Campaign:
             evaluate,
         )
         self.cfg, self.strategy, self.t0 = r.config, r.strategy, t0
-        # A fitness that refines failures (SINVAD's boundary) keeps a failed seed searching.
-        self.stop_at_failure = (
-            getattr(self.strategy.params, "stop_at_failure", True)
-            and not r.fitness.refines_failures
-        )
         self.strips = [f"{_seed_dir(cid, i)}/improvements.png" for i in range(self.cfg.seeds)]
         self.n_failed = 0
         self.strategy_seconds = 0.0
@@ -106,10 +104,19 @@ class Campaign:
             return
         self.strategy.attach(self.r, self.labels[self.active])
         self.strategy.start(self.seed_latents, self.rng)
-        G = self.strategy.max_generations()
+        # Made as the search starts: a wall-clock budget counts from here.
+        self.termination: Termination = self.strategy.termination(
+            self.r.fitness.refines_failures
+        )
+        G = self.termination.max_generations
+        if G is None:
+            raise TypeError(
+                f"strategy {self.strategy.name}'s termination bounds no generations; "
+                "include Generations(n) in it"
+            )
         last_strips = time.perf_counter()
         for g in range(1, G + 1):
-            gen = self.evaluate_generation(g, last=g == G)
+            gen = self.evaluate_generation(g)
             with self.writer.batch():  # a reader sees a generation whole or not at all
                 self.record(gen)
                 if gen.done.any():
@@ -180,7 +187,7 @@ class Campaign:
         self.first_failure = torch.zeros(self.n_viable, dtype=torch.long)
         return self.n_viable > 0
 
-    def evaluate_generation(self, g: int, last: bool) -> Generation:
+    def evaluate_generation(self, g: int) -> Generation:
         r = self.r
         slots, cand = self.strategy.ask()
         s, m = cand.shape[:2]
@@ -196,6 +203,7 @@ class Campaign:
         self.strategy.see(slots, images, failing_now)
         self.strategy.tell(slots, scores, both)
         self.strategy_seconds += time.perf_counter() - t
+        state = self.strategy.state()
         # Archived in record(), inside the generation's batch: a reader (and a resume's
         # replay) sees a generation's finds with its rows or not at all.
         found = None
@@ -207,7 +215,7 @@ class Campaign:
                 scores.flatten(), failing_now.flatten(),
             )  # fmt: skip
         self.metrics.evaluated(
-            self.active, logits, y, failing_now, g, float(self.strategy.step_size().mean()),
+            self.active, logits, y, failing_now, g, float(state.step.mean()),
             images if self.strategy.image_metrics else None,
         )  # fmt: skip
         self.evals = self.evals + m
@@ -225,13 +233,10 @@ class Campaign:
         self.first_failure = torch.where((self.first_failure == 0) & failed, g, self.first_failure)
         # A failed seed's result is its best failing individual; otherwise its best.
         result = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
-        done = (failed & self.stop_at_failure) | last
-        stop = self.strategy.finished()  # the strategy's own stop rule, if it has one
-        if stop is not None:
-            done = done | stop
+        done = self.termination.stops(Status(g, failed, state.step))
         return Generation(
             g, slots, images, pop, scores, pop_logits, pop_logits_b,
-            self.strategy.objective2(), best, best_fit, improved, failed, result, done, found,
+            state, best, best_fit, improved, failed, result, done, found,
         )  # fmt: skip
 
     def context(
@@ -281,7 +286,7 @@ class Campaign:
             best_pred_b=best_b,
             top1_label=top[:, 0].numpy(), top1_prob=probs[:, 0].numpy(),
             top2_label=top[:, 1].numpy(), top2_prob=probs[:, 1].numpy(),
-            step=self.strategy.step_size().numpy(), evaluations=self.evals.numpy(),
+            step=gen.state.step.numpy(), evaluations=self.evals.numpy(),
             elapsed_s=time.perf_counter() - self.t0, image=image, image_frame=frame,
         )  # fmt: skip
         if self.cfg.record_individuals:
@@ -293,7 +298,7 @@ class Campaign:
                 fitness=gen.scores.flatten().numpy(), pred=gen.logits.argmax(2).flatten().numpy(),
                 evaluated=np.tile(evaluated, s),
                 pred_b=None if gen.logits_b is None else gen.logits_b.argmax(2).flatten().numpy(),
-                objective2=None if gen.objective2 is None else gen.objective2.flatten().numpy(),
+                objective2=None if (o2 := gen.state.objective2) is None else o2.flatten().numpy(),
             )  # fmt: skip
 
         if self.archive is not None and gen.found is not None:

@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from engine.campaign.config import from_record, resolve
-from engine.campaign.runner import CampaignResult, Evaluator, Progress, execute
+from engine.campaign.evaluator import Evaluator
+from engine.campaign.loop import Progress
+from engine.campaign.runner import CampaignResult, execute
 from engine.campaign.startup import ReplayReport
 from engine.classifiers import inference
 from engine.core.errors import ConfigError, LatentfuzzError
@@ -137,11 +139,10 @@ def resume_campaign(
             f"be resumed{hint}"
         )
     r = resolve(from_record(c["config"]), models_root)
-    if getattr(r.strategy.params, "seconds", None) is not None:
+    if (why := r.strategy.termination().unreplayable()) is not None:
         raise LatentfuzzError(
-            f"campaign {cid} has a wall-clock budget (seconds={r.strategy.params.seconds}): "
-            "how far it got depends on the machine, so it cannot be replayed to the same "
-            "state; start a new campaign"
+            f"campaign {cid} has {why}: how far it got depends on the machine, so it "
+            "cannot be replayed to the same state; start a new campaign"
         )
     if r.model_hashes != c["environment"].get("model_sha256"):
         raise ConfigError(

@@ -24,8 +24,8 @@ import torch
 from engine.campaign.batching import batch_record
 from engine.campaign.batching import choose as choose_batch
 from engine.campaign.config import CampaignConfig, Resolved, resolve
-from engine.campaign.evaluator import Evaluator, model_errors  # noqa: F401  (re-exported)
-from engine.campaign.loop import Campaign, Progress, _seed_dir  # noqa: F401  (re-exported)
+from engine.campaign.evaluator import Evaluator
+from engine.campaign.loop import Campaign, Progress
 from engine.campaign.metrics import test_reference
 from engine.classifiers import inference
 from engine.core.errors import LatentfuzzError, cause
@@ -146,7 +146,7 @@ def run_campaign(
             "id": cid, "name": cfg.name or cid, "status": "running", "created_at": now(),
             "dataset": cfg.dataset, "generator": r.generator_name,
             "classifier": r.classifier_name, "classifier_b": r.classifier_b_name,
-            "strategy": cfg.strategy, "preset": r.preset,
+            "strategy": cfg.strategy, "preset": r.strategy.preset,
             "n_seeds": cfg.seeds, "target_class": cfg.target_class, "random_seed": cfg.seed,
             "config": {**cfg.model_dump(), "fitness": r.fitness.name, "archive": r.archive,
                        "criterion": r.criterion.name,

@@ -8,6 +8,10 @@ evaluations per search (``Strategy.with_budget``). Both score their archives wit
 validity filter that applies to the generator. The table gives, per pair and method, the
 mean and standard deviation over repetitions of the triggering inputs, the valid ones, and
 the geometric diversity and label entropy of the valid ones (engine/campaign/triggering.py).
+
+The study is a grid (engine/studies/grid.py) with a pair, a repetition (the random seed)
+and a method axis, run in this process, cell after cell; its folder is
+``<home>/grids/<study>``, and the grid runner handles Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,41 +19,53 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from engine.campaign.config import parse_config, resolve
-from engine.campaign.runner import StoppedAfterClose, run_in_series
+from engine.core.errors import ConfigError, LatentfuzzError
 from engine.core.home import db_path, resolve_home
+from engine.core.ids import ID_PATTERN
 from engine.search.strategies import STRATEGIES
+from engine.studies.grid import run_grid
+from engine.studies.spec import MAX_NAME, GridSpec
 from store import Store
 from store.differential import differential_table
 
 METHODS = ("nsga2", "ga")
 FIGURES = ("triggering", "valid_triggering", "geometric_diversity", "label_entropy")
+#: The pair axis of the study's grid: [A, B], set as classifier and classifier_b.
+PAIR = "pair"
 
 
-def study_configs(
+def method_params(
+    method: str, evaluations: int, population: int, embedding: str
+) -> dict[str, Any]:
+    """A method's strategy parameters: the same population, searching on after the first
+    triggering input, at `evaluations` per search."""
+    own = {"nsga2": {"embedding": embedding}, "ga": {"elites": max(2, population // 5)}}
+    raw = {"population": population, "stop_at_failure": False, **own[method]}
+    return STRATEGIES.get(method).with_budget(evaluations, raw)
+
+
+def study_grid(
     pairs: list[list[str]], generator: str, seeds: int, evaluations: int, population: int,
     repetitions: int, embedding: str, study: str,
-) -> list[dict]:  # fmt: skip
-    """Every campaign config of the study, in the order they run."""
-    out = []
-    for a, b in pairs:
-        for rep in range(repetitions):
-            for method in METHODS:
-                raw = {"population": population, "stop_at_failure": False}
-                if method == "nsga2":
-                    raw["embedding"] = embedding
-                else:
-                    raw["best_left"] = max(2, population // 5)
-                params = STRATEGIES.get(method).with_budget(evaluations, raw)
-                out.append({
-                    "generator": generator, "classifier": a, "classifier_b": b,
-                    "strategy": method, "fitness": "divergence", "seeds": seeds, "seed": rep,
-                    "strategy_params": params, "name": f"{study} {a} vs {b} {method} #{rep}",
-                })  # fmt: skip
-    return out
+) -> GridSpec:  # fmt: skip
+    """The study as a grid: pair x repetition x method, in the order they run."""
+    base = {"generator": generator, "fitness": "divergence", "seeds": seeds}
+    axes = {PAIR: [list(p) for p in pairs], "seed": list(range(repetitions)),
+            "strategy": list(METHODS)}  # fmt: skip
+
+    def derive(raw: dict[str, Any]) -> dict[str, Any]:
+        out = dict(raw)
+        a, b = out.pop(PAIR)
+        method, rep = out["strategy"], out["seed"]
+        params = method_params(method, evaluations, population, embedding)
+        return {**out, "classifier": a, "classifier_b": b, "strategy_params": params,
+                "name": f"{study} {a} vs {b} {method} #{rep}"}  # fmt: skip
+
+    return GridSpec(study, base, axes, derive=derive)
 
 
 def run_diff_study(
@@ -57,26 +73,30 @@ def run_diff_study(
     population: int = 50, repetitions: int = 3, embedding: str = "pca",
     name: str | None = None, home: Path | None = None, models_root: Path | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """Run the study; returns one row per (pair, method) with means and SDs."""
+    """Run the study; returns one row per (pair, method) with means and SDs. Every cell
+    is checked before any runs; Ctrl-C raises StudyStopped, saying how far it got."""
     h = resolve_home(home)
     study = name or "diff-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-    raws = study_configs(
+    if not ID_PATTERN.fullmatch(study) or len(study) > MAX_NAME:
+        raise ConfigError(
+            f"study name {study!r} is not allowed; expected 1-{MAX_NAME} letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit (--name)"
+        )
+    spec = study_grid(
         pairs, generator, seeds, evaluations, population, repetitions, embedding, study
     )
-    cfgs = [parse_config(raw) for raw in raws]
-    ids: list[str] = []
-    kept = 0  # a campaign that finished while Ctrl-C was held back in its close
+    total = len(pairs) * repetitions * len(METHODS)
     try:
-        for cfg in cfgs:  # every cell checked before any runs
-            resolve(cfg, models_root)
-        for cfg in cfgs:
-            try:
-                ids.append(run_in_series(cfg, h, models_root=models_root, study=study).campaign_id)
-            except StoppedAfterClose as e:
-                kept = int(e.result.status == "finished")
-                raise
-    except KeyboardInterrupt:  # also in a campaign's start-up, or while the cells are checked
-        raise StudyStopped(study, len(ids) + kept, len(cfgs)) from None
+        run = run_grid(spec, h, workers=0, models_root=models_root)
+    except KeyboardInterrupt:  # while the cells are checked, or in a campaign's start-up
+        raise StudyStopped(study, 0, total) from None
+    ids = run.campaign_ids()
+    if run.stopped:
+        raise StudyStopped(study, len(ids), total)
+    if run.failed:
+        raise LatentfuzzError(
+            "; ".join(f"{c}: {e}" for c, e in run.failed.items()) + f" (grid {run.folder})"
+        )
     return summarise(differential_table(Store(db_path(h)), ids))
 
 

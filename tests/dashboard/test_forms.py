@@ -70,8 +70,9 @@ def test_a_cross_field_rule_reads_as_a_sentence(page):
     (err,) = page.error
     text = err.value.replace("\\", "")
     assert text.startswith("Cannot launch; please fix:")
-    # Named as the form labels them (it said "best_left=10 ... population=5").
-    assert "best_left (elites) = 10 must be smaller than Population = 5" in text
+    # Named as the form labels them (it said "best_left=10 ... population=5"; the GA's
+    # best_left is now elites, labelled Elites).
+    assert "Elites = 10 must be smaller than Population = 5" in text
     assert "Value error" not in text and "strategy_params" not in text
     assert page.launched == []
 

@@ -376,8 +376,8 @@ def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
 
 
 def test_ctrl_c_while_a_diff_study_checks_its_campaigns_says_so_too(home, monkeypatch):
-    from engine.studies import differential as diff_study
+    from engine.studies import grid  # the grid runner checks every cell before any runs
 
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
-    said = interrupted_study(monkeypatch, diff_study, "resolve", 1, repetitions=1)
+    said = interrupted_study(monkeypatch, grid, "resolve", 1, repetitions=1)
     assert "after 0 of its 2 campaigns" in said

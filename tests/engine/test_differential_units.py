@@ -14,7 +14,8 @@ from engine.campaign.triggering import geometric_diversity, label_entropy, split
 from engine.search.archive import Archive
 from engine.search.diversity import DiversityArchive, image_features, representatives
 from engine.search.fitness import Context, Disagree, Divergence, divergence
-from engine.search.strategies.nsga2 import polynomial_mutation, rank_and_crowding, sbx
+from engine.search.strategies.nsga2 import rank_and_crowding
+from engine.search.strategies.operators import polynomial_mutation, sbx
 from engine.validators.nearest import NearestSSIM
 
 

@@ -16,15 +16,8 @@ import torch
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.search.strategies import SearchSpace
-from engine.search.strategies.ga import (
-    GAParams,
-    GeneticAlgorithm,
-    crossover,
-    mutate,
-    pick_parents,
-    resolve_step,
-    select_elite,
-)
+from engine.search.strategies.ga import GAParams, GeneticAlgorithm, resolve_step
+from engine.search.strategies.operators import crossover, mutate, pick_parents, select_elite
 from store import Store, queries
 
 SPACE = SearchSpace((6,), -5.0, 5.0)  # latent range r = 10
@@ -47,7 +40,7 @@ def stagnate_then_improve(s: GeneticAlgorithm, bests: list[float]) -> list[float
         scores[0, 0] = b
         s.tell(slots, scores, torch.zeros(1, len(slots), 10))
         s.advance(rng())
-        steps.append(s.step_size().item())
+        steps.append(s.state().step.item())
     return steps
 
 
@@ -96,7 +89,7 @@ def test_elites_are_the_best_left_lowest_and_parents_two_distinct_elites():
     # Rule: parents = the best_left lowest fitness; np.random.choice(best_left, 2,
     # replace=False): two distinct parents, uniform over ordered pairs.
     scores = torch.tensor([[3.0, -1.0, 2.0, 0.5, 9.0]])
-    assert sorted(select_elite(torch.zeros(1, 5, 2), scores, 3)[0].tolist()) == [1, 2, 3]
+    assert sorted(select_elite(scores, 3)[0].tolist()) == [1, 2, 3]
     i, j = pick_parents(2, 4, 3000, rng())
     assert (i != j).all()
     pairs = set(zip(i.flatten().tolist(), j.flatten().tolist(), strict=True))

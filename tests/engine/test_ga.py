@@ -8,12 +8,8 @@ import torch
 from pydantic import ValidationError
 
 from engine.search.strategies import STRATEGIES, SearchSpace
-from engine.search.strategies.ga import (
-    GAParams,
-    GeneticAlgorithm,
-    select_elite,
-    update_step,
-)
+from engine.search.strategies.ga import GAParams, GeneticAlgorithm, update_step
+from engine.search.strategies.operators import select_elite
 
 SPACE = SearchSpace((6,), -5.0, 5.0)  # range r = 10
 
@@ -48,9 +44,8 @@ def test_invalid_params_are_rejected(kw, match):
 
 
 def test_elitism_keeps_the_best_left_lowest_with_their_scores():
-    pop = torch.arange(5.0).view(1, 5, 1).expand(1, 5, 3).clone()
     scores = torch.tensor([[3.0, -1.0, 2.0, 0.5, 9.0]])
-    assert select_elite(pop, scores, 3).tolist() == [[1, 3, 2]]
+    assert select_elite(scores, 3).tolist() == [[1, 3, 2]]
 
     s = ga(population=5, best_left=2, perturbation="custom", step=0.01)
     s.start(torch.zeros(1, 6), rng())
@@ -96,7 +91,7 @@ def test_custom_step_is_used_from_the_first_generation():
     s.start(torch.zeros(2, 6), rng())
     s.tell(torch.arange(4), torch.rand(2, 4), torch.zeros(2, 4, 10))
     s.advance(rng())
-    assert s.step_size().tolist() == [0.25, 0.25]
+    assert s.state().step.tolist() == [0.25, 0.25]
 
 
 def test_stagnation_over_generations_doubles_until_the_cap():
@@ -106,7 +101,7 @@ def test_stagnation_over_generations_doubles_until_the_cap():
     steps = []
     for _ in range(4):
         s.advance(rng())
-        steps.append(s.step_size().item())
+        steps.append(s.state().step.item())
         slots, _ = s.ask()
         s.tell(slots, torch.full((1, len(slots)), 5.0), torch.zeros(1, len(slots), 10))
     assert steps == [1.0, 2.0, 3.0, 3.0]  # best stays 0.0: doubling, capped at max_step

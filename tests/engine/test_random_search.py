@@ -7,7 +7,8 @@ import torch
 from pydantic import ValidationError
 
 from engine.search.strategies import STRATEGIES, SearchSpace
-from engine.search.strategies.random_search import RandomParams, RandomSearch, draw
+from engine.search.strategies.operators import draw
+from engine.search.strategies.random_search import RandomParams, RandomSearch
 
 SPACE = SearchSpace((6,), -5.0, 5.0)  # range r = 10
 
@@ -23,8 +24,8 @@ def test_registered():
 @pytest.mark.parametrize(
     "kw, match",
     [
-        ({"perturbation": "custom"}, "exactly when perturbation='custom'"),
-        ({"perturbation": "high", "step": 0.1}, "exactly when"),
+        ({"perturbation": "custom"}, "perturbation='custom' needs step"),
+        ({"perturbation": "high", "step": 0.1}, "use perturbation='custom'"),
         ({"perturbation": "medium"}, "low"),
         ({"population": 0}, "greater than or equal to 1"),
     ],
@@ -73,4 +74,4 @@ def test_candidates_are_clamped_and_keep_drops_seeds():
     s.tell(torch.arange(3), torch.zeros(3, 3), torch.zeros(3, 3, 10))
     s.keep(torch.tensor([True, False, True]))
     pop, scores, logits = s.population()
-    assert pop.shape[0] == scores.shape[0] == logits.shape[0] == s.step_size().shape[0] == 2
+    assert pop.shape[0] == scores.shape[0] == logits.shape[0] == s.state().step.shape[0] == 2

@@ -192,7 +192,7 @@ def test_invalid_config_is_rejected_before_anything_is_written(home: Path, cfg, 
 
 
 def test_an_error_mid_campaign_marks_it_failed(home: Path):
-    from engine.campaign.runner import Evaluator
+    from engine.campaign.evaluator import Evaluator
 
     class Breaks(Evaluator):
         def _evaluate(self, z, labels):

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import torch
 
 from engine.campaign.loop import Campaign, Generation
+from engine.search.strategies import SearchState
 
 
 def _generation(pop: torch.Tensor, slots: torch.Tensor, images: torch.Tensor) -> Generation:
@@ -14,7 +15,7 @@ def _generation(pop: torch.Tensor, slots: torch.Tensor, images: torch.Tensor) ->
     z = torch.zeros(s, p)
     return Generation(
         g=1, slots=slots, images=images, pop=pop, scores=z, logits=z[..., None],
-        logits_b=None, objective2=None, best=z[:, 0].long(), best_fit=z[:, 0],
+        logits_b=None, state=SearchState(z[:, 0]), best=z[:, 0].long(), best_fit=z[:, 0],
         improved=z[:, 0].bool(), failed=z[:, 0].bool(), result=z[:, 0].long(),
         done=z[:, 0].bool(),
     )  # fmt: skip
@@ -51,7 +52,7 @@ def test_a_generations_bookkeeping_does_not_grow_with_the_number_of_seeds():
     # Populations are tensors over all seeds: a generation's operations outside the models
     # (objectives, records, breeding) are as many for 12 seeds as for 3. A per-seed loop of
     # tensor operations would multiply them. Counted, not timed (engine/bench/generation_ops.py).
-    from benchmarks.generation_ops import count_ops
+    from engine.bench.generation_ops import count_ops
 
     def ops(seeds: int) -> list[int]:
         params = {"generations": 6, "population": 6, "best_left": 2, "stop_at_failure": False}

@@ -2,8 +2,9 @@
 
 A strategy owns a state of tensors with a leading seed dimension S. ``ask`` returns the
 candidates to evaluate, (S, M, *latent_shape); ``tell`` takes their scores (S, M) and
-prepares the next candidates; ``keep`` drops finished seeds. ``best`` reports, per seed,
-the best individual of the current population. No per-individual Python loops.
+prepares the next candidates; ``keep`` drops finished seeds. ``state`` reports what the
+loop records per generation, and ``termination`` the stop rules the loop asks. No
+per-individual Python loops.
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ import torch
 
 from engine.core.registry import Registry
 from engine.core.settings import Settings
+from engine.search.strategies.operators import draw
+from engine.search.termination import AtFailure, Generations, Termination
 
 
 class StrategyParams(Settings):
     """Base of every strategy's parameter model: frozen, no unknown keys."""
+
+    #: Old names of settings that are still accepted, each to its current name (stored
+    #: configs and flags that predate a rename); the model writes the current name.
+    renamed: ClassVar[dict[str, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -37,9 +44,31 @@ class SearchSpace:
         return self.high - self.low
 
 
+@dataclass(frozen=True)
+class SearchState:
+    """What the loop records of a strategy after each generation, per active seed."""
+
+    #: (S,) the generations table's ``step`` column; the strategy's ``step_label`` names
+    #: what it holds (interpolation's lambda, say).
+    step: torch.Tensor
+    #: (S, P) a multi-objective strategy's second objective of the population (the Pareto
+    #: front on the Campaign page); None for single-objective ones.
+    objective2: torch.Tensor | None = None
+
+
 class Strategy(ABC):
+    """A search strategy: ask/see/tell over tensors for all seeds at once, its recorded
+    state (``state``) and its stop rules (``termination``, from Params' ``generations`` and
+    ``stop_at_failure`` unless a subclass builds its own)."""
+
     name: ClassVar[str]
     Params: ClassVar[type[StrategyParams]]
+    #: What the recorded step (SearchState.step) is, for labels; None: nothing (zeros).
+    step_label: ClassVar[str | None] = "step"
+    #: True: Params have step presets (``perturbation``, engine/search/strategies/presets.py).
+    has_presets: ClassVar[bool] = False
+    #: True: the strategy records a second objective (SearchState.objective2).
+    multi_objective: ClassVar[bool] = False
     #: The objective (engine/search/fitness.py) used when the campaign config names none.
     default_fitness: ClassVar[str] = "margin"
     #: True: MSE and SSIM of every evaluated image to its seed image are measured per
@@ -65,6 +94,11 @@ class Strategy(ABC):
     def parse_params(cls, raw: dict[str, Any]) -> StrategyParams:
         return cls.Params(**raw)
 
+    @property
+    def preset(self) -> str | None:
+        """The step preset in force, for the campaign row; None without presets."""
+        return None
+
     @abstractmethod
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         """Begin the search from seed latents (S, *latent_shape)."""
@@ -89,8 +123,8 @@ class Strategy(ABC):
         """The evaluated population: latents (S, P, *L), scores (S, P), logits (S, P, K)."""
 
     @abstractmethod
-    def step_size(self) -> torch.Tensor:
-        """The current step size per seed (S,), for the record."""
+    def state(self) -> SearchState:
+        """What the loop records after the generation just told (step, second objective)."""
 
     @abstractmethod
     def advance(self, rng: torch.Generator) -> None:
@@ -102,15 +136,14 @@ class Strategy(ABC):
         objectives depend on the images (NSGA-II's diversity); most need neither."""
         return None
 
-    def objective2(self) -> torch.Tensor | None:
-        """A multi-objective strategy's second objective of the population (S, P), for the
-        record (the Pareto front on the Campaign page); None for single-objective ones."""
-        return None
-
-    def finished(self) -> torch.Tensor | None:
-        """Seeds (S,) whose search this strategy's own stop rule ends after the generation
-        just told, or None when it has no stop rule (the runner's rules still apply)."""
-        return None
+    def termination(self, refines_failures: bool = False) -> Termination:
+        """This search's stop rules, built when it starts: the generation budget, and the
+        first failure where ``stop_at_failure`` is on, unless the fitness refines failures
+        (SINVAD's boundary keeps a failed seed searching). Subclasses add their own."""
+        rule = Generations(self.params.generations)
+        if self.params.stop_at_failure and not refines_failures:
+            return rule | AtFailure()
+        return rule
 
     @classmethod
     def budget(cls, params: StrategyParams) -> int:
@@ -126,9 +159,6 @@ class Strategy(ABC):
     def evaluation_budget(self) -> int:
         """The most evaluations one seed can cost in this campaign."""
         return type(self).budget(self.params)
-
-    def max_generations(self) -> int:
-        return int(getattr(self.params, "generations", 0))
 
 
 STRATEGIES: Registry[type[Strategy]] = Registry("search strategy")
@@ -150,6 +180,42 @@ class EveryGenerationBudget:
         return {**raw, "generations": max(1, evaluations // p.population)}
 
 
+def check_elites(elites: int, population: int, name: str = "elites") -> None:
+    """Raise ValueError (one line) unless an elitist GA breeds children: elites below
+    population. `name`: the setting as the user wrote it."""
+    if elites >= population:
+        raise ValueError(
+            f"{name}={elites} must be smaller than population={population}, or no children "
+            f"are bred; lower {name}"
+        )
+
+
+class ElitistBudget:
+    """The budget of an elitist GA (``elites`` survivors keep their scores): the whole
+    first population, then only the children of each later generation."""
+
+    Params: ClassVar[type[StrategyParams]]
+
+    @classmethod
+    def budget(cls, params: StrategyParams) -> int:
+        return elitist_budget(params.population, params.elites, params.generations)
+
+    @classmethod
+    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
+        p = cls.Params(**raw)
+        return {**raw, "generations": elitist_generations(evaluations, p.population, p.elites)}
+
+
+def elitist_budget(population: int, elites: int, generations: int) -> int:
+    """Evaluations per seed of an elitist GA: P + (P - E) x (G - 1)."""
+    return population + (population - elites) * (generations - 1)
+
+
+def elitist_generations(evaluations: int, population: int, elites: int) -> int:
+    """The most generations whose elitist_budget fits in `evaluations` (at least 1)."""
+    return 1 + max(0, evaluations - population) // (population - elites)
+
+
 class PopulationStrategy(Strategy):
     """A strategy whose state is a population of latents with a leading seed dimension:
     ``pop`` (S, P, D), ``scores`` (S, P) NaN until evaluated, ``logits`` (S, P, K) or None
@@ -168,8 +234,7 @@ class PopulationStrategy(Strategy):
         Seeds (S, *L) are kept flat, (S, D); so is the population, (S, P, D)."""
         s = seeds.shape[0]
         self.seed = seeds.reshape(s, -1).float()
-        noise = torch.randn((s, population, self.seed.shape[1]), generator=rng)
-        self.pop = self.seed[:, None, :] + scale * noise.to(seeds.device)
+        self.pop = draw(self.seed, population, scale, rng)
         self.scores = torch.full((s, population), float("nan"))
         self.logits = None
         self.slots = torch.arange(population)

@@ -4,7 +4,8 @@ Per seed: k test images of every class other than the seed's are drawn (seeded, 
 campaign's generator) and encoded (posterior mean). Generation g decodes, for the g-th
 lambda of the grid, ``z = (1 - lambda) z_seed + lambda z_other`` for all (K - 1) x k
 others, so each lambda is one "generation" and the convergence chart, gallery and store
-work unchanged (the generations table's ``step`` column holds the lambda). The whole grid
+work unchanged (the generations table's ``step`` column holds the lambda, which the
+strategy's ``step_label`` says). The whole grid
 is evaluated (``stop_at_failure`` is off by default), so the per-generation metrics give
 the error rate and SSIM per lambda. It needs an encoder generator (a VAE).
 """
@@ -20,6 +21,7 @@ from engine.search.strategies.base import (
     STRATEGIES,
     PopulationStrategy,
     SearchSpace,
+    SearchState,
     StrategyParams,
 )
 
@@ -78,6 +80,7 @@ class Interpolate(PopulationStrategy):
     Params = InterpolateParams
     per_seed = ("seed", "others", "pop", "scores", "labels", "logits")
     image_metrics = True
+    step_label = "lambda"
 
     def __init__(self, params: InterpolateParams, space: SearchSpace) -> None:
         super().__init__(params, space)
@@ -106,8 +109,6 @@ class Interpolate(PopulationStrategy):
     def evaluation_budget(self) -> int:
         return self.budget(self.params, self.space.num_classes or 10)
 
-    def max_generations(self) -> int:
-        return self.params.lambda_steps
 
     def attach(self, resolved: Any, labels: torch.Tensor) -> None:
         self.generator, self.dataset, self.labels = resolved.generator, resolved.dataset, labels
@@ -130,8 +131,8 @@ class Interpolate(PopulationStrategy):
         self.scores = torch.full(self.pop.shape[:2], float("nan"))
         self.logits: torch.Tensor | None = None
 
-    def step_size(self) -> torch.Tensor:
-        return torch.full((self.seed.shape[0],), float(self.grid[self.g]))
+    def state(self) -> SearchState:
+        return SearchState(torch.full((self.seed.shape[0],), float(self.grid[self.g])))
 
     def advance(self, rng: torch.Generator) -> None:
         self.g += 1

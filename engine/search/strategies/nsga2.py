@@ -23,7 +23,6 @@ gets then depends on the machine).
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 import numpy as np
@@ -35,10 +34,11 @@ from engine.search.strategies.base import (
     STRATEGIES,
     EveryGenerationBudget,
     PopulationStrategy,
-    SearchSpace,
+    SearchState,
     StrategyParams,
 )
-from engine.search.strategies.ga import take
+from engine.search.strategies.operators import clamp, polynomial_mutation, sbx, take
+from engine.search.termination import Termination, WallClock
 
 
 class NSGA2Params(StrategyParams):
@@ -67,49 +67,6 @@ class NSGA2Params(StrategyParams):
     stop_at_failure: bool = Field(False, description="stop a run at its first triggering input")
 
 
-def sbx(p1: torch.Tensor, p2: torch.Tensor, low: float, high: float, eta: float, prob: float,
-        rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
-    """Simulated binary crossover (Deb & Agrawal 1995), bounded form as in NSGA-II's C code.
-
-    Parents (..., D) -> two children (..., D) within [low, high]. Each pair crosses with
-    probability `prob`, then each gene with probability 0.5 (genes that are equal do not).
-    """
-    shape = p1.shape
-    u = torch.rand(shape, generator=rng)
-    pair = torch.rand(shape[:-1], generator=rng)[..., None] < prob
-    gene = torch.rand(shape, generator=rng) < 0.5
-    swap = torch.rand(shape, generator=rng) < 0.5
-    y1, y2 = torch.minimum(p1, p2), torch.maximum(p1, p2)
-    diff = (y2 - y1).clamp_min(1e-14)
-
-    def beta_q(beta: torch.Tensor) -> torch.Tensor:
-        alpha = 2.0 - beta.pow(-(eta + 1.0))
-        inner = torch.where(u <= 1.0 / alpha, (u * alpha), 1.0 / (2.0 - u * alpha).clamp_min(1e-14))
-        return inner.pow(1.0 / (eta + 1.0))
-
-    c1 = 0.5 * (y1 + y2 - beta_q(1.0 + 2.0 * (y1 - low) / diff) * diff)
-    c2 = 0.5 * (y1 + y2 + beta_q(1.0 + 2.0 * (high - y2) / diff) * diff)
-    c1, c2 = c1.clamp(low, high), c2.clamp(low, high)
-    c1, c2 = torch.where(swap, c2, c1), torch.where(swap, c1, c2)
-    act = pair & gene & ((p2 - p1).abs() > 1e-14)
-    return torch.where(act, c1, p1), torch.where(act, c2, p2)
-
-
-def polynomial_mutation(x: torch.Tensor, low: float, high: float, eta: float, prob: float,
-                        rng: torch.Generator) -> torch.Tensor:  # fmt: skip
-    """Bounded polynomial mutation (Deb & Goyal 1996): each gene of x (..., D) mutates with
-    probability `prob`; the result stays within [low, high]."""
-    u = torch.rand(x.shape, generator=rng)
-    hit = torch.rand(x.shape, generator=rng) < prob
-    span = high - low
-    d1, d2 = (x - low) / span, (high - x) / span
-    m = 1.0 / (eta + 1.0)
-    left = (2 * u + (1 - 2 * u) * (1 - d1).pow(eta + 1)).pow(m) - 1
-    right = 1 - (2 * (1 - u) + 2 * (u - 0.5) * (1 - d2).pow(eta + 1)).pow(m)
-    y = x + torch.where(u < 0.5, left, right) * span
-    return torch.where(hit, y.clamp(low, high), x)
-
-
 def rank_and_crowding(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Non-dominated rank (N,) and crowding distance (N,) of objectives f (N, 2), minimised."""
     from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
@@ -129,17 +86,16 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
     Params = NSGA2Params
     default_fitness = "divergence"
     per_seed = ("seed", "pop", "scores", "logits", "feat", "div")
-
-    def __init__(self, params: NSGA2Params, space: SearchSpace) -> None:
-        super().__init__(params, space)
-        self.generation = 0
-        self.started = time.monotonic()
+    step_label = None  # no step: SBX and mutation scale with the bounds
+    multi_objective = True
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p, s = self.params.population, seeds.shape[0]
+        self.generation = 0
         self.seed = seeds.reshape(s, -1).float()
         prior = torch.randn((s, p - 1, self.seed.shape[1]), generator=rng)
-        self.pop = torch.cat([self.seed[:, None], prior], 1).clamp(self.space.low, self.space.high)
+        pop = torch.cat([self.seed[:, None], prior], 1)
+        self.pop = clamp(pop, self.space.low, self.space.high)
         self.scores = torch.full((s, p), float("nan"))
         self.logits = None
         self.slots = torch.arange(p)
@@ -147,7 +103,6 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         self.div = torch.ones(s, p)
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=rng))
         self.archive = DiversityArchive(s, self.params.embedding, seed)
-        self.started = time.monotonic()
 
     def see(self, slots: torch.Tensor, images: torch.Tensor, failing: torch.Tensor) -> None:
         f = image_features(images)  # (S, M, F)
@@ -158,17 +113,12 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         self.archive.add(f[failing], owner[failing])
         self.div[:, slots] = self.archive.diversity(f)
 
-    def objective2(self) -> torch.Tensor:
-        return self.div
+    def state(self) -> SearchState:
+        return SearchState(torch.zeros(len(self.seed)), self.div)
 
-    def step_size(self) -> torch.Tensor:
-        return torch.zeros(len(self.seed))  # no step: SBX and mutation scale with the bounds
-
-    def finished(self) -> torch.Tensor | None:
-        limit = self.params.seconds
-        if limit is None or time.monotonic() - self.started < limit:
-            return None
-        return torch.ones(len(self.seed), dtype=torch.bool)
+    def termination(self, refines_failures: bool = False) -> Termination:
+        rule = super().termination(refines_failures)
+        return rule if self.params.seconds is None else rule | WallClock(self.params.seconds)
 
     def keep(self, mask: torch.Tensor) -> None:
         super().keep(mask)

@@ -17,25 +17,19 @@ the seed whose class changes.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from pydantic import Field, model_validator
 
 from engine.search.strategies.base import (
     STRATEGIES,
+    ElitistBudget,
     PopulationStrategy,
+    SearchState,
     StrategyParams,
+    check_elites,
 )
-from engine.search.strategies.ga import (
-    crossover,
-    elitist_budget,
-    elitist_generations,
-    mutate,
-    pick_parents,
-    select_elite,
-    take,
-)
+from engine.search.strategies.operators import breed, reset_mask, select_elite, take
+from engine.search.termination import StepFloor, Termination
 
 
 class SinvadParams(StrategyParams):
@@ -59,25 +53,13 @@ class SinvadParams(StrategyParams):
 
     @model_validator(mode="after")
     def _check(self) -> SinvadParams:
-        if self.elites >= self.population:
-            raise ValueError(
-                f"elites={self.elites} must be smaller than population={self.population}, "
-                "or no children are bred; lower elites"
-            )
+        check_elites(self.elites, self.population)
         if self.min_step >= self.step:
             raise ValueError(
                 f"min_step={self.min_step} must be below step={self.step}, or every seed "
                 "stops after its first generation"
             )
         return self
-
-
-def reset_mask(
-    children: torch.Tensor, seed: torch.Tensor, p: float, rng: torch.Generator
-) -> torch.Tensor:
-    """Reset each gene of children (S, C, D) to the seed's (S, D) with probability p."""
-    mask = torch.rand(children.shape, generator=rng).to(children.device) < p
-    return torch.where(mask, seed[:, None, :], children)
 
 
 def decay_step(
@@ -88,20 +70,12 @@ def decay_step(
 
 
 @STRATEGIES.register("sinvad")
-class Sinvad(PopulationStrategy):
+class Sinvad(ElitistBudget, PopulationStrategy):
     name = "sinvad"
     Params = SinvadParams
     per_seed = ("seed", "pop", "scores", "logits", "step", "prev_best")
     default_fitness = "boundary"
-
-    @classmethod
-    def budget(cls, params: StrategyParams) -> int:
-        return elitist_budget(params.population, params.elites, params.generations)
-
-    @classmethod
-    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        p = cls.Params(**raw)
-        return {**raw, "generations": elitist_generations(evaluations, p.population, p.elites)}
+    step_label = "mutation step"
 
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params
@@ -112,30 +86,24 @@ class Sinvad(PopulationStrategy):
 
     def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
         super().tell(slots, scores, logits)
-        # The generation is complete: apply the step rule now, so the stop rule below
-        # sees this generation's step (the reference breaks right after the update).
+        # The generation is complete: apply the step rule now, so the step floor (its
+        # termination) sees this generation's step (the reference breaks right after).
         best = self.scores.min(dim=1).values
         self.step = decay_step(self.step, self.params.step, self.params.decay, best, self.prev_best)
         self.prev_best = best
 
-    def finished(self) -> torch.Tensor:
-        return self.step < self.params.min_step
+    def termination(self, refines_failures: bool = False) -> Termination:
+        return super().termination(refines_failures) | StepFloor(self.params.min_step)
 
-    def step_size(self) -> torch.Tensor:
-        return self.step
+    def state(self) -> SearchState:
+        return SearchState(self.step)
 
     def advance(self, rng: torch.Generator) -> None:
         p = self.params
         s, e, c = self.pop.shape[0], p.elites, p.population - p.elites
-        elite = select_elite(self.pop, self.scores, e)
-        e_pop, e_scores, e_logits = (
-            take(self.pop, elite),
-            take(self.scores, elite),
-            take(self.logits, elite),
-        )
-        i, j = pick_parents(s, e, c, rng)
-        children = crossover(take(e_pop, i), take(e_pop, j), rng)
-        children = mutate(children, self.seed, self.step.to(children.device), rng)
+        elite = select_elite(self.scores, e)
+        e_scores, e_logits = take(self.scores, elite), take(self.logits, elite)
+        e_pop, children = breed(self.pop, elite, c, self.seed, self.step, rng)
         children = reset_mask(children, self.seed, p.mask_p, rng)
 
         self.pop = torch.cat([e_pop, children], dim=1)
