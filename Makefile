@@ -51,8 +51,10 @@ test-browser: dev chromium
 test-all: dev
 	$(BIN)/python -m pytest -q -m "slow or not slow"
 
+# ruff's rules and its formatter, then the architecture's contracts (pyproject.toml).
 lint: dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 bench: install
 	$(BIN)/latentfuzz bench

@@ -23,7 +23,7 @@ import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
 
 from dashboard.text import md_text
-from engine.labelling.validity import campaign_validity
+from engine.api import campaign_validity
 from store import Store, queries
 
 ALPHA = 0.05

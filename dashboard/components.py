@@ -80,7 +80,7 @@ def convergence_chart(
 ) -> alt.Chart:  # fmt: skip
     """Best fitness per generation for each seed, plus median and inter-quartile band, and
     the score below which a seed fails where the objective has one."""
-    from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS
+    from engine.api import BOUNDARY_UNCHANGED, FITNESS
 
     if fitness == "boundary":
         # Until a seed's class changes its fitness is a 1e6 constant, which would flatten

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine.core.home import db_path, resolve_home
+from engine.api import db_path, resolve_home
 from store import Store, queries
 
 

@@ -11,8 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.components import load_image
-from engine.core.csv_io import to_csv_bytes
-from engine.search.strategies import STRATEGIES
+from engine.api import STRATEGIES, to_csv_bytes
 from store import Store, queries
 from store import differential as sd
 
@@ -152,7 +151,7 @@ def triggering_gallery(home: Path, arch: pd.DataFrame, names: list[str], filters
 def human_split(store: Store, cid: str, where) -> None:
     """Which classifier labellers side with, from every study of this campaign's
     triggering inputs (engine.labelling.validity.model_agreement)."""
-    from engine.labelling import validity as labelling
+    from engine.api import labelling
 
     frames = []
     for sid in sd.triggering_studies(store, cid):

@@ -6,8 +6,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from engine.core.csv_io import to_csv_bytes
-from engine.studies.escape import confusion_rates, escape_table
+from engine.api import confusion_rates, escape_table, to_csv_bytes
 from store import Store, queries
 
 #: Both heatmaps share this colour scale, so a cell means the same in each.

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from engine.campaign.config import CampaignConfig, resolve
-from engine.campaign.runner import new_campaign_id
+from engine.api import CampaignConfig, new_campaign_id, resolve
 from store import liveness
 
 

@@ -23,7 +23,7 @@ def _num(v: Any, spec: str) -> str:
 def zoo_table(cards: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per model, every cell text ("–" where a figure does not apply); source says
     whether it is the bundled zoo's or the user's ($LATENTFUZZ_HOME/models)."""
-    from engine.models import zoo
+    from engine.api import zoo
 
     rows = []
     for c in cards:
@@ -74,7 +74,7 @@ def samples(name: str, per_class: int = 1, seed: int = 0) -> list[np.ndarray]:
     generator, else ten; fixed seed, so the page shows the same samples each time."""
     import torch
 
-    from engine.models import zoo
+    from engine.api import zoo
 
     gen = zoo.load_generator(name)
     rng = torch.Generator().manual_seed(seed)

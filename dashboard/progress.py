@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard.form_check import duration
 from dashboard.launch import failure, launch_log
-from engine.campaign import startup
+from engine.api import startup
 from store import Store, liveness, queries
 
 

@@ -33,8 +33,7 @@ def simulated_study(home: Path) -> tuple[str, str]:
 
     import numpy as np
 
-    from engine.labelling.agreement import INVALID
-    from engine.labelling.validity import StudyConfig, create_study
+    from engine.api import INVALID, StudyConfig, create_study
     from store import Store, queries
     from store import labels as ls
 
@@ -56,8 +55,7 @@ def simulated_study(home: Path) -> tuple[str, str]:
 
 def seeded_home() -> tuple[Path, dict[str, str]]:
     """A scratch home with two campaigns and two studies; the pages to capture."""
-    from engine.campaign.config import parse_config
-    from engine.campaign.runner import run_campaign
+    from engine.api import parse_config, run_campaign
 
     home = Path(tempfile.mkdtemp(prefix="latentfuzz-shots-"))
     for gen in ("gan", "vae"):  # the VAE campaign last: the one the Campaign page shows

@@ -11,8 +11,7 @@ from pydantic import ValidationError
 
 from dashboard.text import md_text
 from dashboard.uploads import save_upload
-from engine.core.errors import LatentfuzzError
-from engine.datasets import DatasetError, dataset_names
+from engine.api import DatasetError, LatentfuzzError, dataset_names
 from store import Store
 
 AUTO = "automatic"
@@ -45,7 +44,7 @@ def for_the_page(said: str, path: Path) -> str:
 
 def import_form(store: Store, home: Path) -> str | None:
     """The form; the new study's id once one is imported, else None."""
-    from engine.labelling.importing import ImportMapping, import_csv
+    from engine.api import ImportMapping, import_csv
 
     st.subheader("Import a study file")
     st.caption(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.core.errors import ModelError
+from engine.api import ModelError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -21,12 +21,15 @@ from dashboard.progress import (
 )
 from dashboard.text import campaign_label, md_text
 from dashboard.url_state import url_widget
-from engine.campaign import startup
-from engine.core.csv_io import to_csv_bytes
-from engine.core.errors import LatentfuzzError
-from engine.datasets import DatasetError, get_dataset
-from engine.io.export import zip_bytes
-from engine.io.import_results import imported_note
+from engine.api import (
+    DatasetError,
+    LatentfuzzError,
+    get_dataset,
+    imported_note,
+    startup,
+    to_csv_bytes,
+    zip_bytes,
+)
 from store import liveness, queries
 from store.errors import StoreBusy, StoreError
 

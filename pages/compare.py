@@ -22,7 +22,7 @@ from dashboard.metrics import metrics_markdown
 from dashboard.palette import categorical
 from dashboard.text import md_text
 from dashboard.url_state import url_unknown, url_widget
-from engine.core.csv_io import to_csv_bytes
+from engine.api import to_csv_bytes
 from store import queries
 
 st.title("Compare")

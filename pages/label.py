@@ -23,8 +23,7 @@ import streamlit as st
 from dashboard.components import load_image
 from dashboard.data import get_home, get_store
 from dashboard.text import md_text, person_name
-from engine.datasets import DatasetError, get_dataset
-from engine.labelling.validity import marker_choices
+from engine.api import DatasetError, get_dataset, marker_choices
 from store import StoreBusy
 from store import labels as ls
 

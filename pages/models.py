@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard.data import get_home
 from dashboard.models import card_facts, show_samples, uploaded, zoo_table
-from engine.models import zoo
+from engine.api import zoo
 
 st.title("Models")
 cards = zoo.list_cards()

@@ -10,13 +10,19 @@ from dashboard.launch import launch
 from dashboard.param_form import param_form
 from dashboard.text import md_text
 from dashboard.uploads import accept_upload
-from engine.campaign.config import CampaignConfig, parse_config, resolve
-from engine.classifiers import load_file
-from engine.core.errors import ConfigError, ModelError
-from engine.datasets import DatasetError, get_dataset
-from engine.models import zoo
-from engine.search.strategies import STRATEGIES
-from engine.studies.effectiveness import bundled_generators
+from engine.api import (
+    STRATEGIES,
+    CampaignConfig,
+    ConfigError,
+    DatasetError,
+    ModelError,
+    bundled_generators,
+    get_dataset,
+    parse_config,
+    resolve,
+    zoo,
+)
+from engine.api import load_classifier_file as load_file
 
 st.title("New campaign")
 home = get_home()

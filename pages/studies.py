@@ -14,12 +14,15 @@ from dashboard.form_check import limits, problems
 from dashboard.study_import import import_form
 from dashboard.text import campaign_label, md_text, person_name
 from dashboard.url_state import url_unknown, url_widget
-from engine.core.csv_io import to_csv_bytes
-from engine.core.errors import ConfigError
-from engine.datasets import DatasetError, get_dataset
-from engine.labelling import exchange as label_exchange
-from engine.labelling import validity as labelling
-from engine.labelling.agreement import sample_size
+from engine.api import (
+    ConfigError,
+    DatasetError,
+    get_dataset,
+    label_exchange,
+    labelling,
+    sample_size,
+    to_csv_bytes,
+)
 from store import labels as ls
 from store import queries
 

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from engine.cli.common import HomeOpt, Table, console, err, open_store
+from engine.cli.common import HomeOpt, Table, console, err, open_store, warn_unfinished
+from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 
 
@@ -150,6 +151,37 @@ class GridView:
         return Group(self.bar, t) if self.rows else self.bar
 
 
+def export(
+    campaign_id: str,
+    zip_path: Annotated[
+        Path | None, typer.Option("--zip", help="zip of image pairs and seeds.csv to write")
+    ] = None,
+    bundle: Annotated[
+        Path | None,
+        typer.Option("--bundle", help="bundle to write (a zip): rows, images, manifest"),
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Write seed/result image pairs and the per-seed CSV to a zip file (--zip), or the
+    whole campaign as a bundle that `latentfuzz import` reads (--bundle)."""
+    from engine.io.export import export_zip
+    from store import queries
+
+    if (zip_path is None) == (bundle is None):
+        raise LatentfuzzError("give one of --zip FILE (image pairs) or --bundle FILE (campaign)")
+    h = resolve_home(home)
+    store = open_store(home)
+    c = queries.campaign(store, campaign_id)
+    if c is not None and not (bundle is not None and c["status"] == "running"):
+        warn_unfinished(home, campaign_id, c["status"])  # a bundle of a running one is refused
+    if bundle is not None:
+        export_bundle_cmd(campaign_id, bundle, home)
+        return
+    n = export_zip(store, h, campaign_id, zip_path)
+    console.print(f"wrote {zip_path} ({n} image pairs + seeds.csv)", markup=False)
+
+
 def register(app: typer.Typer) -> None:
+    app.command()(export)
     app.command("import")(import_)
     app.command()(grid)

@@ -1,4 +1,5 @@
-"""`latentfuzz resume | delete | rename | tag | note | doctor`: looking after campaigns
+"""`latentfuzz campaigns | show | resume | delete | rename | tag | note | doctor`: listing and
+looking after campaigns
 (and, for tags and notes, studies) in the store."""
 
 from __future__ import annotations
@@ -6,8 +7,20 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich import box
+from rich.text import Text
 
-from engine.cli.common import HomeOpt, console, err, start_up_interruptible
+from engine.cli.common import (
+    HomeOpt,
+    Table,
+    console,
+    err,
+    fmt,
+    shown_status,
+    start_up_interruptible,
+    status_line,
+    stopped_in_close,
+)
 from engine.cli.common import open_store as _store
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
@@ -31,7 +44,6 @@ def resume(
     same results an uninterrupted run gives."""
     from engine.campaign.resume import resume_campaign
     from engine.campaign.runner import StoppedAfterClose
-    from engine.cli.main import status_line, stopped_in_close
 
     # Ctrl-C and SIGTERM: see start_up_interruptible (register, below).
 
@@ -164,7 +176,100 @@ def doctor(
     console.print("no anomaly: store and home are consistent")
 
 
+def campaigns(home: HomeOpt = None) -> None:
+    """List campaigns, newest first."""
+    from store import queries
+
+    df = queries.list_campaigns(_store(home))
+    if df.empty:
+        console.print("no campaigns yet; start one with `latentfuzz run`")
+        return
+    cols = {  # header -> the row's text
+        "id": lambda r: r.id,
+        "name": lambda r: "" if r.name == r.id else str(r.name),
+        "status": lambda r: shown_status(home, r.id, r.status),
+        "dataset": lambda r: r.dataset,
+        "generator": lambda r: r.generator,
+        "classifier": lambda r: str(r.classifier)
+        + (f" vs {r.classifier_b}" if fmt(r.classifier_b) else ""),
+        "strategy": lambda r: f"{r.strategy}" + (f" {r.preset}" if fmt(r.preset) else ""),
+        "viable": lambda r: f"{r.viable}/{r.n_seeds}",
+        # "misclassified 3" read as three errors of A for a differential campaign.
+        "failing": lambda r: f"{r.misclassified}" + (
+            f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else "") + (
+            "" if (k := queries.failed_as(fmt(r.criterion))) == "misclassified" else f" {k}"),
+        "iterations (ICST)": lambda r: fmt(r.iterations_icst, ".1f"),
+        "iter. to failure": lambda r: fmt(r.iterations_to_failure, ".1f"),
+        "created": lambda r: str(r.created_at)[:16],
+    }  # fmt: skip
+    narrow = console.width < 150
+    if narrow:
+        # A terminal of 80 columns cut every one of the 12 columns to "…": here the ones
+        # that tell campaigns apart, without borders, the name last; `show ID` has the rest.
+        keep = ("id", "status", "generator", "strategy", "failing", "iterations (ICST)",
+                *(("name",) if console.width >= 110 else ()))  # fmt: skip
+        cols = {"ICST" if k.startswith("iter") else k: cols[k] for k in keep}
+        cols["ICST"] = lambda r: fmt(r.iterations_icst, ".0f")
+    t = Table(*cols, box=None if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
+    for c in t.columns[:-1] if narrow else t.columns[:1]:
+        c.no_wrap = True
+    for r in df.itertuples():
+        t.add_row(*(f(r) for f in cols.values()))
+    console.print(t)
+
+
+def show(campaign_id: str, home: HomeOpt = None) -> None:
+    """Print a campaign's per-seed table and status line."""
+    from store import queries
+
+    store = _store(home)
+    c = queries.campaign(store, campaign_id)
+    if c is None:
+        raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
+    # Names are the user's text: "[v2]" in one was read as markup and vanished.
+    console.print(Text.assemble(
+        (c["id"], "bold"), f" {shown_status(home, c['id'], c['status'])}",
+        f"  {c['name']!r}" if c["name"] and c["name"] != c["id"] else "",
+        f"  {c['dataset']} / {c['generator']} / {c['classifier']}",
+        f" vs {c['classifier_b']}" if c.get("classifier_b") else "",
+        f" / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}",
+    ))  # fmt: skip
+    df = queries.seeds(store, campaign_id)
+    failed = queries.failed_as((c["config"] or {}).get("criterion"))
+    two = bool(c.get("classifier_b"))  # a differential campaign: both classifiers' answers
+
+    def pred(r) -> str:
+        a = fmt(r.final_pred, "d")
+        return f"{a} / {fmt(r.final_pred_b, 'd')}" if two and a else a
+
+    t = Table(
+        "seed",
+        "label",
+        "viable",
+        "status",
+        "iterations",
+        "final pred (A / B)" if two else "final pred",
+        "final fitness",
+        "result image",
+    )
+    for r in df.itertuples():
+        t.add_row(
+            str(r.seed_idx),
+            str(r.seed_label),
+            "yes" if r.viable else "no",
+            failed if r.status == "misclassified" else r.status,
+            fmt(r.iterations, "d"),
+            pred(r),
+            fmt(r.final_fitness, ".3f"),
+            fmt(r.result_image),
+        )
+    console.print(t)
+    console.print(status_line(queries.summary(store, campaign_id)))
+    if c["error"]:
+        console.print(f"error: {c['error']}", markup=False, highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.command("resume")(start_up_interruptible(resume))
-    for fn in (delete, rename, tag, note, doctor):
+    for fn in (campaigns, show, delete, rename, tag, note, doctor):
         app.command()(fn)

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
 from rich.table import Table as _RichTable
 from rich.text import Text
 
@@ -175,3 +176,50 @@ def received(e: Exception, argv: list[str]) -> str | None:
         got = next((a[len(o) + 1 :] for o in opts if a.startswith(o + "=")), got)
         i += 1
     return got
+
+
+def escape_help(command: Any) -> None:
+    """Help texts are rich markup: a default in brackets, "[mnist]", vanished as a style
+    tag ("dataset name"), while "[10]" stayed."""
+    for p in command.params:
+        if getattr(p, "help", None):
+            p.help = escape(p.help)
+    for sub in getattr(command, "commands", {}).values():
+        escape_help(sub)
+
+
+def status_line(s: dict[str, Any]) -> str:
+    """GIFTbench's status bar, with the counters named for what they count."""
+    from store import queries
+    from store.liveness import RESUMABLE
+
+    pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
+    icst = "n/a" if s.get("iterations_icst") is None else f"{s['iterations_icst']:.1f}"
+    fail = "n/a" if s.get("iterations_to_failure") is None else f"{s['iterations_to_failure']:.1f}"
+    return (
+        f"viable seeds {s['viable']} of {s['seeds_total']}, "
+        f"{queries.failed_as(s.get('criterion'))} {s['misclassified']} "
+        f"({pct} of viable), {queries.ICST_ITERATIONS} {icst}, "
+        f"{queries.FAILURE_ITERATIONS} {fail}"
+        + (f"; {queries.unfinished_note(s)}" if s.get("interrupted") else "")
+        # A failed campaign's seeds are stopped too, and resume refuses it.
+        + (f" (`latentfuzz resume {s['campaign_id']}` finishes them)"
+           if s.get("interrupted") and s.get("status") in RESUMABLE else "")
+    )  # fmt: skip
+
+
+def stopped_in_close(home: Path) -> None:
+    """After a KeyboardInterrupt out of a campaign's close: say what became of it in one
+    line and exit 130; return if it came from elsewhere (the start-up)."""
+    from store import interrupts, recovery
+
+    if recovery.pending(home):  # a Ctrl-C while the last rows waited for the store
+        err.print("interrupted while waiting for the store; the campaign's last rows are in "
+                  "a recovery file that the next command writes",
+                  markup=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(130) from None
+    if (cid := interrupts.forced()) is not None:
+        err.print(f"stopped while campaign {cid} was closing; it is listed as crashed, and "
+                  f"`latentfuzz resume {cid}` completes it",
+                  markup=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(130) from None

@@ -9,6 +9,7 @@ import typer
 
 from engine.cli.common import HomeOpt, console, err
 from engine.cli.common import open_store as _store
+from engine.cli.run import run
 from engine.core.errors import LatentfuzzError
 
 
@@ -49,14 +50,12 @@ def escape(
 ) -> None:
     """Class-escape matrix: targeted searches from every source class to every other
     class, as one campaign; prints success rates and median iterations per pair."""
-    from engine.cli.main import run
-
     if campaign is None:
         campaign = run(
             dataset=dataset, generator=generator, classifier=classifier, strategy=strategy,
-            perturbation=perturbation, generations=generations, target_class=source,
-            escape_per_pair=per_pair, seed=seed, name=name, home=home, quiet=quiet,
-            no_individuals=True,
+            target_class=source, escape_per_pair=per_pair, seed=seed, name=name, home=home,
+            quiet=quiet, no_individuals=True,
+            strategy_params={"perturbation": perturbation, "generations": generations},
         ).campaign_id  # fmt: skip
     show_matrix(campaign, home, csv)
 

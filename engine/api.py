@@ -1,0 +1,79 @@
+"""The dashboard's one door into the engine: `pages/` and `dashboard/` import engine names
+from here only (an import-linter contract in pyproject.toml checks it), so the engine's
+packages can change inside without a page noticing.
+
+Names load on first use (PEP 562): the campaign runner, the strategies and the labelling
+code import torch, pymoo and scikit-learn, about 8 s on a loaded machine, which the
+Campaigns list and every other light page would otherwise wait for at the server's start.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: name -> (module, attribute); attribute None: the module itself.
+_NAMES: dict[str, tuple[str, str | None]] = {
+    # errors pages catch
+    "ConfigError": ("engine.core.errors", "ConfigError"),
+    "LatentfuzzError": ("engine.core.errors", "LatentfuzzError"),
+    "ModelError": ("engine.core.errors", "ModelError"),
+    "DatasetError": ("engine.datasets", "DatasetError"),
+    # the home, files
+    "db_path": ("engine.core.home", "db_path"),
+    "resolve_home": ("engine.core.home", "resolve_home"),
+    "to_csv_bytes": ("engine.core.csv_io", "to_csv_bytes"),
+    # registries and configs
+    "get_dataset": ("engine.datasets", "get_dataset"),
+    "dataset_names": ("engine.datasets", "dataset_names"),
+    "load_classifier_file": ("engine.classifiers", "load_file"),
+    "STRATEGIES": ("engine.search.strategies", "STRATEGIES"),
+    "FITNESS": ("engine.search.fitness", "FITNESS"),
+    "BOUNDARY_UNCHANGED": ("engine.search.fitness", "BOUNDARY_UNCHANGED"),
+    "CampaignConfig": ("engine.campaign.config", "CampaignConfig"),
+    "parse_config": ("engine.campaign.config", "parse_config"),
+    "resolve": ("engine.campaign.config", "resolve"),
+    # models
+    "zoo": ("engine.models.zoo", None),
+    "bundled_generators": ("engine.studies.effectiveness", "bundled_generators"),
+    # campaigns
+    "startup": ("engine.campaign.startup", None),
+    "new_campaign_id": ("engine.campaign.runner", "new_campaign_id"),
+    "run_campaign": ("engine.campaign.runner", "run_campaign"),
+    "zip_bytes": ("engine.io.export", "zip_bytes"),
+    "imported_note": ("engine.io.import_results", "imported_note"),
+    "confusion_rates": ("engine.studies.escape", "confusion_rates"),
+    "escape_table": ("engine.studies.escape", "escape_table"),
+    # validity studies (labelling)
+    "labelling": ("engine.labelling.validity", None),
+    "label_exchange": ("engine.labelling.exchange", None),
+    "StudyConfig": ("engine.labelling.validity", "StudyConfig"),
+    "create_study": ("engine.labelling.validity", "create_study"),
+    "campaign_validity": ("engine.labelling.validity", "campaign_validity"),
+    "marker_choices": ("engine.labelling.validity", "marker_choices"),
+    "sample_size": ("engine.labelling.agreement", "sample_size"),
+    "INVALID": ("engine.labelling.agreement", "INVALID"),
+    "ImportMapping": ("engine.labelling.importing", "ImportMapping"),
+    "import_csv": ("engine.labelling.importing", "import_csv"),
+}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _NAMES[name]
+    except KeyError:
+        raise AttributeError(f"engine.api has no {name!r}; add it to _NAMES") from None
+    value = importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and the import-linter graph
+    pass

@@ -1,0 +1,171 @@
+"""`latentfuzz run`'s strategy flags, made from the registered strategies' pydantic
+``Params`` (as the dashboard's form is): a new strategy's settings become flags without an
+edit here, and a setting that no strategy has is no flag."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import typer
+import yaml
+from pydantic import AliasChoices
+from typer.core import TyperCommand
+
+from engine.cli.common import escape_help
+from engine.core.errors import LatentfuzzError
+
+#: Click types a flag can carry; a setting of another type (a list, a mapping) is given
+#: with `-p KEY=VALUE` or under strategy_params in a --config file.
+_SCALARS = (bool, int, float, str)
+#: Where `run --help` lists them, apart from the campaign's own options.
+PANEL = "Strategy settings (each strategy's Params; or -p KEY=VALUE)"
+
+
+def _scalar(annotation: Any) -> type | None:
+    """The flag's type for a field annotation: int for `int | None`, str for a Literal of
+    strings; None where no single scalar type fits."""
+    if typing.get_origin(annotation) is Literal:
+        kinds = {type(v) for v in typing.get_args(annotation)}
+        return kinds.pop() if len(kinds) == 1 and kinds <= set(_SCALARS) else None
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _scalar(args[0]) if len(args) == 1 else None
+    return annotation if annotation in _SCALARS else None
+
+
+def _shown(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def settings_of(strategy: str) -> list[str] | None:
+    """The setting names (and their accepted aliases) of `strategy`; None for an unknown one
+    (the config's check names it)."""
+    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
+    from engine.search.strategies import STRATEGIES
+
+    if strategy not in STRATEGIES.names():
+        return None
+    out = []
+    for name, field in STRATEGIES.get(strategy).Params.model_fields.items():
+        out.append(name)
+        if isinstance(field.validation_alias, AliasChoices):
+            out += [a for a in field.validation_alias.choices if isinstance(a, str) and a != name]
+    return out
+
+
+def strategy_options(taken: set[str]) -> dict[str, tuple[type, Any]]:
+    """name -> (annotation, typer default) of one flag per scalar strategy setting, over all
+    registered strategies, leaving out names in `taken` (the run command's own flags).
+
+    A setting's help is its description and its default per strategy ("[ga 250, nsga2
+    30]"). Other names a setting accepts (pydantic alias choices) become hidden flags, so a
+    renamed setting's old flag keeps working."""
+    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
+    from engine.search.strategies import STRATEGIES
+
+    found: dict[str, dict[str, Any]] = {}
+    for sname in STRATEGIES.names():
+        for name, field in STRATEGIES.get(sname).Params.model_fields.items():
+            kind = _scalar(field.annotation)
+            if kind is None or name in taken:
+                continue
+            f = found.setdefault(name, {"kind": kind, "help": field.description or name,
+                                        "defaults": {}, "aliases": set()})  # fmt: skip
+            f["defaults"][sname] = field.default
+            if isinstance(field.validation_alias, AliasChoices):
+                f["aliases"] |= {a for a in field.validation_alias.choices
+                                 if isinstance(a, str) and a != name}  # fmt: skip
+    out: dict[str, tuple[type, Any]] = {}
+    for name, f in found.items():
+        values = set(map(_shown, f["defaults"].values()))
+        default = values.pop() if len(values) == 1 else ", ".join(
+            f"{s} {_shown(v)}" for s, v in f["defaults"].items())  # fmt: skip
+        strategies = ", ".join(f["defaults"])
+        help_ = f"{f['help']} ({strategies}) [{default}]"
+        flag = "--" + name.replace("_", "-")
+        decls = [f"{flag}/--no-{name.replace('_', '-')}"] if f["kind"] is bool else [flag]
+        option = typer.Option(*decls, help=help_, rich_help_panel=PANEL)
+        out[name] = (Annotated[f["kind"] | None, option], None)
+        for alias in sorted(f["aliases"] - taken - set(found)):
+            hidden = typer.Option("--" + alias.replace("_", "-"), hidden=True, help=help_)
+            out[alias] = (Annotated[f["kind"] | None, hidden], None)
+    return out
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any]:
+    """['generations=3', 'embedding=umap'] -> {'generations': 3, 'embedding': 'umap'}; each
+    value read as a YAML scalar, as in a --config file."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise LatentfuzzError(
+                f"-p {item!r}: expected KEY=VALUE, e.g. -p generations=100 (a strategy setting)"
+            )
+        out[key.strip()] = yaml.safe_load(value) if value.strip() else None
+    return out
+
+
+def check_flags(strategy: str, flagged: dict[str, Any]) -> None:
+    """A strategy flag that the chosen strategy has no setting for, named as the flag
+    ("--generations: strategy 'interpolate' has no such setting")."""
+    known = settings_of(strategy)
+    if known is not None and (extra := [k for k in flagged if k not in known]):
+        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
+        raise LatentfuzzError(
+            f"{flags}: strategy {strategy!r} has no such setting; its settings are "
+            f"{', '.join(known)} (give them under strategy_params in a --config YAML file)"
+        )
+
+
+def with_strategy_flags(command: Callable[..., Any], flags: bool = True) -> Callable[..., Any]:
+    """`command(**fixed, strategy_params=...)` as a typer callback: its own options, plus
+    (with `flags`) one per strategy setting, which reach it as one mapping."""
+    sig = inspect.signature(command, eval_str=True)
+    fixed = [p for p in sig.parameters.values() if p.name != "strategy_params"]
+    extra = strategy_options({p.name for p in fixed}) if flags else {}
+
+    def wrapped(**kwargs: Any) -> Any:
+        settings = {k: kwargs.pop(k) for k in extra if k in kwargs}
+        given = {k: v for k, v in settings.items() if v is not None}
+        return command(**kwargs, strategy_params=given)
+
+    params = fixed + [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=a, default=d)
+        for n, (a, d) in extra.items()
+    ]
+    wrapped.__name__, wrapped.__doc__ = command.__name__, command.__doc__
+    wrapped.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapped.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapped
+
+
+def lazy_flags(command: Callable[..., Any]) -> type[TyperCommand]:
+    """A command class whose strategy flags are made on first use (parsing its arguments
+    or printing its help): the strategies import torch and pymoo (seconds), which
+    `latentfuzz --help` and every other command must not wait for."""
+
+    class StrategyFlagsCommand(TyperCommand):
+        _loaded = False
+
+        def _load(self) -> None:
+            if self._loaded:
+                return
+            self._loaded = True
+            one = typer.Typer(add_completion=False)
+            one.command(self.name)(with_strategy_flags(command))
+            full = typer.main.get_command(one)
+            escape_help(full)
+            self.params, self.callback = full.params, full.callback
+
+        def get_params(self, ctx: Any) -> list[Any]:
+            self._load()
+            return super().get_params(ctx)
+
+    return StrategyFlagsCommand

@@ -1,0 +1,142 @@
+"""`latentfuzz study`: the ICST effectiveness study (every bundled generator x preset) or,
+with --strategies, search strategies compared at an equal evaluation budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine.cli.common import HomeOpt, Table, console, err, fmt, status_line
+from engine.cli.common import open_store as _store
+from engine.core.errors import LatentfuzzError
+from engine.core.home import resolve_home
+
+
+def study(
+    seeds: Annotated[int, typer.Option(help="seeds per campaign")] = 20,
+    generations: Annotated[int, typer.Option(help="generation budget")] = 250,
+    seed: Annotated[int, typer.Option(help="random seed of every campaign")] = 1,
+    dataset: str = "mnist",
+    generators: Annotated[str | None, typer.Option(help="comma-separated [all bundled]")] = None,
+    presets: Annotated[str, typer.Option(help="comma-separated presets")] = "low,high,strong",
+    show: Annotated[str | None, typer.Option(help="only print the table of study ID")] = None,
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated strategies to compare at the GA's evaluation "
+            "budget, e.g. ga,sinvad,random (one generator: --generators, default vae)"
+        ),
+    ] = None,  # fmt: skip
+    workers: Annotated[
+        int, typer.Option(help="cells at a time, each its own process (0: this process)")
+    ] = 1,
+    home: HomeOpt = None,
+) -> None:
+    """Run the ICST effectiveness study: every bundled generator x preset, same seeds and
+    budget (a grid: `latentfuzz grid` runs any such grid)."""
+    from engine.core.csv_io import to_csv
+    from engine.studies.effectiveness import run_study
+    from store import queries
+
+    h = resolve_home(home)
+    if strategies is not None or (show is not None and _is_strategy_study(home, show)):
+        _strategy_study(h, home, strategies, seeds, generations, seed, dataset, generators, show,
+                        workers)  # fmt: skip
+        return
+    if show is None:
+
+        def done(g: str, p: str, res) -> None:
+            err.print(
+                f"{g} {p}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)", markup=False
+            )
+
+        def failed(g: str, p: str, error: str) -> None:
+            err.print(f"{g} {p}: failed: {error}", markup=False, highlight=False)
+
+        show, _ = run_study(
+            h,
+            seeds,
+            generations,
+            seed,
+            dataset,
+            generators.split(",") if generators else None,
+            tuple(presets.split(",")),
+            on_campaign=done,
+            workers=workers,
+            on_failed=failed,
+        )
+    table = queries.study_table(_store(home), show)
+    if table.empty:
+        raise LatentfuzzError(
+            f"no study {show!r}; studies: {list(queries.studies(_store(home))['study'])}"
+        )
+    console.print(
+        study_table(
+            table, show, seeds=int(table["seeds"].iloc[0]), seed=seed, generations=generations
+        )
+    )
+    path = h / "studies" / f"{show}.csv"
+    path.parent.mkdir(exist_ok=True)
+    to_csv(table, path)  # formula cells neutralised
+    console.print(f"saved {path}", markup=False)
+
+
+def _is_strategy_study(home: Path | None, study_id: str) -> bool:
+    from store import queries
+
+    return queries.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
+
+
+def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
+                    show, workers: int = 1) -> None:  # fmt: skip
+    """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
+    from engine.core.csv_io import to_csv
+    from engine.studies.strategy import print_table, run_strategy_study
+    from store import queries
+
+    if show is None:
+
+        def done(name: str, res) -> None:
+            err.print(f"{name}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)", markup=False)
+
+        show, _ = run_strategy_study(
+            h, [s.strip() for s in strategies.split(",") if s.strip()], seeds, generations,
+            seed, dataset, (generators or "vae").split(",")[0], on_campaign=done,
+            workers=workers,
+        )  # fmt: skip
+    table = queries.strategy_table(_store(home), show)
+    console.print(print_table(table, show))
+    path = h / "studies" / f"{show}.csv"
+    path.parent.mkdir(exist_ok=True)
+    to_csv(table, path)  # formula cells neutralised
+    console.print(f"saved {path}", markup=False)
+
+
+def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> Table:
+    t = Table(
+        "generator",
+        "perturbation",
+        "% viable seeds",
+        "% misclassification (#)",
+        "iterations, mean (std): viable seeds, survivors at budget",
+        "iterations to failure, mean (std): failing seeds",
+        title=f"{study_id}: {seeds} seeds per cell, {generations} generations, seed {seed}",
+    )
+    for r in df.itertuples():
+        t.add_row(
+            r.generator,
+            str(r.preset),
+            f"{r.viable_pct:.0f}",
+            f"{fmt(r.misclassified_pct, '.0f') or 'n/a'} ({r.misclassified})",
+            f"{fmt(r.iterations_icst, '.1f') or 'n/a'} "
+            f"({fmt(r.iterations_icst_std, '.1f') or '-'})",
+            f"{fmt(r.iterations_to_failure, '.1f') or 'n/a'} "
+            f"({fmt(r.iterations_to_failure_std, '.1f') or '-'})",
+        )
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(study)
