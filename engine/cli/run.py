@@ -17,7 +17,13 @@ from engine.cli.common import (
     status_line,
     stopped_in_close,
 )
-from engine.cli.strategy_flags import check_flags, lazy_flags, parse_params, with_strategy_flags
+from engine.cli.strategy_flags import (
+    check_flags,
+    has_presets,
+    lazy_flags,
+    parse_params,
+    with_strategy_flags,
+)
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 
@@ -144,6 +150,8 @@ def run(
     flagged = {**parse_params(param), **(strategy_params or {})}
     check_flags(strategy, flagged)
     raw["strategy_params"] = {**given, **flagged}
+    if "step" in flagged and "perturbation" not in flagged and has_presets(strategy):
+        raw["strategy_params"]["perturbation"] = "custom"  # a step given is a custom preset
     cfg = parse_config(raw)
     from engine.campaign.config import objectives
     from store.failures import failed_as

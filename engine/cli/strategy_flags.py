@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 
 import typer
 import yaml
-from pydantic import AliasChoices
 from typer.core import TyperCommand
 
 from engine.cli.common import escape_help
@@ -51,12 +50,16 @@ def settings_of(strategy: str) -> list[str] | None:
 
     if strategy not in STRATEGIES.names():
         return None
-    out = []
-    for name, field in STRATEGIES.get(strategy).Params.model_fields.items():
-        out.append(name)
-        if isinstance(field.validation_alias, AliasChoices):
-            out += [a for a in field.validation_alias.choices if isinstance(a, str) and a != name]
-    return out
+    params = STRATEGIES.get(strategy).Params
+    return [*params.model_fields, *params.renamed]
+
+
+def has_presets(strategy: str) -> bool:
+    """Whether `strategy` has step presets (so a step given alone means a custom one)."""
+    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
+    from engine.search.strategies import STRATEGIES
+
+    return strategy in STRATEGIES.names() and STRATEGIES.get(strategy).has_presets
 
 
 def strategy_options(taken: set[str]) -> dict[str, tuple[type, Any]]:
@@ -64,23 +67,22 @@ def strategy_options(taken: set[str]) -> dict[str, tuple[type, Any]]:
     registered strategies, leaving out names in `taken` (the run command's own flags).
 
     A setting's help is its description and its default per strategy ("[ga 250, nsga2
-    30]"). Other names a setting accepts (pydantic alias choices) become hidden flags, so a
-    renamed setting's old flag keeps working."""
+    30]"). A setting's old names (``Params.renamed``) become hidden flags, so a renamed
+    setting's old flag keeps working."""
     # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
     from engine.search.strategies import STRATEGIES
 
     found: dict[str, dict[str, Any]] = {}
     for sname in STRATEGIES.names():
-        for name, field in STRATEGIES.get(sname).Params.model_fields.items():
+        params = STRATEGIES.get(sname).Params
+        for name, field in params.model_fields.items():
             kind = _scalar(field.annotation)
             if kind is None or name in taken:
                 continue
             f = found.setdefault(name, {"kind": kind, "help": field.description or name,
                                         "defaults": {}, "aliases": set()})  # fmt: skip
             f["defaults"][sname] = field.default
-            if isinstance(field.validation_alias, AliasChoices):
-                f["aliases"] |= {a for a in field.validation_alias.choices
-                                 if isinstance(a, str) and a != name}  # fmt: skip
+            f["aliases"] |= {old for old, new in params.renamed.items() if new == name}
     out: dict[str, tuple[type, Any]] = {}
     for name, f in found.items():
         values = set(map(_shown, f["defaults"].values()))
