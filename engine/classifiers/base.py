@@ -12,7 +12,7 @@ from torch import nn
 from engine.classifiers import inference
 from engine.core.errors import ModelError
 from engine.core.registry import Registry
-from engine.generators.base import check_tensor
+from engine.core.tensors import check_tensor
 
 
 class Classifier(ABC):

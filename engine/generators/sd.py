@@ -27,6 +27,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from pydantic import Field
+from safetensors.torch import load_file
 
 from engine.core.errors import ModelError
 from engine.generators.base import GENERATORS, Generator, GeneratorOptions
@@ -126,8 +127,6 @@ class SDPipeline(Generator):
     ) -> None:
         """pipeline: the pipeline folder; embeds and lora: files in the model folder
         ``folder`` (relative names) or absolute paths."""
-        from safetensors.torch import load_file
-
         super().__init__(tuple(image_shape), num_classes)
         base = Path(folder) if folder is not None else Path(".")
         self.pipe = load_pipeline(pipeline)

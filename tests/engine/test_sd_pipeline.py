@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from engine.core.errors import ModelError
+from engine.core.files import sha256
 from engine.models import zoo
 from store import Store, queries
 
@@ -328,7 +329,7 @@ def test_lora_weights_change_the_images(world: dict, tmp_path: Path):
     models = world["home"] / "models"
     card = zoo.load_card("tiny-sd-lora", models)
     assert card["params"]["lora"] == "lora.safetensors"
-    assert zoo.sha256(models / "tiny-sd-lora" / "lora.safetensors") == zoo.sha256(lora)
+    assert sha256(models / "tiny-sd-lora" / "lora.safetensors") == sha256(lora)
     assert card["sha256"] != zoo.load_card("tiny-sd", models)["sha256"]
     # The text encoder's LoRA layers act at import, on the stored prompt embeddings.
     embeds = [load_file(str(models / n / "prompt_embeds.safetensors"))["prompt_embeds"]
