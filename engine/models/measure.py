@@ -1,5 +1,6 @@
-"""Measurements every generator card carries, taken on the stored weights.
+"""Measurements model cards carry, taken on the stored weights.
 
+- Test accuracy, for classifier cards.
 - Latent bounds, GIFTbench's way: min and max over 1,000 latents (encoded test images for
   encoder generators, N(0, I) samples otherwise); r = max - min; low = r 1e-4, high = r 1e-3.
 - Viability, the way a campaign checks a seed: the share of 1,000 seeds (encoded test
@@ -14,6 +15,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +26,42 @@ from engine.core.errors import ConfigError
 from engine.datasets import Dataset, get_dataset
 from engine.generators import Generator
 from engine.models import zoo
-from engine.train.common import ms_per_image
 
 N_LATENTS = 1000
 GUIDANCE_GRID = (1.0, 1.4, 2.0, 3.5, 5.0)
 GUIDANCE_TOLERANCE = 0.05
+
+
+@torch.no_grad()
+def accuracy(
+    predict: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch: int = 500,
+) -> float:
+    """Share of images x (N, C, H, W) whose predicted logits' argmax is their label y (N,)."""
+    correct = sum(
+        int((predict(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum())
+        for i in range(0, len(y), batch)
+    )
+    return correct / len(y)
+
+
+@torch.no_grad()
+def ms_per_image(fn: Callable[[int], Any], batch: int, repeats: int = 20) -> float:
+    """Median wall time of fn(batch) divided by batch, in milliseconds."""
+    # A GPU runs kernels asynchronously: wait for them, or only the launch is timed.
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    fn(batch)  # warm-up
+    times = []
+    for _ in range(repeats):
+        sync()
+        t = time.perf_counter()
+        fn(batch)
+        sync()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return 1000 * times[len(times) // 2] / batch
 
 
 def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:

@@ -13,16 +13,15 @@ from engine.classifiers import ARCHITECTURES
 from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
 from engine.models import zoo
+from engine.models.measure import accuracy, ms_per_image
+from engine.models.provenance import stamp
 from engine.train.common import (
-    accuracy,
     auto_default,
     batches,
     data_fields,
     default_architecture,
     destination,
-    ms_per_image,
     record,
-    stamp,
     start,
     steps_per_epoch,
 )

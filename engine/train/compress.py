@@ -20,7 +20,8 @@ from engine.core.errors import ConfigError
 from engine.core.files import load_weights
 from engine.datasets import get_dataset
 from engine.models import zoo
-from engine.train.common import accuracy, command_line, ms_per_image, stamp
+from engine.models.measure import accuracy, ms_per_image
+from engine.models.provenance import command_line, stamp
 
 
 def prune_(module: torch.nn.Module, amount: float) -> float:

@@ -261,9 +261,9 @@ def test_embeddings_given_when_the_folder_has_no_text_encoder(world: dict, tmp_p
     precomputed ones."""
     from safetensors.torch import save_file
 
-    from engine.cli.sd import import_pipeline
     from engine.core import home as home_mod
     from engine.core.errors import LatentfuzzError
+    from engine.models.sd_import import import_pipeline
 
     bare = tiny_pipeline(tmp_path / "bare", text_encoder=False)
     kept = home_mod._current
