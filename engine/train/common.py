@@ -12,7 +12,10 @@ import torch
 
 from engine.core.errors import ConfigError, LatentfuzzError
 from engine.models import zoo
+from engine.models.measure import finish_generator_card
 from engine.models.provenance import command_line, stamp
+from engine.train.loop import TrainRun, resolve_device
+from engine.train.settings import TrainSettings
 
 
 def batches(n: int, size: int, rng: torch.Generator | None) -> Iterator[torch.Tensor]:
@@ -112,10 +115,12 @@ def start(seed: int, ds: Any) -> tuple[torch.Generator, Any]:
     return rng, ds.load("train")
 
 
-def record(ds: Any, train: Any, seconds: float, **settings: Any) -> dict[str, Any]:
-    """The card's training section: the command line, settings, data split and time."""
-    return {"command": command_line(), **settings, "train_images": len(train),
-            "split": ds.split_rule, "seconds": round(seconds, 1)}  # fmt: skip
+def record(s: TrainSettings, ds: Any, train: Any, run: TrainRun, **settings: Any) -> dict[str, Any]:
+    """The card's training section: the command line, the shared and the command's own
+    settings, the run (device, interruption), the data split and the time."""
+    return {"command": command_line(), "seed": s.seed, "epochs": s.epochs,
+            "batch_size": s.batch_size, **settings, **run.record(), "train_images": len(train),
+            "split": ds.split_rule, "seconds": round(run.seconds, 1)}  # fmt: skip
 
 
 def generator_card(
@@ -135,3 +140,16 @@ def generator_card(
             **data_fields(ds), "latent_shape": list(module.latent_shape),
             "parameters": sum(p.numel() for p in module.parameters()), **extra,
             "training": training, **stamp()}  # fmt: skip
+
+
+def save_generator(
+    s: TrainSettings, name: str, family: str, ds: Any, module: torch.nn.Module,
+    params: dict[str, Any], training: dict[str, Any], folder: Path, root: Path | None,
+    **extra: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """Store a trained generator with its card, then measure it (engine/models/measure.py);
+    returns the measured card. ``folder``, ``root``: from ``destination``."""
+    default = auto_default(s.default, "generator", s.dataset, name, root)
+    card = generator_card(name, family, ds, default, module, params, training, **extra)
+    zoo.save_model(module.eval().cpu(), card, folder, fp16=s.fp16)
+    return finish_generator_card(name, ds, s.classifier, root, str(resolve_device(s.device)))

@@ -19,6 +19,7 @@ from engine.models import zoo
 from engine.models.importing import import_classifier, import_generator, parse_floats
 from engine.models.measure import finish_generator_card
 from engine.train.compress import compress_classifier
+from engine.train.settings import TrainSettings
 from tests.engine.test_cli import cli
 from tests.engine.test_onnx import Net, export
 
@@ -151,7 +152,7 @@ def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
 
     with pytest.raises(LatentfuzzError, match="model name 'clf' is your imported torchscript "
                        "classifier .*; pick another --name"):  # fmt: skip
-        train_classifier("mnist", epochs=1, name="clf")
+        train_classifier(TrainSettings("mnist", epochs=1, batch_size=64, name="clf"))
     assert zoo.load_card("clf")["format"] == "torchscript"
 
 
