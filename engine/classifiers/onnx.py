@@ -106,7 +106,7 @@ def parameter_count(path: Path) -> int:
 
 
 def _session(path: Path, providers: list[str]):
-    import onnxruntime as ort
+    import onnxruntime as ort  # slow to import: only when an ONNX classifier is used
 
     opts = ort.SessionOptions()
     # As many threads as torch uses, so a campaign's settings hold for both runtimes.
@@ -127,7 +127,7 @@ class OnnxClassifier(Classifier):
         self.output_name = session.get_outputs()[0].name  # the first output: the logits
 
     def _to(self, device: torch.device) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # slow to import: only when an ONNX classifier is used
 
         want = CUDA if device.type == "cuda" and CUDA in ort.get_available_providers() else None
         if want is not None and want not in self.session.get_providers():

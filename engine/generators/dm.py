@@ -80,7 +80,7 @@ class DiffusionModel(Generator):
         return x * 2 - 1
 
     def configure(self, **options) -> None:
-        from diffusers import DDIMScheduler
+        from diffusers import DDIMScheduler  # as in __init__: a fast start for vae/gan
 
         current = self.options() if hasattr(self, "steps") else {}
         opts = DMOptions(**{**current, **options})
