@@ -102,6 +102,7 @@ def external_data_files(path: Path) -> list[str]:
 
 
 def parameter_count(path: Path) -> int:
+    """How many weights the ONNX graph holds (its initializers' elements)."""
     return sum(n for n, _ in _initializers(path))
 
 

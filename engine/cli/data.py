@@ -43,6 +43,7 @@ SIZES_SHOWN = 8
 
 
 def register(app: typer.Typer) -> None:
+    """Add the `data` group to the app."""
     app.add_typer(data_app, name="data")
 
 

@@ -24,6 +24,7 @@ def _timing(card: dict[str, Any]) -> str:
 
 
 def register(zoo_app: typer.Typer) -> None:
+    """Add `import` and `import-generator` to the `models` (`zoo`) group."""
     @zoo_app.command("import")
     def import_cmd(
         file: Annotated[Path, typer.Argument(help="a TorchScript (.pt) or ONNX (.onnx) file")],

@@ -152,6 +152,8 @@ def import_classifier(
 
 
 def parse_floats(text: str, what: str, count: int | None = None) -> list[float]:
+    """Numbers separated by commas (or "x") from a command-line option, ``count`` of them
+    if given; a one-line ConfigError naming ``what`` otherwise."""
     try:
         values = [float(v) for v in text.replace("x", ",").split(",") if v.strip()]
     except ValueError:

@@ -65,6 +65,7 @@ def ms_per_image(fn: Callable[[int], Any], batch: int, repeats: int = 20) -> flo
 
 
 def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
+    """The card's bounds and step presets from latents (N, *latent_shape)."""
     lo, hi = float(latents.min()), float(latents.max())
     r = hi - lo
     return {"latent_bounds": [lo, hi], "latent_range": r,
@@ -73,6 +74,7 @@ def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
 
 
 def as_dataset(dataset: str | Dataset) -> Dataset:
+    """The dataset itself, or the registered one of that name."""
     return dataset if isinstance(dataset, Dataset) else get_dataset(dataset)
 
 
@@ -94,6 +96,7 @@ def reference_seeds(
 
 @torch.inference_mode()
 def viability(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> float:
+    """Share of latents z (N, ...) whose decoded image ``clf`` labels as ``labels`` (N,)."""
     correct = 0
     for i in range(0, len(z), 100):
         y = labels[i : i + 100]
@@ -104,6 +107,7 @@ def viability(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> flo
 
 @torch.inference_mode()
 def inference_ms(gen: Generator, batches: tuple[int, ...] = (1, 25)) -> dict[str, float]:
+    """Milliseconds per decoded image at each batch size (the card's ``inference``)."""
     rng = torch.Generator().manual_seed(0)
     z = gen.sample_prior(max(batches), rng)
     y = (torch.arange(max(batches)) % gen.num_classes).to(gen.device)

@@ -72,10 +72,12 @@ def list_cards(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 def is_bundled(name: str) -> bool:
+    """Whether model ``name`` is in the bundled, read-only zoo."""
     return (models_dir() / name / CARD).exists()
 
 
 def load_card(name: str, root: Path | None = None) -> dict[str, Any]:
+    """Model ``name``'s card, from the first root that has it."""
     return json.loads((model_folder(name, root) / CARD).read_text())
 
 
@@ -97,6 +99,7 @@ def save_model(
 
 
 def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> Generator:
+    """Zoo generator ``name``, with its card's latent bounds, in eval mode on ``device``."""
     card = load_card(name, root)
     if card.get("kind") != "generator":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
@@ -107,6 +110,7 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
 
 
 def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
+    """The untrained module of a zoo classifier card's architecture and params."""
     if "architecture" not in card:
         raise ConfigError(
             f"{card['name']} is an imported {card.get('format', '?')} file, not one of the "
@@ -163,6 +167,7 @@ TRAIN_COMMANDS = {"vae": "vae", "convvae": "vae", "gan": "gan", "dcgan": "gan", 
 
 
 def train_command(card: dict[str, Any], dataset: str) -> str:
+    """The `latentfuzz train` command that makes a model like ``card`` for ``dataset``."""
     if card.get("kind") != "generator":
         return f"latentfuzz train classifier --dataset {dataset}"
     what = TRAIN_COMMANDS.get(card.get("family"), "vae|gan|dm")
