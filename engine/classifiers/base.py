@@ -127,9 +127,13 @@ def refuse_empty(path: Path, kind: str) -> None:
 
 
 def check_probe(
-    file: str, out3: torch.Tensor, out1: torch.Tensor, num_classes: int, dataset: str,
+    file: str,
+    out3: torch.Tensor,
+    out1: torch.Tensor,
+    num_classes: int,
+    dataset: str,
     batch_fix: str,
-) -> None:  # fmt: skip
+) -> None:
     """Refuse a loaded classifier file by its logits on one probe batch of 3 images and on
     the first of them alone: (3, K) and (1, K) for the dataset's K classes, finite, and the
     same for the same image. Each loader runs the probe its own way (its errors name its

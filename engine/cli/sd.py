@@ -55,11 +55,22 @@ def register(zoo_app: typer.Typer) -> None:
         resolve_home(home)
         try:
             card = import_pipeline(
-                directory, dataset, prompt, name=name, lora=lora, embeds=embeds,
-                negative_prompt=negative_prompt, steps=steps, guidance_seed=guidance_seed,
-                guidance_search=guidance_search, resolution=resolution, classifier=classifier,
-                measure_seeds=measure_seeds, device=device, data_dir=data_dir,
-            )  # fmt: skip
+                directory,
+                dataset,
+                prompt,
+                name=name,
+                lora=lora,
+                embeds=embeds,
+                negative_prompt=negative_prompt,
+                steps=steps,
+                guidance_seed=guidance_seed,
+                guidance_search=guidance_search,
+                resolution=resolution,
+                classifier=classifier,
+                measure_seeds=measure_seeds,
+                device=device,
+                data_dir=data_dir,
+            )
         except ValidationError as e:
             raise LatentfuzzError(format_validation(e, where="options")) from None
         m, inf = card.get("metrics", {}), card["inference"]

@@ -195,10 +195,8 @@ def train_dm_cmd(
     """Train the class-conditional diffusion model (diffusers UNet2DModel + DDIM)."""
     from engine.train.dm import train_dm  # torch: not for `--help`
 
-    card = train_dm(
-        settings, channels_option(channels), sample_side=resolution, steps=steps,
-        guidance=guidance,
-    )  # fmt: skip
+    channels_ = channels_option(channels)
+    card = train_dm(settings, channels_, sample_side=resolution, steps=steps, guidance=guidance)
     report_generator(card)
 
 

@@ -118,9 +118,17 @@ def start(seed: int, ds: Any) -> tuple[torch.Generator, Any]:
 def record(s: TrainSettings, ds: Any, train: Any, run: TrainRun, **settings: Any) -> dict[str, Any]:
     """The card's training section: the command line, the shared and the command's own
     settings, the run (device, interruption), the data split and the time."""
-    return {"command": command_line(), "seed": s.seed, "epochs": s.epochs,
-            "batch_size": s.batch_size, **settings, **run.record(), "train_images": len(train),
-            "split": ds.split_rule, "seconds": round(run.seconds, 1)}  # fmt: skip
+    return {
+        "command": command_line(),
+        "seed": s.seed,
+        "epochs": s.epochs,
+        "batch_size": s.batch_size,
+        **settings,
+        **run.record(),
+        "train_images": len(train),
+        "split": ds.split_rule,
+        "seconds": round(run.seconds, 1),
+    }
 
 
 def generator_card(
@@ -143,10 +151,17 @@ def generator_card(
 
 
 def save_generator(
-    s: TrainSettings, name: str, family: str, ds: Any, module: torch.nn.Module,
-    params: dict[str, Any], training: dict[str, Any], folder: Path, root: Path | None,
+    s: TrainSettings,
+    name: str,
+    family: str,
+    ds: Any,
+    module: torch.nn.Module,
+    params: dict[str, Any],
+    training: dict[str, Any],
+    folder: Path,
+    root: Path | None,
     **extra: Any,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Store a trained generator with its card, then measure it (engine/models/measure.py);
     returns the measured card. ``folder``, ``root``: from ``destination``."""
     default = auto_default(s.default, "generator", s.dataset, name, root)

@@ -115,10 +115,8 @@ def train_dm(
                 loss_sum, seen = loss_sum + float(loss.detach()) * len(idx), seen + len(idx)
                 run.step(loss=loss_sum / seen)
     dm.unet.load_state_dict(ema.state_dict())
-    training = record(
-        s, ds, train, run, lr=lr,
-        loss=f"epsilon MSE (DDPM), label dropout {p_uncond}, EMA {ema_decay}",
-    )  # fmt: skip
+    loss = f"epsilon MSE (DDPM), label dropout {p_uncond}, EMA {ema_decay}"
+    training = record(s, ds, train, run, lr=lr, loss=loss)
     params = {
         "channels": list(channels),
         "layers_per_block": 1,
@@ -127,7 +125,5 @@ def train_dm(
         "guidance": guidance,
         "sample_side": dm.side,
     }
-    return save_generator(
-        s, name, "dm", ds, dm, params, training, folder, root,
-        sampler=f"DDIM, eta 0, {steps} steps, classifier-free guidance {guidance}",
-    )  # fmt: skip
+    sampler = f"DDIM, eta 0, {steps} steps, classifier-free guidance {guidance}"
+    return save_generator(s, name, "dm", ds, dm, params, training, folder, root, sampler=sampler)

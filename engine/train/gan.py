@@ -79,7 +79,15 @@ def train_gan(
         s, ds, train, run, lr=lr, loss="non-saturating BCE, one-sided label smoothing 0.9"
     )
     return save_generator(
-        s, name, family, ds, gan, params, training, folder, root,
+        s,
+        name,
+        family,
+        ds,
+        gan,
+        params,
+        training,
+        folder,
+        root,
         parameters=gan.parameters_of_generator(),
         parameters_with_discriminator=sum(p.numel() for p in gan.parameters()),
-    )  # fmt: skip
+    )

@@ -32,9 +32,9 @@ def test_shared_options_gather_into_one_settings_object(tmp_path: Path, monkeypa
     def cmd(settings: TrainSettings, size: Annotated[int, typer.Option()] = 3) -> None:
         got.update(settings=settings, size=size)
 
-    r = CliRunner().invoke(app, ["--dataset", "cifar10", "--size", "5", "--seed", "4",
-                                 "--classifier", "c", "--out", str(tmp_path), "--no-default",
-                                 "--home", str(tmp_path)])  # fmt: skip
+    args = ["--dataset", "cifar10", "--size", "5", "--seed", "4", "--classifier", "c"]
+    args += ["--out", str(tmp_path), "--no-default", "--home", str(tmp_path)]
+    r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     assert got["size"] == 5
     assert got["settings"] == TrainSettings(
@@ -43,13 +43,13 @@ def test_shared_options_gather_into_one_settings_object(tmp_path: Path, monkeypa
 
 
 @pytest.mark.parametrize(
-    ("command", "epochs", "batch"), [("classifier", 15, 64), ("vae", 150, 128),
-                                     ("gan", 80, 64), ("dm", 30, 64)],
-)  # fmt: skip
+    ("command", "epochs", "batch"),
+    [("classifier", 15, 64), ("vae", 150, 128), ("gan", 80, 64), ("dm", 30, 64)],
+)
 def test_each_command_keeps_its_defaults_and_flags(command: str, epochs: int, batch: int):
     out = CliRunner().invoke(train_app, [command, "--help"], env={"COLUMNS": "200"}).output
     assert f"[default: {epochs}]" in out and f"[default: {batch}]" in out, out
-    flags = ["--dataset", "--epochs", "--batch-size", "--seed", "--name", "--out", "--default",
-             "--no-default", "--data-dir", "--device", "--home"]  # fmt: skip
+    flags = ["--dataset", "--epochs", "--batch-size", "--seed", "--name", "--out"]
+    flags += ["--default", "--no-default", "--data-dir", "--device", "--home"]
     assert all(f in out for f in flags), out
     assert ("--classifier" in out) == (command != "classifier")
