@@ -171,4 +171,21 @@ class Generator(nn.Module, ABC):
         return Seeds(z, y, torch.full((n,), -1, dtype=torch.long))
 
 
+class GuidedGenerator(Generator):
+    """A generator with classifier-free guidance: ``guidance`` during the search and
+    ``seed_guidance`` for the seed images, as GIFTbench guides seeds harder (3.5, then 1.4
+    during the search). Subclasses set both in ``configure``."""
+
+    guidance: float
+    seed_guidance: float
+
+    @contextmanager
+    def seeding(self) -> Iterator[None]:
+        search, self.guidance = self.guidance, self.seed_guidance
+        try:
+            yield
+        finally:
+            self.guidance = search
+
+
 GENERATORS: Registry[type[Generator]] = Registry("generator family")

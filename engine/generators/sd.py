@@ -19,8 +19,6 @@ and converted to grey (ITU-R 601 luma, as PIL's "L") when the dataset has one ch
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from pydantic import Field
 from safetensors.torch import load_file
 
 from engine.core.errors import ModelError
-from engine.generators.base import GENERATORS, Generator, GeneratorOptions
+from engine.generators.base import GENERATORS, GeneratorOptions, GuidedGenerator
 
 EMBEDS = "prompt_embeds.safetensors"
 LORA = "lora.safetensors"
@@ -107,7 +105,7 @@ def load_pipeline(path: str | Path, text_encoder: bool = False) -> Any:
 
 
 @GENERATORS.register("sd-pipeline")
-class SDPipeline(Generator):
+class SDPipeline(GuidedGenerator):
     family = "sd-pipeline"
     conditional = True
     Options = SDOptions
@@ -188,14 +186,6 @@ class SDPipeline(Generator):
     def options(self) -> dict:
         return {"steps": self.steps, "guidance": self.guidance,
                 "seed_guidance": self.seed_guidance, "resolution": self.resolution}  # fmt: skip
-
-    @contextmanager
-    def seeding(self) -> Iterator[None]:
-        search, self.guidance = self.guidance, self.seed_guidance
-        try:
-            yield
-        finally:
-            self.guidance = search
 
     @property
     def latent_shape(self) -> tuple[int, ...]:
