@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from engine.core import files
 from engine.core.errors import ModelError
-from engine.core.files import load_weights
 from engine.core.registry import Registry
 from engine.core.settings import Settings
 from engine.core.tensors import check_tensor
@@ -65,7 +65,7 @@ class Generator(nn.Module, ABC):
     def load_weights(self, folder: Path) -> None:
         """Load the stored weights from a model folder: the zoo's safetensors file. A family
         that keeps its model in another format (a TorchScript decoder) overrides this."""
-        load_weights(self, folder)
+        files.load_weights(self, folder)
 
     def configure(self, **options) -> None:
         """Apply run-time options; validated by ``Options`` (unknown keys are errors)."""
