@@ -12,7 +12,7 @@ from torch import nn
 from engine.classifiers import inference
 from engine.core.errors import ModelError
 from engine.core.registry import Registry
-from engine.generators.base import check_tensor
+from engine.core.tensors import check_tensor
 
 
 class Classifier(ABC):
@@ -124,6 +124,51 @@ def refuse_empty(path: Path, kind: str) -> None:
     if path.stat().st_size == 0:
         raise ModelError(f"{path} is empty (0 bytes); expected a {kind} file: copy or "
                          "export it again")  # fmt: skip
+
+
+def check_probe(
+    file: str,
+    out3: torch.Tensor,
+    out1: torch.Tensor,
+    num_classes: int,
+    dataset: str,
+    batch_fix: str,
+) -> None:
+    """Refuse a loaded classifier file by its logits on one probe batch of 3 images and on
+    the first of them alone: (3, K) and (1, K) for the dataset's K classes, finite, and the
+    same for the same image. Each loader runs the probe its own way (its errors name its
+    export call); the checks of what comes back are these, once.
+
+    Args:
+        file: the file's name, for the messages.
+        out3: what the model returned for the batch of 3, meant as logits (3, K).
+        out1: what it returned for the first image alone, meant as (1, K).
+        num_classes: the dataset's K.
+        dataset: the dataset's name, for the messages.
+        batch_fix: the fix named when a batch's output has the wrong shape.
+    """
+    for out, b in ((out3, 3), (out1, 1)):
+        if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != b:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ModelError(
+                f"{file} returned {got} for a batch of {b}, expected ({b}, {num_classes}) "
+                f"logits; {batch_fix}"
+            )
+    if out3.shape[1] != num_classes:
+        raise ModelError(
+            f"{file} returns {out3.shape[1]} classes, dataset {dataset} has {num_classes}; "
+            f"use a classifier trained on {dataset}"
+        )
+    if not (torch.isfinite(out3).all() and torch.isfinite(out1).all()):
+        raise ModelError(
+            f"{file} returned NaN or infinite logits on valid {dataset} images in [0, 1]; "
+            f"check the model before exporting (a division, a log of zero)"
+        )
+    if not torch.allclose(out3[:1].float(), out1.float(), atol=1e-3, rtol=1e-3):
+        raise ModelError(
+            f"{file} gives different logits for the same image in batches of 1 and 3; "
+            f"put the model in eval mode before exporting"
+        )
 
 
 def format_of(path: str | Path) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.classifiers.base import Classifier, refuse_empty, register_format
+from engine.classifiers.base import Classifier, check_probe, refuse_empty, register_format
 from engine.core.errors import ModelError, cause, refuse_not_file
 
 EXPORT = (
@@ -102,11 +102,12 @@ def external_data_files(path: Path) -> list[str]:
 
 
 def parameter_count(path: Path) -> int:
+    """How many weights the ONNX graph holds (its initializers' elements)."""
     return sum(n for n, _ in _initializers(path))
 
 
 def _session(path: Path, providers: list[str]):
-    import onnxruntime as ort
+    import onnxruntime as ort  # slow to import: only when an ONNX classifier is used
 
     opts = ort.SessionOptions()
     # As many threads as torch uses, so a campaign's settings hold for both runtimes.
@@ -127,7 +128,7 @@ class OnnxClassifier(Classifier):
         self.output_name = session.get_outputs()[0].name  # the first output: the logits
 
     def _to(self, device: torch.device) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # slow to import: only when an ONNX classifier is used
 
         want = CUDA if device.type == "cuda" and CUDA in ort.get_available_providers() else None
         if want is not None and want not in self.session.get_providers():
@@ -216,25 +217,7 @@ def load_onnx(
             f"{path.name} failed on {dataset} images of shape (batch, {c}, {h}, {w}) "
             f"({cause(e)}); export it for that shape"
         ) from e
-    for out, b in ((out3, 3), (out1, 1)):
-        if out.dim() != 2 or out.shape[0] != b:
-            raise ModelError(
-                f"{path.name} returned {tuple(out.shape)} for a batch of {b}, expected "
-                f"({b}, {num_classes}) logits; its first output must be the logits"
-            )
-    if out3.shape[1] != num_classes:
-        raise ModelError(
-            f"{path.name} returns {out3.shape[1]} classes, dataset {dataset} has {num_classes}; "
-            f"use a classifier trained on {dataset}"
-        )
-    if not (torch.isfinite(out3).all() and torch.isfinite(out1).all()):
-        raise ModelError(
-            f"{path.name} returned NaN or infinite logits on valid {dataset} images in [0, 1]; "
-            f"check the model before exporting (a division, a log of zero)"
-        )
-    if not torch.allclose(out3[:1].float(), out1.float(), atol=1e-3, rtol=1e-3):
-        raise ModelError(
-            f"{path.name} gives different logits for the same image in batches of 1 and 3; "
-            f"put the model in eval mode before exporting"
-        )
+    check_probe(
+        path.name, out3, out1, num_classes, dataset, "its first output must be the logits"
+    )
     return clf

@@ -12,7 +12,12 @@ from pathlib import Path
 
 import torch
 
-from engine.classifiers.base import ModuleClassifier, refuse_empty, register_format
+from engine.classifiers.base import (
+    ModuleClassifier,
+    check_probe,
+    refuse_empty,
+    register_format,
+)
 from engine.core.errors import ModelError, cause, refuse_not_file
 
 FIX = "export with torch.jit.script(model) or torch.jit.trace(model, example) then torch.jit.save"
@@ -49,23 +54,5 @@ def load_torchscript(
             f"({cause(e)}); the classifier must take "
             f"that shape"
         ) from e
-    for out, b in ((out3, 3), (out1, 1)):
-        if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != b:
-            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-            raise ModelError(
-                f"{path.name} returned {got} for a batch of {b}, expected ({b}, {num_classes}) "
-                f"logits; batch support is required"
-            )
-    if out3.shape[1] != num_classes:
-        raise ModelError(
-            f"{path.name} returns {out3.shape[1]} classes, dataset {dataset} has {num_classes}; "
-            f"use a classifier trained on {dataset}"
-        )
-    if not (torch.isfinite(out3).all() and torch.isfinite(out1).all()):
-        raise ModelError(f"{path.name} returned NaN or infinite logits on valid images")
-    if not torch.allclose(out3[:1], out1, atol=1e-3, rtol=1e-3):
-        raise ModelError(
-            f"{path.name} gives different logits for the same image in batches of 1 and 3; "
-            f"put the model in eval mode before exporting"
-        )
+    check_probe(path.name, out3, out1, num_classes, dataset, "batch support is required")
     return ModuleClassifier(module, input_shape, num_classes, name=path.name)

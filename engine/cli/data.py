@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from engine.cli.common import HomeOpt, Table, console, err
+from engine.core.errors import ConfigError
 from engine.core.home import resolve_home
+from engine.core.shapes import check_shape
 
 if TYPE_CHECKING:
     from engine.datasets.imagefolder import Report
@@ -41,11 +43,12 @@ SIZES_SHOWN = 8
 
 
 def register(app: typer.Typer) -> None:
+    """Add the `data` group to the app."""
     app.add_typer(data_app, name="data")
 
 
 def _options(size, channels, fit, test_dir, holdout, split_seed, classes) -> dict:
-    from engine.datasets import read_class_names
+    from engine.datasets import read_class_names  # torch: not for `--help`
 
     opts = {
         "size": size,
@@ -110,7 +113,7 @@ def check(
 ) -> None:
     """Say what a folder of images holds: classes, counts per split, image sizes, modes,
     and every file set aside with the reason. Writes nothing."""
-    from engine.datasets.imagefolder import ImageFolder
+    from engine.datasets.imagefolder import ImageFolder  # torch: not for `--help`
 
     opts = _options(size, channels, fit, test_dir, holdout, split_seed, classes)
     names = opts.pop("classes", None)
@@ -148,7 +151,7 @@ def add(
 ) -> None:
     """Name a folder of images (one sub-folder per class) as a dataset: decodes and caches
     every image, then writes $LATENTFUZZ_HOME/datasets/NAME.json."""
-    from engine.datasets import DatasetError, specs
+    from engine.datasets import DatasetError, specs  # torch: not for `--help`
 
     resolve_home(home)
     opts = _options(size, channels, fit, test_dir, holdout, split_seed, classes)
@@ -183,9 +186,6 @@ def add(
         highlight=False,
         soft_wrap=True,
     )
-    from engine.core.errors import ConfigError
-    from engine.core.shapes import check_shape
-
     try:
         check_shape(ds.shape, f"dataset {spec.name}")
     except ConfigError as e:
@@ -199,7 +199,7 @@ def add(
 @data_app.command("remove")
 def remove(name: str, home: HomeOpt = None) -> None:
     """Forget one of your datasets (its spec and decoded-image cache; images, models stay)."""
-    from engine.datasets import specs
+    from engine.datasets import specs  # torch: not for `--help`
 
     resolve_home(home)
     console.print(f"removed {specs.remove_spec(name)}", markup=False, highlight=False)
@@ -208,6 +208,7 @@ def remove(name: str, home: HomeOpt = None) -> None:
 @data_app.command("list")
 def list_datasets(home: HomeOpt = None) -> None:
     """Bundled and your datasets: shape, classes, fingerprint and how many models use each."""
+    # Here, not at the top: they import torch, which `latentfuzz --help` never loads.
     from engine.datasets import DatasetError, dataset_names, get_dataset
     from engine.datasets.specs import user_dataset_names
     from engine.models import zoo

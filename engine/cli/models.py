@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from engine.cli.common import HomeOpt, console
+from engine.core.errors import ConfigError
 from engine.core.home import resolve_home
 
 NameOpt = Annotated[str | None, typer.Option(help="model name [the file's name]")]
@@ -23,6 +24,7 @@ def _timing(card: dict[str, Any]) -> str:
 
 
 def register(zoo_app: typer.Typer) -> None:
+    """Add `import` and `import-generator` to the `models` (`zoo`) group."""
     @zoo_app.command("import")
     def import_cmd(
         file: Annotated[Path, typer.Argument(help="a TorchScript (.pt) or ONNX (.onnx) file")],
@@ -33,7 +35,7 @@ def register(zoo_app: typer.Typer) -> None:
         home: HomeOpt = None,
     ) -> None:
         """Validate a classifier file and add it to your models, with a card."""
-        from engine.models.importing import import_classifier
+        from engine.models.importing import import_classifier  # torch: not for `--help`
 
         resolve_home(home)  # user models live under this home
         card = import_classifier(file, dataset, name, replace, data_dir)
@@ -78,13 +80,12 @@ def register(zoo_app: typer.Typer) -> None:
     ) -> None:
         """Validate a TorchScript decoder and add it as a generator, measuring its latent
         bounds, viability and timing into its card."""
+        # torch: not for `--help`
         from engine.models.importing import import_generator, parse_floats
 
         resolve_home(home)
         shape = parse_floats(latent_shape, "--latent-shape")
         if any(d != int(d) for d in shape):
-            from engine.core.errors import ConfigError
-
             raise ConfigError(f"--latent-shape {latent_shape!r}: sizes must be whole numbers")
         lo, hi = parse_floats(output_range, "--output-range", 2)
         card = import_generator(

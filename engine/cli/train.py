@@ -7,6 +7,9 @@ names another; the architecture follows the dataset's image shape unless named
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +18,7 @@ import typer
 from engine.cli.common import HomeOpt, console
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
+from engine.train.settings import TrainSettings
 
 train_app = typer.Typer(
     no_args_is_help=True,
@@ -41,10 +45,66 @@ Classifier = Annotated[
     str | None,
     typer.Option(help="classifier that measures viability (default: the dataset's default)"),
 ]
-Name = Annotated[str | None, typer.Option(help="model name (default: DATASET-KIND)")]
+
+
+def shared_options(
+    epochs: int, batch_size: int, name_default: str = "DATASET-KIND", generator: bool = True
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a `train` command the options every one of them takes, with this command's
+    defaults for --epochs and --batch-size.
+
+    The command is written as ``cmd(settings: TrainSettings, <its own options>)``; the
+    wrapper typer sees takes --dataset, the command's own options, then --epochs,
+    --batch-size, --seed, --classifier (generators), --name, --out, --default/--no-default,
+    --data-dir, --device and --home; it resolves --home and calls the command with the
+    shared ones gathered into one ``TrainSettings``.
+    """
+    P = inspect.Parameter
+
+    def option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+        return P(name, P.KEYWORD_ONLY, annotation=annotation, default=default)
+
+    name_opt = Annotated[str | None, typer.Option(help=f"model name (default: {name_default})")]
+    shared = [
+        option("epochs", int, epochs),
+        option("batch_size", int, batch_size),
+        option("seed", int, 0),
+        *([option("classifier", Classifier, None)] if generator else []),
+        option("name", name_opt, None),
+        option("out", Out, None),
+        option("default", Default, None),
+        option("data_dir", DataDir, None),
+        option("device", Device, "cpu"),
+    ]
+    home = option("home", HomeOpt, None)
+
+    def deco(command: Callable[..., None]) -> Callable[..., None]:
+        own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+        params = [
+            option("dataset", Dataset, "mnist"),
+            *(p.replace(kind=P.KEYWORD_ONLY) for p in own),
+            *shared,
+            home,
+        ]
+
+        @functools.wraps(command)
+        def wrapper(**given: Any) -> None:
+            resolve_home(given.pop("home"))
+            names = {p.name for p in shared} | {"dataset"}
+            settings = TrainSettings(**{k: given.pop(k) for k in list(given) if k in names})
+            command(settings, **given)
+
+        # What typer reads: these parameters, not the command's own signature.
+        del wrapper.__wrapped__
+        wrapper.__signature__ = inspect.Signature(params, return_annotation=None)
+        wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return wrapper
+
+    return deco
 
 
 def channels_option(raw: str | None) -> tuple[int, ...] | None:
+    """--channels "32,64,64" as a tuple of ints; None when not given."""
     if raw is None:
         return None
     try:
@@ -56,37 +116,23 @@ def channels_option(raw: str | None) -> tuple[int, ...] | None:
 
 
 @train_app.command("classifier")
+@shared_options(15, 64, name_default="DATASET-ARCHITECTURE", generator=False)
 def train_classifier_cmd(
-    dataset: Dataset = "mnist",
+    settings: TrainSettings,
     architecture: Annotated[
         str | None,
         typer.Option(
             help="convnet | lenet5 | vgg | resnet (default: convnet for 1x28x28, else vgg)"
         ),
     ] = None,
-    epochs: int = 15,
-    batch_size: int = 64,
     width: Annotated[
         int | None, typer.Option(help="vgg/resnet: first stage's channels [32]")
     ] = None,
-    seed: int = 0,
-    name: Annotated[
-        str | None, typer.Option(help="model name (default: DATASET-ARCHITECTURE)")
-    ] = None,
-    out: Out = None,
-    default: Default = None,
-    data_dir: DataDir = None,
-    device: Device = "cpu",
-    home: HomeOpt = None,
 ) -> None:
     """Train a classifier; prints its card's metrics."""
-    from engine.train.classifier import train_classifier
+    from engine.train.classifier import train_classifier  # torch: not for `--help`
 
-    resolve_home(home)
-    card = train_classifier(
-        dataset, architecture, epochs=epochs, batch_size=batch_size, seed=seed, name=name,
-        out=out, default=default, data_dir=data_dir, width=width, device=device,
-    )  # fmt: skip
+    card = train_classifier(settings, architecture, width=width)
     console.print(
         f"{card['name']}: test accuracy {card['metrics']['test_accuracy']:.4f}, "
         f"{card['inference']}{stopped(card)}"
@@ -94,76 +140,45 @@ def train_classifier_cmd(
 
 
 @train_app.command("vae")
+@shared_options(150, 128)
 def train_vae_cmd(
-    dataset: Dataset = "mnist",
+    settings: TrainSettings,
     family: Annotated[
         str | None,
         typer.Option(help="vae (MLP) | convvae (default: vae for 1x28x28, else convvae)"),
     ] = None,
-    epochs: int = 150,
-    batch_size: int = 128,
     latent: Annotated[
         int | None, typer.Option(help="latent size (default: vae 400, convvae 128)")
     ] = None,
     hidden: Annotated[int | None, typer.Option(help="vae: hidden units [1600]")] = None,
     width: Annotated[int | None, typer.Option(help="convvae: first layer's channels [32]")] = None,
-    seed: int = 0,
-    classifier: Classifier = None,
-    name: Name = None,
-    out: Out = None,
-    default: Default = None,
-    data_dir: DataDir = None,
-    device: Device = "cpu",
-    home: HomeOpt = None,
 ) -> None:
     """Train a VAE; prints its card's metrics (viability = reconstruction accuracy)."""
-    from engine.train.vae import train_vae
+    from engine.train.vae import train_vae  # torch: not for `--help`
 
-    resolve_home(home)
-    card = train_vae(
-        dataset, epochs=epochs, batch_size=batch_size, hidden=hidden, latent=latent,
-        seed=seed, classifier=classifier, name=name, out=out, default=default,
-        data_dir=data_dir, family=family, width=width, device=device,
-    )  # fmt: skip
-    report_generator(card)
+    report_generator(train_vae(settings, family, hidden=hidden, latent=latent, width=width))
 
 
 @train_app.command("gan")
+@shared_options(80, 64)
 def train_gan_cmd(
-    dataset: Dataset = "mnist",
+    settings: TrainSettings,
     family: Annotated[
         str | None, typer.Option(help="gan (MNIST) | dcgan (default: gan for 1x28x28, else dcgan)")
     ] = None,
-    epochs: int = 80,
-    batch_size: int = 64,
     latent: Annotated[int | None, typer.Option(help="latent size [100]")] = None,
     width: Annotated[int | None, typer.Option(help="channels next to the image [64]")] = None,
-    seed: int = 0,
-    classifier: Classifier = None,
-    name: Name = None,
-    out: Out = None,
-    default: Default = None,
-    data_dir: DataDir = None,
-    device: Device = "cpu",
-    home: HomeOpt = None,
 ) -> None:
     """Train a conditional GAN (discriminator kept); prints its card's metrics."""
-    from engine.train.gan import train_gan
+    from engine.train.gan import train_gan  # torch: not for `--help`
 
-    resolve_home(home)
-    card = train_gan(
-        dataset, epochs=epochs, batch_size=batch_size, latent=latent, width=width, seed=seed,
-        classifier=classifier, name=name, out=out, default=default, data_dir=data_dir,
-        family=family, device=device,
-    )  # fmt: skip
-    report_generator(card)
+    report_generator(train_gan(settings, family, latent=latent, width=width))
 
 
 @train_app.command("dm")
+@shared_options(30, 64)
 def train_dm_cmd(
-    dataset: Dataset = "mnist",
-    epochs: int = 30,
-    batch_size: int = 64,
+    settings: TrainSettings,
     resolution: Annotated[
         int | None,
         typer.Option(
@@ -176,29 +191,17 @@ def train_dm_cmd(
     ] = None,
     steps: Annotated[int, typer.Option(help="default DDIM steps of the model")] = 4,
     guidance: Annotated[float, typer.Option(help="default guidance scale")] = 2.0,
-    seed: int = 0,
-    classifier: Classifier = None,
-    name: Name = None,
-    out: Out = None,
-    default: Default = None,
-    data_dir: DataDir = None,
-    device: Device = "cpu",
-    home: HomeOpt = None,
 ) -> None:
     """Train the class-conditional diffusion model (diffusers UNet2DModel + DDIM)."""
-    from engine.train.dm import train_dm
+    from engine.train.dm import train_dm  # torch: not for `--help`
 
-    resolve_home(home)
-    card = train_dm(
-        dataset, epochs=epochs, batch_size=batch_size, channels=channels_option(channels),
-        sample_side=resolution, steps=steps, guidance=guidance, seed=seed,
-        classifier=classifier, name=name, out=out, default=default, data_dir=data_dir,
-        device=device,
-    )  # fmt: skip
+    channels_ = channels_option(channels)
+    card = train_dm(settings, channels_, sample_side=resolution, steps=steps, guidance=guidance)
     report_generator(card)
 
 
 def stopped(card: dict[str, Any]) -> str:
+    """What a report adds when training was interrupted; empty otherwise."""
     t = card["training"]
     if not t.get("interrupted"):
         return ""
@@ -206,6 +209,7 @@ def stopped(card: dict[str, Any]) -> str:
 
 
 def report_generator(card: dict[str, Any]) -> None:
+    """Print a trained generator's viability, latent range and timing."""
     v = card["metrics"].get("viability")
     how = f"viability {v:.4f}" if v is not None else "viability not measured (no classifier)"
     console.print(
@@ -215,4 +219,5 @@ def report_generator(card: dict[str, Any]) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    """Add the `train` group to the app."""
     app.add_typer(train_app, name="train")

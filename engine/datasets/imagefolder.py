@@ -33,6 +33,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from engine.core.home import current_home
 from engine.datasets.base import CLASSES_FILE, Dataset, DatasetError, Split, read_class_names
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -312,8 +313,6 @@ class ImageFolder(Dataset):
         self._write_cache(self._decoded)
 
     def _cache_path(self) -> Path:
-        from engine.core.home import current_home
-
         return current_home() / "cache" / "datasets" / f"{self.name}-{self.fingerprint()}.npz"
 
     def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:

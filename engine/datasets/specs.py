@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine.core.home import current_home
 from engine.datasets.base import DATASETS, Dataset, DatasetError
 from engine.datasets.imagefolder import ImageFolder, cached_files
 
@@ -45,8 +46,6 @@ class DatasetSpec(BaseModel):
 
 
 def specs_dir() -> Path:
-    from engine.core.home import current_home
-
     return current_home() / "datasets"
 
 

@@ -18,9 +18,11 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from engine.core import files
 from engine.core.errors import ModelError
 from engine.core.registry import Registry
 from engine.core.settings import Settings
+from engine.core.tensors import check_tensor
 
 
 @dataclass(frozen=True)
@@ -31,24 +33,6 @@ class Seeds:
     latents: torch.Tensor
     labels: torch.Tensor
     source_index: torch.Tensor
-
-
-def check_tensor(
-    x: torch.Tensor, what: str, shape: tuple[int, ...], device: torch.device, finite: bool = True
-) -> None:
-    """Raise ModelError unless x is a tensor of the given trailing shape on device, and,
-    with finite=True, holds no NaN or infinity."""
-    if not isinstance(x, torch.Tensor):
-        raise ModelError(f"{what}: expected a torch.Tensor, got {type(x).__name__}")
-    if tuple(x.shape[1:]) != tuple(shape):
-        raise ModelError(
-            f"{what}: got shape {tuple(x.shape)}, expected (B, {', '.join(map(str, shape))})"
-        )
-    if x.device != device:
-        raise ModelError(f"{what}: tensor on {x.device}, model on {device}; move it first")
-    # One reduction instead of an elementwise mask: NaN and inf propagate through the sum.
-    if finite and not torch.isfinite(x.sum()):
-        raise ModelError(f"{what}: contains NaN or infinite values")
 
 
 class GeneratorOptions(Settings):
@@ -81,9 +65,7 @@ class Generator(nn.Module, ABC):
     def load_weights(self, folder: Path) -> None:
         """Load the stored weights from a model folder: the zoo's safetensors file. A family
         that keeps its model in another format (a TorchScript decoder) overrides this."""
-        from engine.models.zoo import _load_state  # the zoo imports this module
-
-        _load_state(self, folder)
+        files.load_weights(self, folder)
 
     def configure(self, **options) -> None:
         """Apply run-time options; validated by ``Options`` (unknown keys are errors)."""
@@ -187,6 +169,23 @@ class Generator(nn.Module, ABC):
             y = torch.randint(0, self.num_classes, (n,), generator=rng)
         z = self.sample_prior(n, rng)
         return Seeds(z, y, torch.full((n,), -1, dtype=torch.long))
+
+
+class GuidedGenerator(Generator):
+    """A generator with classifier-free guidance: ``guidance`` during the search and
+    ``seed_guidance`` for the seed images, as GIFTbench guides seeds harder (3.5, then 1.4
+    during the search). Subclasses set both in ``configure``."""
+
+    guidance: float
+    seed_guidance: float
+
+    @contextmanager
+    def seeding(self) -> Iterator[None]:
+        search, self.guidance = self.guidance, self.seed_guidance
+        try:
+            yield
+        finally:
+            self.guidance = search
 
 
 GENERATORS: Registry[type[Generator]] = Registry("generator family")

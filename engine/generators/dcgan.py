@@ -11,14 +11,13 @@ maps [-1, 1] to [0, 1], and the discriminator stays in the weights file, so the
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
 from engine.core.shapes import check_shape, halvings
-from engine.generators.base import GENERATORS, Generator
+from engine.generators.base import GENERATORS
 from engine.generators.convvae import widths
+from engine.generators.gan import GAN, LabelChannelDiscriminator
 
 EMBED = 50
 
@@ -42,15 +41,13 @@ class DeepGenerator(nn.Module):
         return self.up(self.fc(torch.cat([z, self.embed(y)], 1)))
 
 
-class DeepDiscriminator(nn.Module):
-    """Image in [-1, 1] plus label -> realness logit (B,). The label enters as a channel."""
+class DeepDiscriminator(LabelChannelDiscriminator):
+    """The discriminator mirroring DeepGenerator: one halving per layer."""
 
     def __init__(self, num_classes: int, c: int, side: int, width: int) -> None:
-        super().__init__()
+        super().__init__(num_classes, side)
         depth = halvings(side)
         ch = widths(width, depth)
-        self.side = side
-        self.embed = nn.Embedding(num_classes, side * side)
         layers: list[nn.Module] = []
         for i, (cin, cout) in enumerate(zip([c + 1, *ch[:-1]], ch, strict=True)):
             layers.append(nn.Conv2d(cin, cout, 4, 2, 1))
@@ -60,15 +57,10 @@ class DeepDiscriminator(nn.Module):
         flat = ch[-1] * (side >> depth) ** 2
         self.net = nn.Sequential(*layers, nn.Flatten(), nn.Dropout(0.3), nn.Linear(flat, 1))
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        label_map = self.embed(y).view(-1, 1, self.side, self.side)
-        return self.net(torch.cat([x, label_map], 1)).squeeze(1)
-
 
 @GENERATORS.register("dcgan")
-class DCGAN(Generator):
+class DCGAN(GAN):
     family = "dcgan"
-    conditional = True
 
     def __init__(
         self,
@@ -78,21 +70,7 @@ class DCGAN(Generator):
         width: int = 64,
     ) -> None:
         c, h, _ = check_shape(image_shape, "dcgan")
-        super().__init__((c, h, h), num_classes)
-        self.latent = latent
-        self.net = DeepGenerator(latent, num_classes, c, h, width)
-        self.discriminator = DeepDiscriminator(num_classes, c, h, width)
-
-    @property
-    def latent_shape(self) -> tuple[int, ...]:
-        return (self.latent,)
-
-    def _decode(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
-        return self.net(z, labels).add(1.0).mul(0.5)
-
-    def realness(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Discriminator score (B,) of images in [0, 1]: higher looks more real."""
-        return self.discriminator(x * 2 - 1, labels)
-
-    def parameters_of_generator(self) -> int:
-        return sum(math.prod(p.shape) for p in self.net.parameters())
+        # Built in this order (generator, then discriminator) for the seed's same weights.
+        net = DeepGenerator(latent, num_classes, c, h, width)
+        discriminator = DeepDiscriminator(num_classes, c, h, width)
+        super().__init__((c, h, h), num_classes, latent, net, discriminator)

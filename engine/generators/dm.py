@@ -13,14 +13,11 @@ during the search. The zoo card's defaults are measured (``latentfuzz zoo measur
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import torch
 import torch.nn.functional as F
 from pydantic import Field
 
-from engine.generators.base import GENERATORS, Generator, GeneratorOptions
+from engine.generators.base import GENERATORS, GeneratorOptions, GuidedGenerator
 
 
 class DMOptions(GeneratorOptions):
@@ -34,7 +31,7 @@ class DMOptions(GeneratorOptions):
 
 
 @GENERATORS.register("dm")
-class DiffusionModel(Generator):
+class DiffusionModel(GuidedGenerator):
     family = "dm"
     conditional = True
     Options = DMOptions
@@ -80,7 +77,7 @@ class DiffusionModel(Generator):
         return x * 2 - 1
 
     def configure(self, **options) -> None:
-        from diffusers import DDIMScheduler
+        from diffusers import DDIMScheduler  # as in __init__: a fast start for vae/gan
 
         current = self.options() if hasattr(self, "steps") else {}
         opts = DMOptions(**{**current, **options})
@@ -92,14 +89,6 @@ class DiffusionModel(Generator):
     def options(self) -> dict:
         return {"steps": self.steps, "guidance": self.guidance,
                 "seed_guidance": self.seed_guidance}  # fmt: skip
-
-    @contextmanager
-    def seeding(self) -> Iterator[None]:
-        search, self.guidance = self.guidance, self.seed_guidance
-        try:
-            yield
-        finally:
-            self.guidance = search
 
     def eps(self, x: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Guided noise prediction; conditional and unconditional passes in one batch."""

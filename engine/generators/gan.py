@@ -36,41 +36,53 @@ class GeneratorNet(nn.Module):
         return self.up(h.view(-1, 2 * self.width, self.base, self.base))
 
 
-class Discriminator(nn.Module):
-    """Image in [-1, 1] plus label -> realness logit (B,). The label enters as a channel."""
+class LabelChannelDiscriminator(nn.Module):
+    """Image in [-1, 1] plus label -> realness logit (B,). The label enters as a channel:
+    an embedding of side x side beside the image; subclasses build ``net`` on the
+    (C + 1)-channel stack."""
 
-    def __init__(self, num_classes: int, channels: int, side: int, width: int) -> None:
+    net: nn.Module
+
+    def __init__(self, num_classes: int, side: int) -> None:
         super().__init__()
         self.side = side
         self.embed = nn.Embedding(num_classes, side * side)
-        self.net = nn.Sequential(
-            nn.Conv2d(channels + 1, width, 4, 2, 1), nn.LeakyReLU(0.2),
-            nn.Conv2d(width, 2 * width, 4, 2, 1), nn.BatchNorm2d(2 * width), nn.LeakyReLU(0.2),
-            nn.Flatten(), nn.Dropout(0.3), nn.Linear(2 * width * (side // 4) ** 2, 1),
-        )  # fmt: skip
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         label_map = self.embed(y).view(-1, 1, self.side, self.side)
         return self.net(torch.cat([x, label_map], 1)).squeeze(1)
 
 
-@GENERATORS.register("gan")
-class ConditionalGAN(Generator):
-    family = "gan"
+class Discriminator(LabelChannelDiscriminator):
+    """The MNIST GAN's two-layer discriminator."""
+
+    def __init__(self, num_classes: int, channels: int, side: int, width: int) -> None:
+        super().__init__(num_classes, side)
+        self.net = nn.Sequential(
+            nn.Conv2d(channels + 1, width, 4, 2, 1), nn.LeakyReLU(0.2),
+            nn.Conv2d(width, 2 * width, 4, 2, 1), nn.BatchNorm2d(2 * width), nn.LeakyReLU(0.2),
+            nn.Flatten(), nn.Dropout(0.3), nn.Linear(2 * width * (side // 4) ** 2, 1),
+        )  # fmt: skip
+
+
+class GAN(Generator):
+    """A conditional GAN: ``net`` maps (latents (B, latent), labels (B,)) to images in
+    [-1, 1], ``discriminator`` scores them; the families build both."""
+
     conditional = True
 
     def __init__(
         self,
-        image_shape: tuple[int, int, int] = (1, 28, 28),
-        num_classes: int = 10,
-        latent: int = 100,
-        width: int = 64,
+        image_shape: tuple[int, int, int],
+        num_classes: int,
+        latent: int,
+        net: nn.Module,
+        discriminator: LabelChannelDiscriminator,
     ) -> None:
         super().__init__(tuple(image_shape), num_classes)
-        c, h, _ = image_shape
         self.latent = latent
-        self.net = GeneratorNet(latent, num_classes, c, h, width)
-        self.discriminator = Discriminator(num_classes, c, h, width)
+        self.net = net
+        self.discriminator = discriminator
 
     @property
     def latent_shape(self) -> tuple[int, ...]:
@@ -84,4 +96,23 @@ class ConditionalGAN(Generator):
         return self.discriminator(x * 2 - 1, labels)
 
     def parameters_of_generator(self) -> int:
+        """Weights of the generator alone, without the discriminator (the card's count)."""
         return sum(math.prod(p.shape) for p in self.net.parameters())
+
+
+@GENERATORS.register("gan")
+class ConditionalGAN(GAN):
+    family = "gan"
+
+    def __init__(
+        self,
+        image_shape: tuple[int, int, int] = (1, 28, 28),
+        num_classes: int = 10,
+        latent: int = 100,
+        width: int = 64,
+    ) -> None:
+        c, h, _ = image_shape
+        # Built in this order (generator, then discriminator) for the seed's same weights.
+        net = GeneratorNet(latent, num_classes, c, h, width)
+        discriminator = Discriminator(num_classes, c, h, width)
+        super().__init__(image_shape, num_classes, latent, net, discriminator)

@@ -19,17 +19,16 @@ and converted to grey (ITU-R 601 luma, as PIL's "L") when the dataset has one ch
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from pydantic import Field
+from safetensors.torch import load_file
 
 from engine.core.errors import ModelError
-from engine.generators.base import GENERATORS, Generator, GeneratorOptions
+from engine.generators.base import GENERATORS, GeneratorOptions, GuidedGenerator
 
 EMBEDS = "prompt_embeds.safetensors"
 LORA = "lora.safetensors"
@@ -106,7 +105,7 @@ def load_pipeline(path: str | Path, text_encoder: bool = False) -> Any:
 
 
 @GENERATORS.register("sd-pipeline")
-class SDPipeline(Generator):
+class SDPipeline(GuidedGenerator):
     family = "sd-pipeline"
     conditional = True
     Options = SDOptions
@@ -126,8 +125,6 @@ class SDPipeline(Generator):
     ) -> None:
         """pipeline: the pipeline folder; embeds and lora: files in the model folder
         ``folder`` (relative names) or absolute paths."""
-        from safetensors.torch import load_file
-
         super().__init__(tuple(image_shape), num_classes)
         base = Path(folder) if folder is not None else Path(".")
         self.pipe = load_pipeline(pipeline)
@@ -189,14 +186,6 @@ class SDPipeline(Generator):
     def options(self) -> dict:
         return {"steps": self.steps, "guidance": self.guidance,
                 "seed_guidance": self.seed_guidance, "resolution": self.resolution}  # fmt: skip
-
-    @contextmanager
-    def seeding(self) -> Iterator[None]:
-        search, self.guidance = self.guidance, self.seed_guidance
-        try:
-            yield
-        finally:
-            self.guidance = search
 
     @property
     def latent_shape(self) -> tuple[int, ...]:

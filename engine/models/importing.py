@@ -22,11 +22,20 @@ import torch
 from engine.classifiers import FORMATS, format_of
 from engine.classifiers.onnx import external_data_files, parameter_count
 from engine.core.errors import ConfigError, ModelError
+from engine.core.files import sha256
 from engine.datasets import get_dataset
 from engine.datasets.base import DatasetError
 from engine.generators.torchscript import DECODER, TorchScriptGenerator, load_decoder
 from engine.models import zoo
-from engine.train.common import accuracy, command_line, ms_per_image, stamp
+from engine.models.measure import (
+    accuracy,
+    inference_ms,
+    latent_bounds,
+    ms_per_image,
+    reference_seeds,
+    viability,
+)
+from engine.models.provenance import command_line, stamp
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -84,7 +93,7 @@ def _copy(src: Path, stage: Path, extra: list[str], as_name: str | None = None) 
         dest = stage / dest_rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src.parent / rel, dest)
-        hashes[dest_rel] = zoo.sha256(dest)
+        hashes[dest_rel] = sha256(dest)
     return hashes
 
 
@@ -143,6 +152,8 @@ def import_classifier(
 
 
 def parse_floats(text: str, what: str, count: int | None = None) -> list[float]:
+    """Numbers separated by commas (or "x") from a command-line option, ``count`` of them
+    if given; a one-line ConfigError naming ``what`` otherwise."""
     try:
         values = [float(v) for v in text.replace("x", ",").split(",") if v.strip()]
     except ValueError:
@@ -169,8 +180,6 @@ def import_generator(
 
     Latent bounds, viability and timing are measured as for the zoo's own generators
     (engine/models/measure.py)."""
-    from engine.models import measure
-
     src = Path(file).expanduser()
     name = name or src.stem
     check_name(name, replace)
@@ -194,7 +203,7 @@ def import_generator(
         hashes = _copy(src, stage, [], as_name=DECODER)
         gen.load_weights(stage)
         gen.check()
-        z, labels = measure.reference_seeds(gen, dataset)
+        z, labels = reference_seeds(gen, dataset)
         card = {
             "name": name, "kind": "generator", "family": gen.family, "format": "torchscript",
             "dataset": dataset, "dataset_fingerprint": fingerprint, "default": False,
@@ -202,10 +211,10 @@ def import_generator(
             "parameters": sum(p.numel() for p in gen.parameters()),
             "files": hashes, "sha256": hashes[DECODER],
             "imported_from": str(src.resolve()), "command": command_line(), **stamp(),
-            **measure.latent_bounds(z),
+            **latent_bounds(z),
         }  # fmt: skip
         with gen.seeding():
-            share = measure.viability(gen, z, labels, clf)
+            share = viability(gen, z, labels, clf)
         card["metrics"] = {
             "viability": share,
             "viability_how": "conditional samples (100 per class) the classifier assigns to "
@@ -214,6 +223,6 @@ def import_generator(
             "label at random, so about 1 in K is viable",
             "viability_classifier": clf_name, "viability_seeds": len(z),
         }  # fmt: skip
-        card["inference"] = measure.inference_ms(gen)
+        card["inference"] = inference_ms(gen)
         (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

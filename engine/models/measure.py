@@ -1,5 +1,6 @@
-"""Measurements every generator card carries, taken on the stored weights.
+"""Measurements model cards carry, taken on the stored weights.
 
+- Test accuracy, for classifier cards.
 - Latent bounds, GIFTbench's way: min and max over 1,000 latents (encoded test images for
   encoder generators, N(0, I) samples otherwise); r = max - min; low = r 1e-4, high = r 1e-3.
 - Viability, the way a campaign checks a seed: the share of 1,000 seeds (encoded test
@@ -14,6 +15,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +26,46 @@ from engine.core.errors import ConfigError
 from engine.datasets import Dataset, get_dataset
 from engine.generators import Generator
 from engine.models import zoo
-from engine.train.common import ms_per_image
 
 N_LATENTS = 1000
 GUIDANCE_GRID = (1.0, 1.4, 2.0, 3.5, 5.0)
 GUIDANCE_TOLERANCE = 0.05
 
 
+@torch.no_grad()
+def accuracy(
+    predict: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch: int = 500,
+) -> float:
+    """Share of images x (N, C, H, W) whose predicted logits' argmax is their label y (N,)."""
+    correct = sum(
+        int((predict(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum())
+        for i in range(0, len(y), batch)
+    )
+    return correct / len(y)
+
+
+@torch.no_grad()
+def ms_per_image(fn: Callable[[int], Any], batch: int, repeats: int = 20) -> float:
+    """Median wall time of fn(batch) divided by batch, in milliseconds."""
+    # A GPU runs kernels asynchronously: wait for them, or only the launch is timed.
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    fn(batch)  # warm-up
+    times = []
+    for _ in range(repeats):
+        sync()
+        t = time.perf_counter()
+        fn(batch)
+        sync()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return 1000 * times[len(times) // 2] / batch
+
+
 def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
+    """The card's bounds and step presets from latents (N, *latent_shape)."""
     lo, hi = float(latents.min()), float(latents.max())
     r = hi - lo
     return {"latent_bounds": [lo, hi], "latent_range": r,
@@ -39,6 +74,7 @@ def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
 
 
 def as_dataset(dataset: str | Dataset) -> Dataset:
+    """The dataset itself, or the registered one of that name."""
     return dataset if isinstance(dataset, Dataset) else get_dataset(dataset)
 
 
@@ -60,6 +96,7 @@ def reference_seeds(
 
 @torch.inference_mode()
 def viability(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> float:
+    """Share of latents z (N, ...) whose decoded image ``clf`` labels as ``labels`` (N,)."""
     correct = 0
     for i in range(0, len(z), 100):
         y = labels[i : i + 100]
@@ -70,6 +107,7 @@ def viability(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> flo
 
 @torch.inference_mode()
 def inference_ms(gen: Generator, batches: tuple[int, ...] = (1, 25)) -> dict[str, float]:
+    """Milliseconds per decoded image at each batch size (the card's ``inference``)."""
     rng = torch.Generator().manual_seed(0)
     z = gen.sample_prior(max(batches), rng)
     y = (torch.arange(max(batches)) % gen.num_classes).to(gen.device)

@@ -8,13 +8,11 @@ card's metrics (measured on the stored weights) show it costs nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 
 from engine.classifiers import (
     ARCHITECTURES,
@@ -26,12 +24,12 @@ from engine.classifiers import (
 from engine.classifiers import load_file as load_classifier_file
 from engine.classifiers.fold import fold_batch_norm
 from engine.core.errors import ConfigError
+from engine.core.files import WEIGHTS, load_weights, save_weights, sha256
 from engine.core.home import MODELS_DIR, current_home
 from engine.datasets import Dataset, get_dataset
 from engine.generators import GENERATORS, Generator
 
 CARD = "card.json"
-WEIGHTS = "weights.safetensors"
 
 
 def models_dir() -> Path:
@@ -63,14 +61,6 @@ def model_folder(name: str, root: Path | None = None) -> Path:
     )
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def list_cards(root: Path | None = None) -> list[dict[str, Any]]:
     """Every model's card, bundled then user models; a name found twice is listed once."""
     cards: dict[str, dict[str, Any]] = {}
@@ -82,10 +72,12 @@ def list_cards(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 def is_bundled(name: str) -> bool:
+    """Whether model ``name`` is in the bundled, read-only zoo."""
     return (models_dir() / name / CARD).exists()
 
 
 def load_card(name: str, root: Path | None = None) -> dict[str, Any]:
+    """Model ``name``'s card, from the first root that has it."""
     return json.loads((model_folder(name, root) / CARD).read_text())
 
 
@@ -95,27 +87,19 @@ def save_model(
     """Write weights and card; returns the model folder. The card gets the weights' hash."""
     folder = (root or models_dir()) / card["name"]
     folder.mkdir(parents=True, exist_ok=True)
-    state = {
-        k: (v.half() if fp16 and v.is_floating_point() else v).contiguous()
-        for k, v in module.state_dict().items()
-    }
-    save_file(state, str(folder / WEIGHTS))
+    weights = save_weights(module, folder, fp16)
     card = {
         **card,
         "weights": WEIGHTS,
         "dtype": "float16" if fp16 else "float32",
-        "sha256": sha256(folder / WEIGHTS),
+        "sha256": sha256(weights),
     }
     (folder / CARD).write_text(json.dumps(card, indent=2) + "\n")
     return folder
 
 
-def _load_state(module: torch.nn.Module, folder: Path) -> None:
-    state = load_file(str(folder / WEIGHTS))
-    module.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
-
-
 def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> Generator:
+    """Zoo generator ``name``, with its card's latent bounds, in eval mode on ``device``."""
     card = load_card(name, root)
     if card.get("kind") != "generator":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a generator")
@@ -126,6 +110,7 @@ def load_generator(name: str, device: str = "cpu", root: Path | None = None) -> 
 
 
 def build_classifier_module(card: dict[str, Any]) -> torch.nn.Module:
+    """The untrained module of a zoo classifier card's architecture and params."""
     if "architecture" not in card:
         raise ConfigError(
             f"{card['name']} is an imported {card.get('format', '?')} file, not one of the "
@@ -156,7 +141,7 @@ def load_classifier(
         clf.name = ref
         return clf.to(device)
     module = build_classifier_module(card)
-    _load_state(module, model_folder(ref, root))
+    load_weights(module, model_folder(ref, root))
     fold_batch_norm(module.eval())  # inference only: one pass less per conv block
     return ModuleClassifier(module, ds.shape, ds.num_classes, name=ref, optimise=True).to(device)
 
@@ -182,6 +167,7 @@ TRAIN_COMMANDS = {"vae": "vae", "convvae": "vae", "gan": "gan", "dcgan": "gan", 
 
 
 def train_command(card: dict[str, Any], dataset: str) -> str:
+    """The `latentfuzz train` command that makes a model like ``card`` for ``dataset``."""
     if card.get("kind") != "generator":
         return f"latentfuzz train classifier --dataset {dataset}"
     what = TRAIN_COMMANDS.get(card.get("family"), "vae|gan|dm")

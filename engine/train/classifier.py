@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -13,20 +12,20 @@ from engine.classifiers import ARCHITECTURES
 from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
 from engine.models import zoo
+from engine.models.measure import accuracy, ms_per_image
+from engine.models.provenance import stamp
 from engine.train.common import (
-    accuracy,
     auto_default,
     batches,
     data_fields,
     default_architecture,
     destination,
-    ms_per_image,
     record,
-    stamp,
     start,
     steps_per_epoch,
 )
 from engine.train.loop import TrainRun, resolve_device
+from engine.train.settings import TrainSettings
 
 #: Architectures of the original MNIST zoo take no width; the generic ones do.
 WIDTH_DEFAULT = {"vgg": 32, "resnet": 32}
@@ -48,27 +47,20 @@ def shift(x: torch.Tensor, pixels: int, rng: torch.Generator) -> torch.Tensor:
 
 
 def train_classifier(
-    dataset: str = "mnist",
+    s: TrainSettings,
     architecture: str | None = None,
-    epochs: int = 20,
-    batch_size: int = 64,
+    width: int | None = None,
     lr: float = 2e-3,
     augment_shift: int = 2,
-    seed: int = 0,
-    name: str | None = None,
-    out: Path | None = None,
-    default: bool | None = None,
-    data_dir: str | None = None,
-    fp16: bool = True,
-    width: int | None = None,
-    device: str = "cpu",
 ) -> dict[str, Any]:
-    dev = resolve_device(device)
-    ds = get_dataset(dataset, data_dir)
+    """Train a zoo classifier of ``architecture`` (default: by the image shape), ``width``
+    for those that take one; returns its card with test accuracy and timing."""
+    dev = resolve_device(s.device)
+    ds = get_dataset(s.dataset, s.data_dir)
     architecture = architecture or default_architecture("classifier", ds.shape)
-    name = name or f"{dataset}-{architecture}"
-    folder, root = destination(name, out)
-    rng, train = start(seed, ds)
+    name = s.name or f"{s.dataset}-{architecture}"
+    folder, root = destination(name, s.out)
+    rng, train = start(s.seed, ds)
     test = ds.load("test")
     params: dict[str, Any] = {"in_channels": ds.shape[0], "num_classes": ds.num_classes,
                               "side": ds.shape[1]}  # fmt: skip
@@ -81,15 +73,15 @@ def train_classifier(
         )
     model = ARCHITECTURES.get(architecture)(**params).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    per_epoch = steps_per_epoch(len(train), batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * per_epoch)
+    per_epoch = steps_per_epoch(len(train), s.batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=s.epochs * per_epoch)
     test_x, test_y = test.images.to(dev), test.labels.to(dev)
-    run = TrainRun(f"train {architecture} on {dataset}", epochs, per_epoch, dev)
+    run = TrainRun(f"train {architecture} on {s.dataset}", s.epochs, per_epoch, dev)
     with run:
         for _ in run.epochs():
             model.train()
             total = seen = 0.0
-            for idx in batches(len(train), batch_size, rng):
+            for idx in batches(len(train), s.batch_size, rng):
                 x = shift(train.images[idx], augment_shift, rng).to(dev)
                 loss = F.cross_entropy(model(x), train.labels[idx].to(dev))
                 opt.zero_grad()
@@ -101,33 +93,24 @@ def train_classifier(
             model.eval()
             run.note(test_acc=accuracy(model, test_x, test_y))
     model.eval().cpu()
-    default = auto_default(default, "classifier", dataset, name, root)
+    default = auto_default(s.default, "classifier", s.dataset, name, root)
     card: dict[str, Any] = {
         "name": name,
         "kind": "classifier",
         "architecture": architecture,
-        "dataset": dataset,
+        "dataset": s.dataset,
         "default": default,
         "params": params,
         **data_fields(ds),
         "parameters": sum(p.numel() for p in model.parameters()),
         "training": record(
-            ds,
-            train,
-            run.seconds,
-            seed=seed,
-            epochs=epochs,
-            batch_size=batch_size,
-            lr=lr,
-            optimizer="AdamW + OneCycle",
-            augment_shift_px=augment_shift,
-            **run.record(),
+            s, ds, train, run, lr=lr, optimizer="AdamW + OneCycle", augment_shift_px=augment_shift
         ),
         **stamp(),
     }
-    model_dir = zoo.save_model(model, card, folder, fp16=fp16)
+    model_dir = zoo.save_model(model, card, folder, fp16=s.fp16)
     # Quality of what was stored (fp16 weights), not of the in-memory model.
-    clf = zoo.load_classifier(name, dataset, str(dev), root=root, data_dir=data_dir)
+    clf = zoo.load_classifier(name, s.dataset, str(dev), root=root, data_dir=s.data_dir)
     card = zoo.load_card(name, root)
     card["metrics"] = {
         "test_accuracy": accuracy(clf.logits, test_x, test_y),

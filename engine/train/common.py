@@ -4,17 +4,18 @@ evaluation, timing, cards. The loop itself (progress, Ctrl-C, device) is engine/
 from __future__ import annotations
 
 import json
-import shlex
-import sys
-import time
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from engine.core.errors import LatentfuzzError
+from engine.core.errors import ConfigError, LatentfuzzError
+from engine.models import zoo
+from engine.models.measure import finish_generator_card
+from engine.models.provenance import command_line, stamp
+from engine.train.loop import TrainRun, resolve_device
+from engine.train.settings import TrainSettings
 
 
 def batches(n: int, size: int, rng: torch.Generator | None) -> Iterator[torch.Tensor]:
@@ -52,8 +53,6 @@ def destination(name: str, out: Path | None) -> tuple[Path, Path | None]:
     MNIST generator is measured with the bundled classifier); a name the bundled zoo has
     is refused, since user models never shadow bundled ones. An explicit --out (the
     Makefile's `models` target retrains the bundled zoo) is both."""
-    from engine.models import zoo
-
     if out is not None:
         return Path(out), Path(out)
     if zoo.is_bundled(name):
@@ -79,8 +78,6 @@ def auto_default(default: bool | None, kind: str, dataset: str, name: str, root)
     generators are measured with)."""
     if default is not None:
         return default
-    from engine.models import zoo
-
     return not any(c.get("default") and c.get("kind") == kind and c.get("dataset") == dataset
                    and c["name"] != name for c in zoo.list_cards(root))  # fmt: skip
 
@@ -90,8 +87,6 @@ def family_params(
 ) -> dict[str, Any]:
     """The constructor sizes of `family`: its defaults, overridden by the options given.
     An option the family does not take (--hidden for convvae) is a one-line error."""
-    from engine.core.errors import ConfigError
-
     if family not in families:
         raise ConfigError(
             f"latentfuzz train {command}: family {family!r} unknown; expected one of "
@@ -112,37 +107,6 @@ def data_fields(ds: Any) -> dict[str, Any]:
     return {"image_shape": list(ds.shape), "dataset_fingerprint": ds.fingerprint()}
 
 
-@torch.no_grad()
-def accuracy(
-    predict: Callable[[torch.Tensor], torch.Tensor],
-    x: torch.Tensor,
-    y: torch.Tensor,
-    batch: int = 500,
-) -> float:
-    correct = sum(
-        int((predict(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum())
-        for i in range(0, len(y), batch)
-    )
-    return correct / len(y)
-
-
-@torch.no_grad()
-def ms_per_image(fn: Callable[[int], Any], batch: int, repeats: int = 20) -> float:
-    """Median wall time of fn(batch) divided by batch, in milliseconds."""
-    # A GPU runs kernels asynchronously: wait for them, or only the launch is timed.
-    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
-    fn(batch)  # warm-up
-    times = []
-    for _ in range(repeats):
-        sync()
-        t = time.perf_counter()
-        fn(batch)
-        sync()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return 1000 * times[len(times) // 2] / batch
-
-
 def start(seed: int, ds: Any) -> tuple[torch.Generator, Any]:
     """Seed everything and load the training split: (rng, train split). Called after the
     options are checked, so that a wrong one fails before the data is read."""
@@ -151,10 +115,20 @@ def start(seed: int, ds: Any) -> tuple[torch.Generator, Any]:
     return rng, ds.load("train")
 
 
-def record(ds: Any, train: Any, seconds: float, **settings: Any) -> dict[str, Any]:
-    """The card's training section: the command line, settings, data split and time."""
-    return {"command": command_line(), **settings, "train_images": len(train),
-            "split": ds.split_rule, "seconds": round(seconds, 1)}  # fmt: skip
+def record(s: TrainSettings, ds: Any, train: Any, run: TrainRun, **settings: Any) -> dict[str, Any]:
+    """The card's training section: the command line, the shared and the command's own
+    settings, the run (device, interruption), the data split and the time."""
+    return {
+        "command": command_line(),
+        "seed": s.seed,
+        "epochs": s.epochs,
+        "batch_size": s.batch_size,
+        **settings,
+        **run.record(),
+        "train_images": len(train),
+        "split": ds.split_rule,
+        "seconds": round(run.seconds, 1),
+    }
 
 
 def generator_card(
@@ -176,13 +150,21 @@ def generator_card(
             "training": training, **stamp()}  # fmt: skip
 
 
-def command_line() -> str:
-    return "latentfuzz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-
-def stamp() -> dict[str, Any]:
-    return {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-    }
+def save_generator(
+    s: TrainSettings,
+    name: str,
+    family: str,
+    ds: Any,
+    module: torch.nn.Module,
+    params: dict[str, Any],
+    training: dict[str, Any],
+    folder: Path,
+    root: Path | None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Store a trained generator with its card, then measure it (engine/models/measure.py);
+    returns the measured card. ``folder``, ``root``: from ``destination``."""
+    default = auto_default(s.default, "generator", s.dataset, name, root)
+    card = generator_card(name, family, ds, default, module, params, training, **extra)
+    zoo.save_model(module.eval().cpu(), card, folder, fp16=s.fp16)
+    return finish_generator_card(name, ds, s.classifier, root, str(resolve_device(s.device)))

@@ -17,9 +17,11 @@ from typing import Any
 import torch
 
 from engine.core.errors import ConfigError
+from engine.core.files import load_weights
 from engine.datasets import get_dataset
 from engine.models import zoo
-from engine.train.common import accuracy, command_line, ms_per_image, stamp
+from engine.models.measure import accuracy, ms_per_image
+from engine.models.provenance import command_line, stamp
 
 
 def prune_(module: torch.nn.Module, amount: float) -> float:
@@ -50,7 +52,7 @@ def compress_classifier(
     if card.get("kind") != "classifier":
         raise ConfigError(f"zoo model {name!r} is a {card.get('kind')}, not a classifier")
     module = zoo.build_classifier_module(card)
-    zoo._load_state(module, (out or zoo.models_dir()) / name)
+    load_weights(module, (out or zoo.models_dir()) / name)
     sparsity = prune_(module.eval(), amount)
     twin = twin or f"{name}-pruned{round(amount * 100)}"
     new = {

@@ -8,7 +8,6 @@ at 32x32 and are upsampled bicubically, as the MNIST model's 14x14 are)."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -17,19 +16,17 @@ import torch.nn.functional as F
 from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
 from engine.generators.dm import DiffusionModel
-from engine.models import zoo
-from engine.models.measure import finish_generator_card
 from engine.train.common import (
     LEGACY_SHAPE,
-    auto_default,
     batches,
     destination,
-    generator_card,
     record,
+    save_generator,
     start,
     steps_per_epoch,
 )
 from engine.train.loop import TrainRun, resolve_device
+from engine.train.settings import TrainSettings
 
 #: The UNet's group norm splits channels in 8 groups.
 NORM_GROUPS = 8
@@ -61,49 +58,43 @@ def check_unet(channels: tuple[int, ...], resolution: int, shape: tuple[int, ...
 
 
 def train_dm(
-    dataset: str = "mnist",
-    epochs: int = 30,
-    batch_size: int = 64,
-    lr: float = 2e-3,
+    s: TrainSettings,
     channels: tuple[int, ...] | None = None,
     sample_side: int | None = None,
-    p_uncond: float = 0.1,
-    ema_decay: float = 0.995,
     steps: int = 4,
     guidance: float = 2.0,
-    seed: int = 0,
-    classifier: str | None = None,
-    name: str | None = None,
-    out: Path | None = None,
-    default: bool | None = None,
-    data_dir: str | None = None,
-    device: str = "cpu",
+    lr: float = 2e-3,
+    p_uncond: float = 0.1,
+    ema_decay: float = 0.995,
 ) -> dict[str, Any]:
-    dev = resolve_device(device)
-    ds = get_dataset(dataset, data_dir)
+    """Train the class-conditional DM: a UNet of ``channels`` at side ``sample_side``
+    (default: by the image shape, ``default_unet``), sampled with ``steps`` DDIM steps at
+    ``guidance``; returns its measured card."""
+    dev = resolve_device(s.device)
+    ds = get_dataset(s.dataset, s.data_dir)
     ch_default, side_default = default_unet(ds.shape)
     channels = tuple(channels or ch_default)
     side = sample_side or side_default
     check_unet(channels, side, ds.shape)
-    name = name or f"{dataset}-dm"
-    folder, root = destination(name, out)
+    name = s.name or f"{s.dataset}-dm"
+    folder, root = destination(name, s.out)
     from diffusers import DDPMScheduler  # after the checks: a wrong option fails at once
 
-    rng, train = start(seed, ds)
+    rng, train = start(s.seed, ds)
     dm = DiffusionModel(ds.shape, ds.num_classes, channels, 1, 1000, steps, guidance, side)
     images = dm.to_model_space(train.images)
     dm.to(dev)
     noise_sched = DDPMScheduler(**dm.scheduler_config)
     ema = copy.deepcopy(dm.unet).eval().requires_grad_(False)
     opt = torch.optim.AdamW(dm.unet.parameters(), lr=lr, weight_decay=1e-4)
-    per_epoch = steps_per_epoch(len(train), batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * per_epoch)
-    run = TrainRun(f"train dm on {dataset}", epochs, per_epoch, dev)
+    per_epoch = steps_per_epoch(len(train), s.batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=s.epochs * per_epoch)
+    run = TrainRun(f"train dm on {s.dataset}", s.epochs, per_epoch, dev)
     with run:
         for _ in run.epochs():
             dm.unet.train()
             loss_sum = seen = 0.0
-            for idx in batches(len(train), batch_size, rng):
+            for idx in batches(len(train), s.batch_size, rng):
                 x0, y = images[idx], train.labels[idx].clone()
                 # Dropping the label teaches the unconditional model guidance needs.
                 y[torch.rand(len(idx), generator=rng) < p_uncond] = ds.num_classes
@@ -124,17 +115,8 @@ def train_dm(
                 loss_sum, seen = loss_sum + float(loss.detach()) * len(idx), seen + len(idx)
                 run.step(loss=loss_sum / seen)
     dm.unet.load_state_dict(ema.state_dict())
-    training = record(
-        ds,
-        train,
-        run.seconds,
-        seed=seed,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        loss=f"epsilon MSE (DDPM), label dropout {p_uncond}, EMA {ema_decay}",
-        **run.record(),
-    )
+    loss = f"epsilon MSE (DDPM), label dropout {p_uncond}, EMA {ema_decay}"
+    training = record(s, ds, train, run, lr=lr, loss=loss)
     params = {
         "channels": list(channels),
         "layers_per_block": 1,
@@ -143,16 +125,5 @@ def train_dm(
         "guidance": guidance,
         "sample_side": dm.side,
     }
-    default = auto_default(default, "generator", dataset, name, root)
-    card = generator_card(
-        name,
-        "dm",
-        ds,
-        default,
-        dm,
-        params,
-        training,
-        sampler=f"DDIM, eta 0, {steps} steps, classifier-free guidance {guidance}",
-    )
-    zoo.save_model(dm.eval().cpu(), card, folder)
-    return finish_generator_card(name, ds, classifier, root, str(dev))
+    sampler = f"DDIM, eta 0, {steps} steps, classifier-free guidance {guidance}"
+    return save_generator(s, name, "dm", ds, dm, params, training, folder, root, sampler=sampler)

@@ -3,7 +3,6 @@ whose depth follows the image size) and write weights (discriminator kept) and c
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -11,57 +10,48 @@ import torch.nn.functional as F
 
 from engine.datasets import get_dataset
 from engine.generators import GENERATORS
-from engine.models import zoo
-from engine.models.measure import finish_generator_card
 from engine.train.common import (
-    auto_default,
     batches,
     default_architecture,
     destination,
     family_params,
-    generator_card,
     record,
+    save_generator,
     start,
     steps_per_epoch,
 )
 from engine.train.loop import TrainRun, resolve_device
+from engine.train.settings import TrainSettings
 
 FAMILIES = {"gan": {"latent": 100, "width": 64}, "dcgan": {"latent": 100, "width": 64}}
 
 
 def train_gan(
-    dataset: str = "mnist",
-    epochs: int = 80,
-    batch_size: int = 64,
-    lr: float = 2e-4,
+    s: TrainSettings,
+    family: str | None = None,
     latent: int | None = None,
     width: int | None = None,
-    seed: int = 0,
-    classifier: str | None = None,
-    name: str | None = None,
-    out: Path | None = None,
-    default: bool | None = None,
-    data_dir: str | None = None,
-    family: str | None = None,
-    device: str = "cpu",
+    lr: float = 2e-4,
 ) -> dict[str, Any]:
-    dev = resolve_device(device)
-    ds = get_dataset(dataset, data_dir)
+    """Train a conditional GAN of ``family`` (default: by the image shape) with the given
+    sizes (default: the family's, FAMILIES); returns its measured card."""
+    dev = resolve_device(s.device)
+    ds = get_dataset(s.dataset, s.data_dir)
     family = family or default_architecture("gan", ds.shape)
     params = family_params("gan", family, FAMILIES, latent=latent, width=width)
-    name = name or f"{dataset}-gan"
-    folder, root = destination(name, out)
-    rng, train = start(seed, ds)
+    name = s.name or f"{s.dataset}-gan"
+    folder, root = destination(name, s.out)
+    rng, train = start(s.seed, ds)
     gan = GENERATORS.get(family)(ds.shape, ds.num_classes, **params).to(dev)
     g_opt = torch.optim.Adam(gan.net.parameters(), lr=lr, betas=(0.5, 0.999))
     d_opt = torch.optim.Adam(gan.discriminator.parameters(), lr=lr, betas=(0.5, 0.999))
-    per_epoch = steps_per_epoch(len(train), batch_size)
-    run = TrainRun(f"train {family} on {dataset}", epochs, per_epoch, dev)
+    per_epoch = steps_per_epoch(len(train), s.batch_size)
+    run = TrainRun(f"train {family} on {s.dataset}", s.epochs, per_epoch, dev)
     with run:
         for _ in run.epochs():
             gan.train()
             d_sum = g_sum = seen = 0.0
-            for idx in batches(len(train), batch_size, rng):
+            for idx in batches(len(train), s.batch_size, rng):
                 real, y = (train.images[idx] * 2 - 1).to(dev), train.labels[idx].to(dev)
                 n = len(idx)
                 z = torch.randn((n, params["latent"]), generator=rng).to(dev)
@@ -86,27 +76,18 @@ def train_gan(
                 seen += n
                 run.step(d_loss=d_sum / seen, g_loss=g_sum / seen)
     training = record(
-        ds,
-        train,
-        run.seconds,
-        seed=seed,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        loss="non-saturating BCE, one-sided label smoothing 0.9",
-        **run.record(),
+        s, ds, train, run, lr=lr, loss="non-saturating BCE, one-sided label smoothing 0.9"
     )
-    default = auto_default(default, "generator", dataset, name, root)
-    card = generator_card(
+    return save_generator(
+        s,
         name,
         family,
         ds,
-        default,
         gan,
         params,
         training,
+        folder,
+        root,
+        parameters=gan.parameters_of_generator(),
         parameters_with_discriminator=sum(p.numel() for p in gan.parameters()),
     )
-    card["parameters"] = gan.parameters_of_generator()
-    zoo.save_model(gan.eval().cpu(), card, folder)
-    return finish_generator_card(name, ds, classifier, root, str(dev))

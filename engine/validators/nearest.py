@@ -8,8 +8,8 @@ and variance maps are computed once; only the cross term blur(a * b) is per pair
 Comparing every query with every reference (1,000 x 4,000 x a 28 x 28 blur) is still too
 slow, so the candidates are pre-selected: the ``candidates`` references nearest in L2
 (one matmul for all queries), then exact SSIM on those. The highest SSIM is almost always
-among the nearest in L2, though not provably; ``recall`` in benchmarks/validators.py
-measures how often it is, against the brute-force answer.
+among the nearest in L2, though not provably; `latentfuzz bench ssim --recall N`
+(engine/bench/nsga2.py) measures how often it is, against the brute-force answer.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from torch import nn
 
 from engine.classifiers.fold import fold_batch_norm
 from engine.classifiers.zoo_nets import ConvNet, LeNet5
+from engine.core.files import load_weights
 from engine.datasets import get_dataset
 from engine.models import zoo
 
@@ -47,7 +48,7 @@ def test_the_zoo_classifier_is_folded_and_classifies_as_before():
     clf = zoo.load_classifier("mnist-convnet", "mnist")
     assert not any(isinstance(m, nn.BatchNorm2d) for m in clf.module.modules())
     unfolded = zoo.build_classifier_module(zoo.load_card("mnist-convnet"))
-    zoo._load_state(unfolded, zoo.models_dir() / "mnist-convnet")
+    load_weights(unfolded, zoo.models_dir() / "mnist-convnet")
     unfolded.eval()
     x = get_dataset("mnist").load("test").images[:200]
     with torch.inference_mode():

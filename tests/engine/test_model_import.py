@@ -14,10 +14,12 @@ from torch import nn
 from engine.campaign.batching import item_bytes
 from engine.core import home as home_module
 from engine.core.errors import LatentfuzzError
+from engine.core.files import sha256
 from engine.models import zoo
 from engine.models.importing import import_classifier, import_generator, parse_floats
 from engine.models.measure import finish_generator_card
 from engine.train.compress import compress_classifier
+from engine.train.settings import TrainSettings
 from tests.engine.test_cli import cli
 from tests.engine.test_onnx import Net, export
 
@@ -80,7 +82,7 @@ def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp
     card = json.loads((home / "models" / "my-onnx" / "card.json").read_text())
     assert card["format"] == "onnx" and card["dataset_fingerprint"]
     assert set(card["files"]) == {"mine.onnx", m[1]} and (home / "models/my-onnx" / m[1]).is_file()
-    assert card["sha256"] == zoo.sha256(onnx)
+    assert card["sha256"] == sha256(onnx)
     assert card["metrics"]["test_accuracy"] == float(m[3])
     assert card["parameters"] == int(m[2].replace(",", "")) > 0
     assert card["inference"]["ms_per_image_b25"] > 0
@@ -94,7 +96,7 @@ def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp
     low, high = card["latent_bounds"]
     assert low < 0 < high and card["step_presets"]["high"] == pytest.approx((high - low) * 1e-3)
     assert 0 <= card["metrics"]["viability"] <= 1 and card["metrics"]["viability_seeds"] == 1000
-    assert card["sha256"] == zoo.sha256(dec) == zoo.sha256(home / "models/my-gen/decoder.pt")
+    assert card["sha256"] == sha256(dec) == sha256(home / "models/my-gen/decoder.pt")
     assert {"my-onnx", "my-gen"} <= {c["name"] for c in zoo.list_cards()}
     assert not zoo.is_bundled("my-onnx")
 
@@ -150,7 +152,7 @@ def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
 
     with pytest.raises(LatentfuzzError, match="model name 'clf' is your imported torchscript "
                        "classifier .*; pick another --name"):  # fmt: skip
-        train_classifier("mnist", epochs=1, name="clf")
+        train_classifier(TrainSettings("mnist", epochs=1, batch_size=64, name="clf"))
     assert zoo.load_card("clf")["format"] == "torchscript"
 
 

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from engine.core.errors import ModelError
+from engine.core.files import sha256
 from engine.models import zoo
 from store import Store, queries
 
@@ -260,9 +261,9 @@ def test_embeddings_given_when_the_folder_has_no_text_encoder(world: dict, tmp_p
     precomputed ones."""
     from safetensors.torch import save_file
 
-    from engine.cli.sd import import_pipeline
     from engine.core import home as home_mod
     from engine.core.errors import LatentfuzzError
+    from engine.models.sd_import import import_pipeline
 
     bare = tiny_pipeline(tmp_path / "bare", text_encoder=False)
     kept = home_mod._current
@@ -328,7 +329,7 @@ def test_lora_weights_change_the_images(world: dict, tmp_path: Path):
     models = world["home"] / "models"
     card = zoo.load_card("tiny-sd-lora", models)
     assert card["params"]["lora"] == "lora.safetensors"
-    assert zoo.sha256(models / "tiny-sd-lora" / "lora.safetensors") == zoo.sha256(lora)
+    assert sha256(models / "tiny-sd-lora" / "lora.safetensors") == sha256(lora)
     assert card["sha256"] != zoo.load_card("tiny-sd", models)["sha256"]
     # The text encoder's LoRA layers act at import, on the stored prompt embeddings.
     embeds = [load_file(str(models / n / "prompt_embeds.safetensors"))["prompt_embeds"]

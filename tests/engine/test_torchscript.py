@@ -100,3 +100,17 @@ def test_checked_wrapper_rejects_bad_runtime_input(tmp_path: Path):
         clf.logits(torch.rand(2, 3, 28, 28))
     with pytest.raises(ModelError, match="NaN"):
         clf.logits(torch.full((2, *SHAPE), float("nan")))
+
+
+def test_probe_checks_are_the_base_classs_own():
+    """Both loaders hand their probe's outputs to one check in the base."""
+    from engine.classifiers.base import check_probe
+
+    good = torch.zeros(3, 10)
+    check_probe("m.pt", good, good[:1], 10, "mnist", "the fix")
+    with pytest.raises(ModelError, match=r"m.pt returned tuple for a batch of 3, .* the fix"):
+        check_probe("m.pt", (good,), good[:1], 10, "mnist", "the fix")
+    with pytest.raises(ModelError, match=r"\(2, 10\) for a batch of 1, expected \(1, 10\)"):
+        check_probe("m.pt", good, torch.zeros(2, 10), 10, "mnist", "the fix")
+    with pytest.raises(ModelError, match="NaN or infinite logits on valid mnist images"):
+        check_probe("m.pt", good, torch.full((1, 10), float("inf")), 10, "mnist", "the fix")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.models import zoo
+from engine.train.settings import TrainSettings
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +33,8 @@ def check_generator_card(card: dict, family: str) -> None:
 def test_train_classifier(scratch: Path):
     from engine.train.classifier import train_classifier
 
-    card = train_classifier(architecture="lenet5", epochs=1, name="t-lenet", out=scratch)
+    settings = TrainSettings("mnist", epochs=1, batch_size=64, name="t-lenet", out=scratch)
+    card = train_classifier(settings, architecture="lenet5")
     assert card["metrics"]["test_accuracy"] > 0.5 and card["dtype"] == "float16"
     zoo.load_classifier("t-lenet", "mnist", root=scratch)
 
@@ -40,13 +42,14 @@ def test_train_classifier(scratch: Path):
 def test_train_vae(scratch: Path):
     from engine.train.vae import train_vae
 
-    check_generator_card(train_vae(epochs=1, hidden=64, latent=8, name="t-vae", out=scratch), "vae")
+    settings = TrainSettings("mnist", epochs=1, batch_size=128, name="t-vae", out=scratch)
+    check_generator_card(train_vae(settings, hidden=64, latent=8), "vae")
 
 
 def test_train_gan(scratch: Path):
     from engine.train.gan import train_gan
 
-    card = train_gan(epochs=1, width=16, name="t-gan", out=scratch)
+    card = train_gan(TrainSettings("mnist", 1, 64, name="t-gan", out=scratch), width=16)
     check_generator_card(card, "gan")
     assert zoo.load_generator("t-gan", root=scratch).discriminator is not None
 
@@ -54,6 +57,7 @@ def test_train_gan(scratch: Path):
 def test_train_dm(scratch: Path):
     from engine.train.dm import train_dm
 
-    card = train_dm(epochs=1, channels=(8, 8), steps=2, name="t-dm", out=scratch)
+    settings = TrainSettings("mnist", epochs=1, batch_size=64, name="t-dm", out=scratch)
+    card = train_dm(settings, channels=(8, 8), steps=2)
     check_generator_card(card, "dm")
     assert card["params"]["sample_side"] == 14 and card["latent_shape"] == [1, 14, 14]
