@@ -32,7 +32,7 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "BOUNDARY_UNCHANGED": ("engine.search.fitness", "BOUNDARY_UNCHANGED"),
     "CampaignConfig": ("engine.campaign.config", "CampaignConfig"),
     "parse_config": ("engine.campaign.config", "parse_config"),
-    "resolve": ("engine.campaign.config", "resolve"),
+    "resolve": ("engine.campaign.resolve", "resolve"),
     # models
     "zoo": ("engine.models.zoo", None),
     "bundled_generators": ("engine.studies.effectiveness", "bundled_generators"),
@@ -76,4 +76,29 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and the import-linter graph
-    pass
+    from engine.campaign import startup
+    from engine.campaign.config import CampaignConfig, parse_config
+    from engine.campaign.resolve import resolve
+    from engine.campaign.runner import new_campaign_id, run_campaign
+    from engine.classifiers import load_file as load_classifier_file
+    from engine.core.csv_io import to_csv_bytes
+    from engine.core.errors import ConfigError, LatentfuzzError, ModelError
+    from engine.core.home import db_path, resolve_home
+    from engine.datasets import DatasetError, dataset_names, get_dataset
+    from engine.io.export import zip_bytes
+    from engine.io.import_results import imported_note
+    from engine.labelling import exchange as label_exchange
+    from engine.labelling import validity as labelling
+    from engine.labelling.agreement import INVALID, sample_size
+    from engine.labelling.importing import ImportMapping, import_csv
+    from engine.labelling.validity import (
+        StudyConfig,
+        campaign_validity,
+        create_study,
+        marker_choices,
+    )
+    from engine.models import zoo
+    from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS
+    from engine.search.strategies import STRATEGIES
+    from engine.studies.effectiveness import bundled_generators
+    from engine.studies.escape import confusion_rates, escape_table

@@ -6,12 +6,13 @@ import sys
 
 import torch
 
+from engine.core.files import load_weights
 from engine.models import zoo
 
 name, out = sys.argv[1], sys.argv[2]
 card = zoo.load_card(name)
 model = zoo.build_classifier_module(card)
-zoo._load_state(model, zoo.model_folder(name))
+load_weights(model, zoo.model_folder(name))
 c, h, w = zoo.card_image_shape(card)
 torch.onnx.export(
     model.eval(), (torch.rand(2, c, h, w),), out, input_names=["input"],

@@ -204,7 +204,7 @@ def bench_classifiers(
 
     from engine.datasets import get_dataset
     from engine.models import zoo
-    from engine.train.common import ms_per_image
+    from engine.models.measure import ms_per_image
 
     console = console or Console()
     probe = get_dataset(dataset).load("test").images[:25]

@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 
 from engine.campaign import loop as search_loop
-from engine.campaign.config import parse_config, resolve
+from engine.campaign.config import parse_config
+from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
 from engine.classifiers.base import ModuleClassifier
 from engine.core.malloc import keep_freed_memory

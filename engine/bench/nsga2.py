@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from engine.campaign.config import parse_config, resolve
+from engine.campaign.config import parse_config
+from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_in_series
 
 

@@ -54,7 +54,8 @@ def limit_forward(generator: str = "vae", device: str = "cpu"):
     """The bare decode+classify of n latents for the bench's generator and default
     classifier (engine.campaign.batching.raw_forward)."""
     from engine.campaign import batching
-    from engine.campaign.config import parse_config, resolve
+    from engine.campaign.config import parse_config
+    from engine.campaign.resolve import resolve
     from engine.core.malloc import keep_freed_memory
 
     keep_freed_memory()  # the allocator the campaigns run with (engine/core/malloc.py)

@@ -240,7 +240,7 @@ def extend(
 
 
 def choose(r, home: Path, cap_mb: int) -> BatchChoice:
-    """The batch size for campaign `r` (engine.campaign.config.Resolved): config, else env, else
+    """The batch size for campaign `r` (engine.campaign.resolve.Resolved): config, else env, else
     the cache, else a sweep (then cached)."""
     cfg = r.config
     if cfg.batch_size is not None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import torch
 
-from engine.campaign.config import Resolved
+from engine.campaign.resolve import Resolved
 from engine.core.errors import ModelError
 from engine.core.images import to_uint8
 

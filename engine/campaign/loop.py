@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.campaign.config import Resolved
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.metrics import MetricsTracker
+from engine.campaign.resolve import Resolved
 from engine.campaign.seeding import plan_seeds
 from engine.core.images import ImageSink
 from engine.search.archive import Archive

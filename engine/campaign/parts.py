@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from engine.classifiers import Classifier
+from engine.core import files
 from engine.core.errors import ConfigError, ModelError
 from engine.datasets import Dataset, DatasetError, get_dataset
 from engine.generators import Generator
@@ -167,7 +168,7 @@ def model_hashes(models: Models, models_root: Path | None) -> dict[str, str]:
     for name in (models.classifier_name, models.classifier_b_name):
         if name is not None:
             hashes[name] = (
-                zoo.sha256(Path(name))
+                files.sha256(Path(name))
                 if Path(name).is_file()
                 else zoo.load_card(name, models_root)["sha256"]
             )

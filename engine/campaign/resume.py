@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.campaign.config import from_record, resolve
+from engine.campaign.config import from_record
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.loop import Progress
+from engine.campaign.resolve import resolve
 from engine.campaign.runner import CampaignResult, execute
 from engine.campaign.startup import ReplayReport
 from engine.classifiers import inference

@@ -23,10 +23,11 @@ import torch
 
 from engine.campaign.batching import batch_record
 from engine.campaign.batching import choose as choose_batch
-from engine.campaign.config import CampaignConfig, Resolved, resolve
+from engine.campaign.config import CampaignConfig
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.loop import Campaign, Progress
 from engine.campaign.metrics import test_reference
+from engine.campaign.resolve import Resolved, resolve
 from engine.classifiers import inference
 from engine.core.errors import LatentfuzzError, cause
 from engine.core.home import campaign_dir, db_path

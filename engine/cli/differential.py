@@ -69,7 +69,8 @@ def validate(
     """Score a campaign's archived and result images with validity filters and recompute
     its differential figures."""
     from engine.campaign import triggering as differential
-    from engine.campaign.config import from_record, resolve
+    from engine.campaign.config import from_record
+    from engine.campaign.resolve import resolve
     from engine.core.home import resolve_home
     from engine.validators import check_validators, default_validators
     from store import queries

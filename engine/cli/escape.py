@@ -55,7 +55,8 @@ def escape(
             dataset=dataset, generator=generator, classifier=classifier, strategy=strategy,
             target_class=source, escape_per_pair=per_pair, seed=seed, name=name, home=home,
             quiet=quiet, no_individuals=True,
-            strategy_params={"perturbation": perturbation, "generations": generations},
+            strategy_params={k: v for k, v in (("perturbation", perturbation),
+                             ("generations", generations)) if v is not None},
         ).campaign_id  # fmt: skip
     show_matrix(campaign, home, csv)
 

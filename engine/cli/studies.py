@@ -93,7 +93,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
                     show, workers: int = 1) -> None:  # fmt: skip
     """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
     from engine.core.csv_io import to_csv
-    from engine.studies.strategy import print_table, run_strategy_study
+    from engine.studies.strategy import run_strategy_study
     from store import queries
 
     if show is None:
@@ -135,6 +135,30 @@ def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> T
             f"{fmt(r.iterations_to_failure, '.1f') or 'n/a'} "
             f"({fmt(r.iterations_to_failure_std, '.1f') or '-'})",
         )
+    return t
+
+
+def print_table(df, study: str) -> Table:
+    """The strategy study's table for the terminal."""
+    budget = df["budget"].dropna()
+    t = Table(
+        "strategy", "fitness", "% misclassification (#)", "evaluations",
+        "failures / 1,000 evals", "error rate", "success rate", "label diversity", "MSE",
+        "SSIM", "median top-2 gap (results / test)", "wall s",
+        title=f"{study}: {int(df['seeds'].iloc[0])} seeds per strategy, "
+        f"{int(budget.iloc[0]) if len(budget) else '?'} evaluations per seed at most",
+    )  # fmt: skip
+    for r in df.itertuples():
+        t.add_row(
+            r.strategy, str(r.fitness),
+            f"{fmt(r.misclassified_pct, '.0f') or 'n/a'} ({r.misclassified})",
+            str(r.evaluations), fmt(r.failures_per_1k, ".2f") or "n/a",
+            fmt(r.error_rate, ".3f") or "n/a", fmt(r.success_rate, ".2f") or "n/a",
+            fmt(r.label_diversity, ".2f") or "n/a", fmt(r.mean_mse, ".4f") or "n/a",
+            fmt(r.mean_ssim, ".3f") or "n/a",
+            f"{fmt(r.result_gap_median, '.3f') or 'n/a'} / {fmt(r.test_gap_median, '.3f')}",
+            fmt(r.wall_seconds, ".0f") or "",
+        )  # fmt: skip
     return t
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.campaign.config import resolve
+from engine.campaign.resolve import resolve
 from engine.core.errors import LatentfuzzError
 from engine.core.home import db_path
 from engine.io.bundle import import_bundle

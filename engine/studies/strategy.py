@@ -93,31 +93,3 @@ def run_strategy_study(
             "; ".join(f"{c}: {e}" for c, e in run.failed.items()) + f" (grid {run.folder})"
         )
     return study, queries.strategy_table(Store(db_path(home)), study)
-
-
-def print_table(df: pd.DataFrame, study: str):
-    """The study's table for the terminal (a rich Table)."""
-    from rich.table import Table
-
-    from engine.cli.common import fmt
-
-    budget = df["budget"].dropna()
-    t = Table(
-        "strategy", "fitness", "% misclassification (#)", "evaluations",
-        "failures / 1,000 evals", "error rate", "success rate", "label diversity", "MSE",
-        "SSIM", "median top-2 gap (results / test)", "wall s",
-        title=f"{study}: {int(df['seeds'].iloc[0])} seeds per strategy, "
-        f"{int(budget.iloc[0]) if len(budget) else '?'} evaluations per seed at most",
-    )  # fmt: skip
-    for r in df.itertuples():
-        t.add_row(
-            r.strategy, str(r.fitness),
-            f"{fmt(r.misclassified_pct, '.0f') or 'n/a'} ({r.misclassified})",
-            str(r.evaluations), fmt(r.failures_per_1k, ".2f") or "n/a",
-            fmt(r.error_rate, ".3f") or "n/a", fmt(r.success_rate, ".2f") or "n/a",
-            fmt(r.label_diversity, ".2f") or "n/a", fmt(r.mean_mse, ".4f") or "n/a",
-            fmt(r.mean_ssim, ".3f") or "n/a",
-            f"{fmt(r.result_gap_median, '.3f') or 'n/a'} / {fmt(r.test_gap_median, '.3f')}",
-            fmt(r.wall_seconds, ".0f") or "",
-        )  # fmt: skip
-    return t

@@ -1,6 +1,6 @@
 """SSIM to the most similar of R reference images, exact and fast.
 
-The SSIM is engine/campaign/metrics.py's (11 x 11 Gaussian, sigma 1.5, valid region, data range 1).
+The SSIM is engine/core/similarity.py's (11 x 11 Gaussian, sigma 1.5, valid region, data range 1).
 The Gaussian blur is separable, so on a valid region it is two band matrices: blur(X) =
 Gv X Gh^T, a pair of small matmuls instead of a convolution. Each reference image's mean
 and variance maps are computed once; only the cross term blur(a * b) is per pair.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.campaign.metrics import K1, K2, WIN, gaussian_1d
+from engine.core.similarity import K1, K2, WIN, gaussian_1d
 
 
 def band(n: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from engine.campaign import batching
-from engine.campaign.config import parse_config, resolve
+from engine.campaign.config import parse_config
+from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
 from store import Store, queries
 

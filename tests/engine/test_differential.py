@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.campaign.config import parse_config, resolve
+from engine.campaign.config import parse_config
+from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
 from store import Store, queries

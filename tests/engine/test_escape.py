@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from engine.campaign.config import ConfigError, parse_config, resolve
+from engine.campaign.config import ConfigError, parse_config
+from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
 from engine.campaign.seeding import plan_seeds
 from engine.studies.escape import confusion_rates, grid

@@ -13,7 +13,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 import engine.core.home
-from engine.campaign.config import parse_config, resolve
+from engine.campaign.config import parse_config
+from engine.campaign.resolve import resolve
 from engine.cli.main import app
 from engine.core.errors import ConfigError
 from engine.core.images import ImageSink, read_frame, read_uint8, to_pil

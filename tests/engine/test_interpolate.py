@@ -9,7 +9,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from engine.campaign.config import parse_config, resolve
+from engine.campaign.config import parse_config
+from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
 from engine.search.strategies import STRATEGIES

@@ -11,8 +11,9 @@ import torch
 from skimage.metrics import structural_similarity
 
 from engine.campaign.config import parse_config
-from engine.campaign.metrics import MetricsTracker, mse, ssim, top2_gap
+from engine.campaign.metrics import MetricsTracker, top2_gap
 from engine.campaign.runner import run_campaign
+from engine.core.similarity import mse, ssim
 from store import Store, queries
 
 

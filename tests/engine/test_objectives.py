@@ -104,7 +104,7 @@ def test_objective_config_errors(cfg, match):
 
 def test_a_data_dir_for_a_dataset_that_reads_no_files_is_refused():
     """`--data-dir /nonexistent` ran on the embedded MNIST and was stored in the config."""
-    from engine.campaign.config import resolve
+    from engine.campaign.resolve import resolve
 
     with pytest.raises(ConfigError, match="dataset 'mnist' reads no files .*drop data_dir"):
         resolve(parse_config({"data_dir": "/nonexistent"}))

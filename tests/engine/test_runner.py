@@ -87,8 +87,8 @@ def test_stop_at_first_failure(home: Path):
 def test_candidates_run_in_equal_batches_no_larger_than_the_batch_size():
     import torch
 
-    from engine.campaign.config import resolve
     from engine.campaign.evaluator import Evaluator
+    from engine.campaign.resolve import resolve
 
     ev = Evaluator(resolve(parse_config({"seeds": 2, "batch_size": 128})))
     z, y = torch.randn(300, ev.gen.latent_shape[0]), torch.zeros(300, dtype=torch.long)

@@ -1,0 +1,115 @@
+"""``resolve`` turns a campaign config into loaded, mutually compatible parts (dataset,
+generator, classifier, strategy, fitness) or raises ConfigError saying what was received,
+what was expected and how to fix it; the checks of each part live in
+engine/campaign/parts.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from engine.campaign import parts
+from engine.campaign.config import CampaignConfig, format_validation, objectives
+from engine.classifiers import Classifier
+from engine.core.errors import ConfigError
+from engine.datasets import Dataset, dataset_names
+from engine.generators import Generator
+from engine.search.fitness import Criterion, Fitness
+from engine.search.strategies import STRATEGIES, SearchSpace, Strategy
+from engine.validators import default_validators
+
+
+@dataclass
+class Resolved:
+    config: CampaignConfig
+    dataset: Dataset
+    generator: Generator
+    generator_name: str
+    classifier: Classifier
+    classifier_name: str
+    strategy: Strategy
+    fitness: Fitness
+    criterion: Criterion
+    model_hashes: dict[str, str]
+    #: The second classifier of a differential campaign, else None.
+    classifier_b: Classifier | None = None
+    classifier_b_name: str | None = None
+
+    @property
+    def validators(self) -> dict[str, float | None]:
+        """The validity filters run when the campaign ends, with their thresholds."""
+        if self.config.validators is not None:
+            return dict(self.config.validators)
+        if self.classifier_b is None:
+            return {}
+        return default_validators(self.generator)
+
+    @property
+    def archive(self) -> bool:
+        """Whether every distinct failing input is kept (engine/search/archive.py)."""
+        on = self.config.archive
+        return self.classifier_b is not None if on is None else on
+
+
+def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
+    """Load and cross-check every part. Raises ConfigError; writes nothing."""
+    if cfg.dataset not in dataset_names():
+        raise ConfigError(
+            f"dataset {cfg.dataset!r} unknown; expected one of {dataset_names()} (add a "
+            f"folder of your images with `latentfuzz data add {cfg.dataset} DIR`)"
+        )
+    if cfg.strategy not in STRATEGIES:
+        raise ConfigError(
+            f"strategy {cfg.strategy!r} unknown; expected one of {STRATEGIES.names()}"
+        )
+    fitness_cls, criterion_cls = objectives(cfg)
+    ds = parts.dataset(cfg)
+    cfg = parts.escape_seeds(cfg, ds.num_classes)
+    models = parts.load_models(cfg, ds, models_root)
+    gen = models.generator
+    try:
+        gen.configure(**cfg.generator_params)
+    except ValidationError as e:
+        raise ConfigError(format_validation(e, where="generator_params")) from None
+    parts.check_generator(cfg, ds, gen, models.generator_name)
+    parts.check_seed_pool(cfg, ds, gen)
+    return Resolved(
+        config=cfg,
+        dataset=ds,
+        generator=gen,
+        generator_name=models.generator_name,
+        classifier=models.classifier,
+        classifier_name=models.classifier_name,
+        strategy=make_strategy(cfg, gen, models.generator_name, ds),
+        fitness=fitness_cls(),
+        criterion=criterion_cls(),
+        model_hashes=parts.model_hashes(models, models_root),
+        classifier_b=models.classifier_b,
+        classifier_b_name=models.classifier_b_name,
+    )
+
+
+def make_strategy(cfg: CampaignConfig, gen: Generator, gen_name: str, ds: Dataset) -> Strategy:
+    """The config's strategy with its parameters, over the generator's latent space."""
+    strategy_cls = STRATEGIES.get(cfg.strategy)
+    try:
+        params = strategy_cls.parse_params(cfg.strategy_params)
+    except ValidationError as e:
+        known = list(strategy_cls.Params.model_fields)
+        raise ConfigError(
+            format_validation(e, where="strategy_params", known=known)
+            + f" (strategy {cfg.strategy!r})"
+        ) from None
+    low, high = gen.latent_bounds
+    if not high - low < float("inf"):
+        raise ConfigError(
+            f"generator {gen_name} has no measured latent bounds in its card; "
+            f"run `latentfuzz zoo measure {gen_name}`"
+        )
+    space = SearchSpace(gen.latent_shape, float(low), float(high), ds.num_classes)
+    why = strategy_cls.check_generator(gen)
+    if why is not None:
+        raise ConfigError(why)
+    return strategy_cls(params, space)
