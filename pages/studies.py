@@ -20,8 +20,9 @@ from engine.datasets import DatasetError, get_dataset
 from engine.labelling import exchange as label_exchange
 from engine.labelling import validity as labelling
 from engine.labelling.agreement import sample_size
+from store import campaigns as sc
+from store import judging
 from store import labels as ls
-from store import queries
 
 #: The New study form's label of each setting, so that a refusal names what the user sees.
 STUDY_NAMES = {
@@ -35,14 +36,14 @@ SIDES = {"campaign_id": "campaign", "humans_agree_a": "A's label", "humans_agree
 
 store, home = get_store(), get_home()
 st.title("Validity studies")
-studies = ls.studies(store)
+studies = ls.validity_studies(store)
 tab_stats, tab_adj, tab_new = st.tabs(
     ["Statistics", "Adjudication", "New study"], key="tab", bind="query-params"
 )
 
 with tab_new:
     st.subheader("From campaigns")
-    campaigns = queries.list_campaigns(store)
+    campaigns = sc.list_campaigns(store)
     campaigns = campaigns[(campaigns["status"] != "running") & (campaigns["misclassified"] > 0)]
     if campaigns.empty:
         st.info("No finished campaign with a misclassification yet.")
@@ -105,7 +106,7 @@ with tab_new:
                 else:
                     # The sidebar shows the new study now (it stayed on the one before).
                     st.query_params["study"] = sid
-                    studies = ls.studies(store)
+                    studies = ls.validity_studies(store)
                     st.success(f"Created {sid}.")
                     st.page_link("../pages/label.py", label="Open the Label page",
                                  query_params={"study": sid})  # fmt: skip
@@ -113,7 +114,7 @@ with tab_new:
     st.divider()
     if imported := import_form(store, home):
         st.query_params["study"] = imported  # the sidebar shows it, as after Create
-        studies = ls.studies(store)
+        studies = ls.validity_studies(store)
 
 if studies.empty:
     tab_stats.info("No study yet: create one, or import a study file, in the New study tab "
@@ -137,7 +138,7 @@ except DatasetError as e:  # a user's dataset removed or moved since
 
 with tab_stats:
     annotation_editor(store, "study", sid)
-    p = ls.progress(store, sid)
+    p = judging.progress(store, sid)
     a, b, c, d = st.columns(4)
     a.metric("images", p["items"])
     b.metric("answers", f"{p['done']} of {p['wanted']}")
@@ -212,11 +213,11 @@ with tab_adj:
         cols = right.columns(5)
         for i, name in enumerate(ds.class_names):
             if cols[i % 5].button(name, key=f"adj{i}", disabled=not reviewer):
-                ls.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
+                judging.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
                 st.rerun()
         for name, text, value, _ in labelling.marker_choices(ds, unsure=False):
             if right.button(text, key=f"adj_{name}", disabled=not reviewer):
-                ls.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
+                judging.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
                 st.rerun()
     settled = ls.adjudications(store, sid)
     if len(settled):
@@ -230,5 +231,5 @@ with tab_adj:
         back = a.selectbox("Take back the verdict on image", settled["item_id"].tolist(),
                            key=f"take_back:{sid}")  # fmt: skip
         if b.button("Take back", help="the image goes back to the queue above"):
-            ls.unadjudicate(store, sid, int(back))
+            judging.unadjudicate(store, sid, int(back))
             st.rerun()

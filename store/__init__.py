@@ -9,7 +9,6 @@ from importlib import import_module
 from store.errors import StoreBusy, StoreError
 
 _LAZY = {
-    "queries": ("store.queries", None),
     "Store": ("store.connection", "Store"),
     "SCHEMA_VERSION": ("store.schema", "SCHEMA_VERSION"),
     "CampaignWriter": ("store.writer", "CampaignWriter"),

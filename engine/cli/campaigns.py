@@ -14,9 +14,9 @@ from engine.core.home import resolve_home
 
 
 def _campaign(store, cid: str) -> dict:
-    from store import queries
+    from store import campaigns as sc
 
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None:
         raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
     return c
@@ -88,15 +88,16 @@ def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:
 
 def _target(store, id_: str, study: bool) -> str:
     """'study' or 'campaign', after checking that the id exists (one-line error if not)."""
-    from store import labels, queries
+    from store import campaigns as sc
+    from store import labels
 
     if not study:
-        if queries.campaign(store, id_) is None and labels.study(store, id_) is not None:
+        if sc.campaign(store, id_) is None and labels.validity_study(store, id_) is not None:
             raise LatentfuzzError(f"{id_} is a label study, not a campaign; add --study")
         _campaign(store, id_)
         return "campaign"
 
-    if labels.study(store, id_) is None:
+    if labels.validity_study(store, id_) is None:
         raise LatentfuzzError(f"no study {id_!r}; `latentfuzz labels list` lists them")
     return "study"
 

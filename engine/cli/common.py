@@ -59,7 +59,7 @@ def open_store(home: Path | None):
     files ingested (store/recovery.py) and dead `running` campaigns marked `crashed`
     (store/liveness.py)."""
     from store import Store, recovery
-    from store.liveness import reap
+    from store.campaigns import reap
 
     store = Store(db_path(resolve_home(home)))
     recovery.ingest(store)  # rows a campaign saved when its user stopped it waiting

@@ -60,7 +60,8 @@ register_bundle(app)  # import, grid
 
 def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
-    from store import queries
+    from store import campaigns as sc
+    from store.failures import failed_as
     from store.liveness import RESUMABLE
 
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
@@ -68,10 +69,10 @@ def status_line(s: dict[str, Any]) -> str:
     fail = "n/a" if s.get("iterations_to_failure") is None else f"{s['iterations_to_failure']:.1f}"
     return (
         f"viable seeds {s['viable']} of {s['seeds_total']}, "
-        f"{queries.failed_as(s.get('criterion'))} {s['misclassified']} "
-        f"({pct} of viable), {queries.ICST_ITERATIONS} {icst}, "
-        f"{queries.FAILURE_ITERATIONS} {fail}"
-        + (f"; {queries.unfinished_note(s)}" if s.get("interrupted") else "")
+        f"{failed_as(s.get('criterion'))} {s['misclassified']} "
+        f"({pct} of viable), {sc.ICST_ITERATIONS} {icst}, "
+        f"{sc.FAILURE_ITERATIONS} {fail}"
+        + (f"; {sc.unfinished_note(s)}" if s.get("interrupted") else "")
         # A failed campaign's seeds are stopped too, and resume refuses it.
         + (f" (`latentfuzz resume {s['campaign_id']}` finishes them)"
            if s.get("interrupted") and s.get("status") in RESUMABLE else "")
@@ -311,9 +312,10 @@ def stopped_in_close(home: Path) -> None:
 @app.command()
 def campaigns(home: HomeOpt = None) -> None:
     """List campaigns, newest first."""
-    from store import queries
+    from store import campaigns as sc
+    from store.failures import failed_as
 
-    df = queries.list_campaigns(_store(home))
+    df = sc.list_campaigns(_store(home))
     if df.empty:
         console.print("no campaigns yet; start one with `latentfuzz run`")
         return
@@ -330,7 +332,7 @@ def campaigns(home: HomeOpt = None) -> None:
         # "misclassified 3" read as three errors of A for a differential campaign.
         "failing": lambda r: f"{r.misclassified}" + (
             f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else "") + (
-            "" if (k := queries.failed_as(fmt(r.criterion))) == "misclassified" else f" {k}"),
+            "" if (k := failed_as(fmt(r.criterion))) == "misclassified" else f" {k}"),
         "iterations (ICST)": lambda r: fmt(r.iterations_icst, ".1f"),
         "iter. to failure": lambda r: fmt(r.iterations_to_failure, ".1f"),
         "created": lambda r: str(r.created_at)[:16],
@@ -354,10 +356,11 @@ def campaigns(home: HomeOpt = None) -> None:
 @app.command()
 def show(campaign_id: str, home: HomeOpt = None) -> None:
     """Print a campaign's per-seed table and status line."""
-    from store import queries
+    from store import campaigns as sc
+    from store.failures import failed_as
 
     store = _store(home)
-    c = queries.campaign(store, campaign_id)
+    c = sc.campaign(store, campaign_id)
     if c is None:
         raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
     # Names are the user's text: "[v2]" in one was read as markup and vanished.
@@ -368,8 +371,8 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         f" vs {c['classifier_b']}" if c.get("classifier_b") else "",
         f" / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}",
     ))  # fmt: skip
-    df = queries.seeds(store, campaign_id)
-    failed = queries.failed_as((c["config"] or {}).get("criterion"))
+    df = sc.seeds(store, campaign_id)
+    failed = failed_as((c["config"] or {}).get("criterion"))
     two = bool(c.get("classifier_b"))  # a differential campaign: both classifiers' answers
 
     def pred(r) -> str:
@@ -398,7 +401,7 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
             fmt(r.result_image),
         )
     console.print(t)
-    console.print(status_line(queries.summary(store, campaign_id)))
+    console.print(status_line(sc.summary(store, campaign_id)))
     if c["error"]:
         console.print(f"error: {c['error']}", markup=False, highlight=False)
 
@@ -418,13 +421,13 @@ def export(
     """Write seed/result image pairs and the per-seed CSV to a zip file (--zip), or the
     whole campaign as a bundle that `latentfuzz import` reads (--bundle)."""
     from engine.io.export import export_zip
-    from store import queries
+    from store import campaigns as sc
 
     if (zip_path is None) == (bundle is None):
         raise LatentfuzzError("give one of --zip FILE (image pairs) or --bundle FILE (campaign)")
     h = resolve_home(home)
     store = _store(home)
-    c = queries.campaign(store, campaign_id)
+    c = sc.campaign(store, campaign_id)
     if c is not None and not (bundle is not None and c["status"] == "running"):
         warn_unfinished(home, campaign_id, c["status"])  # a bundle of a running one is refused
     if bundle is not None:
@@ -540,7 +543,7 @@ def study(
     budget (a grid: `latentfuzz grid` runs any such grid)."""
     from engine.core.csv_io import to_csv
     from engine.studies.effectiveness import run_study
-    from store import queries
+    from store import studies as ss
 
     h = resolve_home(home)
     if strategies is not None or (show is not None and _is_strategy_study(home, show)):
@@ -569,10 +572,10 @@ def study(
             workers=workers,
             on_failed=failed,
         )
-    table = queries.study_table(_store(home), show)
+    table = ss.study_table(_store(home), show)
     if table.empty:
         raise LatentfuzzError(
-            f"no study {show!r}; studies: {list(queries.studies(_store(home))['study'])}"
+            f"no study {show!r}; studies: {list(ss.campaign_studies(_store(home))['study'])}"
         )
     console.print(
         study_table(
@@ -586,9 +589,9 @@ def study(
 
 
 def _is_strategy_study(home: Path | None, study_id: str) -> bool:
-    from store import queries
+    from store import studies as ss
 
-    return queries.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
+    return ss.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
 
 
 def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
@@ -596,7 +599,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
     """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
     from engine.core.csv_io import to_csv
     from engine.studies.strategy import print_table, run_strategy_study
-    from store import queries
+    from store import studies as ss
 
     if show is None:
 
@@ -608,7 +611,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
             seed, dataset, (generators or "vae").split(",")[0], on_campaign=done,
             workers=workers,
         )  # fmt: skip
-    table = queries.strategy_table(_store(home), show)
+    table = ss.strategy_table(_store(home), show)
     console.print(print_table(table, show))
     path = h / "studies" / f"{show}.csv"
     path.parent.mkdir(exist_ok=True)

@@ -37,7 +37,8 @@ from engine.core.ids import check_new_id
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset
 from store import Store
-from store.writer import insert_table, now
+from store import campaigns as sc
+from store.writer import now
 
 FORMATS_DIR = Path(__file__).resolve().parent / "formats"
 IMAGE_SUFFIXES = (".npy", ".png")
@@ -399,9 +400,5 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
         + [(i, "seed", p) for i, p in enumerate(seeds_) if p is not None],
         columns=["seed_idx", "kind", "path"],
     )
-    with store.write(checkpoint=True) as con:
-        con.register("new_campaign", campaign)
-        con.execute("INSERT INTO campaigns BY NAME SELECT * FROM new_campaign")
-        con.unregister("new_campaign")
-        insert_table(con, "seeds", seeds, cid)
-        insert_table(con, "images", pa.Table.from_pandas(image_rows, preserve_index=False), cid)
+    images = pa.Table.from_pandas(image_rows, preserve_index=False)
+    sc.insert_finished(store, cid, campaign, {"seeds": seeds, "images": images})

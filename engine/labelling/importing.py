@@ -154,7 +154,7 @@ def import_csv(
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
     key = import_key(path, ds.name, m, encoding)
-    if not again and (earlier := imported_as(store, key)) is not None:
+    if not again and (earlier := label_store.imported_study(store, key)) is not None:
         raise ConfigError(
             f"{path} was imported already, with this dataset and mapping, as study "
             f"{earlier['id']} ({earlier['name']!r}, {str(earlier['created_at'])[:16]}); "
@@ -237,7 +237,7 @@ def import_csv(
         "k": k, "rule": "icst", "seed": seed, "resamples": 1000,
         "config": {"file": str(path), "mapping": m.model_dump(), "import_key": key},
     }  # fmt: skip
-    label_store.create_study(store, study, items_df, j)
+    label_store.create_validity_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
 
 
@@ -275,7 +275,7 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
         "source": "import", "k": x.k, "rule": x.rule, "seed": x.seed, "resamples": x.resamples,
         "config": {"file": str(path), "format": f"latentfuzz {shape}", "import_key": key},
     }  # fmt: skip
-    label_store.create_study(store, study, x.items, x.judgements, x.adjudications)
+    label_store.create_validity_study(store, study, x.items, x.judgements, x.adjudications)
     return ImportResult(sid, len(x.items), len(x.judgements), 0, disagreements, shape,
                         x.assumed, len(x.adjudications))  # fmt: skip
 
@@ -289,16 +289,6 @@ def import_key(path: Path, dataset: str, m: ImportMapping, encoding: str | None 
             h.update(block)
     h.update(json.dumps([dataset, m.model_dump(), encoding], sort_keys=True).encode())
     return h.hexdigest()
-
-
-def imported_as(store: Store, key: str) -> dict | None:
-    """The newest imported study with this import key, or None."""
-    rows = store.query(
-        "SELECT id, name, created_at FROM label_studies WHERE source = 'import' "
-        "AND json_extract_string(config, '$.import_key') = ? ORDER BY created_at DESC LIMIT 1",
-        [key],
-    )
-    return None if rows.empty else rows.iloc[0].to_dict()
 
 
 def cross_check(df: pd.DataFrame, v: pd.DataFrame, m: ImportMapping) -> pd.DataFrame:
