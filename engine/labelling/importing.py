@@ -25,9 +25,10 @@ from engine.core.csv_io import MAX_ROWS, read_table
 from engine.core.errors import ConfigError
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset
+from engine.labelling import agreement
 from engine.labelling import exchange as label_exchange
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
-from engine.labelling.validity import new_study_id, verdicts
+from engine.labelling.validity import new_study_id
 from store import Store
 from store import labels as label_store
 
@@ -229,7 +230,7 @@ def import_csv(
     j = pd.DataFrame(judged, columns=["item_id", "labeller", "answer", "raw", "position",
                                       "answered_at"])  # fmt: skip
     k = len(m.assessors)
-    v = verdicts(items_df, j, pd.DataFrame(), k, "icst")
+    v = agreement.verdicts(items_df, j, pd.DataFrame(), k, "icst")
     disagreements = cross_check(df, v, m)
     sid = new_study_id()
     study = {
@@ -266,7 +267,7 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
         x = label_exchange.read(df, shape, ds, parse)
     except ConfigError as e:
         raise ConfigError(f"{path}, a latentfuzz {shape} export: {e}") from None
-    v = verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
+    v = agreement.verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
     own = ImportMapping(id="item_id", validity="validity", preservation="preservation")
     disagreements = cross_check(x.verdict_rows, v, own)
     sid = new_study_id()

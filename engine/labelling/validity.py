@@ -3,7 +3,8 @@
 A study is built from campaigns (the result images of failing seeds by default, optionally
 their seed images, plus gold items: real test images with known labels) or imported from
 an external study (engine/labelling/importing.py). Verdicts follow the ICST rules by default
-(engine/labelling/agreement.py); an adjudication, when present, settles an item instead.
+(engine/labelling/agreement.py, which applies them per item); an adjudication, when present,
+settles an item instead.
 """
 
 from __future__ import annotations
@@ -185,37 +186,6 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
 # ----------------------------------------------------------------------------- verdicts
 
 
-def verdicts(
-    items: pd.DataFrame, judgements: pd.DataFrame, adjudications: pd.DataFrame, k: int, rule: str
-) -> pd.DataFrame:
-    """One row per item: its answers, whether it is complete (k answers), validity and
-    preservation (True / False / None = undecided), and whether an adjudication settled it."""
-    answers = (
-        judgements.groupby("item_id")["answer"].apply(list).to_dict() if len(judgements) else {}
-    )
-    settled = dict(zip(adjudications["item_id"], adjudications["answer"], strict=True)) \
-        if len(adjudications) else {}  # fmt: skip
-    out = []
-    for it in items.itertuples():
-        a = answers.get(it.item_id, [])
-        complete = len(a) >= k
-        valid = pres = None
-        if complete:
-            valid = agreement.validity(a, rule)
-            if not pd.isna(it.expected):
-                pres = agreement.preservation(a, int(it.expected), rule)
-        adjudicated = it.item_id in settled
-        if adjudicated:
-            s = int(settled[it.item_id])
-            valid = s != INVALID and s != UNSURE
-            pres = None if pd.isna(it.expected) else s == int(it.expected)
-        out.append({
-            "item_id": it.item_id, "answers": a, "n_answers": len(a), "complete": complete,
-            "validity": valid, "preservation": pres, "adjudicated": adjudicated,
-        })  # fmt: skip
-    return items.merge(pd.DataFrame(out), on="item_id")
-
-
 def undecided(v: pd.DataFrame) -> pd.DataFrame:
     """The adjudication queue: complete items whose validity, or preservation when valid,
     the labellers did not agree on."""
@@ -321,7 +291,9 @@ def load(store: Store, study_id: str) -> tuple[dict[str, Any], pd.DataFrame, pd.
         raise ConfigError(f"no study {study_id!r}; `latentfuzz labels list` lists them")
     it = label_store.items(store, study_id)
     j = label_store.judgements(store, study_id)
-    v = verdicts(it, j, label_store.adjudications(store, study_id), int(s["k"]), s["rule"])
+    v = agreement.verdicts(
+        it, j, label_store.adjudications(store, study_id), int(s["k"]), s["rule"]
+    )
     return s, v, j
 
 
@@ -374,7 +346,7 @@ def campaign_validity(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     for sid, g in li.groupby("study_id"):
         j = label_store.judgements(store, sid)
         a = label_store.adjudications(store, sid)
-        frames.append(verdicts(g, j, a, int(g["k"].iloc[0]), g["rule"].iloc[0]))
+        frames.append(agreement.verdicts(g, j, a, int(g["k"].iloc[0]), g["rule"].iloc[0]))
     v = pd.concat(frames)
     v = v[v["complete"]].sort_values(["study_created", "study_id"], kind="stable")
     v = v.drop_duplicates(["campaign_id", "image"], keep="last")

@@ -14,7 +14,7 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
-from engine.labelling.agreement import INVALID, UNSURE
+from engine.labelling.agreement import INVALID, UNSURE, verdicts
 from engine.labelling.exchange import raw_export, wide_export
 from engine.labelling.validity import (
     StudyConfig,
@@ -25,7 +25,6 @@ from engine.labelling.validity import (
     labeller_table,
     load,
     undecided,
-    verdicts,
 )
 from store import Store, judging
 from store import campaigns as sc
