@@ -10,16 +10,18 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import pyarrow as pa
 
 from store.connection import Store
 from store.errors import StoreBusy
 from store.liveness import CRASHED_ERROR, alive
 from store.rows import marks, row_by_id
 from store.tables import insert_table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: The per-seed figures of every campaign (a subquery; studies' tables join it too).
 SUMMARY = """
@@ -223,7 +225,7 @@ def escape_matrix(store: Store, campaign_id: str) -> pd.DataFrame:
 def reap(store: Store, timeout: float = 1.0) -> list[str]:
     """Mark every dead `running` campaign `crashed` (its searching seeds `interrupted`);
     returns their ids. A read-only or busy store is left as it is (readers then show the
-    status from ``status``)."""
+    status from ``liveness.status``)."""
     if store.memory:
         return []
     home = Path(store.path).parent
