@@ -156,7 +156,7 @@ def human_split(store: Store, cid: str, where) -> None:
     from engine.labelling import validity as labelling
 
     frames = []
-    for sid in sd.triggering_studies(store, cid):
+    for sid in sd.triggering_validity_studies(store, cid):
         s, v, _ = labelling.load(store, sid)
         t = labelling.model_agreement(v[v["campaign_id"] == cid], s["rule"])
         frames.append(t.assign(study=s["name"]))

@@ -119,7 +119,7 @@ def flat(figures: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in figures.items() if not isinstance(v, (list, dict))}
 
 
-def triggering_studies(store: Store, campaign_id: str) -> list[str]:
+def triggering_validity_studies(store: Store, campaign_id: str) -> list[str]:
     """Label studies that show this campaign's triggering inputs."""
     df = store.query(
         "SELECT DISTINCT study_id FROM label_items WHERE campaign_id = ? AND kind = 'triggering' "

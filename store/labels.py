@@ -87,7 +87,7 @@ def validity_study(store: Store, study_id: str) -> dict[str, Any] | None:
     return row_by_id(store, "label_studies", study_id, ("config",))
 
 
-def imported_study(store: Store, key: str) -> dict[str, Any] | None:
+def imported_validity_study(store: Store, key: str) -> dict[str, Any] | None:
     """The newest imported validity study with this import key (id, name, created_at), or
     None."""
     rows = store.query(

@@ -31,7 +31,7 @@ def check_id_syntax(cid: str, flag: str = "--id") -> None:
 def check_new_id(cid: str, store, home: Path) -> None:
     """Raise ConfigError unless `cid` is safe and used by no campaign row or folder."""
     check_id_syntax(cid)
-    # Here: grid specs import this module for ID_PATTERN alone, without DuckDB.
+    # Here, not at the top: core stays free of the store (grid specs want ID_PATTERN only).
     from store.writer import campaign_exists
 
     with store.read() as con:

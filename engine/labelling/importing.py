@@ -155,7 +155,7 @@ def import_csv(
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
     key = import_key(path, ds.name, m, encoding)
-    if not again and (earlier := label_store.imported_study(store, key)) is not None:
+    if not again and (earlier := label_store.imported_validity_study(store, key)) is not None:
         raise ConfigError(
             f"{path} was imported already, with this dataset and mapping, as study "
             f"{earlier['id']} ({earlier['name']!r}, {str(earlier['created_at'])[:16]}); "
