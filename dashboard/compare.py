@@ -24,7 +24,9 @@ from scipy.stats import fisher_exact, mannwhitneyu
 
 from dashboard.text import md_text
 from engine.api import campaign_validity
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
+from store.failures import failed_as
 
 ALPHA = 0.05
 COLUMNS = {
@@ -50,7 +52,7 @@ AXIS = "axis: "
 def with_axes(table: pd.DataFrame, cells: pd.DataFrame, along: str) -> pd.DataFrame:
     """The table of a grid's cells with one column per axis (AXIS + name, values as text),
     sorted so that every block (the other axes' values) is together. `cells`:
-    queries.grid_cells; `along`: the axis the blocks compare (its values are the rows)."""
+    store.studies.grid_cells; `along`: the axis the blocks compare (its values are the rows)."""
     axes = {r.campaign_id: r.axes for r in cells.itertuples()}
     names = list(next(iter(axes.values()))) if axes else []
     t = table.copy()
@@ -120,10 +122,10 @@ def campaign_rows(
 ) -> tuple[pd.DataFrame, dict[str, pd.Series], dict[str, pd.Series]]:  # fmt: skip
     """One ICST row per campaign (sorted into blocks); each campaign's ICST iterations
     (one value per viable seed that finished: its first failure, or the budget); and the
-    iterations of its failing seeds. `camps` (queries.campaigns_by_id) and `seeds`
-    (queries.seeds_of) may come from the dashboard's cache; otherwise one query each."""
-    camps = queries.campaigns_by_id(store, ids) if camps is None else camps
-    seeds = queries.seeds_of(store, ids) if seeds is None else seeds
+    iterations of its failing seeds. `camps` (store.campaigns.campaigns_by_id) and `seeds`
+    (store.campaigns.seeds_of) may come from the dashboard's cache; otherwise one query each."""
+    camps = sc.campaigns_by_id(store, ids) if camps is None else camps
+    seeds = sc.seeds_of(store, ids) if seeds is None else seeds
     by_id = camps.set_index("id")
     per = dict(tuple(seeds.groupby("campaign_id", sort=False)))
     empty = seeds.iloc[:0]
@@ -219,7 +221,7 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
 
 def block_title(key: tuple, cols: list[str] | None = None) -> str:
     if cols is not None and cols[:1] == [CRITERION]:
-        return f"{block_title(key[1:], cols[1:])}; failing: {queries.failed_as(key[0])}"
+        return f"{block_title(key[1:], cols[1:])}; failing: {failed_as(key[0])}"
     if cols is not None and cols not in (BLOCK, STRATEGY_BLOCK):
         parts = [f"{c.removeprefix(AXIS)} = {v}" for c, v in zip(cols, key, strict=True)]
         return ", ".join(parts) or "all cells"
@@ -252,7 +254,7 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
     out = []
     for key, rows in blocks(table):
         crit = table.loc[rows[0]].get(CRITERION) or "misclassified"
-        failing = "misclassification" if crit == "misclassified" else queries.failed_as(crit)
+        failing = "misclassification" if crit == "misclassified" else failed_as(crit)
         out += [
             f"**Block: {md_text(block_title(key, cols))}**",
             "",
@@ -284,7 +286,7 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
 
 def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None) -> pd.DataFrame:
     """Settings that differ between the campaigns (flattened config keys)."""
-    camps = queries.campaigns_by_id(store, ids) if camps is None else camps
+    camps = sc.campaigns_by_id(store, ids) if camps is None else camps
     rows = camps.set_index("id")
     flat = {}
     for cid in ids:

@@ -12,7 +12,9 @@ import streamlit as st
 from PIL import Image
 
 from dashboard.palette import categorical
-from store import Store, liveness, queries
+from store import Store, liveness
+from store import campaigns as sc
+from store.failures import failed_as
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
 
@@ -23,21 +25,21 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
     b.metric(
-        queries.failed_as(summary.get("criterion")),
+        failed_as(summary.get("criterion")),
         f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
     )
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
     c.metric(
-        "iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=queries.ICST_ITERATIONS
+        "iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=sc.ICST_ITERATIONS
     )
     d.metric(
         "iterations to failure",
         "–" if fail is None else f"{fail:.1f}",
-        help=queries.FAILURE_ITERATIONS,
+        help=sc.FAILURE_ITERATIONS,
     )
     if summary.get("interrupted"):
         resumable = summary.get("status") in liveness.RESUMABLE  # not a failed one
-        st.caption(queries.unfinished_note(summary) + ("; Resume finishes them." if resumable
+        st.caption(sc.unfinished_note(summary) + ("; Resume finishes them." if resumable
                                                        else "."))  # fmt: skip
 
 
@@ -174,7 +176,7 @@ def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> p
     by = (["kind"] if "kind" in t.columns and "kind" not in by else []) + list(by)
     out = t[by].rename(columns=names)
     if "campaign" in out and store is not None:
-        camps = queries.campaigns_by_id(store, out["campaign"].dropna().tolist())
+        camps = sc.campaigns_by_id(store, out["campaign"].dropna().tolist())
         named = dict(zip(camps["id"], camps["name"], strict=True))
         out.insert(out.columns.get_loc("campaign") + 1, "name", out["campaign"].map(named))
     out["images"] = t["n"]

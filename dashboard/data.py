@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from engine.api import db_path, resolve_home
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 
 def get_home() -> Path:
@@ -26,7 +27,7 @@ def get_store() -> Store:
     """The home's store, with dead `running` campaigns marked `crashed` on every rerun
     (a few lock checks; store/liveness.py)."""
     from store import recovery
-    from store.liveness import reap
+    from store.campaigns import reap
 
     store = _store(str(db_path(get_home())))
     recovery.ingest(store)
@@ -37,9 +38,9 @@ def get_store() -> Store:
 #: Statuses whose rows never change (store/CONTRACT.md, rule 5): safe to cache for good.
 FINAL = ("finished", "failed")
 _SET_QUERIES = {
-    "campaigns": queries.campaigns_by_id,
-    "seeds": queries.seeds_of,
-    "best_fitness": queries.best_fitness_of,
+    "campaigns": sc.campaigns_by_id,
+    "seeds": sc.seeds_of,
+    "best_fitness": sc.best_fitness_of,
 }
 
 

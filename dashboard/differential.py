@@ -12,8 +12,10 @@ import streamlit as st
 
 from dashboard.components import load_image
 from engine.api import STRATEGIES, to_csv_bytes
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from store import differential as sd
+from store import metrics as sm
 
 PAGE = 24  # triggering inputs per gallery page
 PER_ROW = 6
@@ -154,7 +156,7 @@ def human_split(store: Store, cid: str, where) -> None:
     from engine.api import labelling
 
     frames = []
-    for sid in sd.triggering_studies(store, cid):
+    for sid in sd.triggering_validity_studies(store, cid):
         s, v, _ = labelling.load(store, sid)
         t = labelling.model_agreement(v[v["campaign_id"] == cid], s["rule"])
         frames.append(t.assign(study=s["name"]))
@@ -175,12 +177,12 @@ def human_split(store: Store, cid: str, where) -> None:
 
 def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> None:
     """Nothing for a campaign with one classifier."""
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None or not c.get("classifier_b"):
         return
     st.subheader("Differential testing")
     st.caption(f"A = {c['classifier']}, B = {c['classifier_b']}")
-    m = queries.metrics(store, cid)
+    m = sm.metrics(store, cid)
     if m is not None and m.get("differential"):
         figures_row(m["differential"])
     elif m is not None:
@@ -205,7 +207,7 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
         left.altair_chart(disagreement_heatmap(shown, names))
         split_tiles(shown, right)
         human_split(store, cid, right)
-    seeds = sorted(queries.seeds(store, cid).query("viable")["seed_idx"].tolist())
+    seeds = sorted(sc.seeds(store, cid).query("viable")["seed_idx"].tolist())
     # A strategy that records a second objective has a Pareto front to show.
     if c["strategy"] in STRATEGIES and STRATEGIES.get(c["strategy"]).multi_objective and seeds:
         with st.expander("Pareto front per generation", expanded=True):

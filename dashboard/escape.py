@@ -7,7 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from engine.api import confusion_rates, escape_table, to_csv_bytes
-from store import Store, queries
+from store import Store
+from store import metrics as sm
 
 #: Both heatmaps share this colour scale, so a cell means the same in each.
 SCALE = alt.Scale(domain=[0, 1], scheme="orangered")
@@ -52,7 +53,7 @@ def escape_panel(store: Store, campaign_id: str, names: list[str]) -> None:
                 ["source_name", "target_name", "attempts", "viable", "successes",
                  "success_rate", "median_iterations"]),
     )  # fmt: skip
-    m = queries.metrics(store, campaign_id)
+    m = sm.metrics(store, campaign_id)
     if m is None or m.get("test_confusion") is None:
         right.info("The test-set confusion matrix is stored when the campaign finishes.")
     else:

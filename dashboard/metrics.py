@@ -11,7 +11,9 @@ import streamlit as st
 
 from dashboard.palette import categorical
 from dashboard.text import md_text
-from store import Store, liveness, queries
+from store import Store, liveness
+from store import campaigns as sc
+from store import metrics as sm
 
 FORMATS = {
     "error_rate": ".3f", "success_rate": ".2f", "label_diversity": ".2f", "mean_mse": ".4f",
@@ -51,7 +53,7 @@ def gap_histogram(m: dict[str, Any]) -> alt.Chart:
 
 def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> None:
     """The metrics of a finished campaign, and its gap histogram."""
-    m = queries.metrics(store, campaign_id)
+    m = sm.metrics(store, campaign_id)
     if m is None:
         if status == "finished":
             # Its process ended between closing the campaign and writing them.
@@ -65,9 +67,9 @@ def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> N
         return
     # A table rather than st.metric tiles: the status bar above keeps its four counters.
     st.markdown(
-        "| " + " | ".join(queries.METRIC_LABELS.values()) + " |\n"
-        + "|---" * len(queries.METRIC_LABELS) + "|\n"
-        + "| " + " | ".join(cell(m[k], k) for k in queries.METRIC_LABELS) + " |"
+        "| " + " | ".join(sm.METRIC_LABELS.values()) + " |\n"
+        + "|---" * len(sm.METRIC_LABELS) + "|\n"
+        + "| " + " | ".join(cell(m[k], k) for k in sm.METRIC_LABELS) + " |"
     )  # fmt: skip
     st.caption(
         f"Over {m['evaluations']:,} search evaluations. SSIM: Gaussian window 11x11, "
@@ -114,11 +116,11 @@ SHORT = {
 def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str:
     """One markdown row of metrics per campaign; a campaign that has not finished has
     none yet (they are computed once its search ends) and says its status."""
-    df = queries.metrics_table(store, ids).set_index("campaign_id")
-    camps = queries.campaigns_by_id(store, ids).set_index("id")
+    df = sm.metrics_table(store, ids).set_index("campaign_id")
+    camps = sc.campaigns_by_id(store, ids).set_index("id")
     strategies = camps["strategy"]
     imported = set(camps.index[camps["kind"] == "imported"]) if "kind" in camps else set()
-    keys = list(queries.METRIC_LABELS)
+    keys = list(sm.METRIC_LABELS)
     out = [
         "| campaign | strategy | evaluations | " + " | ".join(SHORT[k] for k in keys) + " |",
         "|---" * (3 + len(keys)) + "|",

@@ -18,7 +18,8 @@ import streamlit as st
 from dashboard.form_check import duration
 from dashboard.launch import failure, launch_log
 from engine.api import startup
-from store import Store, liveness, queries
+from store import Store, liveness
+from store import campaigns as sc
 
 
 def generation_budget(config: dict[str, Any] | None) -> int | None:
@@ -118,7 +119,7 @@ def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> No
     process reports them (engine/campaign/startup.py), then the whole page once the row is there
     or the process has written an error. `steps=False`: an id nothing is known to start,
     watched without a checklist that would say it is starting."""
-    if queries.campaign(store, cid) is not None or "error" in launch_log(home, cid).lower():
+    if sc.campaign(store, cid) is not None or "error" in launch_log(home, cid).lower():
         st.rerun()
     if not steps and not startup.read(home, cid):
         return
@@ -133,7 +134,7 @@ def wait_for_first(store: Store) -> None:
     """Until the store holds a campaign (one started from the command line, say): then
     the whole page, which shows it. Without this the page said "no campaign yet" for
     good."""
-    if not queries.list_campaigns(store).empty:
+    if not sc.list_campaigns(store).empty:
         st.rerun()
 
 
@@ -142,7 +143,7 @@ def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
     """After Resume: until the resumed process has marked the campaign running (then the
     whole page, live), or has written an error to its launch log past `log_from` (the
     log's length at the click: an earlier launch's lines do not count)."""
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None or c["status"] not in liveness.RESUMABLE:
         st.session_state.pop(f"resume:{cid}", None)
         st.rerun(scope="app")
@@ -160,6 +161,6 @@ def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
 def watch_for_resume(store: Store, cid: str, status: str) -> None:
     """A stopped campaign's page, until something else resumes it (another tab, the
     command line): then the whole page, live. A second tab said "crashed" for good."""
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None or c["status"] != status:
         st.rerun(scope="app")

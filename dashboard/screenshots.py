@@ -34,21 +34,22 @@ def simulated_study(home: Path) -> tuple[str, str]:
     import numpy as np
 
     from engine.api import INVALID, StudyConfig, create_study
-    from store import Store, queries
+    from store import Store, judging
+    from store import campaigns as sc
     from store import labels as ls
 
     store = Store(home / "latentfuzz.duckdb")
-    ids = queries.list_campaigns(store)["id"].tolist()
+    ids = sc.list_campaigns(store)["id"].tolist()
     sid = create_study(store, home, StudyConfig(campaigns=ids, name="MNIST failures", k=2))
     items = ls.items(store, sid).set_index("item_id")
     rng = np.random.default_rng(0)
     for who in ("labeller A", "labeller B"):
-        ls.join(store, sid, who)
-        while (i := ls.next_item(store, sid, who)) is not None:
+        judging.join(store, sid, who)
+        while (i := judging.next_item(store, sid, who)) is not None:
             expected, u = int(items.loc[i, "expected"]), rng.random()
             other = (expected + 1 + int(rng.integers(9))) % 10
             value = expected if u < 0.7 else INVALID if u < 0.9 else other
-            ls.answer(store, sid, i, who, value, datetime.now())
+            judging.answer(store, sid, i, who, value, datetime.now())
     # A fresh study for the Label page's screenshot: nobody has answered it yet.
     return sid, create_study(store, home, StudyConfig(campaigns=ids, name="to label", k=2))
 

@@ -30,11 +30,13 @@ from engine.api import (
     to_csv_bytes,
     zip_bytes,
 )
-from store import liveness, queries
+from store import campaigns as sc
+from store import liveness
 from store.errors import StoreBusy, StoreError
+from store.failures import failed_as
 
 store, home = get_store(), get_home()
-campaigns = queries.list_campaigns(store)
+campaigns = sc.list_campaigns(store)
 linked = [i for i in st.query_params.get_all("id") if i]  # `?id=` (emptied by hand): no id
 cid = linked[0] if linked else None
 if len(linked) > 1:  # it showed the last one, and nothing said the others were dropped
@@ -56,7 +58,7 @@ def read_campaign() -> dict | None:
     not be marked. The lock is looked at first: a campaign that closed between reading
     its row and looking would read as crashed."""
     alive = liveness.alive(home, cid)
-    row = queries.campaign(store, cid)
+    row = sc.campaign(store, cid)
     if row is not None and row["status"] == "running" and not alive:
         row["status"] = "crashed"
     return row
@@ -134,13 +136,13 @@ def resume_offer(status: str) -> None:
 def live() -> None:
     # Killed while this page watched it: it said "running", with Stop and a ticking
     # clock, until a reload, since only a whole page run marked dead campaigns.
-    liveness.reap(store)
+    sc.reap(store)
     now = read_campaign()
     if now is None:  # deleted while this page was open
         st.warning(f"Campaign {cid} has been deleted.")
         st.page_link("../pages/campaigns.py", label="All campaigns")
         return
-    p = queries.progress(store, cid)
+    p = sc.progress(store, cid)
     left, right = st.columns([4, 1])
     left.markdown(f"**Status:** {now['status']}")
     if now["status"] == "running":
@@ -155,11 +157,11 @@ def live() -> None:
             st.toast("The campaign's process is gone; it is marked crashed.")
     if now["error"] and not (now["status"] in liveness.RESUMABLE and not imported):
         st.error(now["error"])  # (a resumable campaign's is in the Resume offer above)
-    status_bar(queries.summary(store, cid), int(now["n_seeds"]))
+    status_bar(sc.summary(store, cid), int(now["n_seeds"]))
     if imported:
         st.info(imported_note(now))
         return
-    gens = queries.generations(store, cid)
+    gens = sc.generations(store, cid)
     x_axis = st.radio("x axis", list(X_AXES), horizontal=True, key="x_axis")
     if gens.empty:
         st.info("No generation written yet.")
@@ -211,7 +213,7 @@ if not imported:
     metrics_panel(store, cid, c["status"])
 escape_panel(store, cid, class_names)
 differential_panel(store, home, cid, class_names)
-seeds = queries.seeds(store, cid)
+seeds = sc.seeds(store, cid)
 # The open tab is in the URL (shareable) and only it renders: a closed tab costs nothing.
 tab_gallery, tab_seed, tab_table = st.tabs(
     ["Gallery", "Seed detail", "Per-seed table"],
@@ -222,7 +224,7 @@ tab_gallery, tab_seed, tab_table = st.tabs(
 )
 if tab_gallery.open:
     with tab_gallery:
-        failed = queries.failed_as((c["config"] or {}).get("criterion"))
+        failed = failed_as((c["config"] or {}).get("criterion"))
         gallery(seeds, home, class_names, failed=failed)
 if tab_seed.open:
     with tab_seed:
@@ -243,7 +245,7 @@ if tab_seed.open:
             strip = load_image(home, row.improvements_image, scale=2)
             if strip is not None:
                 st.image(strip, caption="best image at each improvement, left to right")
-            g = queries.generations(store, cid, int(s))
+            g = sc.generations(store, cid, int(s))
             result = load_image(home, row.result_image, scale=4)
             if g.empty and result is not None:  # imported: the tool kept the result only
                 st.image(result, caption="result")

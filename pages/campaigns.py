@@ -7,7 +7,8 @@ import streamlit as st
 
 from dashboard.data import get_store
 from dashboard.url_state import url_text, url_widget
-from store import annotations, liveness, queries
+from store import annotations
+from store import campaigns as sc
 
 st.title("Campaigns")
 store = get_store()
@@ -21,7 +22,7 @@ def with_tags(df):
 @st.fragment(run_every=10.0)
 def wait_for_a_first_campaign() -> None:
     """An empty list still polls: a campaign started from a terminal shows up by itself."""
-    if not queries.list_campaigns(store).empty:
+    if not sc.list_campaigns(store).empty:
         st.rerun(scope="app")
     st.info(
         "No campaigns yet. Start one on the New campaign page, or from a terminal: "
@@ -29,7 +30,7 @@ def wait_for_a_first_campaign() -> None:
     )
 
 
-df = with_tags(queries.list_campaigns(store))
+df = with_tags(sc.list_campaigns(store))
 if df.empty:
     wait_for_a_first_campaign()
     st.stop()
@@ -61,8 +62,8 @@ FAST = (df["status"] == "running").any()
 def campaign_table() -> None:
     """The filtered list; reruns alone (live)."""
     if FAST:
-        liveness.reap(store)  # a campaign killed meanwhile is listed crashed, not running
-    df = with_tags(queries.list_campaigns(store))
+        sc.reap(store)  # a campaign killed meanwhile is listed crashed, not running
+    df = with_tags(sc.list_campaigns(store))
     if (df["status"] == "running").any() != FAST:
         st.rerun()  # the page again, to poll at the other pace
     for col, values in chosen.items():
@@ -96,9 +97,9 @@ def campaign_table() -> None:
             "misclassified_pct": st.column_config.NumberColumn(
                 "misclassified %", format="%.1f", help=FAILED_HELP),
             "iterations_icst": st.column_config.NumberColumn(
-                "iterations (ICST)", format="%.1f", help=queries.ICST_ITERATIONS),
+                "iterations (ICST)", format="%.1f", help=sc.ICST_ITERATIONS),
             "iterations_to_failure": st.column_config.NumberColumn(
-                "iterations to failure", format="%.1f", help=queries.FAILURE_ITERATIONS),
+                "iterations to failure", format="%.1f", help=sc.FAILURE_ITERATIONS),
             "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
             "viable_seeds": st.column_config.NumberColumn("viable seeds"),
             "seeds": st.column_config.NumberColumn("of seeds"),

@@ -23,15 +23,16 @@ from dashboard.palette import categorical
 from dashboard.text import md_text
 from dashboard.url_state import url_unknown, url_widget
 from engine.api import to_csv_bytes
-from store import queries
+from store import campaigns as sc
+from store import studies as ss
 
 st.title("Compare")
 store, home = get_store(), get_home()
-campaigns = queries.list_campaigns(store)
+campaigns = sc.list_campaigns(store)
 if len(campaigns) < 2:
     st.info("Comparing needs at least two campaigns.")
     st.stop()
-studies = queries.studies(store)
+studies = ss.campaign_studies(store)
 labels = dict(zip(campaigns["id"], campaigns["name"], strict=True))
 # A group (a study, or a grid: its cells) picks the campaigns; a link's ?id= list wins.
 ANY = "(campaigns of your choice)"
@@ -41,7 +42,7 @@ several = studies.loc[studies["campaigns"] >= 2, "study"]
 first = ANY if "id" in st.query_params or several.empty else several.iloc[0]
 group = url_widget(st.selectbox, "Group (study or grid)", "group", [ANY, *studies["study"]], first,
                    say_unknown=False)  # fmt: skip
-members = queries.study_campaigns(store, group) if group != ANY else []
+members = ss.study_campaigns(store, group) if group != ANY else []
 if group != ANY and st.session_state.get("compare:group") != group:
     st.session_state["url:id"] = members  # the group's campaigns replace the selection
 st.session_state["compare:group"] = group
@@ -65,7 +66,7 @@ status = dict(zip(campaigns["id"], campaigns["status"], strict=True))
 camps = read_set("campaigns", ids, status)
 seed_rows = read_set("seeds", ids, status)
 table, iterations, failures = campaign_rows(store, ids, camps, seed_rows)
-cells = queries.grid_cells(store, ids)
+cells = ss.grid_cells(store, ids)
 if len(cells) == len(ids) and cells["grid"].nunique() == 1:
     # One grid's cells: blocked by its axes, compared along the one chosen.
     axes = list(cells["axes"].iloc[0])
@@ -80,7 +81,7 @@ st.caption(
     f"column of a block. "
     f"Underlined: not significantly different from that best (alpha {ALPHA}; Fisher's "
     f"exact test for the proportions, two-sided Mann-Whitney U for the ICST iterations). "
-    f"{queries.ICST_ITERATIONS.capitalize()}; the {queries.FAILURE_ITERATIONS} is shown "
+    f"{sc.ICST_ITERATIONS.capitalize()}; the {sc.FAILURE_ITERATIONS} is shown "
     f"beside it, unmarked. A campaign that has not finished shows its status; its figures "
     f"cover the seeds finished so far, and it takes no part in the marks. Validity and "
     f"label preservation: each labelled result image once, with the verdict of the newest "

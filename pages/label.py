@@ -6,7 +6,7 @@ page holds its image, so the answer's callback swaps to it at once and the answe
 written, with the next reservation, after the new image is on its way to the browser.
 
 A key press reruns only the labelling fragment, and its answer, the next claim and the
-progress are one store transaction (store.labels.turn): the next image shows in a few
+progress are one store transaction (store.judging.turn): the next image shows in a few
 hundred milliseconds instead of a full page run of about 1.5 s.
 
 Nothing about where an image came from reaches this page: no generator, campaign,
@@ -24,11 +24,11 @@ from dashboard.components import load_image
 from dashboard.data import get_home, get_store
 from dashboard.text import md_text, person_name
 from engine.api import DatasetError, get_dataset, marker_choices
-from store import StoreBusy
+from store import StoreBusy, judging
 from store import labels as ls
 
 store, home = get_store(), get_home()
-studies = ls.studies(store)
+studies = ls.validity_studies(store)
 studies = studies[studies["source"] == "campaigns"]  # imported studies were labelled elsewhere
 st.title("Label")
 if studies.empty:
@@ -46,7 +46,7 @@ if sid not in set(studies["id"]):
     if linked is not None and not st.button("Label this study", type="primary"):
         st.stop()
     st.query_params["study"] = sid
-study = ls.study(store, sid)
+study = ls.validity_study(store, sid)
 
 kept = st.session_state.get("labeller")  # checked when it was kept
 who = st.query_params.get("labeller")
@@ -77,7 +77,7 @@ if not who:
 # this labeller, answers not yet written, items skipped, and prefetched image bytes.
 key = f"label:{sid}:{who}"
 if key not in st.session_state:
-    ls.join(store, sid, who)
+    judging.join(store, sid, who)
     st.session_state[key] = {"item": None, "shown_at": None, "upcoming": None, "pending": [],
                              "skip": set(), "progress": None, "images": {}}  # fmt: skip
 state = st.session_state[key]
@@ -101,7 +101,9 @@ def take_turn(**action) -> bool:
     """Write the pending answers and `action`, and take the item the store serves.
     False when the store stayed busy: the answers stay pending, never dropped."""
     try:
-        t = ls.turn(store, sid, who, frozenset(state["skip"]), answers=state["pending"], **action)
+        t = judging.turn(
+            store, sid, who, frozenset(state["skip"]), answers=state["pending"], **action
+        )
     except StoreBusy:
         return False
     for item, *_ in state["pending"]:
@@ -167,7 +169,7 @@ def labelling() -> None:
         st.success("Nothing left for you in this study. Thank you!" + (
             f" {missing} answers are still missing: they need other labellers, or other "
             "labellers' screens hold their images (a hold lapses after "
-            f"{ls.CLAIM_SECONDS // 60} minutes; reload then to see whether any came back "
+            f"{judging.CLAIM_SECONDS // 60} minutes; reload then to see whether any came back "
             "to you)." if missing > 0 else ""))  # fmt: skip
         st.button("Undo my last answer", on_click=undo, shortcut="Backspace")
     else:

@@ -23,8 +23,9 @@ from engine.api import (
     sample_size,
     to_csv_bytes,
 )
+from store import campaigns as sc
+from store import judging
 from store import labels as ls
-from store import queries
 
 #: The New study form's label of each setting, so that a refusal names what the user sees.
 STUDY_NAMES = {
@@ -38,14 +39,14 @@ SIDES = {"campaign_id": "campaign", "humans_agree_a": "A's label", "humans_agree
 
 store, home = get_store(), get_home()
 st.title("Validity studies")
-studies = ls.studies(store)
+studies = ls.validity_studies(store)
 tab_stats, tab_adj, tab_new = st.tabs(
     ["Statistics", "Adjudication", "New study"], key="tab", bind="query-params"
 )
 
 with tab_new:
     st.subheader("From campaigns")
-    campaigns = queries.list_campaigns(store)
+    campaigns = sc.list_campaigns(store)
     campaigns = campaigns[(campaigns["status"] != "running") & (campaigns["misclassified"] > 0)]
     if campaigns.empty:
         st.info("No finished campaign with a misclassification yet.")
@@ -108,7 +109,7 @@ with tab_new:
                 else:
                     # The sidebar shows the new study now (it stayed on the one before).
                     st.query_params["study"] = sid
-                    studies = ls.studies(store)
+                    studies = ls.validity_studies(store)
                     st.success(f"Created {sid}.")
                     st.page_link("../pages/label.py", label="Open the Label page",
                                  query_params={"study": sid})  # fmt: skip
@@ -116,7 +117,7 @@ with tab_new:
     st.divider()
     if imported := import_form(store, home):
         st.query_params["study"] = imported  # the sidebar shows it, as after Create
-        studies = ls.studies(store)
+        studies = ls.validity_studies(store)
 
 if studies.empty:
     tab_stats.info("No study yet: create one, or import a study file, in the New study tab "
@@ -140,7 +141,7 @@ except DatasetError as e:  # a user's dataset removed or moved since
 
 with tab_stats:
     annotation_editor(store, "study", sid)
-    p = ls.progress(store, sid)
+    p = judging.progress(store, sid)
     a, b, c, d = st.columns(4)
     a.metric("images", p["items"])
     b.metric("answers", f"{p['done']} of {p['wanted']}")
@@ -215,11 +216,11 @@ with tab_adj:
         cols = right.columns(5)
         for i, name in enumerate(ds.class_names):
             if cols[i % 5].button(name, key=f"adj{i}", disabled=not reviewer):
-                ls.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
+                judging.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
                 st.rerun()
         for name, text, value, _ in labelling.marker_choices(ds, unsure=False):
             if right.button(text, key=f"adj_{name}", disabled=not reviewer):
-                ls.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
+                judging.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
                 st.rerun()
     settled = ls.adjudications(store, sid)
     if len(settled):
@@ -233,5 +234,5 @@ with tab_adj:
         back = a.selectbox("Take back the verdict on image", settled["item_id"].tolist(),
                            key=f"take_back:{sid}")  # fmt: skip
         if b.button("Take back", help="the image goes back to the queue above"):
-            ls.unadjudicate(store, sid, int(back))
+            judging.unadjudicate(store, sid, int(back))
             st.rerun()

@@ -1,7 +1,13 @@
-"""latentfuzz store: DuckDB schema, batched writer and named read queries.
+"""latentfuzz store: DuckDB schema, batched writer and named queries; all of latentfuzz's SQL.
 
-The concurrency contract is in CONTRACT.md beside this file. Names are imported on first
-use (PEP 562): `from store.errors import StoreError` must not load DuckDB and pandas.
+One module per domain: campaigns, metrics, studies (of campaigns), labels (validity
+studies) and judging (a labeller's turn), differential, annotations, admin (delete,
+rename), bundles, maintenance (doctor's checks), scale (the scale benchmark). Beneath
+them: connection, host, files, locks, schema, writer, tables, recovery, liveness,
+interrupts, rows, errors. The concurrency contract is in CONTRACT.md beside this file.
+
+Names are imported on first use (PEP 562): `from store.errors import StoreError` must not
+load DuckDB and pandas.
 """
 
 from importlib import import_module
@@ -9,7 +15,6 @@ from importlib import import_module
 from store.errors import StoreBusy, StoreError
 
 _LAZY = {
-    "queries": ("store.queries", None),
     "Store": ("store.connection", "Store"),
     "SCHEMA_VERSION": ("store.schema", "SCHEMA_VERSION"),
     "CampaignWriter": ("store.writer", "CampaignWriter"),

@@ -20,7 +20,7 @@ CAMPAIGN_TABLES = (
 )  # fmt: skip
 
 
-def studies_using(store: Store, cid: str) -> list[str]:
+def validity_studies_using(store: Store, cid: str) -> list[str]:
     """Label studies that show this campaign's images."""
     df = store.query(
         "SELECT DISTINCT study_id FROM label_items WHERE campaign_id = ? ORDER BY 1", [cid]
@@ -33,7 +33,7 @@ def delete_campaign(store: Store, home: Path, cid: str) -> None:
     study shows its images (StoreError, one line)."""
     if alive(home, cid):
         raise StoreError(f"campaign {cid} is running; stop it first, then delete it")
-    used = studies_using(store, cid)
+    used = validity_studies_using(store, cid)
     if used:
         raise StoreError(
             f"campaign {cid} has images in label studies {', '.join(used)}; deleting it would "

@@ -6,12 +6,8 @@ See CONTRACT.md in this folder for the rules every process follows.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
 import random
-import re
-import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -21,197 +17,12 @@ import duckdb
 
 from store import host, interrupts
 from store.errors import StoreBusy, StoreError
+from store.files import FIX, check_file, damaged, first_line, naming_damage
+from store.liveness import live_campaigns
+from store.locks import file_lock, holders, is_lock_conflict, lock_for, writable
 from store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
 DUCKDB_MAJOR = duckdb.__version__.split(".")[0]
-
-# One lock per database path in this process: DuckDB refuses a read-only and a read-write
-# connection to the same file inside one process, so threads take turns.
-_LOCKS: dict[str, threading.RLock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-#: How to get going again when the store file itself is damaged.
-FIX = "restore a backup, or move the file away to start a new store"
-# DuckDB's file: three 4 KiB headers, then whole blocks of 256 KiB; "DUCK" at byte 8.
-_HEADER, _BLOCK, _MAGIC = 3 * 4096, 256 * 1024, b"DUCK"
-
-
-def check_file(path: str) -> None:
-    """Raise StoreError with the fix when `path` is not a whole DuckDB file.
-
-    Cheap (a stat and the 12 KiB of headers): run on every open, so that an empty, garbage
-    or truncated file is named at once rather than by a failing CHECKPOINT at the end of a
-    campaign. A file is its headers plus whole 256 KiB blocks, with one exception, a torn
-    tail: a checkpoint that failed on a full disk leaves part of a new block at the end,
-    beside the WAL that holds what was committed, and DuckDB opens such a file and replays
-    the WAL. A partial last block passes only with a WAL that is not empty and a file at
-    least as long as its active database header counts. A cut file fails that last test
-    even beside a stray WAL. (The count alone cannot judge every file: DuckDB drops free
-    blocks from a file's end without lowering it.) Damage this check cannot see, such as
-    whole blocks cut, is named in one line where a read meets it (`_connect`)."""
-    p = Path(path)
-    if p.is_dir():
-        raise StoreError(f"store {p} is a directory, expected a DuckDB file; move it away")
-    size = p.stat().st_size
-    if size == 0:
-        raise StoreError(f"store {p} is empty (0 bytes), expected a DuckDB database; {FIX}")
-    with open(p, "rb") as f:
-        head = f.read(_HEADER)
-    if head[8:12] != _MAGIC:
-        raise StoreError(
-            f"store {p} is not a DuckDB database (no DUCK signature in its header); {FIX}"
-        )
-    partial = size >= _HEADER and (size - _HEADER) % _BLOCK
-    if size < _HEADER or (partial and not _torn_tail(p, head, size)):
-        raise StoreError(
-            f"store {p} is truncated ({size:,} bytes, not its headers plus whole 256 KiB "
-            f"blocks); {FIX}"
-        )
-
-
-def _torn_tail(p: Path, head: bytes, size: int) -> bool:
-    """Whether a file ending in part of a block is what a failed checkpoint leaves: a WAL
-    with something in it, and at least the blocks the active database header counts.
-    A database header (at 4 and 8 KiB) is a checksum, then iteration, meta block, free
-    list, block count and block size, 8 bytes each; the higher iteration is active."""
-    wal = Path(f"{p}.wal")
-    if not wal.exists() or wal.stat().st_size == 0:
-        return False
-    active = None
-    for at in (4096, 8192):
-        iteration, _, _, blocks, block = struct.unpack_from("<QqqQQ", head, at + 8)
-        sane = block == _BLOCK and blocks < 1 << 40
-        if sane and (active is None or iteration > active[0]):
-            active = (iteration, blocks)
-    return active is not None and size >= _HEADER + active[1] * _BLOCK
-
-
-def _is_damage(e: BaseException) -> bool:
-    """DuckDB's errors for a file missing blocks or holding corrupt ones."""
-    msg = str(e).lower()
-    return "could not read enough bytes" in msg or "corrupt database file" in msg
-
-
-def _damaged(path: str, e: BaseException) -> StoreError:
-    return StoreError(f"store {path} is damaged ({_first_line(e)}); {FIX}")
-
-
-@contextlib.contextmanager
-def _naming_damage(path: str) -> Iterator[None]:
-    """DuckDB's damage errors inside the block as one StoreError line; others as they are."""
-    try:
-        yield
-    except duckdb.Error as e:
-        if _is_damage(e):
-            raise _damaged(path, e) from e
-        raise
-
-
-def _writable(path: Path) -> bool:
-    """Whether this process may write the store: the file and its folder (DuckDB writes a
-    WAL beside the file). EROFS counts too, which os.access reports for root as well."""
-    folder = path.parent
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return False
-    return not os.statvfs(folder).f_flag & os.ST_RDONLY
-
-
-def _lock_for(key: str) -> threading.RLock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(key, threading.RLock())
-
-
-class _FileLock:
-    """An advisory lock on ``<db>.lock`` held around every open-use-close of the database.
-
-    DuckDB's own file lock has a window while a connection closes (its final checkpoint
-    can shrink the file after another process has already opened it), which showed as
-    "Could not read enough bytes" under several writing processes. Holding our own lock
-    until close() has returned closes that window. Shared for readers, exclusive for
-    writers; one per database path and process, re-entrant through the path's RLock."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path + ".lock"
-        self.fd: int | None = None
-        self.depth = 0
-
-    def try_acquire(self, exclusive: bool) -> bool:
-        if self.depth:  # this thread holds it already (the RLock guarantees it is ours)
-            self.depth += 1
-            return True
-        fd = self._open(exclusive)
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        self.fd, self.depth = fd, 1
-        return True
-
-    def _open(self, exclusive: bool) -> int:
-        """A descriptor to lock. A read-only home cannot hold a new lock file, but flock
-        needs no write access: readers lock an existing lock file, or else the database
-        file itself (no writer can work in a read-only folder, so readers only meet
-        readers there)."""
-        try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as e:
-            if exclusive or e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-                raise
-        try:
-            return os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return os.open(self.path[: -len(".lock")], os.O_RDONLY)
-
-    def release(self) -> None:
-        self.depth -= 1
-        if self.depth == 0 and self.fd is not None:
-            os.close(self.fd)  # closing the descriptor drops the flock
-            self.fd = None
-
-
-_FILE_LOCKS: dict[str, _FileLock] = {}
-
-
-def _first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-
-
-def holders(path: str) -> list[int]:
-    """Pids holding a lock on the store or its lock file (Linux /proc/locks; [] elsewhere),
-    so that a waiting process can say whom it waits for."""
-    inodes = set()
-    for p in (path, path + ".lock"):
-        with contextlib.suppress(OSError):
-            inodes.add(os.stat(p).st_ino)
-    pids: list[int] = []
-    try:
-        lines = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return pids
-    for line in lines:
-        parts = line.split()
-        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" ("->" marks a waiter)
-        if "->" in parts or len(parts) < 6:
-            continue
-        try:
-            pid, inode = int(parts[4]), int(parts[5].rsplit(":", 1)[1])
-        except (ValueError, IndexError):
-            continue
-        if inode in inodes and pid != os.getpid() and pid not in pids:
-            pids.append(pid)
-    return pids
-
-
-def _is_lock_conflict(e: Exception) -> bool:
-    msg = str(e).lower()
-    # "lock" as a word: "Could not read enough bytes ... block" is damage, not a conflict.
-    return (
-        re.search(r"\block\b", msg) is not None
-        or "different configuration" in msg
-        or "resource temporarily" in msg
-    )
 
 
 class Store:
@@ -229,9 +40,8 @@ class Store:
             float(os.environ.get("LATENTFUZZ_STORE_TIMEOUT", 30.0)) if timeout is None else timeout
         )
         key = self.path if self.memory else str(Path(self.path).resolve())
-        self._lock = _lock_for(key)
-        with _LOCKS_GUARD:
-            self._flock = None if self.memory else _FILE_LOCKS.setdefault(key, _FileLock(key))
+        self._lock = lock_for(key)
+        self._flock = None if self.memory else file_lock(key)
         self._mem = duckdb.connect(":memory:") if self.memory else None
         self._tls = threading.local()  # this thread's session (Store.session), if any
         #: False where the file or its folder cannot be written: reads work, writes raise.
@@ -242,7 +52,7 @@ class Store:
                 raise StoreError(f"{path.parent} is a file, expected the data directory; "
                                  "move it away or pick another --home")  # fmt: skip
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.writable = _writable(path)
+            self.writable = writable(path)
             if path.exists():
                 check_file(self.path)
             elif not self.writable:
@@ -282,9 +92,9 @@ class Store:
                         self._flock.release()
                         if not isinstance(e, duckdb.Error):
                             raise  # a StoreError of host's, or an interrupt
-                        if not _is_lock_conflict(e):
+                        if not is_lock_conflict(e):
                             raise StoreError(
-                                f"store {self.path} cannot be opened ({_first_line(e)}); {FIX}"
+                                f"store {self.path} cannot be opened ({first_line(e)}); {FIX}"
                             ) from e
                 if con is not None:
                     break
@@ -303,7 +113,7 @@ class Store:
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.01)
             try:
-                with _naming_damage(self.path):
+                with naming_damage(self.path):
                     yield con
             finally:
                 try:
@@ -349,7 +159,7 @@ class Store:
         if con is None:
             with self.read() as con:
                 return con.execute(sql, params or []).df()
-        with _naming_damage(self.path):  # a page's session: not inside _connect's block
+        with naming_damage(self.path):  # a page's session: not inside _connect's block
             return con.execute(sql, params or []).df()
 
     @contextlib.contextmanager
@@ -402,7 +212,7 @@ class Store:
             except duckdb.Error as e:
                 # Any failure to read the catalog of a file that passed check_file is
                 # damage (lock conflicts were settled when it was attached).
-                raise _damaged(self.path, e) from e
+                raise damaged(self.path, e) from e
             if version == SCHEMA_VERSION:
                 return
             if version > SCHEMA_VERSION:
@@ -416,8 +226,6 @@ class Store:
                     f"store {self.path} has schema version {version} and needs upgrading "
                     f"to {SCHEMA_VERSION}, but it is read-only; give write access once"
                 )
-            from store.liveness import live_campaigns  # it imports this module
-
             if version and (live := live_campaigns(Path(self.path).parent)):
                 # The older latentfuzz of a running campaign would refuse the upgraded
                 # store at its next write and end the campaign: wait for it instead.

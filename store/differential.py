@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from store.connection import Store
-from store.writer import frame
+from store.tables import frame
 
 
 def archive(store: Store, campaign_id: str) -> pd.DataFrame:
@@ -119,7 +119,7 @@ def flat(figures: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in figures.items() if not isinstance(v, (list, dict))}
 
 
-def triggering_studies(store: Store, campaign_id: str) -> list[str]:
+def triggering_validity_studies(store: Store, campaign_id: str) -> list[str]:
     """Label studies that show this campaign's triggering inputs."""
     df = store.query(
         "SELECT DISTINCT study_id FROM label_items WHERE campaign_id = ? AND kind = 'triggering' "
@@ -142,3 +142,18 @@ def triggering(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
         f"ORDER BY a.campaign_id, a.entry",
         list(campaign_ids),
     )
+
+
+def validity_inputs(store: Store, campaign_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The images the validity pass scores: the archived ones (ref = entry) and the seeds'
+    results (ref = seed_idx), each with its label and image path, in order."""
+    archive = store.query(
+        "SELECT entry AS ref, label, image FROM archive WHERE campaign_id = ? ORDER BY entry",
+        [campaign_id],
+    )
+    results = store.query(
+        "SELECT seed_idx AS ref, seed_label AS label, result_image AS image FROM seeds "
+        "WHERE campaign_id = ? AND result_image IS NOT NULL ORDER BY seed_idx",
+        [campaign_id],
+    )
+    return archive, results

@@ -7,20 +7,20 @@ take the lock knows the process is gone: no heartbeat interval to tune, no clock
 The file also records the holder's pid and process start time, so that Stop signals the
 campaign's own process and never a stranger who was given the same pid later.
 
-A reader that finds a dead `running` campaign marks it `crashed` (``reap``), in a write
-that re-checks the lock, so a campaign that is resumed at that moment is never marked.
+A reader that finds a dead `running` campaign marks it `crashed` (``store.campaigns.reap``),
+in a write that re-checks the lock, so a campaign that is resumed at that moment is never
+marked.
 A read-only store cannot be marked: ``status`` still reports `crashed`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import signal
 from pathlib import Path
 
-from store.connection import Store, StoreBusy, StoreError
+from store.errors import StoreError
 
 LOCK_NAME = "campaign.lock"
 #: Statuses of a campaign whose process is gone before its end: `latentfuzz resume` goes on.
@@ -127,34 +127,6 @@ def live_campaigns(home: Path) -> list[str]:
 def status(home: Path, cid: str, stored: str) -> str:
     """The status to show: `crashed` for a `running` row whose process is gone."""
     return "crashed" if stored == "running" and not alive(home, cid) else stored
-
-
-def reap(store: Store, timeout: float = 1.0) -> list[str]:
-    """Mark every dead `running` campaign `crashed` (its searching seeds `interrupted`);
-    returns their ids. A read-only or busy store is left as it is (readers then show the
-    status from ``status``)."""
-    if store.memory:
-        return []
-    home = Path(store.path).parent
-    running = store.query("SELECT id FROM campaigns WHERE status = 'running'")["id"].tolist()
-    dead = [cid for cid in running if not alive(home, cid)]
-    if not dead or not store.writable:
-        return dead
-    with contextlib.suppress(StoreBusy), store.write(timeout=timeout) as con:
-        for cid in dead:
-            if alive(home, cid):  # re-checked inside the write: a resume may have begun
-                continue
-            con.execute(
-                "UPDATE campaigns SET status = 'crashed', error = ? WHERE id = ? "
-                "AND status = 'running'",
-                [CRASHED_ERROR.format(cid=cid), cid],
-            )
-            con.execute(
-                "UPDATE seeds SET status = 'interrupted' WHERE campaign_id = ? "
-                "AND status = 'searching'",
-                [cid],
-            )
-    return dead
 
 
 def stop(home: Path, cid: str, sig: int = signal.SIGTERM) -> bool:

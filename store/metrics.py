@@ -1,12 +1,17 @@
-"""Writes a finished campaign's metrics row (engine/campaign/metrics.py computes it)."""
+"""A finished campaign's metrics row (engine/campaign/metrics.py computes it): written once,
+read by the pages, the CLI and the strategy study."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store.connection import Store
-from store.writer import frame
+from store.rows import marks
+from store.tables import frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 JSON_COLS = ("result_gaps", "test_gaps", "per_generation", "test_confusion")
 
@@ -22,3 +27,43 @@ def write_metrics(store: Store, campaign_id: str, row: dict[str, Any]) -> None:
         con.execute("DELETE FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
         con.execute("INSERT INTO campaign_metrics BY NAME SELECT * FROM new_metrics")
         con.unregister("new_metrics")
+
+
+#: Per-campaign metrics (engine/campaign/metrics.py), in display order with their labels.
+METRIC_LABELS: dict[str, str] = {
+    "error_rate": "error rate (failing / all evaluations)",
+    "success_rate": "success rate (seeds with a failure)",
+    "label_diversity": "label diversity (wrong labels per seed)",
+    "mean_mse": "MSE result vs seed",
+    "mean_ssim": "SSIM result vs seed",
+    "failures_per_1k": "failures per 1,000 evaluations",
+    "result_gap_median": "median top-2 gap, results",
+    "test_gap_median": "median top-2 gap, test images",
+}
+
+
+def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
+    """The campaign's metrics row, gap lists parsed; None before it finished."""
+    import pandas as pd  # here: write_metrics is on every campaign's start-up path (0.3 s)
+
+    df = store.query("SELECT * FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
+    if df.empty:
+        return None
+    row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
+           for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
+    for c in ("result_gaps", "test_gaps", "per_generation", "test_confusion", "differential"):
+        row[c] = None if row.get(c) is None else json.loads(row[c])
+    return row
+
+
+def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """The metrics of several campaigns (those that have them), one row each."""
+    import pandas as pd  # here: write_metrics is on every campaign's start-up path (0.3 s)
+
+    if not campaign_ids:
+        return pd.DataFrame(columns=["campaign_id", *METRIC_LABELS])
+    return store.query(
+        f"SELECT campaign_id, evaluations, {', '.join(METRIC_LABELS)} FROM campaign_metrics "
+        f"WHERE campaign_id IN ({marks(campaign_ids)})",
+        list(campaign_ids),
+    )

@@ -22,7 +22,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from store.connection import Store, StoreBusy
+from store.connection import Store
+from store.errors import StoreBusy
+from store.schema import OLD_SEED_STATUSES
+from store.tables import apply_seed_updates, insert_table
 
 FOLDER = "recovery"
 
@@ -66,9 +69,6 @@ def ingest(store: Store, timeout: float = 1.0) -> list[str]:
     A busy or read-only store leaves them for the next start."""
     if store.memory or not store.writable:
         return []
-    from store.schema import OLD_SEED_STATUSES
-    from store.writer import apply_seed_updates, insert_table
-
     done = []
     for folder in pending(Path(store.path).parent):
         meta = json.loads((folder / "campaign.json").read_text())

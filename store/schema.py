@@ -1,4 +1,4 @@
-"""DuckDB schema. Bump SCHEMA_VERSION with every change and add a migration in connection.py."""
+"""DuckDB schema. Bump SCHEMA_VERSION with every change and add its step to MIGRATIONS below."""
 
 from __future__ import annotations
 

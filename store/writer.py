@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from store import interrupts
-from store.connection import Store, StoreBusy, holders
-
-Columns = dict[str, Any]
+from store import interrupts, recovery
+from store.connection import Store
+from store.errors import StoreBusy
+from store.locks import holders
+from store.tables import SEED_UPDATE_COLS, Columns, apply_seed_updates, columns, frame, insert_table
 
 TABLES = ("seeds", "generations", "individuals", "images", "archive")
 #: The store's share of a campaign's time that flushes are spaced to stay under.
@@ -33,38 +33,6 @@ STORE_SHARE = 0.025
 #: ...but flushes are at most this many `flush_seconds` apart, however long they take: a
 #: reader's view of a running campaign is never older than that (10 s by default).
 MAX_SPACING = 5
-SEED_UPDATE_COLS = (
-    "status", "misclassified", "iterations", "evaluations", "final_pred", "final_fitness",
-    "final_top1", "final_top2", "latent_distance", "result_image", "elapsed_s",
-    "improvements_image", "final_pred_b",
-)  # fmt: skip
-
-
-def _column(v: Any, n: int) -> np.ndarray:
-    if isinstance(v, (np.ndarray, list, tuple)):
-        return np.asarray(v)
-    # Strings and None stay Python objects; numbers broadcast with their own dtype.
-    return np.array([v] * n, dtype=object) if v is None or isinstance(v, str) else np.full(n, v)
-
-
-def columns(chunks: list[Columns]) -> dict[str, np.ndarray]:
-    """One array per column from chunks of columns; scalars are broadcast to their chunk's
-    length. DuckDB scans such a dict itself (NaN and None become NULL): an Arrow table would
-    import pandas, 0.4 s of the first flush, and a pandas frame per flush cost more than the
-    insert itself."""
-    cols: dict[str, list[np.ndarray]] = {}
-    for chunk in chunks:
-        n = max(
-            (len(v) for v in chunk.values() if isinstance(v, (np.ndarray, list, tuple))), default=1
-        )
-        for name, v in chunk.items():
-            cols.setdefault(name, []).append(_column(v, n))
-    return {name: np.concatenate(parts) for name, parts in cols.items()}
-
-
-def frame(chunks: list[Columns]) -> pa.Table:
-    """The same columns as an Arrow table (recovery files are Parquet)."""
-    return pa.table({k: pa.array(v, from_pandas=True) for k, v in columns(chunks).items()})
 
 
 def now() -> datetime:
@@ -86,31 +54,11 @@ def create_campaign(store: Store, row: dict[str, Any]) -> None:
         con.execute(f"INSERT INTO campaigns ({cols}) VALUES ({marks})", list(row.values()))
 
 
-def insert_table(con, table: str, rows, campaign_id: str) -> None:
-    """Insert rows (an Arrow table, or `columns`) into a campaign table; the id is bound
-    once, not sent per row."""
-    con.register("batch", rows)
-    con.execute(
-        f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS campaign_id, * FROM batch",
-        [campaign_id],
-    )
-    con.unregister("batch")
 
-
-def apply_seed_updates(con, upd, campaign_id: str) -> None:
-    """Final per-seed outcomes (seed_idx plus SEED_UPDATE_COLS columns), as an Arrow table
-    or `columns`."""
-    names = upd.column_names if isinstance(upd, pa.Table) else list(upd)
-    cols = [c for c in SEED_UPDATE_COLS if c in names]
-    con.register("upd", upd)
-    sets = ", ".join(f"{c} = upd.{c}" for c in cols)
-    con.execute(
-        f"UPDATE seeds SET {sets} FROM upd WHERE seeds.campaign_id = ? "
-        f"AND seeds.seed_idx = upd.seed_idx",
-        [campaign_id],
-    )
-    con.unregister("upd")
-
+def campaign_exists(con, campaign_id: str) -> bool:
+    """Whether a campaign row has this id, on an open connection (a bare query: pandas
+    would cost 0.3 s of every campaign's start-up)."""
+    return con.execute("SELECT 1 FROM campaigns WHERE id = ?", [campaign_id]).fetchone() is not None
 
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -325,8 +273,6 @@ class CampaignWriter:
                 delay = min(delay * 2, 5.0)
 
     def _save_recovery(self, pending, updates, cols) -> None:
-        from store import recovery
-
         path = recovery.save(
             Path(self.store.path).parent, self.campaign_id,
             {t: frame(chunks) for t, chunks in pending.items() if chunks},

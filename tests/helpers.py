@@ -9,8 +9,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from store import Store, queries
-from store import labels as ls
+from store import Store, judging
+from store import campaigns as sc
 
 CLI = [sys.executable, "-m", "engine.cli.main"]
 
@@ -40,7 +40,7 @@ def wait_for_campaign(store: Store, proc: subprocess.Popen, timeout: float = 60)
     campaigns = Path(store.path).parent / "campaigns"
     wait_for_files(lambda: campaigns.is_dir() and any(campaigns.iterdir()), proc, timeout)
     while time.monotonic() < deadline:
-        df = queries.list_campaigns(store)
+        df = sc.list_campaigns(store)
         if not df.empty:
             return str(df.iloc[0]["id"])
         if proc.poll() is not None:
@@ -52,7 +52,7 @@ def wait_for_campaign(store: Store, proc: subprocess.Popen, timeout: float = 60)
 def wait_for_generation(store: Store, cid: str, generation: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if queries.progress(store, cid).get("generation", 0) >= generation:
+        if sc.progress(store, cid).get("generation", 0) >= generation:
             return
         time.sleep(0.05)
     raise AssertionError(f"campaign {cid} never reached generation {generation}")
@@ -63,9 +63,9 @@ def label_all(db: str, name: str, answer: int) -> int:
     how many answers landed. Run in spawned workers, which import only this module (the
     store, no torch), not the test module that starts them."""
     store, n = Store(db), 0
-    ls.join(store, "s", name)
-    while (item := ls.next_item(store, "s", name)) is not None:
-        n += ls.answer(store, "s", item, name, answer, datetime.now())
+    judging.join(store, "s", name)
+    while (item := judging.next_item(store, "s", name)) is not None:
+        n += judging.answer(store, "s", item, name, answer, datetime.now())
     return n
 
 

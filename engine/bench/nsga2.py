@@ -28,7 +28,8 @@ def bench_nsga2(
     embeddings: tuple[str, ...] = ("pca", "umap"), seeds: int = 4, generations: int = 20,
     population: int = 50, seed: int = 0,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    from store import Store, queries
+    from store import Store
+    from store import metrics as sm
 
     rows = []
     for emb in embeddings:
@@ -44,7 +45,7 @@ def bench_nsga2(
             t0 = time.perf_counter()
             res = run_in_series(cfg, home)
             total = time.perf_counter() - t0
-            figs = queries.metrics(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+            figs = sm.metrics(Store(home / "latentfuzz.duckdb"), res.campaign_id)
             d = figs["differential"]
             rows.append({
                 "embedding": emb, "seeds": seeds, "population": population,

@@ -81,12 +81,12 @@ def candidates_per_step(store, cid: str) -> list[int]:
     rows' running evaluation count per seed). A survivor's image decoded again for a strip
     (engine/campaign/loop.py `images_of`: never in the GA, a few in other strategies) is not
     counted."""
-    from store import queries
+    from store import campaigns as sc
 
-    g = queries.generations(store, cid)[["seed_idx", "generation", "evaluations"]]
+    g = sc.generations(store, cid)[["seed_idx", "generation", "evaluations"]]
     new = g["evaluations"] - g.groupby("seed_idx")["evaluations"].shift(fill_value=0)
     per_generation = new.groupby(g["generation"]).sum().sort_index()
-    n_seeds = int(queries.campaign(store, cid)["n_seeds"])
+    n_seeds = int(sc.campaign(store, cid)["n_seeds"])
     return [n_seeds, *map(int, per_generation)]
 
 
@@ -145,7 +145,8 @@ def campaign_at(
     device: str = "cpu",
 ) -> dict[str, float]:  # fmt: skip
     """One CLI campaign at `seeds`; figures from its process and its campaign row."""
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     stamp = home / f"first-{seeds}.txt"
     env = {**os.environ, FIRST_GENERATION_ENV: str(stamp)}
@@ -157,7 +158,7 @@ def campaign_at(
         env,
     )  # fmt: skip
     store = Store(home / "latentfuzz.duckdb")
-    row = queries.campaign(store, queries.list_campaigns(store)["id"].iloc[0])
+    row = sc.campaign(store, sc.list_campaigns(store)["id"].iloc[0])
     evals, wall = float(row["evaluations"]), float(row["wall_seconds"])
     return {
         "counts": candidates_per_step(store, row["id"]),

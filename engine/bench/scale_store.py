@@ -8,7 +8,7 @@
    a time with their rows interleaved, ordered by generation then clone, as campaigns
    running side by side write them; not one campaign appended after another. Every 5th
    batch forms a study, so the study queries have something to find.
-3. Times every named query of store/queries.py (median of 3, each opening the file as
+3. Times every named read of store/ (median of 3, each opening the file as
    the dashboard does: attached, then released), `failing_seeds` over 175 campaigns, and
    every page through Streamlit's AppTest (script time of the first run, caches cold, and
    of a second).
@@ -27,24 +27,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-TABLES = {"campaigns": "id", "seeds": "campaign_id", "generations": "campaign_id",
-          "individuals": "campaign_id", "images": "campaign_id",
-          "campaign_metrics": "campaign_id"}  # fmt: skip
-#: Rows of a table ordered as concurrent campaigns write them: generation first.
-ORDER = {"generations": "t.generation, c.dst, t.seed_idx",
-         "individuals": "t.generation, c.dst, t.seed_idx, t.individual",
-         "seeds": "c.dst, t.seed_idx", "images": "c.dst, t.seed_idx",
-         "campaigns": "c.dst", "campaign_metrics": "c.dst"}  # fmt: skip
-
-
 def sources(home: Path) -> list[str]:
     """The real campaigns the store is built from (run once)."""
     from engine.campaign.config import parse_config
     from engine.campaign.runner import run_campaign
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     store = Store(home / "latentfuzz.duckdb")
-    have = queries.list_campaigns(store)
+    have = sc.list_campaigns(store)
     real = have[~have["id"].str.startswith("x")]["id"].tolist()
     if real:
         return real
@@ -61,36 +52,25 @@ def sources(home: Path) -> list[str]:
 def replicate(home: Path, src: list[str], rows: int, batch: int = 25) -> int:
     """Clone the source campaigns, `batch` clones per insert, until individuals holds
     `rows` rows; returns the campaign count."""
-    from store import Store
+    from store import Store, scale
 
     store = Store(home / "latentfuzz.duckdb")
-    n = int(store.query("SELECT count(*) AS n FROM individuals")["n"][0])
-    k = int(store.query("SELECT count(*) AS n FROM campaigns WHERE id LIKE 'x%'")["n"][0])
-    per = store.query(
-        "SELECT campaign_id, count(*) AS n FROM individuals GROUP BY campaign_id"
-    ).set_index("campaign_id")["n"]
+    n = scale.row_count(store, "individuals")
+    k = scale.clone_count(store)
+    per = scale.individuals_per_campaign(store)
     b = k // batch
     while n < rows:
         # Every 5th batch: its first 5 clones form a study (Compare's default selection).
         study = f"scale-study-{b}" if b % 5 == 0 else None
         pairs = [(src[(k + i) % len(src)], f"x{k + i:06d}", study if i < 5 else None)
                  for i in range(batch)]  # fmt: skip
-        with store.write() as con:
-            con.execute("CREATE OR REPLACE TEMP TABLE c (src VARCHAR, dst VARCHAR, study VARCHAR)")
-            con.executemany("INSERT INTO c VALUES (?, ?, ?)", pairs)
-            for table, key in TABLES.items():
-                extra = ", c.dst AS name, c.study AS study" if table == "campaigns" else ""
-                con.execute(
-                    f"INSERT INTO {table} SELECT t.* REPLACE (c.dst AS {key}{extra}) "
-                    f"FROM {table} t JOIN c ON t.{key} = c.src ORDER BY {ORDER[table]}"
-                )
+        scale.clone(store, pairs)
         k += batch
         b += 1
         n += sum(int(per[s]) for s, _, _ in pairs)
         print(f"\r{k} campaigns, {n:,} individual rows", end="", file=sys.stderr)
     print(file=sys.stderr)
-    with store.write() as con:
-        con.execute("CHECKPOINT")
+    scale.checkpoint(store)
     return k + len(src)
 
 
@@ -105,32 +85,35 @@ def timed(fn, reps: int = 3) -> float:
 
 def time_queries(home: Path) -> list[tuple[str, float]]:
     from engine.labelling.validity import failing_seeds
-    from store import Store, queries
+    from store import Store, maintenance
+    from store import campaigns as sc
+    from store import metrics as sm
+    from store import studies as ss
 
     store = Store(home / "latentfuzz.duckdb")
-    camps = queries.list_campaigns(store)
+    camps = sc.list_campaigns(store)
     cid = camps["id"].iloc[len(camps) // 2]
     ids5, ids175 = camps["id"].head(5).tolist(), camps["id"].head(175).tolist()
-    study = queries.studies(store)["study"].iloc[0]
+    study = ss.campaign_studies(store)["study"].iloc[0]
     calls = {
-        "list_campaigns": lambda: queries.list_campaigns(store),
-        "campaign": lambda: queries.campaign(store, cid),
-        "summary": lambda: queries.summary(store, cid),
-        "campaigns_by_id (5)": lambda: queries.campaigns_by_id(store, ids5),
-        "seeds_of (175)": lambda: queries.seeds_of(store, ids175),
-        "best_fitness_of (5)": lambda: queries.best_fitness_of(store, ids5),
-        "seeds": lambda: queries.seeds(store, cid),
-        "generations": lambda: queries.generations(store, cid),
-        "generations (one seed)": lambda: queries.generations(store, cid, 0),
-        "individuals (one seed)": lambda: queries.individuals(store, cid, 0),
-        "progress": lambda: queries.progress(store, cid),
-        "schema_info": lambda: queries.schema_info(store),
-        "study_table": lambda: queries.study_table(store, study),
-        "studies": lambda: queries.studies(store),
-        "metrics": lambda: queries.metrics(store, cid),
-        "escape_matrix": lambda: queries.escape_matrix(store, cid),
-        "metrics_table (5)": lambda: queries.metrics_table(store, ids5),
-        "strategy_table": lambda: queries.strategy_table(store, study),
+        "list_campaigns": lambda: sc.list_campaigns(store),
+        "campaign": lambda: sc.campaign(store, cid),
+        "summary": lambda: sc.summary(store, cid),
+        "campaigns_by_id (5)": lambda: sc.campaigns_by_id(store, ids5),
+        "seeds_of (175)": lambda: sc.seeds_of(store, ids175),
+        "best_fitness_of (5)": lambda: sc.best_fitness_of(store, ids5),
+        "seeds": lambda: sc.seeds(store, cid),
+        "generations": lambda: sc.generations(store, cid),
+        "generations (one seed)": lambda: sc.generations(store, cid, 0),
+        "individuals (one seed)": lambda: sc.individuals(store, cid, 0),
+        "progress": lambda: sc.progress(store, cid),
+        "schema_info": lambda: maintenance.schema_info(store),
+        "study_table": lambda: ss.study_table(store, study),
+        "studies": lambda: ss.campaign_studies(store),
+        "metrics": lambda: sm.metrics(store, cid),
+        "escape_matrix": lambda: sc.escape_matrix(store, cid),
+        "metrics_table (5)": lambda: sm.metrics_table(store, ids5),
+        "strategy_table": lambda: ss.strategy_table(store, study),
         "failing_seeds (175 campaigns)": lambda: failing_seeds(store, ids175),
     }
     return [(name, timed(fn)) for name, fn in calls.items()]
@@ -141,10 +124,11 @@ def time_pages(home: Path) -> list[tuple[str, float, float]]:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     os.environ["LATENTFUZZ_HOME"] = str(home)
-    ids = queries.list_campaigns(Store(home / "latentfuzz.duckdb"))["id"].tolist()
+    ids = sc.list_campaigns(Store(home / "latentfuzz.duckdb"))["id"].tolist()
     # Issue 12 names Compare with 5 campaigns (its default is the latest study, or 3).
     pages = [(p.name, p.name) for p in sorted((REPO / "pages").glob("*.py"))]
     pages.append(("compare.py (5 campaigns)", "compare.py"))
@@ -180,10 +164,10 @@ def main() -> None:
     src = sources(a.home)
     n = replicate(a.home, src, a.rows)
     built = time.perf_counter() - t0
-    from store import Store
+    from store import Store, scale
 
     store = Store(a.home / "latentfuzz.duckdb")
-    counts = {t: int(store.query(f"SELECT count(*) AS n FROM {t}")["n"][0])
+    counts = {t: scale.row_count(store, t)
               for t in ("campaigns", "seeds", "generations", "individuals")}  # fmt: skip
     size = (a.home / "latentfuzz.duckdb").stat().st_size / 2**30
     if a.build_only:

@@ -35,8 +35,10 @@ from engine.campaign.startup import ReplayReport
 from engine.classifiers import inference
 from engine.core.errors import ConfigError, LatentfuzzError
 from engine.core.home import db_path
-from store import CampaignWriter, Store, interrupts, queries, recovery
-from store.liveness import RESUMABLE, CampaignLock, reap
+from store import CampaignWriter, Store, interrupts, recovery
+from store import campaigns as sc
+from store.campaigns import reap
+from store.liveness import RESUMABLE, CampaignLock
 
 
 @dataclass
@@ -50,11 +52,8 @@ class Committed:
 
     @classmethod
     def load(cls, store: Store, cid: str) -> Committed:
-        n = store.query("SELECT count(*) AS n FROM seeds WHERE campaign_id = ?", [cid])["n"][0]
-        g = store.query(
-            "SELECT seed_idx, generation, best_fitness FROM generations WHERE campaign_id = ?",
-            [cid],
-        )
+        n = sc.seed_count(store, cid)
+        g = sc.best_fitness_of(store, [cid])
         best = {
             (int(s), int(k)): float(f)
             for s, k, f in zip(g["seed_idx"], g["generation"], g["best_fitness"], strict=True)
@@ -130,7 +129,7 @@ def resume_campaign(
     store.require_writable()
     recovery.ingest(store)
     reap(store)
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None:
         raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
     if c["status"] not in RESUMABLE:
@@ -160,16 +159,7 @@ def resume_campaign(
         report = ReplayReport(home, cid, committed.last)
     try:
         with _released_on_error(lock), store.write() as con:
-            con.execute(
-                "UPDATE campaigns SET status = 'running', pid = ?, error = NULL, "
-                "finished_at = NULL WHERE id = ?",
-                [os.getpid(), cid],
-            )
-            con.execute(
-                "UPDATE seeds SET status = 'searching' WHERE campaign_id = ? "
-                "AND status = 'interrupted'",
-                [cid],
-            )
+            sc.mark_resumed(con, cid, os.getpid())
         # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
         eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
         with inference.eager_only() if eager else contextlib.nullcontext():

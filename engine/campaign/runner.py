@@ -264,12 +264,12 @@ def execute(
                 lock.release()
         # Here, not at the top: pandas costs 0.4 s of start-up and is needed only once the
         # search is over.
-        from store import queries
+        from store import campaigns as sc
 
         result = CampaignResult(
             cid,
             status,
-            queries.summary(store, cid),
+            sc.summary(store, cid),
             evals,
             wall,
             store_seconds,

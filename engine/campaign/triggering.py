@@ -99,15 +99,7 @@ def validate(
     and store the scores; returns them (kind, ref, validator, score, threshold, valid)."""
     from engine.validators import VALIDATORS
 
-    arch = store.query(
-        "SELECT entry AS ref, label, image FROM archive WHERE campaign_id = ? ORDER BY entry",
-        [cid],
-    )
-    res = store.query(
-        "SELECT seed_idx AS ref, seed_label AS label, result_image AS image FROM seeds "
-        "WHERE campaign_id = ? AND result_image IS NOT NULL ORDER BY seed_idx",
-        [cid],
-    )
+    arch, res = sd.validity_inputs(store, cid)
     parts = []
     for kind, df in (("archive", arch), ("result", res)):
         if df.empty:

@@ -165,13 +165,13 @@ def export(
     """Write seed/result image pairs and the per-seed CSV to a zip file (--zip), or the
     whole campaign as a bundle that `latentfuzz import` reads (--bundle)."""
     from engine.io.export import export_zip
-    from store import queries
+    from store import campaigns as sc
 
     if (zip_path is None) == (bundle is None):
         raise LatentfuzzError("give one of --zip FILE (image pairs) or --bundle FILE (campaign)")
     h = resolve_home(home)
     store = open_store(home)
-    c = queries.campaign(store, campaign_id)
+    c = sc.campaign(store, campaign_id)
     if c is not None and not (bundle is not None and c["status"] == "running"):
         warn_unfinished(home, campaign_id, c["status"])  # a bundle of a running one is refused
     if bundle is not None:

@@ -27,9 +27,9 @@ from engine.core.home import resolve_home
 
 
 def _campaign(store, cid: str) -> dict:
-    from store import queries
+    from store import campaigns as sc
 
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None:
         raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
     return c
@@ -100,15 +100,16 @@ def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:
 
 def _target(store, id_: str, study: bool) -> str:
     """'study' or 'campaign', after checking that the id exists (one-line error if not)."""
-    from store import labels, queries
+    from store import campaigns as sc
+    from store import labels
 
     if not study:
-        if queries.campaign(store, id_) is None and labels.study(store, id_) is not None:
+        if sc.campaign(store, id_) is None and labels.validity_study(store, id_) is not None:
             raise LatentfuzzError(f"{id_} is a label study, not a campaign; add --study")
         _campaign(store, id_)
         return "campaign"
 
-    if labels.study(store, id_) is None:
+    if labels.validity_study(store, id_) is None:
         raise LatentfuzzError(f"no study {id_!r}; `latentfuzz labels list` lists them")
     return "study"
 
@@ -178,9 +179,10 @@ def doctor(
 
 def campaigns(home: HomeOpt = None) -> None:
     """List campaigns, newest first."""
-    from store import queries
+    from store import campaigns as sc
+    from store.failures import failed_as
 
-    df = queries.list_campaigns(_store(home))
+    df = sc.list_campaigns(_store(home))
     if df.empty:
         console.print("no campaigns yet; start one with `latentfuzz run`")
         return
@@ -197,7 +199,7 @@ def campaigns(home: HomeOpt = None) -> None:
         # "misclassified 3" read as three errors of A for a differential campaign.
         "failing": lambda r: f"{r.misclassified}" + (
             f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else "") + (
-            "" if (k := queries.failed_as(fmt(r.criterion))) == "misclassified" else f" {k}"),
+            "" if (k := failed_as(fmt(r.criterion))) == "misclassified" else f" {k}"),
         "iterations (ICST)": lambda r: fmt(r.iterations_icst, ".1f"),
         "iter. to failure": lambda r: fmt(r.iterations_to_failure, ".1f"),
         "created": lambda r: str(r.created_at)[:16],
@@ -220,10 +222,11 @@ def campaigns(home: HomeOpt = None) -> None:
 
 def show(campaign_id: str, home: HomeOpt = None) -> None:
     """Print a campaign's per-seed table and status line."""
-    from store import queries
+    from store import campaigns as sc
+    from store.failures import failed_as
 
     store = _store(home)
-    c = queries.campaign(store, campaign_id)
+    c = sc.campaign(store, campaign_id)
     if c is None:
         raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
     # Names are the user's text: "[v2]" in one was read as markup and vanished.
@@ -234,8 +237,8 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         f" vs {c['classifier_b']}" if c.get("classifier_b") else "",
         f" / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}",
     ))  # fmt: skip
-    df = queries.seeds(store, campaign_id)
-    failed = queries.failed_as((c["config"] or {}).get("criterion"))
+    df = sc.seeds(store, campaign_id)
+    failed = failed_as((c["config"] or {}).get("criterion"))
     two = bool(c.get("classifier_b"))  # a differential campaign: both classifiers' answers
 
     def pred(r) -> str:
@@ -264,7 +267,7 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
             fmt(r.result_image),
         )
     console.print(t)
-    console.print(status_line(queries.summary(store, campaign_id)))
+    console.print(status_line(sc.summary(store, campaign_id)))
     if c["error"]:
         console.print(f"error: {c['error']}", markup=False, highlight=False)
 

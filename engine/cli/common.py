@@ -60,7 +60,7 @@ def open_store(home: Path | None):
     files ingested (store/recovery.py) and dead `running` campaigns marked `crashed`
     (store/liveness.py)."""
     from store import Store, recovery
-    from store.liveness import reap
+    from store.campaigns import reap
 
     store = Store(db_path(resolve_home(home)))
     recovery.ingest(store)  # rows a campaign saved when its user stopped it waiting
@@ -190,7 +190,8 @@ def escape_help(command: Any) -> None:
 
 def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
-    from store import queries
+    from store import campaigns as sc
+    from store.failures import failed_as
     from store.liveness import RESUMABLE
 
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
@@ -198,10 +199,10 @@ def status_line(s: dict[str, Any]) -> str:
     fail = "n/a" if s.get("iterations_to_failure") is None else f"{s['iterations_to_failure']:.1f}"
     return (
         f"viable seeds {s['viable']} of {s['seeds_total']}, "
-        f"{queries.failed_as(s.get('criterion'))} {s['misclassified']} "
-        f"({pct} of viable), {queries.ICST_ITERATIONS} {icst}, "
-        f"{queries.FAILURE_ITERATIONS} {fail}"
-        + (f"; {queries.unfinished_note(s)}" if s.get("interrupted") else "")
+        f"{failed_as(s.get('criterion'))} {s['misclassified']} "
+        f"({pct} of viable), {sc.ICST_ITERATIONS} {icst}, "
+        f"{sc.FAILURE_ITERATIONS} {fail}"
+        + (f"; {sc.unfinished_note(s)}" if s.get("interrupted") else "")
         # A failed campaign's seeds are stopped too, and resume refuses it.
         + (f" (`latentfuzz resume {s['campaign_id']}` finishes them)"
            if s.get("interrupted") and s.get("status") in RESUMABLE else "")

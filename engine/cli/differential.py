@@ -73,17 +73,18 @@ def validate(
     from engine.campaign.resolve import resolve
     from engine.core.home import resolve_home
     from engine.validators import check_validators, default_validators
-    from store import queries
+    from store import campaigns as sc
+    from store import metrics as sm
 
     store = _store(home)
-    row = queries.campaign(store, campaign)
+    row = sc.campaign(store, campaign)
     if row is None:
         raise LatentfuzzError(f"no campaign {campaign!r}; `latentfuzz campaigns` lists them")
     r = resolve(from_record(row["config"]))
     chosen = parse_validators(validator) if validator else r.validators
     chosen = chosen or default_validators(r.generator)
     check_validators(chosen, r.generator)
-    metrics = queries.metrics(store, campaign)
+    metrics = sm.metrics(store, campaign)
     evaluations = 0 if metrics is None else int(metrics["evaluations"])
     rows, figs = differential.close(r, store, resolve_home(home), campaign, evaluations, chosen)
     for (kind, name), part in rows.groupby(["kind", "validator"]):

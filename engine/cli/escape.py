@@ -65,10 +65,10 @@ def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
     from engine.core.csv_io import to_csv
     from engine.datasets import get_dataset
     from engine.studies.escape import escape_table, grid
-    from store import queries
+    from store import campaigns as sc
 
     store = _store(home)
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None:
         raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
     names = get_dataset(c["dataset"]).class_names

@@ -45,11 +45,11 @@ def create_cmd(
 
     from engine.labelling.agreement import sample_size
     from engine.labelling.validity import StudyConfig, create_study, failing_seeds
-    from store import queries
+    from store import campaigns as sc
 
     store = _store(home)
     for cid in campaign:
-        c = queries.campaign(store, cid)
+        c = sc.campaign(store, cid)
         if c is not None:
             warn_unfinished(home, cid, c["status"])
     if plan:
@@ -71,7 +71,7 @@ def list_cmd(home: HomeOpt = None) -> None:
     """List studies, newest first."""
     from store import labels
 
-    df = labels.studies(_store(home))
+    df = labels.validity_studies(_store(home))
     if df.empty:
         console.print("no study yet; `latentfuzz labels create` or `labels import` makes one")
         return
@@ -150,7 +150,7 @@ def report_cmd(
 
     store = _store(home)
     if study is None:
-        df = labels.studies(store)
+        df = labels.validity_studies(store)
         if df.empty:
             raise LatentfuzzError("no study yet; `latentfuzz labels create` or `labels import`")
         study = str(df.iloc[0]["id"])

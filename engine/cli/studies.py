@@ -38,7 +38,7 @@ def study(
     budget (a grid: `latentfuzz grid` runs any such grid)."""
     from engine.core.csv_io import to_csv
     from engine.studies.effectiveness import run_study
-    from store import queries
+    from store import studies as ss
 
     h = resolve_home(home)
     if strategies is not None or (show is not None and _is_strategy_study(home, show)):
@@ -67,10 +67,10 @@ def study(
             workers=workers,
             on_failed=failed,
         )
-    table = queries.study_table(_store(home), show)
+    table = ss.study_table(_store(home), show)
     if table.empty:
         raise LatentfuzzError(
-            f"no study {show!r}; studies: {list(queries.studies(_store(home))['study'])}"
+            f"no study {show!r}; studies: {list(ss.campaign_studies(_store(home))['study'])}"
         )
     console.print(
         study_table(
@@ -84,9 +84,9 @@ def study(
 
 
 def _is_strategy_study(home: Path | None, study_id: str) -> bool:
-    from store import queries
+    from store import studies as ss
 
-    return queries.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
+    return ss.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
 
 
 def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
@@ -94,7 +94,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
     """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
     from engine.core.csv_io import to_csv
     from engine.studies.strategy import run_strategy_study
-    from store import queries
+    from store import studies as ss
 
     if show is None:
 
@@ -106,7 +106,7 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
             seed, dataset, (generators or "vae").split(",")[0], on_campaign=done,
             workers=workers,
         )  # fmt: skip
-    table = queries.strategy_table(_store(home), show)
+    table = ss.strategy_table(_store(home), show)
     console.print(print_table(table, show))
     path = h / "studies" / f"{show}.csv"
     path.parent.mkdir(exist_ok=True)

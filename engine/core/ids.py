@@ -31,10 +31,12 @@ def check_id_syntax(cid: str, flag: str = "--id") -> None:
 def check_new_id(cid: str, store, home: Path) -> None:
     """Raise ConfigError unless `cid` is safe and used by no campaign row or folder."""
     check_id_syntax(cid)
-    # A bare query, not store.queries: pandas would cost 0.3 s of every campaign's start-up.
+    # Here, not at the top: core stays free of the store (grid specs want ID_PATTERN only).
+    from store.writer import campaign_exists
+
     with store.read() as con:
-        taken = con.execute("SELECT 1 FROM campaigns WHERE id = ?", [cid]).fetchone()
-    if taken is not None or campaign_dir(home, cid).exists():
+        taken = campaign_exists(con, cid)
+    if taken or campaign_dir(home, cid).exists():
         raise ConfigError(
             f"campaign id {cid!r} is taken; pick another --id, or `latentfuzz delete {cid}` first"
         )

@@ -7,7 +7,7 @@ temporary name and renamed, so a bundle is whole or absent. It holds:
 - ``manifest.json``: bundle format version, store schema version, the campaign id, its
   config and environment, and the sha256 of every other file;
 - ``tables/<table>.parquet``: the campaign's rows of every campaign table, all columns
-  (``SELECT *``: columns added later travel without code here), written by DuckDB;
+  (all columns: store/bundles.py), written by DuckDB;
 - ``files/campaigns/<id>/...``: the files of the campaign folder that its rows name,
   under their path relative to the home.
 
@@ -32,27 +32,16 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import duckdb
-
 from engine.core.errors import LatentfuzzError
-from store import SCHEMA_VERSION, Store, queries
-from store.admin import CAMPAIGN_TABLES
+from store import SCHEMA_VERSION, Store
+from store import bundles as sb
+from store import campaigns as sc
 from store.liveness import alive
-from store.schema import DDL, MIGRATIONS
+from store.writer import campaign_exists
 
 BUNDLE_VERSION = 1
 FORMAT = "latentfuzz-bundle"
 MANIFEST = "manifest.json"
-
-#: Every table holding a campaign's rows, with the condition that selects them.
-TABLES: dict[str, str] = {
-    "campaigns": "id = ?",
-    **{t: "campaign_id = ?" for t in CAMPAIGN_TABLES},
-    "annotations": "kind = 'campaign' AND id = ?",
-}
-#: The columns that hold the campaign id itself, per table (rewritten by --as).
-ID_COLUMNS = {"campaigns": "id", "annotations": "id"}
-
 
 class BundleError(LatentfuzzError):
     """A bundle that cannot be written or imported (one line, with the fix)."""
@@ -66,20 +55,12 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _prefix(cid: str) -> str:
-    return f"campaigns/{cid}/"
-
-
-def _string_columns(con, table: str) -> list[str]:
-    return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[1] == "VARCHAR"]
-
-
 def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, Any]:
     """Write campaign `cid` as a bundle at `out`; returns the manifest."""
     from importlib.metadata import version
 
     home, out = Path(home), Path(out)
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     if c is None:
         raise BundleError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
     if c["status"] == "running" and alive(home, cid):
@@ -88,23 +69,7 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
         raise BundleError(f"{out} is a folder, expected the bundle file to write (a zip)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
-        tables, referenced = {}, set()
-        with store.read() as con:  # one connection: one consistent snapshot of the rows
-            for table, where in TABLES.items():
-                dest = Path(tmp) / f"{table}.parquet"
-                q = f"SELECT * FROM {table} WHERE {where}"
-                # COPY takes no prepared parameters: the id is checked, then quoted.
-                con.execute(
-                    f"COPY ({q.replace('?', _quote(cid))}) TO '{_quote_path(dest)}' "
-                    "(FORMAT parquet)"
-                )
-                tables[table] = con.execute(f"SELECT count(*) FROM ({q})", [cid]).fetchone()[0]
-                for col in _string_columns(con, table):
-                    rows = con.execute(
-                        f"SELECT DISTINCT {col} FROM ({q}) WHERE starts_with({col}, ?)",
-                        [cid, _prefix(cid)],
-                    ).fetchall()
-                    referenced.update(r[0] for r in rows)
+        tables, referenced = sb.export_rows(store, cid, Path(tmp))
         files = {f"tables/{t}.parquet": Path(tmp) / f"{t}.parquet" for t in tables}
         for rel in sorted(referenced):
             src = home / rel
@@ -134,14 +99,6 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
                 zf.write(p, name)
         os.replace(part, out)
     return manifest
-
-
-def _quote(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
-def _quote_path(p: Path) -> str:
-    return str(p).replace("'", "''")
 
 
 def read_manifest(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
@@ -179,56 +136,30 @@ def read_manifest(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
     return manifest
 
 
-def _scratch(tmp: Path, manifest: dict[str, Any], path: Path) -> duckdb.DuckDBPyConnection:
-    """The bundle's rows in an in-memory database, migrated to this schema."""
+def _bundle_rows(
+    tmp: Path, manifest: dict[str, Any], path: Path, cid: str
+) -> dict[str, Any]:
+    """The bundle's rows, migrated to this schema, under id `cid` (Arrow per table)."""
     version = int(manifest.get("schema_version", 0))
     if version > SCHEMA_VERSION:
         raise BundleError(
             f"{path} was written with store schema {version}, this latentfuzz knows "
             f"{SCHEMA_VERSION}; upgrade latentfuzz to import it"
         )
-    con = duckdb.connect(":memory:")
+    files = {}
     for name in manifest["files"]:
         if name.startswith("tables/"):
             table = PurePosixPath(name).stem
-            if table not in TABLES:
+            if table not in sb.TABLES:
                 raise BundleError(f"{path} holds rows of an unknown table {table!r}; refused")
-            con.execute(
-                f"CREATE TABLE {table} AS SELECT * FROM read_parquet('{_quote_path(tmp / name)}')"
-            )
-    if "campaigns" not in {r[0] for r in con.execute("SHOW TABLES").fetchall()}:
+            files[table] = tmp / name
+    if "campaigns" not in files:
         raise BundleError(f"{path} holds no campaign row; refused")
-    # The store's own migrations, on these rows: the same steps an old store file takes.
-    for v in range(version + 1, SCHEMA_VERSION + 1):
-        for stmt in MIGRATIONS.get(v, []):
-            stmt(con) if callable(stmt) else con.execute(stmt)
-    for stmt in DDL:
-        con.execute(stmt)
-    return con
-
-
-def _rewrite_id(con, old: str, new: str) -> None:
-    """--as: the new id in every id column and every path under the campaign folder."""
-    for table in TABLES:
-        cols = _string_columns(con, table)
-        idc = ID_COLUMNS.get(table, "campaign_id")
-        sets = [f"{idc} = CASE WHEN {idc} = $old THEN $new ELSE {idc} END"]
-        for col in cols:
-            if col == idc:
-                continue
-            sets.append(
-                f"{col} = CASE WHEN starts_with({col}, $po) THEN $pn || "
-                f"substr({col}, {len(_prefix(old)) + 1}) WHEN {col} = $d THEN $dn "
-                f"ELSE {col} END"
-            )
-        params = {"old": old, "new": new}
-        if len(sets) > 1:
-            params.update(po=_prefix(old), pn=_prefix(new), d=f"campaigns/{old}",
-                          dn=f"campaigns/{new}")  # fmt: skip
-        con.execute(f"UPDATE {table} SET {', '.join(sets)}", params)
-    # A campaign without a name of its own is shown by its id: the new one (its page was
-    # titled with the old id, its caption said the new one).
-    con.execute("UPDATE campaigns SET name = $new WHERE name = $old", {"old": old, "new": new})
+    old = manifest["campaign_id"]
+    ids, rows = sb.bundle_rows(files, version, old, cid)
+    if ids != [old]:
+        raise BundleError(f"{path} holds campaign rows {ids}, its manifest names {old!r}")
+    return rows
 
 
 def _refuse_duplicate(home: Path, cid: str, new_id: str | None, taken: bool) -> None:
@@ -273,17 +204,10 @@ def import_bundle(
         old = manifest["campaign_id"]
         cid = old if new_id is None else new_id  # `--as ""` is checked, not ignored
         check_id_syntax(cid, flag="--as")
-        _refuse_duplicate(home, cid, new_id, queries.campaign(store, cid) is not None)
-        con = _scratch(tmp, manifest, path)
-        ids = [r[0] for r in con.execute("SELECT id FROM campaigns").fetchall()]
-        if ids != [old]:
-            raise BundleError(f"{path} holds campaign rows {ids}, its manifest names {old!r}")
-        if cid != old:
-            _rewrite_id(con, old, cid)
-        rows = {t: con.sql(f"SELECT * FROM {t}").to_arrow_table() for t in TABLES}
-        con.close()
+        _refuse_duplicate(home, cid, new_id, sc.campaign(store, cid) is not None)
+        rows = _bundle_rows(tmp, manifest, path, cid)
         images = tmp / "files" / "campaigns" / old
-        inside = f"files/{_prefix(old)}"
+        inside = f"files/{sb.folder_prefix(old)}"
         stray = [
             n for n in manifest["files"] if n.startswith("files/") and not n.startswith(inside)
         ]
@@ -294,19 +218,14 @@ def import_bundle(
         moved = False
         try:
             with store.write(checkpoint=True) as wcon:
-                taken = wcon.execute("SELECT 1 FROM campaigns WHERE id = ?", [cid]).fetchone()
-                _refuse_duplicate(home, cid, new_id, bool(taken))
-                for table, arrow in rows.items():
-                    if arrow.num_rows:
-                        wcon.register("bundle_rows", arrow)
-                        wcon.execute(f"INSERT INTO {table} BY NAME SELECT * FROM bundle_rows")
-                        wcon.unregister("bundle_rows")
+                _refuse_duplicate(home, cid, new_id, campaign_exists(wcon, cid))
+                sb.insert_rows(wcon, rows)
                 if in_transaction is not None:
                     in_transaction(wcon, cid)
                 os.rename(images, final)  # last: a failed insert leaves no folder behind
                 moved = True
         except BaseException:
-            if moved and queries.campaign(store, cid) is None:
+            if moved and sc.campaign(store, cid) is None:
                 with contextlib.suppress(OSError):
                     shutil.rmtree(final)
             raise

@@ -19,8 +19,10 @@ from pathlib import Path
 from PIL import Image
 
 from engine.core.images import frame_count
-from store import Store, StoreBusy, liveness, queries, recovery
-from store.schema import KEYS, UNINDEXED, rebuild
+from store import Store, StoreBusy, liveness, recovery
+from store import campaigns as sc
+from store import maintenance as sm
+from store.schema import KEYS, UNINDEXED
 
 
 @dataclass(frozen=True)
@@ -40,15 +42,11 @@ def _width(path: Path) -> int | None:
 
 def _files(store: Store, home: Path, cid: str) -> tuple[list[str], int]:
     """(missing image paths, generation rows whose strip frame is beyond the strip's end)."""
-    s = queries.seeds(store, cid)
+    s = sc.seeds(store, cid)
     paths = [p for col in ("seed_image", "result_image", "improvements_image")
              for p in s[col].dropna().tolist()]  # fmt: skip
     missing = sorted({p for p in paths if not (home / p).is_file()})
-    g = store.query(
-        "SELECT seed_idx, image, max(image_frame) AS last FROM generations "
-        "WHERE campaign_id = ? AND image IS NOT NULL GROUP BY seed_idx, image",
-        [cid],
-    )
+    g = sc.strip_frames(store, cid)
     seed_img = dict(zip(s["seed_idx"], s["seed_image"], strict=True))
     dangling = 0
     for r in g.itertuples():
@@ -63,16 +61,13 @@ def _files(store: Store, home: Path, cid: str) -> tuple[list[str], int]:
 def check(store: Store, home: Path) -> list[Finding]:
     """Every anomaly of the store and the home, in a stable order."""
     out: list[Finding] = []
-    for table, key in KEYS.items():
-        n = store.query(
-            f"SELECT count(*) AS n FROM (SELECT {key} FROM {table} GROUP BY {key} "
-            "HAVING count(*) > 1)"
-        )["n"][0]
+    for table in KEYS:
+        n = sm.duplicated_keys(store, table)
         if n:
             out.append(Finding("duplicate-keys", None, f"{table}: {n} keys appear twice"))
     for folder in recovery.pending(home):
         out.append(Finding("recovery", None, f"{folder} holds rows not yet written"))
-    camps = queries.list_campaigns(store)
+    camps = sc.list_campaigns(store)
     for r in camps.itertuples():
         status = liveness.status(home, r.id, r.status)
         if status == "running":
@@ -126,16 +121,13 @@ def fix(store: Store, home: Path) -> list[str]:
         # No index refuses a second copy of a row here (store/schema.py): a copy is
         # dropped, the first row of each key kept, as the indexed tables would have. A
         # read-only or busy store keeps it, and `check` goes on naming it.
-        key = KEYS[table]
-        sql = f"SELECT count(*) - count(DISTINCT ({key})) AS n FROM {table}"
-        if not store.writable or not int(store.query(sql)["n"][0]):
+        if not store.writable or not sm.duplicate_rows(store, table):
             continue
         with contextlib.suppress(StoreBusy), store.write(timeout=30) as con:
-            n = con.execute(sql).fetchone()[0]
-            rebuild(con, table, f"rowid IN (SELECT min(rowid) FROM {table} GROUP BY {key})")
+            n = sm.drop_duplicate_rows(con, table)
             done.append(f"dropped {n} duplicated {table} rows")
-    done += [f"marked {c} crashed" for c in liveness.reap(store, timeout=30)]
-    known = set(queries.list_campaigns(store)["id"])
+    done += [f"marked {c} crashed" for c in sc.reap(store, timeout=30)]
+    known = set(sc.list_campaigns(store)["id"])
     root = home / "campaigns"
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if folder.is_dir() and folder.name not in known and not liveness.alive(home, folder.name):

@@ -11,7 +11,8 @@ import pandas as pd
 
 from engine.core.csv_io import to_csv
 from engine.core.errors import LatentfuzzError
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 
 def pair_stem(
@@ -60,9 +61,9 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
 
 
 def _seeds(store: Store, campaign_id: str):
-    if queries.campaign(store, campaign_id) is None:
+    if sc.campaign(store, campaign_id) is None:
         raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
-    return queries.seeds(store, campaign_id)
+    return sc.seeds(store, campaign_id)
 
 
 def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> int:

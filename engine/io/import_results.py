@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.core.csv_io import MAX_ROWS, read_table
@@ -36,8 +35,10 @@ from engine.core.home import campaign_dir
 from engine.core.ids import check_new_id
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset
+from engine.io.result_images import image_to_pil, read_image
 from store import Store
-from store.writer import insert_table, now
+from store import campaigns as sc
+from store.writer import now
 
 FORMATS_DIR = Path(__file__).resolve().parent / "formats"
 IMAGE_SUFFIXES = (".npy", ".png")
@@ -223,62 +224,6 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
     return records, files, ignored
 
 
-def _to_chw(a: np.ndarray, shape: tuple[int, int, int], path: Path) -> np.ndarray:
-    c, h, w = shape
-    if a.ndim == 4 and a.shape[0] == 1:  # a batch of one
-        a = a[0]
-    if a.shape == (c, h, w):
-        return a
-    if a.ndim == 3 and a.shape == (h, w, c):
-        return np.transpose(a, (2, 0, 1))
-    if c == 1 and a.shape == (h, w):
-        return a[None]
-    extra = " or HxW" if c == 1 else ""
-    raise ConfigError(
-        f"{path}: shape {'x'.join(map(str, a.shape))}; expected {c}x{h}x{w} (CxHxW or "
-        f"HxWxC{extra}) for this dataset; pick the --dataset the images were made for"
-    )
-
-
-def read_image(path: Path, shape: tuple[int, int, int]) -> tuple[np.ndarray, str]:
-    """An image file as uint8 (C, H, W) and what it was: '.npy [0, 1]', '.npy [0, 255]'
-    or '.png'. A .npy of integers, or with any value above 1, is in [0, 255]; other
-    floats are in [0, 1]. Anything else is refused, naming the file and what it holds."""
-    c, h, w = shape
-    if path.suffix.lower() == ".png":
-        try:
-            with Image.open(path) as im:
-                img = np.asarray(im.convert("L" if c == 1 else "RGB"))
-        except OSError as e:
-            raise ConfigError(f"{path}: not a readable PNG ({e})") from e
-        return _to_chw(img, shape, path), ".png"
-    if path.suffix.lower() != ".npy":
-        raise ConfigError(f"{path}: a {path.suffix or 'suffix-less'} file; expected .npy or .png")
-    try:
-        a = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a readable .npy array ({str(e).splitlines()[0]})") from e
-    if a.dtype.kind not in "biuf":
-        raise ConfigError(f"{path}: dtype {a.dtype}; expected a numeric array")
-    a = _to_chw(a, shape, path)
-    x = a.astype(np.float64)
-    if not np.isfinite(x).all():
-        raise ConfigError(f"{path}: holds NaN or infinite values; expected pixels in [0, 1]")
-    lo, hi = float(x.min()), float(x.max())
-    if lo < 0 or hi > 255:
-        raise ConfigError(
-            f"{path}: values in [{lo:g}, {hi:g}]; expected [0, 1] or [0, 255] (images in "
-            "[-1, 1] need (x + 1) / 2 first)"
-        )
-    if a.dtype.kind in "biu" or hi > 1 + 1e-6:
-        return np.rint(x).astype(np.uint8), ".npy [0, 255]"
-    return np.rint(np.clip(x, 0, 1) * 255).astype(np.uint8), ".npy [0, 1]"
-
-
-def _to_pil(img: np.ndarray) -> Image.Image:
-    return Image.fromarray(img[0] if img.shape[0] == 1 else np.transpose(img, (1, 2, 0)))
-
-
 # ------------------------------------------------------------------------------ import
 
 
@@ -327,7 +272,7 @@ def import_results(
                 if rec[key] is not None:
                     img, kind = read_image(rec[key], ds.shape)
                     kinds[kind] += 1
-                    _to_pil(img).save(seed_dir / out)
+                    image_to_pil(img).save(seed_dir / out)
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -399,9 +344,5 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
         + [(i, "seed", p) for i, p in enumerate(seeds_) if p is not None],
         columns=["seed_idx", "kind", "path"],
     )
-    with store.write(checkpoint=True) as con:
-        con.register("new_campaign", campaign)
-        con.execute("INSERT INTO campaigns BY NAME SELECT * FROM new_campaign")
-        con.unregister("new_campaign")
-        insert_table(con, "seeds", seeds, cid)
-        insert_table(con, "images", pa.Table.from_pandas(image_rows, preserve_index=False), cid)
+    images = pa.Table.from_pandas(image_rows, preserve_index=False)
+    sc.insert_finished(store, cid, campaign, {"seeds": seeds, "images": images})

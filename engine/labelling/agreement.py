@@ -1,4 +1,5 @@
-"""Statistics of human judgements: verdict rules, agreement, confidence intervals, sample size.
+"""Statistics of human judgements: verdict rules and each item's verdicts, agreement,
+confidence intervals, sample size.
 
 Answers are class indices (0..K-1) or the markers INVALID, OTHER and UNSURE. OTHER is
 "valid, but of a class outside the dataset's classes" (the ICST ImageNet studies' "a
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 from scipy.stats import norm
 
 INVALID = -1  # "not a valid <domain> image"
@@ -65,6 +67,37 @@ def preservation(answers: Sequence[int], expected: int, rule: str = "icst") -> b
     if all(a != expected for a in answers) and not all(a == INVALID for a in answers):
         return False
     return None
+
+
+def verdicts(
+    items: pd.DataFrame, judgements: pd.DataFrame, adjudications: pd.DataFrame, k: int, rule: str
+) -> pd.DataFrame:
+    """One row per item: its answers, whether it is complete (k answers), validity and
+    preservation (True / False / None = undecided), and whether an adjudication settled it."""
+    answers = (
+        judgements.groupby("item_id")["answer"].apply(list).to_dict() if len(judgements) else {}
+    )
+    settled = dict(zip(adjudications["item_id"], adjudications["answer"], strict=True)) \
+        if len(adjudications) else {}  # fmt: skip
+    out = []
+    for it in items.itertuples():
+        a = answers.get(it.item_id, [])
+        complete = len(a) >= k
+        valid = pres = None
+        if complete:
+            valid = validity(a, rule)
+            if not pd.isna(it.expected):
+                pres = preservation(a, int(it.expected), rule)
+        adjudicated = it.item_id in settled
+        if adjudicated:
+            s = int(settled[it.item_id])
+            valid = s != INVALID and s != UNSURE
+            pres = None if pd.isna(it.expected) else s == int(it.expected)
+        out.append({
+            "item_id": it.item_id, "answers": a, "n_answers": len(a), "complete": complete,
+            "validity": valid, "preservation": pres, "adjudicated": adjudicated,
+        })  # fmt: skip
+    return items.merge(pd.DataFrame(out), on="item_id")
 
 
 def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float:

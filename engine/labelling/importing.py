@@ -25,9 +25,10 @@ from engine.core.csv_io import MAX_ROWS, read_table
 from engine.core.errors import ConfigError
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset
+from engine.labelling import agreement
 from engine.labelling import exchange as label_exchange
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
-from engine.labelling.validity import new_study_id, verdicts
+from engine.labelling.validity import new_study_id
 from store import Store
 from store import labels as label_store
 
@@ -154,7 +155,7 @@ def import_csv(
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
     key = import_key(path, ds.name, m, encoding)
-    if not again and (earlier := imported_as(store, key)) is not None:
+    if not again and (earlier := label_store.imported_validity_study(store, key)) is not None:
         raise ConfigError(
             f"{path} was imported already, with this dataset and mapping, as study "
             f"{earlier['id']} ({earlier['name']!r}, {str(earlier['created_at'])[:16]}); "
@@ -229,7 +230,7 @@ def import_csv(
     j = pd.DataFrame(judged, columns=["item_id", "labeller", "answer", "raw", "position",
                                       "answered_at"])  # fmt: skip
     k = len(m.assessors)
-    v = verdicts(items_df, j, pd.DataFrame(), k, "icst")
+    v = agreement.verdicts(items_df, j, pd.DataFrame(), k, "icst")
     disagreements = cross_check(df, v, m)
     sid = new_study_id()
     study = {
@@ -237,7 +238,7 @@ def import_csv(
         "k": k, "rule": "icst", "seed": seed, "resamples": 1000,
         "config": {"file": str(path), "mapping": m.model_dump(), "import_key": key},
     }  # fmt: skip
-    label_store.create_study(store, study, items_df, j)
+    label_store.create_validity_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
 
 
@@ -266,7 +267,7 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
         x = label_exchange.read(df, shape, ds, parse)
     except ConfigError as e:
         raise ConfigError(f"{path}, a latentfuzz {shape} export: {e}") from None
-    v = verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
+    v = agreement.verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
     own = ImportMapping(id="item_id", validity="validity", preservation="preservation")
     disagreements = cross_check(x.verdict_rows, v, own)
     sid = new_study_id()
@@ -275,7 +276,7 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
         "source": "import", "k": x.k, "rule": x.rule, "seed": x.seed, "resamples": x.resamples,
         "config": {"file": str(path), "format": f"latentfuzz {shape}", "import_key": key},
     }  # fmt: skip
-    label_store.create_study(store, study, x.items, x.judgements, x.adjudications)
+    label_store.create_validity_study(store, study, x.items, x.judgements, x.adjudications)
     return ImportResult(sid, len(x.items), len(x.judgements), 0, disagreements, shape,
                         x.assumed, len(x.adjudications))  # fmt: skip
 
@@ -289,16 +290,6 @@ def import_key(path: Path, dataset: str, m: ImportMapping, encoding: str | None 
             h.update(block)
     h.update(json.dumps([dataset, m.model_dump(), encoding], sort_keys=True).encode())
     return h.hexdigest()
-
-
-def imported_as(store: Store, key: str) -> dict | None:
-    """The newest imported study with this import key, or None."""
-    rows = store.query(
-        "SELECT id, name, created_at FROM label_studies WHERE source = 'import' "
-        "AND json_extract_string(config, '$.import_key') = ? ORDER BY created_at DESC LIMIT 1",
-        [key],
-    )
-    return None if rows.empty else rows.iloc[0].to_dict()
 
 
 def cross_check(df: pd.DataFrame, v: pd.DataFrame, m: ImportMapping) -> pd.DataFrame:

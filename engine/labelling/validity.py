@@ -3,7 +3,8 @@
 A study is built from campaigns (the result images of failing seeds by default, optionally
 their seed images, plus gold items: real test images with known labels) or imported from
 an external study (engine/labelling/importing.py). Verdicts follow the ICST rules by default
-(engine/labelling/agreement.py); an adjudication, when present, settles an item instead.
+(engine/labelling/agreement.py, which applies them per item); an adjudication, when present,
+settles an item instead.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from engine.core.images import to_pil, to_uint8
 from engine.datasets import get_dataset
 from engine.labelling import agreement
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from store import labels as label_store
 
 
@@ -69,11 +71,11 @@ def failing_seeds(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     of campaigns (one per campaign took 7.9 s over 175 campaigns)."""
     if not campaign_ids:
         return pd.DataFrame()
-    c = queries.campaigns_by_id(store, campaign_ids)
+    c = sc.campaigns_by_id(store, campaign_ids)
     missing = [cid for cid in campaign_ids if cid not in set(c["id"])]
     if missing:
         raise ConfigError(f"no campaign {missing[0]!r}; `latentfuzz campaigns` lists them")
-    s = queries.seeds_of(store, campaign_ids, "misclassified AND result_image IS NOT NULL")
+    s = sc.seeds_of(store, campaign_ids, "misclassified AND result_image IS NOT NULL")
     meta = c[["id", "generator", "preset", "dataset"]].rename(columns={"id": "campaign_id"})
     out = s.merge(meta, on="campaign_id", how="left")
     # The per-seed columns first, as the one-campaign-at-a-time version returned them.
@@ -87,7 +89,7 @@ def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     from store import differential as sd
 
     df = sd.triggering(store, campaign_ids)
-    missing = sorted(set(campaign_ids) - set(queries.campaigns_by_id(store, campaign_ids)["id"]))
+    missing = sorted(set(campaign_ids) - set(sc.campaigns_by_id(store, campaign_ids)["id"]))
     if missing:
         raise ConfigError(f"no campaign {missing[0]!r}; `latentfuzz campaigns` lists them")
     return df
@@ -105,7 +107,7 @@ def _triggering_rows(pool: pd.DataFrame) -> list[dict]:
 def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
     """Draw the study's images, write its gold images and store it; returns its id."""
     if not cfg.triggering:
-        camps = queries.campaigns_by_id(store, cfg.campaigns)
+        camps = sc.campaigns_by_id(store, cfg.campaigns)
         if two := camps.loc[camps["classifier_b"].notna(), "id"].tolist():
             # Their "misclassified" seeds are the inputs A and B label differently, often
             # with A right: a misclassification study of them measured non-failures.
@@ -115,7 +117,7 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
                 'them with --triggering ("Triggering inputs instead" on the Studies page)'
             )
     else:
-        camps = queries.campaigns_by_id(store, cfg.campaigns)
+        camps = sc.campaigns_by_id(store, cfg.campaigns)
         if one := camps.loc[camps["classifier_b"].isna(), "id"].tolist():
             # They were left out without a word: one classifier archives no disagreements.
             raise ConfigError(
@@ -173,7 +175,7 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
         "config": cfg.model_dump(),
     }  # fmt: skip
     try:
-        label_store.create_study(store, study, items)
+        label_store.create_validity_study(store, study, items)
     except BaseException:
         # Gold images of a study the store refused belong to nothing (doctor misses them).
         shutil.rmtree(home / "studies" / sid, ignore_errors=True)
@@ -182,37 +184,6 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
 
 
 # ----------------------------------------------------------------------------- verdicts
-
-
-def verdicts(
-    items: pd.DataFrame, judgements: pd.DataFrame, adjudications: pd.DataFrame, k: int, rule: str
-) -> pd.DataFrame:
-    """One row per item: its answers, whether it is complete (k answers), validity and
-    preservation (True / False / None = undecided), and whether an adjudication settled it."""
-    answers = (
-        judgements.groupby("item_id")["answer"].apply(list).to_dict() if len(judgements) else {}
-    )
-    settled = dict(zip(adjudications["item_id"], adjudications["answer"], strict=True)) \
-        if len(adjudications) else {}  # fmt: skip
-    out = []
-    for it in items.itertuples():
-        a = answers.get(it.item_id, [])
-        complete = len(a) >= k
-        valid = pres = None
-        if complete:
-            valid = agreement.validity(a, rule)
-            if not pd.isna(it.expected):
-                pres = agreement.preservation(a, int(it.expected), rule)
-        adjudicated = it.item_id in settled
-        if adjudicated:
-            s = int(settled[it.item_id])
-            valid = s != INVALID and s != UNSURE
-            pres = None if pd.isna(it.expected) else s == int(it.expected)
-        out.append({
-            "item_id": it.item_id, "answers": a, "n_answers": len(a), "complete": complete,
-            "validity": valid, "preservation": pres, "adjudicated": adjudicated,
-        })  # fmt: skip
-    return items.merge(pd.DataFrame(out), on="item_id")
 
 
 def undecided(v: pd.DataFrame) -> pd.DataFrame:
@@ -315,12 +286,14 @@ def labeller_table(judgements: pd.DataFrame, items: pd.DataFrame) -> pd.DataFram
 
 def load(store: Store, study_id: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """The study, its per-item verdicts and its raw judgements."""
-    s = label_store.study(store, study_id)
+    s = label_store.validity_study(store, study_id)
     if s is None:
         raise ConfigError(f"no study {study_id!r}; `latentfuzz labels list` lists them")
     it = label_store.items(store, study_id)
     j = label_store.judgements(store, study_id)
-    v = verdicts(it, j, label_store.adjudications(store, study_id), int(s["k"]), s["rule"])
+    v = agreement.verdicts(
+        it, j, label_store.adjudications(store, study_id), int(s["k"]), s["rule"]
+    )
     return s, v, j
 
 
@@ -373,7 +346,7 @@ def campaign_validity(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     for sid, g in li.groupby("study_id"):
         j = label_store.judgements(store, sid)
         a = label_store.adjudications(store, sid)
-        frames.append(verdicts(g, j, a, int(g["k"].iloc[0]), g["rule"].iloc[0]))
+        frames.append(agreement.verdicts(g, j, a, int(g["k"].iloc[0]), g["rule"].iloc[0]))
     v = pd.concat(frames)
     v = v[v["complete"]].sort_values(["study_created", "study_id"], kind="stable")
     v = v.drop_duplicates(["campaign_id", "image"], keep="last")

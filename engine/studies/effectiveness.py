@@ -21,7 +21,8 @@ from engine.core.home import db_path
 from engine.models import zoo
 from engine.studies.grid import run_grid
 from engine.studies.spec import GridSpec
-from store import Store, queries
+from store import Store
+from store import studies as ss
 
 FAMILY_ORDER = {"vae": 0, "gan": 1, "dm": 2}
 
@@ -83,4 +84,4 @@ def run_study(
 
     run_grid(spec, home, workers=workers, models_root=models_root, on_status=status,
              on_done=done)  # fmt: skip
-    return study, queries.study_table(Store(db_path(home)), study)
+    return study, ss.study_table(Store(db_path(home)), study)

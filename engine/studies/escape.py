@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 
 def escape_table(store: Store, campaign_id: str, class_names: list[str]) -> pd.DataFrame:
     """One row per (source, target) pair, class names beside the indices (the CSV)."""
-    df = queries.escape_matrix(store, campaign_id)
+    df = sc.escape_matrix(store, campaign_id)
     df.insert(1, "source_name", [class_names[int(i)] for i in df["source"]])
     df.insert(3, "target_name", [class_names[int(i)] for i in df["target"]])
     return df

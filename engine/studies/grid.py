@@ -33,7 +33,9 @@ from engine.core.home import db_path
 from engine.io.bundle import import_bundle
 from engine.studies.cell import init_worker, run_cell
 from engine.studies.spec import Cell, GridSpec, parse_config
-from store import Store, queries, recovery
+from store import Store, recovery
+from store import campaigns as sc
+from store import studies as ss
 
 STATUSES = ("queued", "running", "done", "failed")
 #: Test hook: the driver kills itself (and its workers) after this many imports.
@@ -95,7 +97,7 @@ def run_grid(
     store.require_writable()
     recovery.ingest(store)
     folder = Path(out) if out else Path(home) / "grids" / spec.name
-    stored = queries.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])
+    stored = sc.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])
     have = set(stored["id"])
     _refuse_changed_cells(spec, cells, dict(zip(stored["id"], stored["config"], strict=True)))
     for sub in ("bundles", "work"):
@@ -244,10 +246,7 @@ def _execute(
 
 def _import_cell(store: Store, home: Path, grid: str, cell: Cell, path: Path) -> None:
     def record(con, cid: str) -> None:
-        con.execute(
-            "INSERT INTO grid_cells VALUES (?, ?, ?, ?)",
-            [cid, grid, cell.id, json.dumps(cell.values, default=str)],
-        )
+        ss.record_grid_cell(con, cid, grid, cell.id, cell.values)
 
     try:
         import_bundle(store, home, path, in_transaction=record)
@@ -261,8 +260,8 @@ def _import_cell(store: Store, home: Path, grid: str, cell: Cell, path: Path) ->
 def _result(store: Store, cid: str):
     from engine.campaign.runner import CampaignResult
 
-    c = queries.campaign(store, cid)
-    return CampaignResult(cid, c["status"], queries.summary(store, cid),
+    c = sc.campaign(store, cid)
+    return CampaignResult(cid, c["status"], sc.summary(store, cid),
                           int(c["evaluations"] or 0), float(c["wall_seconds"] or 0.0),
                           float(c["store_seconds"] or 0.0))  # fmt: skip
 

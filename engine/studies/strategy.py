@@ -23,7 +23,8 @@ from engine.core.home import db_path
 from engine.search.strategies import STRATEGIES
 from engine.studies.grid import run_grid
 from engine.studies.spec import GridSpec
-from store import Store, queries
+from store import Store
+from store import studies as ss
 
 
 def evaluation_budget(generations: int) -> int:
@@ -92,4 +93,4 @@ def run_strategy_study(
         raise LatentfuzzError(
             "; ".join(f"{c}: {e}" for c, e in run.failed.items()) + f" (grid {run.folder})"
         )
-    return study, queries.strategy_table(Store(db_path(home)), study)
+    return study, ss.strategy_table(Store(db_path(home)), study)

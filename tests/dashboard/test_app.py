@@ -74,12 +74,13 @@ def test_a_damaged_store_is_named_in_one_line_not_a_traceback(app_home: Path, ho
 def test_damage_a_page_meets_midway_is_one_line_not_a_traceback(app_home: Path, monkeypatch):
     # A block lost from one table passes the open (file and catalog) and is met by the
     # page that reads it: as if the campaigns table had lost one.
-    from store import StoreError, queries
+    from store import StoreError
+    from store import campaigns as sc
 
     def damaged(*_a, **_k):
         raise StoreError("store x is damaged (IO Error: Could not read enough bytes)")
 
-    monkeypatch.setattr(queries, "list_campaigns", damaged)
+    monkeypatch.setattr(sc, "list_campaigns", damaged)
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert len(at.error) == 1

@@ -106,7 +106,7 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
-    from store import queries
+    from store import campaigns as sc
     from store.connection import Store
 
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed: `make test-browser` installs it"
@@ -148,8 +148,8 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
             # The gallery shows a seed/result pair for every seed with a result image.
             store = Store(home / "latentfuzz.duckdb")
             # Enter in a field (pressed above to commit each value) must not launch.
-            assert queries.list_campaigns(store)["id"].tolist() == [cid]
-            seeds = queries.seeds(store, cid)
+            assert sc.list_campaigns(store)["id"].tolist() == [cid]
+            seeds = sc.seeds(store, cid)
             shown = seeds[seeds["result_image"].notna()]
             assert len(shown) >= 1, f"no seed finished:\n{seeds.to_string()}"
             for i in shown["seed_idx"]:
@@ -169,7 +169,7 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
         page.wait_for_function(IDLE, timeout=60_000)  # the run has finished painting
         page.screenshot(path=str(shots / f"browser-campaign-{strategy}.png"), full_page=True)
         browser.close()
-    c = queries.campaign(Store(home / "latentfuzz.duckdb"), cid)
+    c = sc.campaign(Store(home / "latentfuzz.duckdb"), cid)
     assert c["strategy"] == strategy and c["status"] == "finished"
     if strategy == "nsga2":
         assert c["classifier_b"] == "mnist-lenet5" and c["generator"] == "mnist-gan"

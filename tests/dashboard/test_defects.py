@@ -158,10 +158,10 @@ def test_a_stopped_campaign_says_its_unfinished_seeds_are_not_counted(app, stopp
     nothing": seeds stopped mid-search (with stop_at_failure off, after failing) have no
     outcome, and the page and the CLI now say so."""
     from engine.cli.main import status_line
-    from store import queries
+    from store import campaigns as sc
 
     home, cid = stopped
-    s = queries.summary(Store(home / "latentfuzz.duckdb"), cid)
+    s = sc.summary(Store(home / "latentfuzz.duckdb"), cid)
     n = s["interrupted"]
     assert n == s["viable"] > 0
     seeds = f"{n} viable seed{'s' if n != 1 else ''}"

@@ -118,6 +118,7 @@ def test_studies_page_says_which_classifier_people_agree_with(app, diffed):
     from datetime import datetime
 
     from engine.labelling import validity as labelling
+    from store import judging
     from store import labels as ls
 
     home, cid = diffed
@@ -126,9 +127,9 @@ def test_studies_page_says_which_classifier_people_agree_with(app, diffed):
                                 name="who is right")  # fmt: skip
     sid = labelling.create_study(store, home, cfg)
     items = ls.items(store, sid).set_index("item_id")
-    ls.join(store, sid, "ann")
-    while (item := ls.next_item(store, sid, "ann")) is not None:
-        ls.answer(store, sid, item, "ann", int(items.loc[item, "predicted_b"]), datetime.now())
+    judging.join(store, sid, "ann")
+    while (item := judging.next_item(store, sid, "ann")) is not None:
+        judging.answer(store, sid, item, "ann", int(items.loc[item, "predicted_b"]), datetime.now())
     at = app("studies.py", study=sid)
     assert not at.exception, at.exception
     assert any(s.value == "Which classifier people agree with" for s in at.subheader)
@@ -155,11 +156,11 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     --triggering built a misclassification study of non-failures."""
     from engine.core.errors import ConfigError
     from engine.labelling.validity import StudyConfig, create_study
-    from store import queries
+    from store import campaigns as sc
 
     home, cid = diffed
     store = Store(home / "latentfuzz.duckdb")
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     failing = seeds[seeds["status"] == "misclassified"]
     assert len(failing), seeds
     at = app("campaign.py", id=cid)

@@ -11,7 +11,8 @@ import pytest
 
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from tests.helpers import page_opener
 
 
@@ -33,7 +34,7 @@ def gallery_captions(at) -> list[str]:
 
 def test_gallery_counts_filters_pages_and_keeps_its_state_in_the_url(campaign, monkeypatch):
     home, cid = campaign
-    seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
+    seeds = sc.seeds(Store(home / "latentfuzz.duckdb"), cid)
     counts = seeds["status"].value_counts()
     assert counts.get("non-viable", 0) >= 1, counts  # the fixture needs one of each
     at = page_opener(home, monkeypatch)("campaign.py", id=cid)
@@ -170,7 +171,7 @@ def test_a_resumed_campaigns_clock_starts_at_the_resume_and_follows_its_replay()
 
 def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
     home, cid = campaign
-    seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), cid)
+    seeds = sc.seeds(Store(home / "latentfuzz.duckdb"), cid)
     third = int(seeds[seeds["viable"]]["seed_idx"].iloc[2])
     at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed=str(third))
     assert not at.exception, at.exception

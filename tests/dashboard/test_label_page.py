@@ -13,7 +13,8 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.labelling.agreement import INVALID, UNSURE
 from engine.labelling.validity import StudyConfig, create_study
-from store import Store, queries
+from store import Store, judging
+from store import campaigns as sc
 from store import labels as ls
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -164,11 +165,11 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2, seed=5))
     items = ls.items(store, sid).set_index("item_id")
     for who in ("sta", "stb"):
-        ls.join(store, sid, who)
-        while (i := ls.next_item(store, sid, who)) is not None:
+        judging.join(store, sid, who)
+        while (i := judging.next_item(store, sid, who)) is not None:
             disagree = who == "stb" and i == items.index[0]
             value = INVALID if disagree else int(items.loc[i, "expected"])
-            ls.answer(store, sid, i, who, value, datetime.now())
+            judging.answer(store, sid, i, who, value, datetime.now())
     at = page(None)
     at.switch_page("../pages/studies.py")
     at.query_params["study"] = sid
@@ -180,7 +181,7 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     assert len(tables) >= 3  # by generator x perturbation, by campaign, labellers
     by_campaign = tables[1].value
     assert by_campaign["campaign"].tolist() == [cid]
-    assert by_campaign["name"].tolist() == [queries.campaign(store, cid)["name"]]
+    assert by_campaign["name"].tolist() == [sc.campaign(store, cid)["name"]]
     assert {"Cohen's kappa", "Fleiss' kappa", "Krippendorff's alpha"} <= {
         m.label for m in at.metric
     }
@@ -208,14 +209,14 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
 def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
     home, cid, _ = study
     store = Store(home / "latentfuzz.duckdb")
-    before = set(ls.studies(store)["id"])
+    before = set(ls.validity_studies(store)["id"])
     at = page(None)
     at.switch_page("../pages/studies.py").run()
     assert "the planner proposes" in " ".join(c.value for c in at.caption)
     at.number_input[1].set_value(3)  # labellers per image
     next(b for b in at.button if b.label == "Create study").click().run()
     assert not at.exception
-    new = ls.studies(store)
+    new = ls.validity_studies(store)
     created = new[~new["id"].isin(before)]
     assert len(created) == 1 and int(created["k"].iloc[0]) == 3
     assert any("Created" in s.value for s in at.success)
@@ -229,7 +230,7 @@ def test_bad_numbers_in_the_new_study_form_are_named_not_ignored(page, study):
     """-4 images and k = -1: Create study did nothing, without a word (a red box only)."""
     home, _, _ = study
     store = Store(home / "latentfuzz.duckdb")
-    before = len(ls.studies(store))
+    before = len(ls.validity_studies(store))
     at = page(None)
     at.switch_page("../pages/studies.py").run()
     at.number_input[0].set_value(-4)
@@ -239,7 +240,7 @@ def test_bad_numbers_in_the_new_study_form_are_named_not_ignored(page, study):
     said = " ".join(e.value for e in at.error).replace("\\", "")  # markdown escapes
     assert "Images to label must be at least 1 (you entered -4)" in said, said
     assert "Labellers per image (k) must be at least" in said and "(you entered -1)" in said
-    assert len(ls.studies(store)) == before
+    assert len(ls.validity_studies(store)) == before
 
 
 def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
@@ -255,7 +256,7 @@ def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
     Image.new("RGB", (32, 32), (200, 80, 10)).save(home / "imgs" / "a.png")
     store = Store(home / "latentfuzz.duckdb")
     sid = "study-imagenet"
-    ls.create_study(
+    ls.create_validity_study(
         store,
         {"id": sid, "name": "pizza", "dataset": "imagenet-pizza", "source": "campaigns",
          "k": 2, "rule": "icst", "seed": 0, "resamples": 100},
@@ -402,9 +403,9 @@ def test_a_study_of_results_and_seeds_shows_which_row_is_which(page, study):
     store = Store(home / "latentfuzz.duckdb")
     sid = create_study(store, home, StudyConfig(campaigns=[cid], seed_images=True, k=1))
     items = ls.items(store, sid).set_index("item_id")
-    ls.join(store, sid, "kim")
-    while (i := ls.next_item(store, sid, "kim")) is not None:
-        ls.answer(store, sid, i, "kim", int(items.loc[i, "expected"]), datetime.now())
+    judging.join(store, sid, "kim")
+    while (i := judging.next_item(store, sid, "kim")) is not None:
+        judging.answer(store, sid, i, "kim", int(items.loc[i, "expected"]), datetime.now())
     at = page(None)
     at.switch_page("../pages/studies.py")
     at.query_params["study"] = sid

@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -31,13 +32,13 @@ def test_rename_then_delete_from_the_campaign_page(tmp_path: Path, monkeypatch):
         assert not at.exception, at.exception  # was a StoreError traceback
         assert at.error[0].value.startswith("Not renamed: a campaign name needs 1 to 200")
         assert said in at.error[0].value
-        assert queries.campaign(store, cid)["name"] != bad.strip()
+        assert sc.campaign(store, cid)["name"] != bad.strip()
     at.text_input(key="rename").input("renamed here").run()
     next(b for b in at.button if b.label == "Rename").click().run()
-    assert queries.campaign(store, cid)["name"] == "renamed here"
+    assert sc.campaign(store, cid)["name"] == "renamed here"
     delete = next(b for b in at.button if b.label == "Delete")
     assert delete.disabled  # not before the confirmation
     at.checkbox(key="confirm_delete").check().run()
     next(b for b in at.button if b.label == "Delete").click().run()
-    assert queries.campaign(store, cid) is None
+    assert sc.campaign(store, cid) is None
     assert not (home / "campaigns" / cid).exists()

@@ -58,7 +58,7 @@ def test_cli_tags_and_notes_a_campaign(two, monkeypatch):
     from store import labels as ls
 
     sid = "study-x"
-    ls.create_study(Store(home / "latentfuzz.duckdb"), {
+    ls.create_validity_study(Store(home / "latentfuzz.duckdb"), {
         "id": sid, "name": "x", "created_at": datetime.now(), "dataset": "mnist",
         "source": "campaigns", "k": 2, "rule": "icst", "seed": 0, "resamples": 1000,
         "config": {},

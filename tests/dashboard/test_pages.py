@@ -153,11 +153,12 @@ def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
     assert "blocks of equal dataset, perturbation and generation budget" in at.caption[0].value
     # The Mann-Whitney samples are ICST iterations: every viable seed, survivors at 30.
     from dashboard.compare import campaign_rows
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     store = Store(home / "latentfuzz.duckdb")
     _, icst, failing = campaign_rows(store, [second])
-    seeds = queries.seeds(store, second)
+    seeds = sc.seeds(store, second)
     viable = seeds[seeds["viable"]]
     assert sorted(icst[second]) == sorted(viable["iterations"].astype(float))
     survived = viable[~viable["misclassified"].astype(bool)]
@@ -287,7 +288,8 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     error at any refresh, and the page follows the campaign to its end."""
     import time
 
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
     from tests.helpers import start_cli, wait_for_campaign
 
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
@@ -318,7 +320,7 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     searching = [s for s in running if "drawing" not in s]  # before its first generation
     assert searching and all("of 400" in s and "seeds done" in s for s in searching), running
     assert any("left" in s for s in running), running
-    assert queries.campaign(Store(home / "latentfuzz.duckdb"), cid)["status"] == "finished"
+    assert sc.campaign(Store(home / "latentfuzz.duckdb"), cid)["status"] == "finished"
 
 
 @pytest.mark.parametrize("axis", ["evaluations", "seconds"])

@@ -14,7 +14,7 @@ from engine.campaign.runner import run_campaign
 from engine.core.csv_io import to_csv_bytes
 from engine.labelling.exchange import wide_export
 from engine.labelling.validity import StudyConfig, create_study, report
-from store import Store
+from store import Store, judging
 from store import labels as ls
 from tests.helpers import page_opener
 
@@ -30,9 +30,9 @@ def exported(tmp_path_factory) -> tuple[Store, str, bytes]:
     sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))
     items = ls.items(store, sid).set_index("item_id")
     for who in ("ann", "bob"):
-        ls.join(store, sid, who)
-        while (i := ls.next_item(store, sid, who)) is not None:
-            ls.answer(store, sid, i, who, int(items.loc[i, "expected"]), datetime.now())
+        judging.join(store, sid, who)
+        while (i := judging.next_item(store, sid, who)) is not None:
+            judging.answer(store, sid, i, who, int(items.loc[i, "expected"]), datetime.now())
     return store, sid, to_csv_bytes(wide_export(store, sid))
 
 
@@ -54,7 +54,7 @@ def test_an_uploaded_export_becomes_the_same_study_in_another_home(exported, tmp
     assert not at.exception, at.exception
     assert any("a latentfuzz wide export" in s.value for s in at.success), at.error
     other = Store(home / "latentfuzz.duckdb")
-    new = ls.studies(other)
+    new = ls.validity_studies(other)
     assert len(new) == 1 and new["name"].iloc[0] == "images.csv"
     pd.testing.assert_frame_equal(report(store, sid), report(other, new["id"].iloc[0]))
     # The sidebar shows the imported study.
@@ -65,7 +65,7 @@ def test_an_uploaded_export_becomes_the_same_study_in_another_home(exported, tmp
     assert any('tick "Import again if imported before"' in e.value for e in at.error), [
         e.value for e in at.error
     ]
-    assert len(ls.studies(other)) == 1
+    assert len(ls.validity_studies(other)) == 1
 
 
 def test_a_bad_upload_is_refused_in_one_line_and_writes_nothing(tmp_path, monkeypatch):
@@ -78,7 +78,7 @@ def test_a_bad_upload_is_refused_in_one_line_and_writes_nothing(tmp_path, monkey
     said = err.value.replace("\\", "")  # markdown escapes
     assert said.startswith("Cannot import mine.csv: columns [") and "\n" not in said
     assert "not found" in said and "Choose a Mapping file naming the right columns" in said
-    assert ls.studies(Store(home / "latentfuzz.duckdb")).empty
+    assert ls.validity_studies(Store(home / "latentfuzz.duckdb")).empty
 
 
 def test_nothing_chosen_is_said(tmp_path, monkeypatch):
@@ -126,5 +126,5 @@ def test_a_latin_1_file_imports_with_its_encoding_chosen(tmp_path, monkeypatch):
     import_button(at).click().run()
     assert not at.error and at.success, [e.value for e in at.error]
     store = Store(tmp_path / "h" / "latentfuzz.duckdb")
-    items = ls.items(store, ls.studies(store)["id"].iloc[0])
+    items = ls.items(store, ls.validity_studies(store)["id"].iloc[0])
     assert items["generator"].tolist() == ["VAÉ"]

@@ -6,7 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from tests.helpers import CLI
 
 COMMAND = ["run", "--dataset", "mnist", "--generator", "vae", "--seeds", "10",
@@ -26,9 +27,9 @@ def test_documented_command_is_complete_and_reproducible(tmp_path: Path, env):
                   r"mean iterations to failure \(failing seeds\) [\d.]+")  # fmt: skip
         assert re.search(status, out), out
         store = Store(home / "latentfuzz.duckdb")
-        (cid,) = queries.list_campaigns(store)["id"]
-        seeds = queries.seeds(store, cid)
-        gens = queries.generations(store, cid)
+        (cid,) = sc.list_campaigns(store)["id"]
+        seeds = sc.seeds(store, cid)
+        gens = sc.generations(store, cid)
         viable = seeds[seeds.viable]
         # One generations row per seed per generation that ran.
         counts = gens.groupby("seed_idx").size()

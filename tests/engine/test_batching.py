@@ -14,7 +14,8 @@ from engine.campaign import batching
 from engine.campaign.config import parse_config
 from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 STILL_RISING = batching.still_rising
 
@@ -174,7 +175,7 @@ def test_a_tight_memory_cap_bounds_the_sizes_tried(tmp_path: Path, measured):
 def test_a_campaign_stores_its_measured_batch_in_the_config_resume_replays(home: Path, measured):
     cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 2}})
     res = run_campaign(cfg, home)
-    c = queries.campaign(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    c = sc.campaign(Store(home / "latentfuzz.duckdb"), res.campaign_id)
     b = c["environment"]["batch"]
     assert b["source"] == "sweep" and c["config"]["batch_size"] == b["batch_size"]
     assert set(res.batch_sizes) <= {b["batch_size"], *range(1, b["batch_size"])}
@@ -182,7 +183,7 @@ def test_a_campaign_stores_its_measured_batch_in_the_config_resume_replays(home:
     # rising (a busy moment can cut a sweep short); either way its config keeps its batch.
     (entry,) = json.loads((home / batching.CACHE).read_text()).values()
     res2 = run_campaign(cfg, home)
-    c2 = queries.campaign(Store(home / "latentfuzz.duckdb"), res2.campaign_id)
+    c2 = sc.campaign(Store(home / "latentfuzz.duckdb"), res2.campaign_id)
     b2 = c2["environment"]["batch"]
     assert b2["source"] in (("cache", "extended") if entry["rising"] else ("cache",))
     assert c2["config"]["batch_size"] == b2["batch_size"]

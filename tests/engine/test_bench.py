@@ -126,7 +126,8 @@ def test_candidates_per_step_add_up_to_the_campaigns_evaluations(tmp_path: Path)
     from engine.bench.scale import candidates_per_step
     from engine.campaign.config import parse_config
     from engine.campaign.runner import run_campaign
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     cfg = parse_config(
         {"seeds": 4, "seed": 3, "strategy_params": {"generations": 6, "perturbation": "high"}}
@@ -138,10 +139,10 @@ def test_candidates_per_step_add_up_to_the_campaigns_evaluations(tmp_path: Path)
     assert (
         sum(counts)
         == res.evaluations
-        == int(queries.campaign(store, res.campaign_id)["evaluations"])
+        == int(sc.campaign(store, res.campaign_id)["evaluations"])
     )
     assert counts[0] == 4 and len(counts) == 1 + int(
-        queries.generations(store, res.campaign_id)["generation"].max()
+        sc.generations(store, res.campaign_id)["generation"].max()
     )
     assert counts == res.batch_sizes  # the suite's batch (2,048) holds any step whole
 

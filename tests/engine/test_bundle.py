@@ -15,8 +15,10 @@ import pytest
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
-from engine.io.bundle import TABLES, BundleError, _sha256, export_bundle, import_bundle
-from store import SCHEMA_VERSION, Store, annotations, queries
+from engine.io.bundle import BundleError, _sha256, export_bundle, import_bundle
+from store import SCHEMA_VERSION, Store, annotations
+from store import campaigns as sc
+from store.bundles import TABLES
 
 
 def db(home: Path) -> Store:
@@ -84,7 +86,7 @@ def test_round_trip_gives_identical_rows_and_images(source, tmp_path: Path):
         con.execute("UPDATE campaigns SET name = id")
     export_bundle(db(fresh), fresh, "copy-1", tmp_path / "named.lfz")
     assert import_bundle(db(fresh), fresh, tmp_path / "named.lfz", "copy-2") == "copy-2"
-    assert queries.campaign(db(fresh), "copy-2")["name"] == "copy-2"
+    assert sc.campaign(db(fresh), "copy-2")["name"] == "copy-2"
     # Under a taken --as: the advice is another --as; a bad one keeps the bundle's id.
     with pytest.raises(BundleError, match="already in .*; choose another --as$"):
         import_bundle(db(fresh), fresh, bundle, "copy-1")

@@ -52,12 +52,13 @@ def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
     assert (home / "campaigns" / cid).is_dir()  # --home rule: LATENTFUZZ_HOME
     # Both counts, named: the dashboard's "search evaluations" is the second (the first
     # also counts the seeds' checks, and the two read as a discrepancy).
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     m = re.search(r"\(([\d,]+) model evaluations, ([\d,]+) of them by the search\)", out)
     assert m, out
     store = Store(home / "latentfuzz.duckdb")
-    row = queries.campaign(store, cid)
+    row = sc.campaign(store, cid)
     metrics = store.query("SELECT evaluations FROM campaign_metrics WHERE campaign_id = ?", [cid])
     assert int(m[1].replace(",", "")) == row["evaluations"]
     assert int(m[2].replace(",", "")) == metrics["evaluations"][0] < row["evaluations"]
@@ -80,7 +81,7 @@ def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
         assert len(rows) == 3
         searched = [r for r in rows if r["result_image"]]
         assert len(names) == 1 + 3 * len(searched)  # seed, result and improvement strip
-        stored = queries.seeds(store, cid).set_index("seed_idx")
+        stored = sc.seeds(store, cid).set_index("seed_idx")
         for r in searched:
             folder = "misclassified" if r["misclassified"] == "True" else "survived"
             stem = (
@@ -130,18 +131,19 @@ def test_bad_input_gets_a_clear_error_and_no_traceback(home: Path, env, tmp_path
 
 
 def test_every_bundled_generator_runs_like_the_vae(home: Path, env):
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     store = Store(home / "latentfuzz.duckdb")
     for gen in ("gan", "dm"):
         p = cli(["run", "--generator", gen, "--seeds", "3", "--generations", "4", "--seed", "2",
                  "--population", "6", "--best-left", "2", "--quiet"], env)  # fmt: skip
         assert "viable seeds" in " ".join(p.stdout.split())
-        cid = queries.list_campaigns(store)["id"].iloc[0]
-        c = queries.campaign(store, cid)
+        cid = sc.list_campaigns(store)["id"].iloc[0]
+        c = sc.campaign(store, cid)
         assert c["generator"] == f"mnist-{gen}" and c["preset"] == "strong"
-        seeds = queries.seeds(store, cid)
-        gens = queries.generations(store, cid)
+        seeds = sc.seeds(store, cid)
+        gens = sc.generations(store, cid)
         assert (seeds["source_index"] == -1).all()  # sampled seeds with a class label
         assert len(gens) == int(seeds[seeds.viable]["iterations"].sum())
 

@@ -12,8 +12,10 @@ from engine.campaign.config import parse_config
 from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from store import differential as sd
+from store import metrics as sm
 
 
 def diff_campaign(home: Path, strategy: str = "ga", **params):
@@ -35,14 +37,14 @@ def ga_diff(tmp_path_factory):
 
 def test_both_classifiers_labels_are_stored_where_one_is_today(ga_diff):
     home, cid, store = ga_diff
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     assert c["classifier"] == "mnist-convnet" and c["classifier_b"] == "mnist-lenet5"
     assert c["config"]["fitness"] == "divergence" and c["config"]["archive"] is True
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     assert seeds["seed_pred_b"].notna().all() and seeds["final_pred_b"].notna().all()
-    gens = queries.generations(store, cid)
+    gens = sc.generations(store, cid)
     assert gens["best_pred_b"].notna().all()
-    ind = queries.individuals(store, cid, 0)
+    ind = sc.individuals(store, cid, 0)
     assert ind["pred_b"].notna().all()
     # A seed that failed ends on an input the two label differently.
     failed = seeds[seeds["misclassified"].astype(bool)]
@@ -60,7 +62,7 @@ def test_every_distinct_triggering_input_is_archived_and_scored(ga_diff):
     v = sd.validity(store, cid)
     assert set(v["kind"]) == {"archive", "result"}
     assert v.loc[v.validator == "ssim-nearest", "threshold"].eq(0.4).all()
-    figs = queries.metrics(store, cid)["differential"]
+    figs = sm.metrics(store, cid)["differential"]
     assert figs["triggering"] == len(arch)
     assert figs["valid_triggering"] == int(arch["valid"].sum())
     assert figs["triggering_per_1k"] == pytest.approx(1000 * len(arch) / figs["evaluations"])
@@ -85,7 +87,7 @@ def test_validate_rescores_with_another_threshold(ga_diff, capsys):
     # so now exactly those the discriminator lets through.
     arch = sd.archive(store, cid)
     assert arch["valid_ssim-nearest"].all()
-    figs = queries.metrics(store, cid)["differential"]
+    figs = sm.metrics(store, cid)["differential"]
     assert figs["valid_triggering"] == int(arch["valid_discriminator"].sum()) < figs["triggering"]
 
 
@@ -93,9 +95,9 @@ def test_single_classifier_campaigns_keep_their_shape(tmp_path: Path):
     cfg = parse_config({"seeds": 2, "strategy_params": {"generations": 3}})
     cid = run_campaign(cfg, tmp_path).campaign_id
     store = Store(tmp_path / "latentfuzz.duckdb")
-    assert queries.seeds(store, cid)["seed_pred_b"].isna().all()
+    assert sc.seeds(store, cid)["seed_pred_b"].isna().all()
     assert sd.archive(store, cid).empty and sd.validity(store, cid).empty
-    assert queries.metrics(store, cid)["differential"] is None
+    assert sm.metrics(store, cid)["differential"] is None
 
 
 @pytest.mark.parametrize(
@@ -148,6 +150,7 @@ def test_a_study_of_triggering_inputs_says_which_classifier_people_agree_with(ga
     from datetime import datetime
 
     from engine.labelling import validity as labelling
+    from store import judging
     from store import labels as ls
 
     home, cid, store = ga_diff
@@ -158,11 +161,11 @@ def test_a_study_of_triggering_inputs_says_which_classifier_people_agree_with(ga
     assert (items["predicted"] != items["predicted_b"]).all()
     # Both labellers give A's label to the first four items, B's to the last two.
     for who in ("ann", "bob"):
-        ls.join(store, sid, who)
-        while (item := ls.next_item(store, sid, who)) is not None:
+        judging.join(store, sid, who)
+        while (item := judging.next_item(store, sid, who)) is not None:
             row = items.loc[item]
             answer = row["predicted"] if item < 4 else row["predicted_b"]
-            ls.answer(store, sid, item, who, int(answer), datetime.now())
+            judging.answer(store, sid, item, who, int(answer), datetime.now())
     s, v, _ = labelling.load(store, sid)
     sides = labelling.model_agreement(v, s["rule"]).iloc[0]
     assert (sides["valid"], sides["humans_agree_a"], sides["humans_agree_b"]) == (6, 4, 2)
@@ -283,8 +286,8 @@ def test_a_campaign_that_searched_nothing_has_no_figures_and_its_page_says_so(
                         "strategy_params": {"generations": 2, "population": 8}})  # fmt: skip
     cid = run_campaign(cfg, tmp_path).campaign_id
     store = Store(tmp_path / "latentfuzz.duckdb")
-    assert queries.summary(store, cid)["viable"] == 0
-    assert queries.metrics(store, cid)["differential"] is None
+    assert sc.summary(store, cid)["viable"] == 0
+    assert sm.metrics(store, cid)["differential"] is None
     at = page_opener(tmp_path, monkeypatch)("campaign.py", id=cid)
     assert not at.exception, at.exception
     assert any("latentfuzz validate" in i.value for i in at.info)
@@ -314,7 +317,7 @@ def test_its_export_names_both_answers_and_files_disagreements_apart(ga_diff, tm
     from engine.io.export import export_zip
 
     home, cid, store = ga_diff
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     export_zip(store, home, cid, tmp_path / "d.zip")
     names = zipfile.ZipFile(tmp_path / "d.zip").namelist()
     for r in seeds[seeds["result_image"].notna()].itertuples():

@@ -15,7 +15,9 @@ from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_campaign
 from engine.campaign.seeding import plan_seeds
 from engine.studies.escape import confusion_rates, grid
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
+from store import metrics as sm
 from tests.helpers import CLI
 
 
@@ -82,9 +84,9 @@ def test_an_escape_campaign_stores_its_matrix_and_the_confusion(home: Path):
                         "strategy_params": {"generations": 30}})  # fmt: skip
     res = run_campaign(cfg, home)
     store = Store(home / "latentfuzz.duckdb")
-    seeds = queries.seeds(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id)
     assert len(seeds) == 18 and sorted(seeds["target"].unique()) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
-    m = queries.escape_matrix(store, res.campaign_id)
+    m = sc.escape_matrix(store, res.campaign_id)
     assert m["attempts"].tolist() == [2] * 9 and (m["source"] == 3).all()
     # The matrix is the seeds table grouped: recompute one cell by hand.
     for _, cell in m.iterrows():
@@ -95,14 +97,14 @@ def test_an_escape_campaign_stores_its_matrix_and_the_confusion(home: Path):
         won = pair[pair["misclassified"].astype(bool)]
         assert (won["final_pred"] == cell["target"]).all()
     assert m["successes"].sum() > 0  # the strong GA escapes from 3 somewhere in 30 steps
-    conf = queries.metrics(store, res.campaign_id)["test_confusion"]
+    conf = sm.metrics(store, res.campaign_id)["test_confusion"]
     assert len(conf) == 10 and all(len(r) == 10 for r in conf)
     test = resolve(cfg).dataset.load("test")
     assert sum(map(sum, conf)) == len(test)  # the whole (small) test split
     assert [sum(r) for r in conf] == torch.bincount(test.labels, minlength=10).tolist()
     # An ordinary campaign has no matrix.
     other = run_campaign(parse_config({"seeds": 2, "strategy_params": {"generations": 2}}), home)
-    assert queries.escape_matrix(store, other.campaign_id).empty
+    assert sc.escape_matrix(store, other.campaign_id).empty
 
 
 def test_confusion_rates_and_grid():
@@ -129,7 +131,7 @@ def test_escape_cli_prints_the_matrix_and_writes_the_csv(home: Path, env, tmp_pa
     df = pd.read_csv(out)
     assert list(df.columns[:4]) == ["source", "source_name", "target", "target_name"]
     assert len(df) == 9 and (df["source"] == 5).all()
-    cid = queries.list_campaigns(Store(home / "latentfuzz.duckdb"))["id"].iloc[0]
+    cid = sc.list_campaigns(Store(home / "latentfuzz.duckdb"))["id"].iloc[0]
     again = subprocess.run([*CLI, "escape", "--campaign", cid, "--home", str(home)],
                            env=env, capture_output=True, text=True)  # fmt: skip
     assert again.returncode == 0 and "class escape" in again.stdout

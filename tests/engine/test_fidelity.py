@@ -18,7 +18,8 @@ from engine.campaign.runner import run_campaign
 from engine.search.strategies import SearchSpace
 from engine.search.strategies.ga import GAParams, GeneticAlgorithm, resolve_step
 from engine.search.strategies.operators import crossover, mutate, pick_parents, select_elite
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 SPACE = SearchSpace((6,), -5.0, 5.0)  # latent range r = 10
 
@@ -142,8 +143,8 @@ def test_a_seed_stops_in_the_first_generation_whose_best_fitness_is_negative(hom
     # Rule: `if now_best < 0: break` after evaluating a generation; iterations = g_idx + 1
     # (1-based); a survivor runs the whole budget. Fitness: logit[expected] - max other.
     cid, store = _campaign(home, perturbation="strong")
-    seeds = queries.seeds(store, cid)
-    gens = queries.generations(store, cid)
+    seeds = sc.seeds(store, cid)
+    gens = sc.generations(store, cid)
     viable = seeds[seeds["viable"]]
     assert viable["misclassified"].any() and len(viable) >= 5
     for r in viable.itertuples():
@@ -159,7 +160,7 @@ def test_a_seed_stops_in_the_first_generation_whose_best_fitness_is_negative(hom
 def test_a_failure_in_the_initial_population_counts_as_iteration_one(home: Path):
     # Rule: the initial population is evaluated in generation g_idx = 0, reported as 1.
     cid, store = _campaign(home, perturbation="custom", step=3.0)
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     failed = seeds[seeds["misclassified"].fillna(False).astype(bool)]
     assert len(failed) and (failed["iterations"] == 1).any()
     assert failed["iterations"].min() >= 1
@@ -169,10 +170,10 @@ def test_icst_iterations_average_all_viable_seeds_with_survivors_at_the_budget(h
     # Table III's "# iterations": mean over all viable seeds, survivors counted at the
     # budget; the failing-seed mean is reported beside it, never instead of it.
     cid, store = _campaign(home, perturbation="high")
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     viable = seeds[seeds["viable"]]
     assert (viable["iterations"] == 30).any()  # survivors exist at this budget
-    s = queries.summary(store, cid)
+    s = sc.summary(store, cid)
     assert s["iterations_icst"] == pytest.approx(viable["iterations"].mean())
     failing = viable[viable["misclassified"].astype(bool)]
     if len(failing):

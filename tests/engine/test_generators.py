@@ -13,7 +13,8 @@ from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError, ModelError
 from engine.generators import GENERATORS
 from engine.models import zoo
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from tests.engine.conftest import TINY
 
 
@@ -28,15 +29,15 @@ def test_same_campaign_through_every_generator(family: str, tiny_zoo: Path, tmp_
     res = run_campaign(cfg, tmp_path, models_root=tiny_zoo)
     store = Store(tmp_path / "latentfuzz.duckdb")
     assert res.status == "finished"
-    seeds = queries.seeds(store, res.campaign_id)
-    gens = queries.generations(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id)
+    gens = sc.generations(store, res.campaign_id)
     assert len(seeds) == 8 and (seeds["seed_label"] == 0).all()
     viable = seeds[seeds.viable]
     assert len(viable) >= 1, "no viable seed"
     assert len(gens) == int(viable["iterations"].sum())
     for row in viable.itertuples():
         assert (tmp_path / row.result_image).is_file()
-    c = queries.campaign(store, res.campaign_id)
+    c = sc.campaign(store, res.campaign_id)
     assert c["generator"] == f"mnist-{family}"
     # Conditional generators sample seeds; the VAE encodes dataset images.
     sampled = (seeds["source_index"] == -1).all()
@@ -129,9 +130,9 @@ def test_dm_makes_seeds_with_seed_guidance_and_searches_with_search_guidance(
                                                 "best_left": 2}})  # fmt: skip
         res = run_campaign(cfg, tmp_path)
         store = Store(tmp_path / "latentfuzz.duckdb")
-        seeds = queries.seeds(store, res.campaign_id)
+        seeds = sc.seeds(store, res.campaign_id)
         images = [(tmp_path / p).read_bytes() for p in seeds["seed_image"]]
-        return queries.campaign(store, res.campaign_id)["config"]["generator_params"], images
+        return sc.campaign(store, res.campaign_id)["config"]["generator_params"], images
 
     a, seed_a = campaign(guidance=1.4, seed_guidance=3.5)
     assert a == {"steps": 4, "guidance": 1.4, "seed_guidance": 3.5}  # both recorded

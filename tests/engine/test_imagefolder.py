@@ -295,7 +295,8 @@ def test_three_channel_images_are_written_and_read_back(tmp_path: Path):
 def test_three_channel_campaign_end_to_end(tmp_path: Path, in_home: Path):
     """`data add`, tiny models saved as a user's, a short campaign through the runner."""
     from engine.campaign.runner import run_campaign
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     folder = write_folder(tmp_path / "clean", per_class=10, rejects=False)  # 2 test/class
     assert cli("data", "add", "pets", str(folder), "--home", str(in_home)).exit_code == 0
@@ -304,13 +305,13 @@ def test_three_channel_campaign_end_to_end(tmp_path: Path, in_home: Path):
     res = run_campaign(campaign(), in_home)
     assert res.status == "finished"
     store = Store(in_home / "latentfuzz.duckdb")
-    seeds = queries.seeds(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id)
     assert len(seeds) == 2 and seeds["viable"].all()  # the classifier always says class 0
     assert (seeds["iterations"] == 3).all()
     for rel in (*seeds["seed_image"], *seeds["result_image"]):
         with Image.open(in_home / rel) as im:
             assert (im.mode, im.size) == ("RGB", (32, 32))
-    c = queries.campaign(store, res.campaign_id)
+    c = sc.campaign(store, res.campaign_id)
     assert set(c["environment"]["model_sha256"]) == {gen, clf}
 
 

@@ -22,8 +22,10 @@ from engine.core.errors import ConfigError
 from engine.io.import_results import ResultsMapping, builtin_mapping, import_results
 from engine.labelling.agreement import INVALID
 from engine.labelling.validity import StudyConfig, create_study, report
-from store import Store, queries
+from store import Store, judging
+from store import campaigns as sc
 from store import labels as ls
+from store import metrics as sm
 from tests.helpers import page_opener
 
 HEADER = ["File Name", "Generator", "Run", "Initial Perturbation", "Perturbation Size",
@@ -87,11 +89,11 @@ def imported(tmp_path_factory):
     # Two labellers through the labelling functions: both keep every label, except that
     # the second calls one image invalid (so its validity is undecided under ICST rules).
     for who in ("ann", "bob"):
-        ls.join(store, sid, who)
-        while (item := ls.next_item(store, sid, who)) is not None:
+        judging.join(store, sid, who)
+        while (item := judging.next_item(store, sid, who)) is not None:
             expected = int(ls.items(store, sid).set_index("item_id").loc[item, "expected"])
             answer = INVALID if who == "bob" and expected == 0 else expected
-            ls.answer(store, sid, item, who, answer, datetime.now())
+            judging.answer(store, sid, item, who, answer, datetime.now())
     return home, store, res, native.campaign_id, sid, images
 
 
@@ -100,15 +102,15 @@ def test_giftbench_folder_becomes_an_imported_campaign(imported):
     cid = res.campaign_id
     assert res.rows == 6 and res.misclassified == 4
     assert res.kinds == {".npy [0, 1]": 2, ".npy [0, 255]": 2, ".png": 2}
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     assert (c["kind"], c["generator"], c["status"], c["preset"]) == (
         "imported",
         GEN,
         "finished",
         "0.0012",
     )
-    assert queries.campaign(store, native)["kind"] == "native"  # the default
-    s = queries.seeds(store, cid)
+    assert sc.campaign(store, native)["kind"] == "native"  # the default
+    s = sc.seeds(store, cid)
     assert s["seed_label"].tolist() == [r[1] for r in ROWS]
     assert s["final_pred"].tolist() == [r[2] for r in ROWS]
     assert s["iterations"].tolist() == [r[3] for r in ROWS]
@@ -120,8 +122,8 @@ def test_giftbench_folder_becomes_an_imported_campaign(imported):
     for r in s.itertuples():  # every image copied as a PNG with the pixels it had
         png = np.asarray(Image.open(home / r.result_image))
         assert np.array_equal(png, as_uint8(images[ROWS[r.seed_idx][0]]))
-    assert queries.generations(store, cid).empty
-    assert queries.metrics(store, cid) is None
+    assert sc.generations(store, cid).empty
+    assert sm.metrics(store, cid) is None
 
 
 def test_imported_campaign_is_labelled_and_reported(imported, monkeypatch):
@@ -158,9 +160,9 @@ def test_a_custom_mapping_reads_another_tools_columns(tmp_path):
     m = ResultsMapping.from_yaml(tmp_path / "m.yaml")
     store = Store(tmp_path / "home" / "latentfuzz.duckdb")
     res = import_results(store, tmp_path / "home", folder, "mnist", "their-gan", m)
-    c = queries.campaign(store, res.campaign_id)
+    c = sc.campaign(store, res.campaign_id)
     assert (c["strategy"], c["classifier"], c["preset"]) == ("sinvad-like", "their-cnn", "high")
-    s = queries.seeds(store, res.campaign_id)
+    s = sc.seeds(store, res.campaign_id)
     assert s["seed_label"].tolist() == [3, 7, 1] and s["final_pred"].tolist() == [8, 7, 2]
     assert s["iterations"].isna().tolist() == [False, False, True]
     assert res.kinds == {".npy [0, 1]": 3, ".npy [0, 255]": 1}
@@ -198,7 +200,7 @@ def test_bad_input_is_refused_with_its_own_message_and_nothing_is_written(tmp_pa
         import_results(store, home, _bad(tmp_path / "gb", case), "mnist", GEN,
                        builtin_mapping("giftbench"))  # fmt: skip
     assert "\n" not in str(e.value)
-    assert queries.list_campaigns(store).empty
+    assert sc.list_campaigns(store).empty
     assert not (home / "campaigns").exists() or not any((home / "campaigns").iterdir())
 
 
@@ -210,7 +212,7 @@ def test_cli_imports_and_refuses_in_one_line(tmp_path):
     out = runner.invoke(app, [*args, "--preset", "high", "--name", "past study"])
     assert out.exit_code == 0, out.output
     assert "imported 6 images" in out.output and "4 misclassified, 2 survived" in out.output
-    c = queries.list_campaigns(Store(home / "latentfuzz.duckdb")).iloc[0]
+    c = sc.list_campaigns(Store(home / "latentfuzz.duckdb")).iloc[0]
     assert (c["name"], c["preset"], c["kind"]) == ("past study", "high", "imported")
     out = runner.invoke(app, [*args, "--format", "nope"])  # main() prints it as one line
     assert isinstance(out.exception, ConfigError)

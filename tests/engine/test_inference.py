@@ -141,7 +141,8 @@ def test_a_campaign_run_eagerly_resumes_eagerly_and_new_ones_record_the_graphs(t
     from engine.campaign.config import parse_config
     from engine.campaign.resume import resume_campaign
     from engine.campaign.runner import run_campaign
-    from store import Store, queries
+    from store import Store
+    from store import campaigns as sc
 
     raw = {"seeds": 3, "seed": 4, "batch_size": 64, "strategy_params": {"generations": 6}}
 
@@ -154,7 +155,7 @@ def test_a_campaign_run_eagerly_resumes_eagerly_and_new_ones_record_the_graphs(t
         whole = run_campaign(parse_config(raw), tmp_path / "a").campaign_id
         cut = run_campaign(parse_config(raw), tmp_path / "b", progress=stop_at_3)
     b = Store(tmp_path / "b" / "latentfuzz.duckdb")
-    env = queries.campaign(b, cut.campaign_id)["environment"]
+    env = sc.campaign(b, cut.campaign_id)["environment"]
     del env["inference"]
     with b.write() as con:
         con.execute(
@@ -163,9 +164,9 @@ def test_a_campaign_run_eagerly_resumes_eagerly_and_new_ones_record_the_graphs(t
     assert cut.status == "interrupted"
     # Replayed through the graph, its stored best fitness would not match to the last bit.
     assert resume_campaign(tmp_path / "b", cut.campaign_id).status == "finished"
-    a = queries.generations(Store(tmp_path / "a" / "latentfuzz.duckdb"), whole)
-    r = queries.generations(b, cut.campaign_id)
+    a = sc.generations(Store(tmp_path / "a" / "latentfuzz.duckdb"), whole)
+    r = sc.generations(b, cut.campaign_id)
     assert a["best_fitness"].tolist() == r["best_fitness"].tolist()
     new = run_campaign(parse_config(raw), tmp_path / "c").campaign_id
-    env = queries.campaign(Store(tmp_path / "c" / "latentfuzz.duckdb"), new)["environment"]
+    env = sc.campaign(Store(tmp_path / "c" / "latentfuzz.duckdb"), new)["environment"]
     assert env["inference"] == inference.PATH

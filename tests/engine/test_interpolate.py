@@ -21,7 +21,9 @@ from engine.search.strategies.interpolate import (
     interpolate,
     lambdas,
 )
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
+from store import metrics as sm
 
 
 def test_registered_with_the_argus_grid():
@@ -64,12 +66,12 @@ def test_each_lambda_is_one_generation_with_its_error_rate_and_ssim(home: Path):
                         "strategy_params": {"k": 3, "lambda_steps": 4}})  # fmt: skip
     res = run_campaign(cfg, home)
     store = Store(home / "latentfuzz.duckdb")
-    gens = queries.generations(store, res.campaign_id)
+    gens = sc.generations(store, res.campaign_id)
     viable = int(res.summary["viable"])
     assert len(gens) == 4 * viable  # the whole grid for every viable seed
     steps = sorted(gens["step"].unique())
     assert steps == pytest.approx([0.05, 0.2, 0.35, 0.5])
-    m = queries.metrics(store, res.campaign_id)
+    m = sm.metrics(store, res.campaign_id)
     per = m["per_generation"]
     assert [p["step"] for p in per] == pytest.approx(steps)
     assert all(p["evaluations"] == viable * 9 * 3 for p in per)
@@ -77,7 +79,7 @@ def test_each_lambda_is_one_generation_with_its_error_rate_and_ssim(home: Path):
     # Interpolating towards other classes moves the image away from the seed.
     assert per[-1]["mean_mse"] > per[0]["mean_mse"]
     assert m["evaluations"] == viable * 9 * 3 * 4
-    camp = queries.campaign(store, res.campaign_id)
+    camp = sc.campaign(store, res.campaign_id)
     assert camp["config"]["evaluation_budget"] == 9 * 3 * 4
     # The Campaign page shows the figures by lambda (they were stored, never shown).
     from dashboard.metrics import by_step

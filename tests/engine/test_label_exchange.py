@@ -27,7 +27,7 @@ from engine.labelling.validity import (
     report,
     undecided,
 )
-from store import Store
+from store import Store, judging
 from store import labels as ls
 
 
@@ -46,19 +46,20 @@ def study(tmp_path_factory) -> tuple[Store, str]:
     # and Cohen's kappa pairs first with second answers.
     served = {name: 0 for name in ("ann", "=bob")}
     for name in served:
-        ls.join(store, sid, name)
+        judging.join(store, sid, name)
     while served:
         for name in list(served):
-            if (i := ls.next_item(store, sid, name)) is None:
+            if (i := judging.next_item(store, sid, name)) is None:
                 del served[name]
                 continue
             it = items.loc[i]
             agree = name == "ann" or it.kind == "gold" or served[name] % 3
-            ls.answer(store, sid, i, name, int(it.expected) if agree else INVALID, datetime.now())
+            value = int(it.expected) if agree else INVALID
+            judging.answer(store, sid, i, name, value, datetime.now())
             served[name] += 1
     _, v, _ = load(store, sid)
     first = int(undecided(v)["item_id"].iloc[0])
-    ls.adjudicate(store, sid, first, "rev", int(items.loc[first, "expected"]), "looked again")
+    judging.adjudicate(store, sid, first, "rev", int(items.loc[first, "expected"]), "looked again")
     return store, sid
 
 
@@ -134,7 +135,7 @@ def test_a_bad_cell_is_refused_with_its_row_and_nothing_is_written(study, tmp_pa
     to_csv(wide, tmp_path / "class.csv")
     with pytest.raises(ConfigError, match="expected 12 is not a class index of mnist"):
         import_csv(other, tmp_path / "class.csv", "mnist")
-    assert ls.studies(other).empty
+    assert ls.validity_studies(other).empty
 
 
 def test_only_our_own_headers_are_read_as_exports():
@@ -188,7 +189,7 @@ def test_bad_settings_and_cells_are_refused_before_anything_is_written(
     other = Store(tmp_path / "o.duckdb")
     with pytest.raises(ConfigError, match=re.escape(said)):
         import_csv(other, tmp_path / "bad.csv", "mnist")
-    assert ls.studies(other).empty
+    assert ls.validity_studies(other).empty
 
 
 def test_a_time_with_a_zone_is_kept_as_the_store_keeps_times(study, tmp_path, monkeypatch):
@@ -220,7 +221,7 @@ def test_a_seed_as_large_as_a_study_takes_travels_and_the_dataset_is_checked(stu
     wide = wide_export(store, sid).assign(study_seed=2**40)
     to_csv(wide, tmp_path / "w.csv")
     res = import_csv(Store(tmp_path / "o.duckdb"), tmp_path / "w.csv", "mnist")
-    assert ls.study(Store(tmp_path / "o.duckdb"), res.study_id)["seed"] == 2**40
+    assert ls.validity_study(Store(tmp_path / "o.duckdb"), res.study_id)["seed"] == 2**40
     # The answers name mnist's classes: read as another dataset's they would mean others.
     with pytest.raises(ConfigError, match="made for dataset mnist, not cifar10; import it "
                        "with --dataset mnist"):  # fmt: skip

@@ -103,7 +103,7 @@ def test_unknown_answer_text_is_refused_with_the_row_and_nothing_is_written(tmp_
                         "", "")]  # fmt: skip
     with pytest.raises(ConfigError, match=r"data row 3 \(ID '9'\): answer 'blurry'.*--mapping"):
         import_csv(store, write_csv(tmp_path / "bad.csv", rows), "mnist")
-    assert ls.studies(store).empty
+    assert ls.validity_studies(store).empty
     mapping = ImportMapping(invalid_texts=["blurry"])
     res = import_csv(store, write_csv(tmp_path / "bad.csv", rows), "mnist", mapping)
     assert ls.judgements(store, res.study_id)["answer"].tolist().count(-1) == 3
@@ -119,7 +119,7 @@ def test_two_rows_of_one_id_or_a_word_for_a_number_are_refused_by_row(tmp_path):
     word = [ROWS[0], ("u/2.png", "2", "MNIST", "VAE", "low", "abc", "7", "9", "7", "7", "", "")]
     with pytest.raises(ConfigError, match=r"data row 2 \(ID '2'\): ITER 'abc' is not a number"):
         import_csv(store, write_csv(tmp_path / "word.csv", word), "mnist")
-    assert ls.studies(store).empty
+    assert ls.validity_studies(store).empty
 
 
 def test_missing_columns_are_named(tmp_path):
@@ -188,7 +188,7 @@ def test_unknown_dataset_is_one_line_listing_the_known_ones(tmp_path):
     assert "unknown dataset 'imagenet'" in out.stderr and "imagenet-pizza" in out.stderr
     assert (
         not (tmp_path / "home" / "latentfuzz.duckdb").exists()
-        or ls.studies(Store(tmp_path / "home" / "latentfuzz.duckdb")).empty
+        or ls.validity_studies(Store(tmp_path / "home" / "latentfuzz.duckdb")).empty
     )
 
 
@@ -216,12 +216,12 @@ def test_the_same_file_imported_twice_is_refused_unless_again(tmp_path):
     copy = write_csv(tmp_path / "renamed copy.csv")  # same bytes, another name
     with pytest.raises(ConfigError, match=rf"imported already.*study {first.study_id}.*--again"):
         import_csv(store, copy, "mnist")
-    assert len(ls.studies(store)) == 1
+    assert len(ls.validity_studies(store)) == 1
     # Another mapping or dataset, or other bytes, is another import.
     other = write_csv(tmp_path / "other.csv", ROWS[:-1])
     assert import_csv(store, other, "mnist").study_id != first.study_id
     again = import_csv(store, copy, "mnist", again=True)
-    assert again.study_id != first.study_id and len(ls.studies(store)) == 3
+    assert again.study_id != first.study_id and len(ls.validity_studies(store)) == 3
     env = {"LATENTFUZZ_HOME": str(tmp_path / "h"), "PATH": "/usr/bin:/bin"}
     run = [*CLI, "labels", "import", str(copy), "--dataset", "mnist"]
     assert subprocess.run(run, env=env, capture_output=True).returncode == 0

@@ -14,7 +14,7 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
-from engine.labelling.agreement import INVALID, UNSURE
+from engine.labelling.agreement import INVALID, UNSURE, verdicts
 from engine.labelling.exchange import raw_export, wide_export
 from engine.labelling.validity import (
     StudyConfig,
@@ -25,9 +25,9 @@ from engine.labelling.validity import (
     labeller_table,
     load,
     undecided,
-    verdicts,
 )
-from store import Store, queries
+from store import Store, judging
+from store import campaigns as sc
 from store import labels as ls
 from tests.helpers import label_all
 
@@ -83,7 +83,7 @@ def test_sampling_is_seeded_and_bad_configs_are_refused(campaign, tmp_path):
 def make_study(store: Store, n: int, k: int, expected: int = 3) -> str:
     items = pd.DataFrame({"item_id": range(n), "kind": "result", "generator": "vae",
                           "preset": "high", "expected": expected, "image": "x.png"})  # fmt: skip
-    ls.create_study(store, {"id": "s", "dataset": "mnist", "source": "campaigns", "k": k,
+    ls.create_validity_study(store, {"id": "s", "dataset": "mnist", "source": "campaigns", "k": k,
                             "rule": "icst", "seed": 0, "resamples": 200}, items)  # fmt: skip
     return "s"
 
@@ -91,57 +91,57 @@ def make_study(store: Store, n: int, k: int, expected: int = 3) -> str:
 def test_serving_claims_answers_undo_and_no_double_answers():
     store = Store()
     sid = make_study(store, n=3, k=1)
-    ls.join(store, sid, "ann")
-    ls.join(store, sid, "bob")
-    a = ls.next_item(store, sid, "ann")
-    assert ls.next_item(store, sid, "ann") == a  # a reload shows the same image
-    b = ls.next_item(store, sid, "bob")
+    judging.join(store, sid, "ann")
+    judging.join(store, sid, "bob")
+    a = judging.next_item(store, sid, "ann")
+    assert judging.next_item(store, sid, "ann") == a  # a reload shows the same image
+    b = judging.next_item(store, sid, "bob")
     assert b != a  # k = 1: ann's claim holds the item's only slot
     t0 = datetime.now()
-    assert ls.answer(store, sid, a, "ann", 3, t0)
-    assert not ls.answer(store, sid, a, "ann", 5, t0)  # a double click changes nothing
+    assert judging.answer(store, sid, a, "ann", 3, t0)
+    assert not judging.answer(store, sid, a, "ann", 5, t0)  # a double click changes nothing
     j = ls.judgements(store, sid)
     assert j[["item_id", "labeller", "answer", "position"]].values.tolist() == [[a, "ann", 3, 1]]
     assert j["seconds"].iloc[0] >= 0
-    c = ls.next_item(store, sid, "ann")
+    c = judging.next_item(store, sid, "ann")
     assert c not in (a, b)
-    assert ls.progress(store, sid, "ann") == {"mine": 1, "done": 1, "wanted": 3, "items": 3}
-    assert ls.undo(store, sid, "ann") == a
+    assert judging.progress(store, sid, "ann") == {"mine": 1, "done": 1, "wanted": 3, "items": 3}
+    assert judging.undo(store, sid, "ann") == a
     assert ls.judgements(store, sid).empty
-    assert ls.next_item(store, sid, "ann") == a  # the undone item comes back first
-    assert ls.next_item(store, sid, "ann", skip=frozenset({a})) == c  # skip puts it last
+    assert judging.next_item(store, sid, "ann") == a  # the undone item comes back first
+    assert judging.next_item(store, sid, "ann", skip=frozenset({a})) == c  # skip puts it last
 
 
 def test_a_turn_answers_serves_and_reserves_the_next_item_in_one_transaction():
-    """store.labels.turn, the Label page's one write per key: the item after the served one
+    """store.judging.turn, the Label page's one write per key: the item after the served one
     is reserved (claimed), so that another labeller is never served it at k = 1 and the
     page can show it before the next write; a reload still shows the served item first."""
     store = Store()
     sid = make_study(store, n=4, k=1)
-    ls.join(store, sid, "ann")
-    ls.join(store, sid, "bob")
-    t = ls.turn(store, sid, "ann")
+    judging.join(store, sid, "ann")
+    judging.join(store, sid, "bob")
+    t = judging.turn(store, sid, "ann")
     a, a2 = t["item"], t["upcoming"]
     assert a2 is not None and a2 != a and t["image"] == t["upcoming_image"] == "x.png"
-    assert ls.next_item(store, sid, "ann") == a  # a reload: the served item, not the reserve
-    b = ls.turn(store, sid, "bob")
+    assert judging.next_item(store, sid, "ann") == a  # a reload: the served item, not the reserve
+    b = judging.turn(store, sid, "bob")
     assert {b["item"], b["upcoming"]}.isdisjoint({a, a2})  # ann's reserve holds its slot
-    t = ls.turn(store, sid, "ann", answers=[(a, 3, datetime.now())])
+    t = judging.turn(store, sid, "ann", answers=[(a, 3, datetime.now())])
     assert (t["item"], t["recorded"], t["progress"]["mine"]) == (a2, 1, 1)
     assert t["upcoming"] is None  # every other slot is bob's
-    t = ls.turn(store, sid, "ann", undo=True)
+    t = judging.turn(store, sid, "ann", undo=True)
     assert (t["item"], t["upcoming"], t["progress"]["mine"]) == (a, a2, 0)
 
 
 def test_order_is_fixed_per_labeller_and_differs_between_labellers():
     store = Store()
     sid = make_study(store, n=40, k=2)
-    seeds = [ls.join(store, sid, name) for name in ("ann", "bob")]
-    assert ls.join(store, sid, "ann") == seeds[0]  # joining again resumes, same order
-    orders = [ls.labeller_order(40, s) for s in seeds]
+    seeds = [judging.join(store, sid, name) for name in ("ann", "bob")]
+    assert judging.join(store, sid, "ann") == seeds[0]  # joining again resumes, same order
+    orders = [judging.labeller_order(40, s) for s in seeds]
     assert sorted(orders[0]) == list(range(40))
     assert orders[0].tolist() != orders[1].tolist()
-    assert ls.next_item(store, sid, "ann") == orders[0][0]
+    assert judging.next_item(store, sid, "ann") == orders[0][0]
 
 
 def test_two_processes_labelling_at_once_lose_nothing_and_never_double(tmp_path):
@@ -200,12 +200,12 @@ def test_statistics_of_a_labelled_study(campaign, tmp_path):
     sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.25))
     items = ls.items(store, sid)
     for name in ("ann", "bob"):
-        ls.join(store, sid, name)
-        while (i := ls.next_item(store, sid, name)) is not None:
+        judging.join(store, sid, name)
+        while (i := judging.next_item(store, sid, name)) is not None:
             it = items.set_index("item_id").loc[i]
             # ann always names the expected class; bob calls result images invalid
             value = int(it.expected) if name == "ann" or it.kind == "gold" else INVALID
-            ls.answer(store, sid, i, name, value, datetime.now())
+            judging.answer(store, sid, i, name, value, datetime.now())
     s, v, j = load(store, sid)
     assert len(j) == 2 * len(items)
     assert v["validity"].isna().sum() == (items["kind"] == "result").sum()  # they disagree
@@ -217,7 +217,7 @@ def test_statistics_of_a_labelled_study(campaign, tmp_path):
     assert len(raw) == len(j) and set(raw["answer_text"]) >= {"not a valid digit image"}
     assert len(wide) == len(items) and {"answer 1", "answer 2"} <= set(wide.columns)
     for i in undecided(v)["item_id"]:
-        ls.adjudicate(store, sid, int(i), "rev", int(items.loc[i, "expected"]))
+        judging.adjudicate(store, sid, int(i), "rev", int(items.loc[i, "expected"]))
     cv = campaign_validity(store, [cid]).set_index("campaign")
     n_result = int((items["kind"] == "result").sum())
     assert cv.loc[cid, ["labelled", "valid", "preserved"]].tolist() == [n_result] * 3
@@ -230,9 +230,9 @@ def test_an_image_in_several_studies_counts_once_with_the_newest_verdict(campaig
     def labelled(answer) -> str:  # a study of the campaign's results, k=1, all answered
         sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0, k=1))
         items = ls.items(store, sid).set_index("item_id")
-        ls.join(store, sid, "ann")
-        while (i := ls.next_item(store, sid, "ann")) is not None:
-            ls.answer(store, sid, i, "ann", answer(items.loc[i]), datetime.now())
+        judging.join(store, sid, "ann")
+        while (i := judging.next_item(store, sid, "ann")) is not None:
+            judging.answer(store, sid, i, "ann", answer(items.loc[i]), datetime.now())
         return sid
 
     labelled(lambda it: INVALID)
@@ -241,7 +241,7 @@ def test_an_image_in_several_studies_counts_once_with_the_newest_verdict(campaig
     assert n > 0 and cv.loc[cid, "valid"] == 0
     labelled(lambda it: int(it.expected))  # the same images again, now valid
     cv = campaign_validity(store, [cid]).set_index("campaign")
-    failing = int(queries.seeds(store, cid)["misclassified"].fillna(False).sum())
+    failing = int(sc.seeds(store, cid)["misclassified"].fillna(False).sum())
     # Each image once (it was each study's verdict once: 2n of n images), the newest says.
     assert cv.loc[cid, ["labelled", "valid", "preserved"]].tolist() == [n, n, n] and n <= failing
 
@@ -262,7 +262,7 @@ def test_a_study_the_store_refuses_leaves_no_gold_images_behind(campaign, tmp_pa
     def refuse(*a, **k):
         raise RuntimeError("the store said no")
 
-    monkeypatch.setattr(labelling.label_store, "create_study", refuse)
+    monkeypatch.setattr(labelling.label_store, "create_validity_study", refuse)
     before = set((home / "studies").glob("*"))  # the module's other studies share the home
     with pytest.raises(RuntimeError):
         create_study(store, home, StudyConfig(campaigns=[campaign[1]], gold_rate=0.3))

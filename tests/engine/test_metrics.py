@@ -14,7 +14,9 @@ from engine.campaign.config import parse_config
 from engine.campaign.metrics import MetricsTracker, top2_gap
 from engine.campaign.runner import run_campaign
 from engine.core.similarity import mse, ssim
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
+from store import metrics as sm
 
 
 def images(n: int, c: int, seed: int) -> torch.Tensor:
@@ -76,18 +78,18 @@ def test_a_finished_campaign_stores_its_metrics(home: Path):
         "generations": 30, "perturbation": "custom", "step": 0.05}})  # fmt: skip
     res = run_campaign(cfg, home)
     store = Store(home / "latentfuzz.duckdb")
-    m = queries.metrics(store, res.campaign_id)
+    m = sm.metrics(store, res.campaign_id)
     s = res.summary
     assert m is not None and s["viable"] > 0
     assert m["success_rate"] == pytest.approx(s["misclassified"] / s["viable"])
     assert m["failures_per_1k"] == pytest.approx(1000 * s["misclassified"] / m["evaluations"])
     # Search evaluations: every generation's candidates, not the seed images.
-    seeds = queries.seeds(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id)
     assert m["evaluations"] == seeds["evaluations"].sum()
     assert 0 < m["failing_evaluations"] <= m["evaluations"]
     assert 0 < m["mean_ssim"] <= 1 and 0 <= m["mean_mse"] < 1
     assert len(m["result_gaps"]) == s["viable"] and len(m["test_gaps"]) == 1000
     # The default classifier is confident on test digits (SINVAD: 0.99).
     assert m["test_gap_median"] > 0.9
-    table = queries.metrics_table(store, [res.campaign_id, "nope"])
+    table = sm.metrics_table(store, [res.campaign_id, "nope"])
     assert table["campaign_id"].tolist() == [res.campaign_id]

@@ -23,7 +23,8 @@ from engine.search.fitness import (
     ReachedTarget,
     Targeted,
 )
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 LOGITS = torch.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]])
 EXPECTED = torch.tensor([1, 0])
@@ -126,8 +127,8 @@ def test_targeted_campaign_fails_only_by_reaching_the_target(home: Path):
         home, fitness="targeted", target=3,
         strategy_params={"generations": 60, "perturbation": "custom", "step": 0.3},
     )  # fmt: skip
-    seeds = queries.seeds(store, res.campaign_id)
-    camp = queries.campaign(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id)
+    camp = sc.campaign(store, res.campaign_id)
     assert (camp["config"]["fitness"], camp["config"]["criterion"]) == ("targeted", "targeted")
     # A seed already of the target class fails at once: it is not viable.
     assert not seeds.loc[seeds["seed_label"] == 3, "viable"].any()
@@ -143,15 +144,15 @@ def test_boundary_with_the_ga_keeps_refining_and_returns_the_closest_failure(hom
         strategy_params={"generations": 12, "perturbation": "custom", "step": 0.3},
     )  # fmt: skip
     cid = res.campaign_id
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     viable = seeds[seeds["viable"]]
     failed = viable[viable["misclassified"].astype(bool)]
     assert len(failed) > 0
     # No seed stopped at its first failure: all ran the whole budget.
-    gens = queries.generations(store, cid)
+    gens = sc.generations(store, cid)
     assert (gens.groupby("seed_idx")["generation"].max() == 12).all()
     for _, row in failed.iterrows():
-        ind = queries.individuals(store, cid, int(row["seed_idx"]))
+        ind = sc.individuals(store, cid, int(row["seed_idx"]))
         last = ind[ind["generation"] == 12]
         closest = last.loc[last["pred"] != row["seed_label"], "fitness"].min()
         assert row["final_fitness"] == pytest.approx(closest)

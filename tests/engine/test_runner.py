@@ -13,7 +13,8 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
 from engine.core.images import read_frame
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 
 def small(**kw) -> dict:
@@ -38,8 +39,8 @@ def test_campaign_writes_every_generation_and_image(home: Path):
     res = run(home)
     store = db(home)
     assert res.status == "finished"
-    seeds = queries.seeds(store, res.campaign_id)
-    gens = queries.generations(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id)
+    gens = sc.generations(store, res.campaign_id)
     viable = seeds[seeds.viable]
     assert len(viable) >= 3
     # One generations row per viable seed per generation that ran, contiguous from 1.
@@ -60,7 +61,7 @@ def test_campaign_writes_every_generation_and_image(home: Path):
     for _, g in gens.groupby("seed_idx"):
         assert (np.diff(g["best_fitness"].to_numpy()) <= 1e-6).all()
     assert (gens["step"] > 0).all()
-    c = queries.campaign(store, res.campaign_id)
+    c = sc.campaign(store, res.campaign_id)
     assert c["config"]["strategy_params"]["population"] == 25
     assert set(c["environment"]["model_sha256"]) == {"mnist-vae", "mnist-convnet"}
     assert c["environment"]["duckdb"].startswith("2.")
@@ -71,8 +72,8 @@ def test_campaign_writes_every_generation_and_image(home: Path):
 def test_stop_at_first_failure(home: Path):
     res = run(home, seeds=6)
     store = db(home)
-    seeds = queries.seeds(store, res.campaign_id).set_index("seed_idx")
-    gens = queries.generations(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id).set_index("seed_idx")
+    gens = sc.generations(store, res.campaign_id)
     failed = seeds[seeds.status == "misclassified"]
     assert len(failed) >= 1
     for idx, row in failed.iterrows():
@@ -103,7 +104,7 @@ def test_candidates_run_in_equal_batches_no_larger_than_the_batch_size():
 
 def test_finished_seeds_drop_out_of_the_batch(home: Path):
     res = run(home, seeds=6)
-    seeds = queries.seeds(db(home), res.campaign_id)
+    seeds = sc.seeds(db(home), res.campaign_id)
     viable = int(seeds.viable.sum())
     sizes = res.batch_sizes
     assert sizes[0] == 6  # seed viability check
@@ -119,14 +120,14 @@ def test_same_config_and_seed_give_identical_results(tmp_path: Path):
     def outcome(home: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[bytes]]:
         res = run(home)
         store = db(home)
-        s = queries.seeds(store, res.campaign_id).drop(columns=["elapsed_s"])
-        g = queries.generations(store, res.campaign_id).drop(columns=["elapsed_s"])
+        s = sc.seeds(store, res.campaign_id).drop(columns=["elapsed_s"])
+        g = sc.generations(store, res.campaign_id).drop(columns=["elapsed_s"])
         cid = res.campaign_id
         for df, cols in ((s, ["seed_image", "result_image", "improvements_image"]), (g, ["image"])):
             for c in cols:
                 df[c] = df[c].str.replace(cid, "ID")
         images = [
-            (home / p).read_bytes() for p in queries.seeds(store, cid)["result_image"].dropna()
+            (home / p).read_bytes() for p in sc.seeds(store, cid)["result_image"].dropna()
         ]
         return s, g, images
 
@@ -135,13 +136,13 @@ def test_same_config_and_seed_give_identical_results(tmp_path: Path):
     pd.testing.assert_frame_equal(a[1], b[1])
     assert a[2] == b[2]
     other = run(tmp_path / "d", seed=2)
-    s_other = queries.seeds(db(tmp_path / "d"), other.campaign_id)
+    s_other = sc.seeds(db(tmp_path / "d"), other.campaign_id)
     assert not s_other["source_index"].equals(a[0]["source_index"])
 
 
 def test_target_class_seeds_from_that_class(home: Path):
     res = run(home, target_class=7, seeds=3, strategy_params={"generations": 3})
-    seeds = queries.seeds(db(home), res.campaign_id)
+    seeds = sc.seeds(db(home), res.campaign_id)
     assert (seeds["seed_label"] == 7).all()
 
 
@@ -153,10 +154,10 @@ def test_individuals_can_be_switched_off(home: Path):
     n_off = store.query(
         "SELECT count(*) n FROM individuals WHERE campaign_id = ?", [off.campaign_id]
     )
-    gens_on = queries.generations(store, on.campaign_id)
+    gens_on = sc.generations(store, on.campaign_id)
     assert int(n_on["n"][0]) == len(gens_on) * 25
     assert int(n_off["n"][0]) == 0
-    ind = queries.individuals(store, on.campaign_id, 0)
+    ind = sc.individuals(store, on.campaign_id, 0)
     g1 = ind[ind.generation == 1]
     assert g1["evaluated"].all()  # the first population is evaluated whole
     g2 = ind[ind.generation == 2]
@@ -203,12 +204,12 @@ def test_an_error_mid_campaign_marks_it_failed(home: Path):
     with pytest.raises(RuntimeError, match="out of memory"):
         run_campaign(parse_config(small()), home, evaluator=Breaks)
     store = db(home)
-    (cid,) = queries.list_campaigns(store)["id"]
-    c = queries.campaign(store, cid)
+    (cid,) = sc.list_campaigns(store)["id"]
+    c = sc.campaign(store, cid)
     assert c["status"] == "failed" and "out of memory" in c["error"]
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     assert "searching" not in set(seeds["status"])
-    gens = queries.generations(store, cid)
+    gens = sc.generations(store, cid)
     assert gens["generation"].max() == 3  # the generations before the error are kept
 
 
@@ -217,7 +218,7 @@ def test_the_result_and_the_row_give_the_same_store_time_within_the_wall(home: P
     # stops: a 3-generation campaign showed a store share above 1 in the bench.
     cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}})
     res = run_campaign(cfg, home)
-    row = queries.campaign(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    row = sc.campaign(Store(home / "latentfuzz.duckdb"), res.campaign_id)
     assert res.store_seconds == pytest.approx(float(row["store_seconds"]))
     assert res.wall_seconds == pytest.approx(float(row["wall_seconds"]))
     assert 0 < res.store_seconds < res.wall_seconds

@@ -24,7 +24,8 @@ from torch import nn
 from engine.core.errors import ModelError
 from engine.core.files import sha256
 from engine.models import zoo
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 CIFAR_CLASSES = 10
 
@@ -198,10 +199,10 @@ def test_same_campaign_twice_gives_the_same_results(world: dict):
         assert out.exit_code == 0, out.output
         assert "viable seeds" in out.output
     store = Store(world["home"] / "latentfuzz.duckdb")
-    a, b = queries.list_campaigns(store)["id"].tolist()[:2]
+    a, b = sc.list_campaigns(store)["id"].tolist()[:2]
     tables = []
     for cid in (a, b):
-        s = queries.seeds(store, cid)[
+        s = sc.seeds(store, cid)[
             [
                 "seed_idx",
                 "seed_label",
@@ -215,7 +216,7 @@ def test_same_campaign_twice_gives_the_same_results(world: dict):
                 "latent_distance",
             ]
         ]
-        ind = pd.concat([queries.individuals(store, cid, i) for i in range(4)])
+        ind = pd.concat([sc.individuals(store, cid, i) for i in range(4)])
         tables.append((s, ind.reset_index(drop=True)))
     pd.testing.assert_frame_equal(tables[0][0], tables[1][0])
     pd.testing.assert_frame_equal(tables[0][1], tables[1][1])

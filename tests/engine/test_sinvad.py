@@ -16,7 +16,8 @@ from engine.search.strategies import STRATEGIES, SearchSpace
 from engine.search.strategies.operators import reset_mask
 from engine.search.strategies.sinvad import Sinvad, SinvadParams, decay_step
 from engine.search.termination import Status
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 SPACE = SearchSpace((6,), -5.0, 5.0)
 
@@ -115,8 +116,8 @@ def test_campaign_finds_boundary_inputs_and_stops_by_the_step_rule(home: Path):
     cfg = parse_config({"strategy": "sinvad", "seeds": 3, "seed": 1, "strategy_params": params})
     res = run_campaign(cfg, home)
     store = Store(home / "latentfuzz.duckdb")
-    seeds = queries.seeds(store, res.campaign_id)
-    gens = queries.generations(store, res.campaign_id)
+    seeds = sc.seeds(store, res.campaign_id)
+    gens = sc.generations(store, res.campaign_id)
     viable = seeds[seeds["viable"]]
     assert len(viable) > 0
     last = gens.groupby("seed_idx")["generation"].max()

@@ -12,7 +12,8 @@ from engine.campaign.runner import run_campaign
 from engine.search.strategies import STRATEGIES, SearchSpace
 from engine.search.strategies.ga import GAParams
 from engine.search.strategies.operators import breed, select_elite
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 SPACE = SearchSpace((6,), -5.0, 5.0)
 
@@ -76,7 +77,7 @@ def test_a_campaign_configured_with_best_left_stores_elites(tmp_path):
     cfg = parse_config({"seeds": 2, "strategy_params": {"generations": 2, "population": 6,
                                                         "best_left": 2}})  # fmt: skip
     cid = run_campaign(cfg, tmp_path).campaign_id
-    params = queries.campaign(Store(tmp_path / "latentfuzz.duckdb"), cid)["config"][
+    params = sc.campaign(Store(tmp_path / "latentfuzz.duckdb"), cid)["config"][
         "strategy_params"
     ]
     assert params["elites"] == 2 and "best_left" not in params
@@ -99,15 +100,15 @@ def test_a_campaign_stored_with_best_left_resumes_to_the_same_results(tmp_path):
     cut = run_campaign(parse_config(raw), tmp_path / "b", progress=stop_at_3)
     assert cut.status == "interrupted"
     store = Store(tmp_path / "b" / "latentfuzz.duckdb")
-    old = queries.campaign(store, cut.campaign_id)["config"]
+    old = sc.campaign(store, cut.campaign_id)["config"]
     params = old["strategy_params"]
     old["strategy_params"] = {("best_left" if k == "elites" else k): v for k, v in params.items()}
     with store.write() as con:
         con.execute("UPDATE campaigns SET config = ? WHERE id = ?",
                     [json.dumps(old), cut.campaign_id])  # fmt: skip
     assert resume_campaign(tmp_path / "b", cut.campaign_id).status == "finished"
-    a = queries.generations(Store(tmp_path / "a" / "latentfuzz.duckdb"), whole)
-    b = queries.generations(store, cut.campaign_id)
+    a = sc.generations(Store(tmp_path / "a" / "latentfuzz.duckdb"), whole)
+    b = sc.generations(store, cut.campaign_id)
     cols = ["seed_idx", "generation", "best_fitness", "step", "evaluations"]
     assert len(a) == 18 and a[cols].equals(b[cols])
 

@@ -11,7 +11,8 @@ import pytest
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.search.strategies import STRATEGIES
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from store import differential as sd
 
 #: Small settings per strategy; a new strategy must add its own here.
@@ -37,16 +38,16 @@ def outcome(home: Path, strategy: str, seed: int = 1) -> tuple[pd.DataFrame, ...
     )  # fmt: skip
     cid = run_campaign(cfg, home).campaign_id
     store = Store(home / "latentfuzz.duckdb")
-    s = queries.seeds(store, cid).drop(columns=["elapsed_s"])
-    g = queries.generations(store, cid).drop(columns=["elapsed_s"])
+    s = sc.seeds(store, cid).drop(columns=["elapsed_s"])
+    g = sc.generations(store, cid).drop(columns=["elapsed_s"])
     for df, cols in ((s, ["seed_image", "result_image", "improvements_image"]), (g, ["image"])):
         for c in cols:
             df[c] = df[c].str.replace(cid, "ID")
-    ind = pd.concat([queries.individuals(store, cid, i) for i in range(3)])
+    ind = pd.concat([sc.individuals(store, cid, i) for i in range(3)])
     arch = sd.archive(store, cid).drop(columns=["image"])
     ind = pd.concat([ind, arch])  # NSGA-II's archive of triggering inputs (empty elsewhere)
     images = tuple(
-        (home / p).read_bytes() for p in queries.seeds(store, cid)["result_image"].dropna()
+        (home / p).read_bytes() for p in sc.seeds(store, cid)["result_image"].dropna()
     )
     return s, g, ind.reset_index(drop=True), images
 

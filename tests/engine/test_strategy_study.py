@@ -11,7 +11,8 @@ import pytest
 from engine.core.errors import ConfigError
 from engine.search.strategies import STRATEGIES
 from engine.studies.strategy import evaluation_budget, run_strategy_study, strategy_configs
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 
 def test_the_ga_budget_counts_the_first_population_then_children():
@@ -47,8 +48,8 @@ def test_strategies_run_on_the_same_seeds_at_an_equal_budget(home: Path):
     budget = evaluation_budget(6)
     assert (table["budget"] <= budget).all()
     store = Store(home / "latentfuzz.duckdb")
-    sources = [queries.seeds(store, c)["source_index"].tolist() for c in table["campaign"]]
+    sources = [sc.seeds(store, c)["source_index"].tolist() for c in table["campaign"]]
     assert sources[0] == sources[1] == sources[2]
-    per_seed = [queries.seeds(store, c)["evaluations"].max() for c in table["campaign"]]
+    per_seed = [sc.seeds(store, c)["evaluations"].max() for c in table["campaign"]]
     assert max(per_seed) <= budget
     assert table["error_rate"].notna().all() and table["test_gap_median"].gt(0.9).all()

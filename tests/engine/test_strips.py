@@ -13,7 +13,8 @@ from PIL import Image
 import engine.campaign.runner as runner
 from engine.campaign.config import parse_config
 from engine.core.images import ImageSink, frame_count, read_frame, sidecar
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 
 FRAME = 28 * 28  # bytes of one MNIST frame
 
@@ -70,7 +71,7 @@ def test_a_campaign_flushing_every_generation_appends_only_new_frames(home: Path
         "generations": 60, "perturbation": "custom", "step": 0.01}})  # fmt: skip
     res = runner.run_campaign(cfg, home)
     (sink,) = sinks
-    gens = queries.generations(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    gens = sc.generations(Store(home / "latentfuzz.duckdb"), res.campaign_id)
     # One flush per generation; each flush at most one frame per seed, whatever g is.
     assert len(sink.strip_bytes) == gens["generation"].max()
     assert max(sink.strip_bytes) <= 4 * FRAME
@@ -78,7 +79,7 @@ def test_a_campaign_flushing_every_generation_appends_only_new_frames(home: Path
     improvements = int(gens["image"].notna().sum())
     # (the flushes' share; a finishing seed's last frames go with its release)
     assert sum(sink.strip_bytes) <= improvements * FRAME
-    seeds = queries.seeds(Store(home / "latentfuzz.duckdb"), res.campaign_id)
+    seeds = sc.seeds(Store(home / "latentfuzz.duckdb"), res.campaign_id)
     for row in seeds[seeds.viable].itertuples():
         n = int(gens[gens.seed_idx == row.seed_idx]["image"].notna().sum())
         assert frame_count(home / row.improvements_image, 28) == n

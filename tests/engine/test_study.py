@@ -8,7 +8,9 @@ import pytest
 
 from engine.core.errors import ConfigError
 from engine.studies.effectiveness import bundled_generators, run_study
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
+from store import studies as ss
 
 
 def test_study_runs_every_cell_with_the_same_settings(tiny_zoo: Path, tmp_path: Path):
@@ -35,14 +37,14 @@ def test_study_runs_every_cell_with_the_same_settings(tiny_zoo: Path, tmp_path: 
     assert (table.seeds == 3).all()
     store = Store(tmp_path / "latentfuzz.duckdb")
     for cid in table.campaign:
-        c = queries.campaign(store, cid)
+        c = sc.campaign(store, cid)
         assert c["study"] == study and c["random_seed"] == 5
         assert c["config"]["strategy_params"]["generations"] == 4
     # Same seed and dataset: the VAE cells start from the same seed images.
     vae = table[table.generator == "mnist-vae"].campaign.tolist()
-    src = [queries.seeds(store, c)["source_index"].tolist() for c in vae]
+    src = [sc.seeds(store, c)["source_index"].tolist() for c in vae]
     assert src[0] == src[1]
-    assert queries.study_table(store, study).equals(table)
+    assert ss.study_table(store, study).equals(table)
 
 
 def test_a_bad_cell_fails_before_any_campaign_runs(tiny_zoo: Path, tmp_path: Path):

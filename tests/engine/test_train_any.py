@@ -21,7 +21,9 @@ from typer.testing import CliRunner
 from engine.cli.main import app
 from engine.models import zoo
 from engine.train.loop import TrainRun
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
+from store import metrics as sm
 from tests.helpers import write_cifar10, write_mnist_idx, write_svhn
 
 TINY = {
@@ -105,13 +107,13 @@ def check_card(card: dict, data_fingerprint: str, shape: list[int]) -> None:
 
 def check_campaign(home: Path, cid: str, shape: list[int], test_images: int = 16) -> None:
     store = Store(home / "latentfuzz.duckdb")
-    row = queries.campaign(store, cid)
+    row = sc.campaign(store, cid)
     assert row["status"] == "finished"
     assert row["environment"]["device"] == "cpu"
-    m = queries.metrics(store, cid)
+    m = sm.metrics(store, cid)
     assert m is not None and len(m["test_gaps"]) == test_images  # over the test split
-    assert queries.summary(store, cid)["seeds_total"] == 3
-    seeds = queries.seeds(store, cid)
+    assert sc.summary(store, cid)["seeds_total"] == 3
+    seeds = sc.seeds(store, cid)
     pngs = sorted((home / "campaigns" / cid).rglob("*.png"))
     assert len(seeds) == 3 and pngs
     mode = "RGB" if shape[0] == 3 else "L"
@@ -245,7 +247,7 @@ def test_every_family_on_every_format(fmt: str, tmp_path: Path, home: Path):
         check_campaign(home, cid, shape)
         if validator:
             store = Store(home / "latentfuzz.duckdb")
-            assert queries.campaign(store, cid)["config"]["validators"] == {"discriminator": None}
+            assert sc.campaign(store, cid)["config"]["validators"] == {"discriminator": None}
             check_discriminator(card["name"], ds, home)
 
 

@@ -14,7 +14,8 @@ from engine.campaign import startup
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.io import doctor
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
 from tests.reliability.conftest import cli, one_line_error
 from tests.reliability.test_kill_resume import SETTINGS, outcomes
@@ -37,7 +38,7 @@ def test_an_interrupted_campaign_resumes_from_the_cli_to_the_same_outcomes(home,
     wait_for_generation(store, "stopped", 2)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
-    status = queries.campaign(store, "stopped")["status"]
+    status = sc.campaign(store, "stopped")["status"]
     if status == "interrupted":  # (on a very fast machine it may have finished first)
         p = cli(["resume", "stopped", "--quiet"], env)
         assert "stopped finished" in " ".join(p.stdout.split())
@@ -57,10 +58,10 @@ def test_rename_and_delete(home: Path, env):
     run_campaign(parse_config(SMALL), home, campaign_id="c2")
     cli(["rename", "c1", "my best run"], env)
     store = db(home)
-    assert queries.campaign(store, "c1")["name"] == "my best run"
+    assert sc.campaign(store, "c1")["name"] == "my best run"
     p = cli(["delete", "c1"], env, ok=False, input="n\n")
     one_line_error(p, "nothing deleted")
-    assert queries.campaign(store, "c1") is not None and (home / "campaigns" / "c1").is_dir()
+    assert sc.campaign(store, "c1") is not None and (home / "campaigns" / "c1").is_dir()
     (home / "launch").mkdir(exist_ok=True)
     for leftover in ("c1.log", "c1.steps", "c1.replay", "c10.log"):  # as a launch leaves them
         (home / "launch" / leftover).write_text("x")
@@ -69,7 +70,7 @@ def test_rename_and_delete(home: Path, env):
     # another campaign's stay.
     assert sorted(p.name for p in (home / "launch").iterdir()) == ["c10.log"]
     cli(["delete", "c2", "--yes"], env)
-    assert queries.list_campaigns(store).empty and not list((home / "campaigns").iterdir())
+    assert sc.list_campaigns(store).empty and not list((home / "campaigns").iterdir())
     for t in ("seeds", "generations", "individuals", "images"):
         assert store.query(f"SELECT count(*) AS n FROM {t}")["n"][0] == 0
     one_line_error(cli(["delete", "c1", "--yes"], env, ok=False), "no campaign 'c1'")
@@ -79,7 +80,7 @@ def test_rename_and_delete(home: Path, env):
 def test_doctor_lists_orphans_missing_images_and_short_strips_and_fixes_what_is_safe(home, env):
     run_campaign(parse_config(SMALL), home, campaign_id="c1")
     store = Store(home / "latentfuzz.duckdb")
-    seeds = queries.seeds(store, "c1")
+    seeds = sc.seeds(store, "c1")
     searched = seeds[seeds.viable].iloc[0]
     (home / searched.result_image).unlink()
     strip = home / searched.improvements_image
@@ -105,7 +106,7 @@ def test_an_interrupted_campaigns_missing_files_are_found_and_a_file_at_its_fold
     with store.write() as con:  # as Ctrl-C leaves it (without the stop, which is slow here)
         con.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = 'c1'")
     assert doctor.check(store, home) == []  # interrupted alone is not an anomaly
-    seeds = queries.seeds(store, "c1")
+    seeds = sc.seeds(store, "c1")
     (home / seeds[seeds.viable].iloc[0].result_image).unlink()
     found = doctor.check(store, home)
     assert [(f.kind, f.campaign) for f in found] == [("missing-images", "c1")], found
@@ -192,7 +193,7 @@ def test_a_resume_stopped_mid_replay_keeps_the_campaigns_evaluation_count(tmp_pa
     assert cut.status == "interrupted" and cut.evaluations > 0
     again = resume_campaign(tmp_path, cut.campaign_id, progress=stop_at(5))  # mid-replay
     assert again.status == "interrupted"
-    stored = queries.campaign(db(tmp_path), cut.campaign_id)["evaluations"]
+    stored = sc.campaign(db(tmp_path), cut.campaign_id)["evaluations"]
     assert again.evaluations == stored == cut.evaluations
     done = resume_campaign(tmp_path, cut.campaign_id)
     assert done.status == "finished" and done.evaluations > cut.evaluations

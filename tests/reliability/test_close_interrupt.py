@@ -23,7 +23,9 @@ from engine.campaign import runner
 from engine.campaign.config import parse_config
 from engine.campaign.runner import CampaignResult, StoppedAfterClose, run_campaign
 from engine.core.images import ImageSink
-from store import CampaignWriter, interrupts, queries, recovery
+from store import CampaignWriter, interrupts, recovery
+from store import campaigns as sc
+from store import metrics as sm
 from tests.helpers import db
 from tests.reliability.conftest import cli
 
@@ -89,9 +91,9 @@ def stopped_after_close(home: Path) -> CampaignResult:
 
 
 def closed_whole(home: Path, status: str = "finished") -> None:
-    c = queries.campaign(db(home), "c")
+    c = sc.campaign(db(home), "c")
     assert c["status"] == status and c["error"] is None
-    seeds = queries.seeds(db(home), "c")
+    seeds = sc.seeds(db(home), "c")
     assert "searching" not in set(seeds["status"])
 
 
@@ -102,7 +104,7 @@ def test_an_interrupt_while_the_images_are_written_lets_the_campaign_close(
     before(monkeypatch, ImageSink, "close", signals(sig))
     assert stopped_after_close(home).status == "finished"
     closed_whole(home)
-    assert queries.metrics(db(home), "c") is not None
+    assert sm.metrics(db(home), "c") is not None
     assert "press Ctrl-C again to stop now" in capsys.readouterr().err
 
 
@@ -130,7 +132,7 @@ def test_a_held_interrupt_keeps_the_metrics_however_long_the_store_is_held(
 
     before(monkeypatch, runner, "test_reference", interrupt_then_contend)
     assert stopped_after_close(home).status == "finished"
-    assert queries.metrics(db(home), "c") is not None
+    assert sm.metrics(db(home), "c") is not None
 
 
 def test_a_long_wait_in_the_final_write_gives_way_to_a_held_interrupt(home, monkeypatch, ctrl_c):

@@ -17,7 +17,8 @@ import pytest
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.errors import LatentfuzzError
-from store import queries, recovery
+from store import campaigns as sc
+from store import recovery
 from tests.helpers import CLI, db, wait_for_campaign
 from tests.reliability.conftest import cli
 
@@ -48,9 +49,9 @@ def hold_until_waiting(home: Path, proc: subprocess.Popen) -> tuple[str, str]:
 
 def all_rows_landed(home: Path, cid: str) -> None:
     store = db(home)
-    c = queries.campaign(store, cid)
-    seeds = queries.seeds(store, cid)
-    gens = queries.generations(store, cid)
+    c = sc.campaign(store, cid)
+    seeds = sc.seeds(store, cid)
+    gens = sc.generations(store, cid)
     assert c["status"] == "finished" and c["error"] is None
     assert (seeds[seeds.viable]["status"].isin(["misclassified", "survived"])).all()
     assert len(gens) == int(seeds[seeds.viable]["iterations"].sum()) > 0
@@ -77,7 +78,7 @@ def test_interrupted_while_waiting_the_rows_go_to_a_recovery_file(home: Path, en
     assert proc.returncode == 130 and "Traceback" not in rest, rest
     assert "recovery" in rest
     assert len(recovery.pending(home)) == 1
-    assert queries.campaign(store, cid)["status"] == "running"  # not written yet
+    assert sc.campaign(store, cid)["status"] == "running"  # not written yet
     cli(["campaigns"], env)  # the next command writes them
     assert recovery.pending(home) == []
     all_rows_landed(home, cid)
@@ -110,8 +111,8 @@ def test_a_full_disk_ends_the_campaign_failed_and_keeps_what_was_written(home: P
     msg = str(e.value)
     assert "\n" not in msg and "no space left on device" in msg and "latentfuzz resume" in msg
     store = db(home)
-    (cid,) = queries.list_campaigns(store)["id"]
-    c = queries.campaign(store, cid)
+    (cid,) = sc.list_campaigns(store)["id"]
+    c = sc.campaign(store, cid)
     assert c["status"] == "failed" and c["error"].startswith("no space left on device")
-    gens = queries.generations(store, cid)
+    gens = sc.generations(store, cid)
     assert len(gens) > 0  # what was searched before the disk filled is kept

@@ -18,7 +18,8 @@ from engine.campaign.config import parse_config
 from engine.campaign.resume import resume_campaign
 from engine.campaign.runner import run_campaign
 from engine.io import doctor
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from tests.helpers import CLI, wait_for_files
 from tests.reliability.conftest import cli
 
@@ -32,13 +33,13 @@ OUTCOME = ["seed_idx", "viable", "status", "misclassified", "iterations", "evalu
 
 
 def outcomes(store: Store, cid: str) -> pd.DataFrame:
-    return queries.seeds(store, cid)[OUTCOME].reset_index(drop=True)
+    return sc.seeds(store, cid)[OUTCOME].reset_index(drop=True)
 
 
 def generations(store: Store, cid: str) -> pd.DataFrame:
     cols = ["seed_idx", "generation", "best_fitness", "mean_fitness", "best_pred", "step",
             "evaluations", "image", "image_frame"]  # fmt: skip
-    return queries.generations(store, cid)[cols].reset_index(drop=True)
+    return sc.generations(store, cid)[cols].reset_index(drop=True)
 
 
 def kill_and_resume(n: int, home: Path, env, tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def kill_and_resume(n: int, home: Path, env, tmp_path: Path) -> None:
                                 env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)  # fmt: skip
         wait_for_files((home / "campaigns" / cid).exists, proc)
-        while queries.campaign(store, cid) is None:
+        while sc.campaign(store, cid) is None:
             assert proc.poll() is None, f"{cid} exited before its row appeared"
             time.sleep(0.01)
         # A seeded moment of the search (the store lags the search by up to a flush, so
@@ -76,7 +77,7 @@ def kill_and_resume(n: int, home: Path, env, tmp_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         store = Store(home / "latentfuzz.duckdb")  # the store opens
-        if queries.campaign(store, cid)["status"] == "finished":
+        if sc.campaign(store, cid)["status"] == "finished":
             # Killed after its last write, on its way out: whole, and nothing to resume.
             assert doctor.check(store, home) == []
             pd.testing.assert_frame_equal(outcomes(store, cid), expected, check_dtype=False)

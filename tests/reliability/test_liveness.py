@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from store import liveness, queries
+from store import campaigns as sc
+from store import liveness
 from store.liveness import CampaignLock, lock_path
 from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
 from tests.reliability.conftest import cli
@@ -43,13 +44,13 @@ def kill9_after(home: Path, env, generation: int) -> str:
 def test_a_killed_campaign_is_crashed_for_every_reader(home: Path, env, tmp_path: Path):
     cid = kill9_after(home, env, 2)
     store = db(home)
-    assert queries.campaign(store, cid)["status"] == "running"  # nobody has looked yet
+    assert sc.campaign(store, cid)["status"] == "running"  # nobody has looked yet
     wide = {**env, "COLUMNS": "200"}
     listing = cli(["campaigns"], wide).stdout
     assert "crashed" in listing and "running" not in listing
-    c = queries.campaign(store, cid)
+    c = sc.campaign(store, cid)
     assert c["status"] == "crashed" and f"latentfuzz resume {cid}" in c["error"]
-    seeds = queries.seeds(store, cid)
+    seeds = sc.seeds(store, cid)
     assert "searching" not in set(seeds["status"])
     shown = cli(["show", cid], wide).stdout
     assert f"{cid} crashed" in " ".join(shown.split()) and "resume" in shown
@@ -100,9 +101,9 @@ def test_a_reader_never_marks_a_live_campaign(home: Path, env):
     try:
         cid = wait_for_campaign(store, proc)
         wait_for_generation(store, cid, 1)
-        assert liveness.reap(store) == []
-        assert queries.campaign(store, cid)["status"] == "running"
+        assert sc.reap(store) == []
+        assert sc.campaign(store, cid)["status"] == "running"
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
-    assert queries.campaign(store, cid)["status"] == "interrupted"
+    assert sc.campaign(store, cid)["status"] == "interrupted"

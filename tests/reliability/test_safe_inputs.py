@@ -17,7 +17,8 @@ from dashboard.uploads import accept_upload, save_upload
 from engine.core.csv_io import read_table, to_csv
 from engine.core.errors import ConfigError, ModelError
 from engine.datasets import DatasetError, get_dataset
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from tests.reliability.conftest import cli, one_line_error
 
 MARKER = "lf-pickle-bomb-ran"
@@ -112,7 +113,7 @@ def test_labels_export_neutralises_a_formula_labeller_name(home: Path, env, tmp_
     cli(["labels", "import", str(src), "--dataset", "mnist", "--mapping", str(mapping)], env)
     from store import labels
 
-    sid = labels.studies(Store(home / "latentfuzz.duckdb"))["id"].iloc[0]
+    sid = labels.validity_studies(Store(home / "latentfuzz.duckdb"))["id"].iloc[0]
     out = tmp_path / "raw.csv"
     cli(["labels", "export", sid, "--raw", str(out)], env)
     raw = pd.read_csv(out, dtype=str)
@@ -175,7 +176,7 @@ def test_a_classifier_failing_on_large_batches_ends_failed_in_one_line(home, env
             env, ok=False)  # fmt: skip
     line = one_line_error(p, "the classifier failed on a batch of 12 images",
                           "out of memory: batch too large", "--batch-size")  # fmt: skip
-    c = queries.campaign(Store(home / "latentfuzz.duckdb"), "frag")
+    c = sc.campaign(Store(home / "latentfuzz.duckdb"), "frag")
     assert c["status"] == "failed" and c["error"] == "ModelError: " + line.split("error: ", 1)[1]
     # With batches the model can take, the same campaign runs.
     cli(["run", *TINY, "--classifier", str(model), "--target-class", "3", "--batch-size", "6"],
@@ -216,7 +217,7 @@ def test_a_csv_in_another_encoding_says_which_it_needs(home: Path, env, tmp_path
 def labels_count(home: Path) -> int:
     from store import labels
 
-    return len(labels.studies(Store(home / "latentfuzz.duckdb")))
+    return len(labels.validity_studies(Store(home / "latentfuzz.duckdb")))
 
 
 def test_a_huge_csv_stops_at_the_row_limit_with_bounded_memory(tmp_path: Path):

@@ -17,7 +17,8 @@ import pytest
 from engine.campaign import batching, runner
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
-from store import interrupts, queries
+from store import campaigns as sc
+from store import interrupts
 from tests.helpers import CLI, db
 
 SMALL = {"seeds": 2, "seed": 3, "strategy_params": {"generations": 4, "population": 6,
@@ -51,7 +52,7 @@ def test_a_ctrl_c_while_the_models_load_stops_before_the_row(home, monkeypatch, 
     before(monkeypatch, runner, "resolve")
     with pytest.raises(KeyboardInterrupt):
         run_campaign(parse_config(SMALL), home, campaign_id="c")
-    assert queries.campaign(db(home), "c") is None
+    assert sc.campaign(db(home), "c") is None
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
@@ -62,7 +63,7 @@ def test_a_ctrl_c_while_the_row_is_written_ends_the_campaign_interrupted(
     before(monkeypatch, runner, "create_campaign")
     res = run_campaign(parse_config(SMALL), home, campaign_id="c")
     assert res.status == "interrupted"
-    assert queries.campaign(db(home), "c")["status"] == "interrupted"
+    assert sc.campaign(db(home), "c")["status"] == "interrupted"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
@@ -109,7 +110,7 @@ def test_ctrl_c_at_any_moment_of_the_start_up_is_one_line_and_no_running_campaig
     p.send_signal(signal.SIGINT)
     out, errs = p.communicate(timeout=120)
     assert p.returncode == 130 and "Traceback" not in errs, errs
-    c = queries.campaign(db(home), "c") if (home / "latentfuzz.duckdb").exists() else None
+    c = sc.campaign(db(home), "c") if (home / "latentfuzz.duckdb").exists() else None
     if c is None:
         assert "interrupted before the search began" in errs
     else:
@@ -134,13 +135,13 @@ def test_a_ctrl_c_while_a_resume_loads_its_models_leaves_the_campaign_as_it_was(
 
     monkeypatch.setattr(search_loop.Campaign, "evaluate_generation", stop_in_generation_2)
     assert run_campaign(parse_config(SMALL), home, campaign_id="c").status == "interrupted"
-    before_row = queries.campaign(db(home), "c")
+    before_row = sc.campaign(db(home), "c")
     monkeypatch.setattr(search_loop.Campaign, "evaluate_generation", real)
     before(monkeypatch, resume, "resolve")
     interrupts.defer_start_up()  # the first campaign's search ended the fixture's
     with pytest.raises(KeyboardInterrupt):
         resume.resume_campaign(home, "c")
-    row = queries.campaign(db(home), "c")
+    row = sc.campaign(db(home), "c")
     assert row["status"] == "interrupted"
     assert (row["evaluations"], row["wall_seconds"]) == (
         before_row["evaluations"], before_row["wall_seconds"])  # fmt: skip

@@ -14,7 +14,8 @@ import duckdb
 import pandas as pd
 import pytest
 
-from store import SCHEMA_VERSION, Store, StoreError, create_campaign, queries
+from store import SCHEMA_VERSION, Store, StoreError, create_campaign, maintenance
+from store import campaigns as sc
 from tests.reliability.conftest import cli, one_line_error
 from tests.store.test_contract import campaign_row
 
@@ -56,7 +57,7 @@ def test_an_old_store_with_a_reused_id_gets_its_keys(tmp_path: Path):
     con.execute("INSERT INTO images VALUES ('x', 0, 'seed', 'a'), ('x', 0, 'seed', 'b')")
     con.close()
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
+    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     assert store.query("SELECT id, status FROM campaigns").to_dict("records") == [
         {"id": "x", "status": "finished"}
     ]
@@ -123,7 +124,7 @@ def test_a_schema_10_store_loses_the_individuals_index_and_keeps_its_rows(tmp_pa
     con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "11"
+    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "11"
     got = store.query("SELECT * FROM individuals ORDER BY individual")
     assert [
         tuple(r) for r in got.astype(object).where(got.notna(), None).itertuples(index=False)
@@ -150,7 +151,7 @@ def test_a_reused_campaign_id_is_refused_and_the_first_campaign_is_untouched(hom
     p = cli(["run", *TINY, "--id", "mine"], env, ok=False)
     one_line_error(p, "campaign id 'mine' is taken", "latentfuzz delete mine")
     assert {t: len(store.query(f"SELECT * FROM {t}")) for t in before} == before
-    assert queries.list_campaigns(store)["id"].tolist() == ["mine"]
+    assert sc.list_campaigns(store)["id"].tolist() == ["mine"]
 
 
 def _damage(path: Path, how: str) -> None:

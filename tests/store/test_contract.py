@@ -8,7 +8,9 @@ import duckdb
 import numpy as np
 import pytest
 
-from store import SCHEMA_VERSION, CampaignWriter, Store, StoreError, create_campaign, queries
+from store import SCHEMA_VERSION, CampaignWriter, Store, StoreError, create_campaign, maintenance
+from store import campaigns as sc
+from store.failures import failed_as
 from store.writer import MAX_SPACING, STORE_SHARE, now
 from tests.helpers import old_store
 
@@ -69,22 +71,22 @@ def gen_rows(cid: str, g: int, n: int) -> dict:
 
 
 def test_schema_version_and_duckdb_major_are_recorded(store: Store):
-    info = queries.schema_info(store)
+    info = maintenance.schema_info(store)
     assert info["schema_version"] == str(SCHEMA_VERSION)
     assert info["duckdb_major"] == duckdb.__version__.split(".")[0] == "2"
 
 
 def test_empty_store_queries(store: Store):
-    assert queries.list_campaigns(store).empty
-    assert queries.campaign(store, "nope") is None
-    assert queries.summary(store, "nope")["viable"] == 0
+    assert sc.list_campaigns(store).empty
+    assert sc.campaign(store, "nope") is None
+    assert sc.summary(store, "nope")["viable"] == 0
 
 
 def test_write_is_all_or_nothing(store: Store):
     with pytest.raises(RuntimeError), store.write() as con:
         con.execute("INSERT INTO meta VALUES ('x', 'y')")
         raise RuntimeError("boom")
-    assert "x" not in queries.schema_info(store)
+    assert "x" not in maintenance.schema_info(store)
 
 
 def test_writer_batches_and_finish(store: Store):
@@ -94,23 +96,23 @@ def test_writer_batches_and_finish(store: Store):
     for g in (1, 2, 3):
         w.append("generations", **gen_rows("c1", g, 2))
         w.maybe_flush()  # an hour has not passed: nothing is written yet
-    assert queries.generations(store, "c1").empty
+    assert sc.generations(store, "c1").empty
     w.update_seeds(
         seed_idx=[0], status=["misclassified"], misclassified=[True], iterations=3, final_pred=[5]
     )
     w.finish("interrupted", {"wall_seconds": 1.5, "evaluations": 150})
     assert w.flushes == 0  # the rows went in with the final status, in one transaction
-    gens = queries.generations(store, "c1")
+    gens = sc.generations(store, "c1")
     assert len(gens) == 6 and gens["generation"].max() == 3
     assert gens["image"].isna().tolist() == [True] * 3 + [False] * 3
     assert gens["image"].dropna().tolist() == ["g1.png", "g2.png", "g3.png"]
-    seeds = queries.seeds(store, "c1").set_index("seed_idx")
+    seeds = sc.seeds(store, "c1").set_index("seed_idx")
     assert seeds.loc[0, "status"] == "misclassified" and seeds.loc[0, "iterations"] == 3
     assert seeds.loc[1, "status"] == "interrupted"  # was still searching
-    c = queries.campaign(store, "c1")
+    c = sc.campaign(store, "c1")
     assert c["status"] == "interrupted" and c["finished_at"] is not None
     assert c["config"] == {"seeds": 2}
-    s = queries.summary(store, "c1")
+    s = sc.summary(store, "c1")
     assert (s["viable"], s["misclassified"], s["misclassified_pct"]) == (2, 1, 50.0)
     # The seed interrupted while searching has no iterations: it is in neither mean.
     assert s["iterations_to_failure"] == s["iterations_icst"] == 3.0
@@ -143,7 +145,7 @@ def test_flushes_are_spaced_to_keep_the_store_under_its_share(store: Store):
     w.maybe_flush()  # not due for 10 s: stays pending
     assert w.flushes == 3
     w.finish("finished")
-    assert len(queries.generations(store, "c1")) == 8
+    assert len(sc.generations(store, "c1")) == 8
 
 
 def test_list_campaigns_joins_summary(store: Store):
@@ -152,7 +154,7 @@ def test_list_campaigns_joins_summary(store: Store):
     w = CampaignWriter(store, "a")
     w.append("seeds", **seed_rows("a", 2))
     w.finish("finished")
-    df = queries.list_campaigns(store).set_index("id")
+    df = sc.list_campaigns(store).set_index("id")
     assert df.loc["a", "viable"] == 2 and df.loc["b", "viable"] == 0
     assert df.loc["a", "status"] == "finished" and df.loc["b", "status"] == "running"
 
@@ -175,7 +177,7 @@ def test_writer_keeps_what_it_was_given_not_what_the_array_became(store: Store):
     w.append("generations", **{**gen_rows("c1", 1, 2), "evaluations": counts})
     counts += 15  # the runner's counters move on before the flush
     w.finish("finished")
-    assert queries.generations(store, "c1")["evaluations"].tolist() == [25, 25]
+    assert sc.generations(store, "c1")["evaluations"].tolist() == [25, 25]
 
 
 def test_a_version_1_store_is_migrated(tmp_path: Path):
@@ -185,7 +187,7 @@ def test_a_version_1_store_is_migrated(tmp_path: Path):
         "INSERT INTO campaigns VALUES ('old', 'finished')",
     )  # fmt: skip
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
+    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     df = store.query("SELECT id, status, study FROM campaigns")
     assert df.to_dict("records") == [{"id": "old", "status": "finished", "study": None}]
 
@@ -194,9 +196,9 @@ def test_the_summary_names_the_failure_criterion_before_any_seed_row(store: Stor
     """A differential campaign's status bar said "misclassified 0" during its start-up: the
     criterion came with the seed rows."""
     create_campaign(store, {**campaign_row("d1"), "config": {"criterion": "disagree"}})
-    assert queries.summary(store, "d1")["criterion"] == "disagree"
-    assert queries.failed_as(queries.summary(store, "d1")["criterion"]) == "A and B disagree"
-    assert queries.summary(store, "nope")["criterion"] is None
+    assert sc.summary(store, "d1")["criterion"] == "disagree"
+    assert failed_as(sc.summary(store, "d1")["criterion"]) == "A and B disagree"
+    assert sc.summary(store, "nope")["criterion"] is None
     create_campaign(store, campaign_row("m1"))
-    listed = queries.list_campaigns(store).set_index("id")["criterion"]
+    listed = sc.list_campaigns(store).set_index("id")["criterion"]
     assert listed["d1"] == "disagree" and listed.isna()["m1"]

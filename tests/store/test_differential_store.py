@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from store import SCHEMA_VERSION, Store, queries
+from store import SCHEMA_VERSION, Store, maintenance
+from store import campaigns as sc
 from store import differential as sd
 from store.admin import delete_campaign
 from tests.helpers import old_store
@@ -28,9 +29,9 @@ def test_a_version_6_store_gains_the_differential_columns_and_tables(tmp_path: P
         "status, final_pred) VALUES ('c', 0, 3, 3, 1.5, true, 'failed', 5)",
     )  # fmt: skip
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
+    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     assert SCHEMA_VERSION >= 8
-    s = queries.seeds(store, "c")
+    s = sc.seeds(store, "c")
     assert s["final_pred"].tolist() == [5] and s["seed_pred_b"].isna().all()
     assert s["status"].tolist() == ["misclassified"]  # schema 7 renamed it on the way
     assert "final_pred_b" in s.columns

@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from store import SCHEMA_VERSION, Store, queries
+from store import SCHEMA_VERSION, Store, maintenance
+from store import metrics as sm
 from store.metrics import write_metrics
 from tests.helpers import old_store
 
@@ -23,13 +24,13 @@ ROW = {
 def test_a_version_4_store_gets_the_metrics_table(tmp_path: Path):
     path = old_store(tmp_path / "v4.duckdb", 4)
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
-    assert queries.metrics(store, "x") is None
+    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
+    assert sm.metrics(store, "x") is None
     write_metrics(store, "x", ROW)
     write_metrics(store, "x", {**ROW, "evaluations": 200})  # replaces, never duplicates
-    m = queries.metrics(store, "x")
+    m = sm.metrics(store, "x")
     assert m["evaluations"] == 200 and m["result_gaps"] == [0.1, 0.2]
-    assert queries.metrics_table(store, ["x"])["error_rate"].tolist() == [0.07]
+    assert sm.metrics_table(store, ["x"])["error_rate"].tolist() == [0.07]
 
 
 def test_no_upgrade_under_a_running_campaign(tmp_path: Path):
@@ -48,7 +49,7 @@ def test_no_upgrade_under_a_running_campaign(tmp_path: Path):
         con.close()
     finally:
         lock.release()
-    assert queries.schema_info(Store(path))["schema_version"] == str(SCHEMA_VERSION)
+    assert maintenance.schema_info(Store(path))["schema_version"] == str(SCHEMA_VERSION)
 
 
 def test_schema_6_adds_the_target_and_confusion_columns(tmp_path: Path):

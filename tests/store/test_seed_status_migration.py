@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from store import SCHEMA_VERSION, Store, queries
+from store import SCHEMA_VERSION, Store, maintenance
+from store import campaigns as sc
 from store.schema import SEED_STATUSES
 from tests.helpers import old_store
 
@@ -21,7 +22,7 @@ def test_a_version_6_store_gets_the_new_seed_statuses(tmp_path: Path):
         "('c', 2, 'survived'), ('c', 3, 'interrupted')",
     )  # fmt: skip
     store = Store(path)
-    assert queries.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
+    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     seeds = store.query("SELECT status FROM seeds ORDER BY seed_idx")["status"].tolist()
     assert seeds == ["misclassified", "non-viable", "survived", "interrupted"]
     assert set(seeds) <= set(SEED_STATUSES)
@@ -33,7 +34,7 @@ def test_a_recovery_folder_from_an_older_version_is_ingested_in_todays_words(tmp
     its seed statuses; ingesting them renames them like the schema 7 migration."""
     import pyarrow as pa
 
-    from store import Store, queries, recovery
+    from store import Store, recovery
 
     store = Store(tmp_path / "latentfuzz.duckdb")
     seeds = pa.table({"seed_idx": [0, 1], "source_index": [0, 1], "seed_label": [3, 4],
@@ -42,4 +43,4 @@ def test_a_recovery_folder_from_an_older_version_is_ingested_in_todays_words(tmp
     upd = pa.table({"seed_idx": [0], "status": ["failed"], "misclassified": [True]})
     recovery.save(tmp_path, "c", {"seeds": seeds}, upd, {"status": "finished"})
     assert recovery.ingest(store) == ["c"]
-    assert queries.seeds(store, "c")["status"].tolist() == ["misclassified", "non-viable"]
+    assert sc.seeds(store, "c")["status"].tolist() == ["misclassified", "non-viable"]

@@ -12,7 +12,8 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
 from engine.labelling.validity import failing_seeds
-from store import Store, queries
+from store import Store
+from store import campaigns as sc
 from store.connection import Store as StoreClass
 from tests.helpers import page_opener
 
@@ -65,7 +66,7 @@ def test_failing_seeds_over_many_campaigns_is_two_queries(many, counted):
     pool = failing_seeds(store, ids)
     assert len(counted) == 2
     # The same rows as reading campaign by campaign.
-    one = queries.seeds(store, ids[0])
+    one = sc.seeds(store, ids[0])
     one = one[one["misclassified"].fillna(False).astype(bool) & one["result_image"].notna()]
     assert len(pool) == len(ids) * len(one) > 0
     assert pool["campaign_id"].tolist() == [c for c in ids for _ in range(len(one))]
@@ -79,16 +80,16 @@ def test_set_queries_keep_the_order_asked(many):
     home, ids = many
     store = Store(home / "latentfuzz.duckdb")
     asked = [ids[5], ids[1], ids[9]]
-    assert queries.campaigns_by_id(store, asked)["id"].tolist() == asked
-    s = queries.seeds_of(store, asked)
+    assert sc.campaigns_by_id(store, asked)["id"].tolist() == asked
+    s = sc.seeds_of(store, asked)
     assert list(dict.fromkeys(s["campaign_id"])) == asked
-    assert isinstance(queries.campaigns_by_id(store, asked)["config"][0], dict)
-    g = queries.best_fitness_of(store, asked)
+    assert isinstance(sc.campaigns_by_id(store, asked)["config"][0], dict)
+    g = sc.best_fitness_of(store, asked)
     pd.testing.assert_frame_equal(
         g[g.campaign_id == ids[5]].drop(columns="campaign_id").reset_index(drop=True),
-        queries.generations(store, ids[5])[list(g.columns[1:])],
+        sc.generations(store, ids[5])[list(g.columns[1:])],
     )
-    assert queries.campaigns_by_id(store, []).empty
+    assert sc.campaigns_by_id(store, []).empty
 
 
 def test_compare_queries_do_not_grow_with_campaigns_and_finished_ones_are_cached(

@@ -1,20 +1,30 @@
-"""Named read queries. Pages and the CLI read the store only through these.
+"""Campaigns: their rows, seeds, generations and individuals, the GIFTbench status
+figures, the live view, and the writes that change a campaign's status.
 
-Each returns a pandas DataFrame (or a dict for single rows) and holds the database only
-for the duration of the query.
+Each read returns a pandas DataFrame (or a dict for single rows) and holds the database
+only for the duration of the query.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from store.connection import Store
-from store.failures import FAILED_AS, failed_as  # noqa: F401 - named here too
+from store.errors import StoreBusy
+from store.liveness import CRASHED_ERROR, alive
+from store.rows import marks, row_by_id
+from store.tables import insert_table
 
-_SUMMARY = """
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: The per-seed figures of every campaign (a subquery; studies' tables join it too).
+SUMMARY = """
     SELECT campaign_id,
            count(*) AS seeds_total,
            count(*) FILTER (WHERE viable) AS viable,
@@ -53,21 +63,10 @@ def list_campaigns(store: Store) -> pd.DataFrame:
                    AS misclassified_pct,
                s.iterations_icst, s.iterations_icst_std,
                s.iterations_to_failure, s.iterations_to_failure_std
-        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
+        FROM campaigns c LEFT JOIN ({SUMMARY}) s ON s.campaign_id = c.id
         ORDER BY c.created_at DESC, c.id DESC
         """
     )
-
-
-def row_by_id(store: Store, table: str, key: str, json_cols: tuple[str, ...]):
-    """One row of `table` by its id as a dict, its JSON columns parsed; None if absent."""
-    df = store.query(f"SELECT * FROM {table} WHERE id = ?", [key])
-    if df.empty:
-        return None
-    row = df.iloc[0].to_dict()
-    for c in json_cols:
-        row[c] = json.loads(row[c])
-    return row
 
 
 def campaign(store: Store, campaign_id: str) -> dict[str, Any] | None:
@@ -88,7 +87,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
                coalesce(s.searching, 0) AS searching,
                coalesce(s.interrupted, 0) AS interrupted,
                {", ".join(f"s.{c}" for c in _ITERATION_COLS)}
-        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
+        FROM campaigns c LEFT JOIN ({SUMMARY}) s ON s.campaign_id = c.id
         WHERE c.id = ?
         """,
         [campaign_id],
@@ -112,16 +111,11 @@ def unfinished_note(summary: dict[str, Any]) -> str:
     return f"{seeds} stopped before finishing: not counted, nor any failure found in them so far"
 
 
-def _marks(ids: list[str]) -> str:
-    """Placeholders for an IN list; never empty (an empty list matches no row)."""
-    return ", ".join("?" * len(ids)) or "NULL"
-
-
 def campaigns_by_id(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     """The campaign rows of several campaigns in one query, config and environment parsed,
     in the order asked (ids that do not exist are left out)."""
     ids = list(dict.fromkeys(campaign_ids))
-    df = store.query(f"SELECT * FROM campaigns WHERE id IN ({_marks(ids)})", ids)
+    df = store.query(f"SELECT * FROM campaigns WHERE id IN ({marks(ids)})", ids)
     for c in ("config", "environment"):
         df[c] = [json.loads(v) if isinstance(v, str) else v for v in df[c]]
     order = {cid: i for i, cid in enumerate(ids)}
@@ -134,7 +128,7 @@ def seeds_of(store: Store, campaign_ids: list[str], where: str = "") -> pd.DataF
     ids = list(dict.fromkeys(campaign_ids))
     cond = f" AND ({where})" if where else ""
     df = store.query(
-        f"SELECT * FROM seeds WHERE campaign_id IN ({_marks(ids)}){cond} "
+        f"SELECT * FROM seeds WHERE campaign_id IN ({marks(ids)}){cond} "
         "ORDER BY campaign_id, seed_idx",
         ids,
     )
@@ -150,7 +144,7 @@ def best_fitness_of(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     ids = list(dict.fromkeys(campaign_ids))
     return store.query(
         "SELECT campaign_id, seed_idx, generation, best_fitness, evaluations, elapsed_s "
-        f"FROM generations WHERE campaign_id IN ({_marks(ids)}) "
+        f"FROM generations WHERE campaign_id IN ({marks(ids)}) "
         "ORDER BY campaign_id, seed_idx, generation",
         ids,
     )
@@ -206,62 +200,6 @@ def progress(store: Store, campaign_id: str) -> dict[str, Any]:
     return {} if df.empty else df.iloc[0].to_dict()
 
 
-def schema_info(store: Store) -> dict[str, str]:
-    df = store.query("SELECT key, value FROM meta")
-    return dict(zip(df["key"], df["value"], strict=True))
-
-
-def study_table(store: Store, study: str) -> pd.DataFrame:
-    """The ICST table of a study: one row per (generator, preset) campaign."""
-    return store.query(
-        f"""
-        SELECT c.generator, c.preset, c.id AS campaign, c.n_seeds AS seeds,
-               s.viable, 100.0 * s.viable / c.n_seeds AS viable_pct,
-               s.misclassified,
-               CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
-                   AS misclassified_pct,
-               s.iterations_icst, s.iterations_icst_std,
-               s.iterations_to_failure, s.iterations_to_failure_std, c.status
-        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
-        WHERE c.study = ?
-        ORDER BY c.created_at
-        """,
-        [study],
-    )
-
-
-def studies(store: Store) -> pd.DataFrame:
-    return store.query(
-        "SELECT study, count(*) AS campaigns, min(created_at) AS started FROM campaigns "
-        "WHERE study IS NOT NULL GROUP BY study ORDER BY started DESC"
-    )
-
-
-#: Per-campaign metrics (engine/campaign/metrics.py), in display order with their labels.
-METRIC_LABELS: dict[str, str] = {
-    "error_rate": "error rate (failing / all evaluations)",
-    "success_rate": "success rate (seeds with a failure)",
-    "label_diversity": "label diversity (wrong labels per seed)",
-    "mean_mse": "MSE result vs seed",
-    "mean_ssim": "SSIM result vs seed",
-    "failures_per_1k": "failures per 1,000 evaluations",
-    "result_gap_median": "median top-2 gap, results",
-    "test_gap_median": "median top-2 gap, test images",
-}
-
-
-def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
-    """The campaign's metrics row, gap lists parsed; None before it finished."""
-    df = store.query("SELECT * FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
-    if df.empty:
-        return None
-    row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
-           for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
-    for c in ("result_gaps", "test_gaps", "per_generation", "test_confusion", "differential"):
-        row[c] = None if row.get(c) is None else json.loads(row[c])
-    return row
-
-
 def escape_matrix(store: Store, campaign_id: str) -> pd.DataFrame:
     """SINVAD's class-escape matrix of a targeted campaign: one row per (source, target)
     pair with its attempts (seeds), viable ones, successes (reached the target), the
@@ -284,54 +222,73 @@ def escape_matrix(store: Store, campaign_id: str) -> pd.DataFrame:
     )
 
 
-def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
-    """The metrics of several campaigns (those that have them), one row each."""
-    if not campaign_ids:
-        return pd.DataFrame(columns=["campaign_id", *METRIC_LABELS])
-    marks = ", ".join("?" * len(campaign_ids))
+def reap(store: Store, timeout: float = 1.0) -> list[str]:
+    """Mark every dead `running` campaign `crashed` (its searching seeds `interrupted`);
+    returns their ids. A read-only or busy store is left as it is (readers then show the
+    status from ``liveness.status``)."""
+    if store.memory:
+        return []
+    home = Path(store.path).parent
+    running = store.query("SELECT id FROM campaigns WHERE status = 'running'")["id"].tolist()
+    dead = [cid for cid in running if not alive(home, cid)]
+    if not dead or not store.writable:
+        return dead
+    with contextlib.suppress(StoreBusy), store.write(timeout=timeout) as con:
+        for cid in dead:
+            if alive(home, cid):  # re-checked inside the write: a resume may have begun
+                continue
+            con.execute(
+                "UPDATE campaigns SET status = 'crashed', error = ? WHERE id = ? "
+                "AND status = 'running'",
+                [CRASHED_ERROR.format(cid=cid), cid],
+            )
+            con.execute(
+                "UPDATE seeds SET status = 'interrupted' WHERE campaign_id = ? "
+                "AND status = 'searching'",
+                [cid],
+            )
+    return dead
+
+
+def seed_count(store: Store, campaign_id: str) -> int:
+    """How many seed rows the campaign has (none before its seeds were chosen)."""
+    df = store.query("SELECT count(*) AS n FROM seeds WHERE campaign_id = ?", [campaign_id])
+    return int(df["n"][0])
+
+
+def mark_resumed(con, campaign_id: str, pid: int) -> None:
+    """Inside the resume's write: the campaign runs again in process `pid`, and its
+    interrupted seeds search again."""
+    con.execute(
+        "UPDATE campaigns SET status = 'running', pid = ?, error = NULL, "
+        "finished_at = NULL WHERE id = ?",
+        [pid, campaign_id],
+    )
+    con.execute(
+        "UPDATE seeds SET status = 'searching' WHERE campaign_id = ? "
+        "AND status = 'interrupted'",
+        [campaign_id],
+    )
+
+
+def strip_frames(store: Store, campaign_id: str) -> pd.DataFrame:
+    """Per seed and strip image, the last strip frame its generation rows point to
+    (seed_idx, image, last), for the check that strips hold their frames."""
     return store.query(
-        f"SELECT campaign_id, evaluations, {', '.join(METRIC_LABELS)} FROM campaign_metrics "
-        f"WHERE campaign_id IN ({marks})",
-        list(campaign_ids),
+        "SELECT seed_idx, image, max(image_frame) AS last FROM generations "
+        "WHERE campaign_id = ? AND image IS NOT NULL GROUP BY seed_idx, image",
+        [campaign_id],
     )
 
 
-def strategy_table(store: Store, study: str) -> pd.DataFrame:
-    """One row per campaign of a study, with its ICST figures and stored metrics
-    (the equal-budget strategy comparison)."""
-    return store.query(
-        f"""
-        SELECT c.strategy, c.generator, c.id AS campaign, c.n_seeds AS seeds,
-               json_extract_string(c.config, '$.fitness') AS fitness,
-               json_extract(c.config, '$.evaluation_budget')::BIGINT AS budget,
-               s.viable,
-               CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
-                   AS misclassified_pct,
-               s.misclassified, s.iterations_icst, m.evaluations,
-               m.{", m.".join(METRIC_LABELS)}, c.wall_seconds, c.status
-        FROM campaigns c LEFT JOIN ({_SUMMARY}) s ON s.campaign_id = c.id
-        LEFT JOIN campaign_metrics m ON m.campaign_id = c.id
-        WHERE c.study = ?
-        ORDER BY c.created_at
-        """,
-        [study],
-    )
-
-
-def study_campaigns(store: Store, study: str) -> list[str]:
-    """The ids of a study's (or grid's) campaigns, oldest first."""
-    df = store.query("SELECT id FROM campaigns WHERE study = ? ORDER BY created_at, id", [study])
-    return df["id"].tolist()
-
-
-def grid_cells(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
-    """campaign_id, grid, cell and axes ({axis: value}, in the grid's order) of those of
-    the campaigns that are grid cells (engine/studies/grid.py)."""
-    ids = list(dict.fromkeys(campaign_ids))
-    df = store.query(
-        f"SELECT campaign_id, grid, cell, axes FROM grid_cells WHERE campaign_id IN "
-        f"({_marks(ids)})",
-        ids,
-    )
-    df["axes"] = [json.loads(v) if isinstance(v, str) else v for v in df["axes"]]
-    return df
+def insert_finished(
+    store: Store, campaign_id: str, campaign: pa.Table, tables: dict[str, pa.Table]
+) -> None:
+    """A campaign made elsewhere (imported results): its campaign row and its rows of
+    campaign tables, in one checkpointed transaction."""
+    with store.write(checkpoint=True) as con:
+        con.register("new_campaign", campaign)
+        con.execute("INSERT INTO campaigns BY NAME SELECT * FROM new_campaign")
+        con.unregister("new_campaign")
+        for table, rows in tables.items():
+            insert_table(con, table, rows, campaign_id)
