@@ -21,6 +21,7 @@ from engine.campaign.evaluator import Evaluator
 from engine.campaign.metrics import MetricsTracker
 from engine.campaign.resolve import Resolved
 from engine.campaign.seeding import plan_seeds
+from engine.core.home import seed_dir
 from engine.core.images import ImageSink
 from engine.search.archive import Archive
 from engine.search.fitness import Context, margin, top2
@@ -37,10 +38,6 @@ class Progress:
     viable: int
     failed: int
     evaluations: int
-
-
-def _seed_dir(cid: str, s: int) -> str:
-    return f"campaigns/{cid}/seed_{s:04d}"
 
 
 @dataclass
@@ -86,7 +83,7 @@ class Campaign:
             evaluate,
         )
         self.cfg, self.strategy, self.t0 = r.config, r.strategy, t0
-        self.strips = [f"{_seed_dir(cid, i)}/improvements.png" for i in range(self.cfg.seeds)]
+        self.strips = [f"{seed_dir(cid, i)}/improvements.png" for i in range(self.cfg.seeds)]
         self.n_failed = 0
         self.strategy_seconds = 0.0
         self.k = r.classifier.num_classes
@@ -162,7 +159,7 @@ class Campaign:
         ctx = Context(seeds.labels, flat, flat, self.targets, logits_b)
         viable = (logits.argmax(1) == seeds.labels) & ~r.criterion(logits, ctx)
         self.metrics = MetricsTracker(cfg.seeds, images)
-        paths = [f"{_seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
+        paths = [f"{seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
         self.sink.save(paths, images)
         idx = np.arange(cfg.seeds)
         with self.writer.batch():
@@ -311,7 +308,7 @@ class Campaign:
         slot = gen.result[d]
         logits = gen.logits[d, slot]
         probs, _ = top2(logits)
-        results = [f"{_seed_dir(self.cid, int(i))}/result.png" for i in seed_idx]
+        results = [f"{seed_dir(self.cid, int(i))}/result.png" for i in seed_idx]
         strips = [self.strips[int(i)] for i in seed_idx]
         result_images = self.images_of(gen, d, slot)
         self.sink.save(results, result_images)

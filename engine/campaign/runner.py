@@ -10,12 +10,10 @@ import contextlib
 import errno
 import os
 import platform
-import secrets
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,7 @@ from engine.campaign.resolve import Resolved, resolve
 from engine.classifiers import inference
 from engine.core.errors import LatentfuzzError, cause
 from engine.core.home import campaign_dir, db_path
-from engine.core.ids import check_id_syntax, check_new_id
+from engine.core.ids import check_id_syntax, check_new_id, timestamped_id
 from engine.core.images import ImageSink
 from engine.core.malloc import keep_freed_memory
 from store import CampaignWriter, Store, create_campaign, interrupts, recovery
@@ -72,7 +70,7 @@ def run_in_series(cfg: CampaignConfig, home: Path, **kwargs: Any) -> CampaignRes
 
 def new_campaign_id() -> str:
     # Not from the campaign RNG: ids must differ between identical runs.
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    return timestamped_id()
 
 
 def environment(r: Resolved) -> dict[str, Any]:

@@ -77,5 +77,11 @@ def campaign_dir(home: Path, campaign_id: str) -> Path:
     return home / "campaigns" / campaign_id
 
 
+def seed_dir(campaign_id: str, seed_idx: int) -> str:
+    """A seed's folder relative to the home, as image paths are stored:
+    ``campaigns/<id>/seed_0007``."""
+    return f"campaigns/{campaign_id}/seed_{seed_idx:04d}"
+
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = Path(os.environ.get("LATENTFUZZ_MODELS", REPO_ROOT / "models"))

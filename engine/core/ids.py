@@ -1,4 +1,5 @@
-"""Campaign ids: a safe charset, because an id names a folder under the home.
+"""Ids: campaign ids in a safe charset (an id names a folder under the home), and the one
+timestamped form new campaigns and studies get.
 
 `--id ../../x` must not create a folder outside the home, and a reused id must not mix
 two campaigns' rows (the store's keys would refuse them half-way through a campaign).
@@ -7,6 +8,8 @@ two campaigns' rows (the store's keys would refuse them half-way through a campa
 from __future__ import annotations
 
 import re
+import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.core.errors import ConfigError
@@ -15,6 +18,12 @@ from engine.core.home import campaign_dir
 #: Letters, digits, '.', '_' and '-', starting with a letter or digit: no separators, no
 #: "..", no hidden names, nothing a shell or a URL must quote.
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def timestamped_id(prefix: str = "") -> str:
+    """`prefix` + the UTC time to the second + 4 random hex digits ("study-20261126-223000-
+    9f1c"): sorts by creation, and two made in the same second still differ."""
+    return prefix + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
 def check_id_syntax(cid: str, flag: str = "--id") -> None:

@@ -21,7 +21,6 @@ into place inside that transaction: nothing is half-written on failure.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -33,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engine.core.errors import LatentfuzzError
+from engine.core.files import sha256
 from store import SCHEMA_VERSION, Store
 from store import bundles as sb
 from store import campaigns as sc
@@ -45,14 +45,6 @@ MANIFEST = "manifest.json"
 
 class BundleError(LatentfuzzError):
     """A bundle that cannot be written or imported (one line, with the fix)."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, Any]:
@@ -89,7 +81,7 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "latentfuzz": version("latentfuzz"), "config": c["config"],
             "environment": c["environment"], "rows": tables,
-            "files": {name: _sha256(p) for name, p in files.items()},
+            "files": {name: sha256(p) for name, p in files.items()},
         }  # fmt: skip
         part = Path(tmp) / "bundle.zip"
         # Stored, not deflated: PNG and Parquet are compressed already.
@@ -196,7 +188,7 @@ def import_bundle(
         manifest = read_manifest(zf, path)
         for name, digest in manifest["files"].items():
             zf.extract(name, tmp)
-            if _sha256(tmp / name) != digest:
+            if sha256(tmp / name) != digest:
                 raise BundleError(
                     f"{path}: {name} does not match its sha256 in the manifest (changed or "
                     "damaged); refused"

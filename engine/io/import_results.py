@@ -13,14 +13,11 @@ written; the PNGs go to a temporary folder, and the rows into the store in one t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import secrets
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.core.csv_io import MAX_ROWS, read_table
 from engine.core.errors import ConfigError
-from engine.core.home import campaign_dir
-from engine.core.ids import check_new_id
+from engine.core.files import sha256
+from engine.core.home import campaign_dir, seed_dir
+from engine.core.ids import check_new_id, timestamped_id
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset
 from engine.io.result_images import image_to_pil, read_image
@@ -227,15 +225,6 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
 # ------------------------------------------------------------------------------ import
 
 
-def _new_id() -> str:
-    # The runner's format (engine/campaign/runner.py), without importing torch.
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def import_results(
     store: Store,
     home: Path,
@@ -259,20 +248,20 @@ def import_results(
     ds = get_dataset(dataset)
     records, files, ignored = read_results(folder, mapping, ds, max_rows)
     store.require_writable()
-    cid = campaign_id or _new_id()
+    cid = campaign_id or timestamped_id()
     check_new_id(cid, store, home)
     final = campaign_dir(home, cid)
     tmp = final.parent / f".{cid}.importing"
     kinds: Counter = Counter()
     try:
         for i, rec in enumerate(records):
-            seed_dir = tmp / f"seed_{i:04d}"
-            seed_dir.mkdir(parents=True)
+            folder_i = tmp / Path(seed_dir(cid, i)).name  # the campaign's own layout
+            folder_i.mkdir(parents=True)
             for key, out in (("image", "result.png"), ("seed_image", "seed.png")):
                 if rec[key] is not None:
                     img, kind = read_image(rec[key], ds.shape)
                     kinds[kind] += 1
-                    image_to_pil(img).save(seed_dir / out)
+                    image_to_pil(img).save(folder_i / out)
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -299,8 +288,8 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
     """The campaign, seed and image rows, in one transaction."""
     n = len(records)
     rel = f"campaigns/{cid}"
-    results = [f"{rel}/seed_{i:04d}/result.png" for i in range(n)]
-    seeds_ = [None if r["seed_image"] is None else f"{rel}/seed_{i:04d}/seed.png"
+    results = [f"{seed_dir(cid, i)}/result.png" for i in range(n)]
+    seeds_ = [None if r["seed_image"] is None else f"{seed_dir(cid, i)}/seed.png"
               for i, r in enumerate(records)]  # fmt: skip
     expected = np.array([r["expected"] for r in records], dtype=np.int32)
     predicted = np.array([r["predicted"] for r in records], dtype=np.int32)
@@ -314,7 +303,7 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
     from importlib.metadata import version
 
     env = {"imported_from": str(folder.resolve()), "latentfuzz": version("latentfuzz"),
-           "files": {f.name: _sha256(f) for f in files}}  # fmt: skip
+           "files": {f.name: sha256(f) for f in files}}  # fmt: skip
     t = now()
     campaign = pa.table({
         "id": [cid], "name": [name or f"{generator} (imported)"], "status": ["finished"],

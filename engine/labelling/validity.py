@@ -9,9 +9,7 @@ settles an item instead.
 
 from __future__ import annotations
 
-import secrets
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +18,7 @@ import pandas as pd
 from pydantic import BaseModel, Field, model_validator
 
 from engine.core.errors import ConfigError
+from engine.core.ids import timestamped_id
 from engine.core.images import to_pil, to_uint8
 from engine.datasets import get_dataset
 from engine.labelling import agreement
@@ -62,7 +61,7 @@ class StudyConfig(BaseModel, frozen=True):
 
 
 def new_study_id() -> str:
-    return "study-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    return timestamped_id("study-")
 
 
 def failing_seeds(store: Store, campaign_ids: list[str]) -> pd.DataFrame:

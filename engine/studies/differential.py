@@ -16,8 +16,6 @@ and a method axis, run in this process, cell after cell; its folder is
 
 from __future__ import annotations
 
-import secrets
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ import pandas as pd
 
 from engine.core.errors import ConfigError, LatentfuzzError
 from engine.core.home import db_path, resolve_home
-from engine.core.ids import ID_PATTERN
+from engine.core.ids import ID_PATTERN, timestamped_id
 from engine.search.strategies import STRATEGIES
 from engine.studies.grid import run_grid
 from engine.studies.spec import MAX_NAME, GridSpec
@@ -76,7 +74,7 @@ def run_diff_study(
     """Run the study; returns one row per (pair, method) with means and SDs. Every cell
     is checked before any runs; Ctrl-C raises StudyStopped, saying how far it got."""
     h = resolve_home(home)
-    study = name or "diff-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    study = name or timestamped_id("diff-")
     if not ID_PATTERN.fullmatch(study) or len(study) > MAX_NAME:
         raise ConfigError(
             f"study name {study!r} is not allowed; expected 1-{MAX_NAME} letters, digits, "

@@ -9,15 +9,14 @@ its cells run as separate processes, `--workers` at a time, and its folder is
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
 from engine.campaign.runner import CampaignResult
 from engine.core.home import db_path
+from engine.core.ids import timestamped_id
 from engine.models import zoo
 from engine.studies.grid import run_grid
 from engine.studies.spec import GridSpec
@@ -68,7 +67,7 @@ def run_study(
     any runs; a failing cell is reported to `on_failed(generator, preset, error)` and the
     others go on."""
     generators = generators or bundled_generators(dataset, models_root)
-    study = "study-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    study = timestamped_id("study-")
     spec = study_grid(study, seeds, generations, seed, dataset, generators, presets)
 
     def cell_keys(cell) -> tuple[str, str]:

@@ -10,9 +10,7 @@ metrics (engine/campaign/metrics.py), so ``latentfuzz study --show ID`` reprints
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -20,6 +18,7 @@ import pandas as pd
 from engine.campaign.runner import CampaignResult
 from engine.core.errors import ConfigError, LatentfuzzError
 from engine.core.home import db_path
+from engine.core.ids import timestamped_id
 from engine.search.strategies import STRATEGIES
 from engine.studies.grid import run_grid
 from engine.studies.spec import GridSpec
@@ -75,7 +74,7 @@ def run_strategy_study(
     """Run one campaign per strategy as a grid with a strategy axis (engine/studies/grid.py,
     `workers` processes at a time, 0: in this process); returns the study id and its
     table."""
-    study = "study-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    study = timestamped_id("study-")
     raws = dict(strategy_configs(strategies, seeds, seed, generations, dataset, generator, study))
     base = {"dataset": dataset, "generator": generator, "seeds": seeds, "seed": seed}
 
