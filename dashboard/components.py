@@ -82,6 +82,7 @@ def convergence_chart(
 ) -> alt.Chart:  # fmt: skip
     """Best fitness per generation for each seed, plus median and inter-quartile band, and
     the score below which a seed fails where the objective has one."""
+    # Deferred (start-up time: loads torch).
     from engine.api import BOUNDARY_UNCHANGED, FITNESS
 
     if fitness == "boundary":

@@ -8,8 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from engine.api import db_path, resolve_home
-from store import Store
+from store import Store, recovery
 from store import campaigns as sc
+from store.campaigns import reap
 
 
 def get_home() -> Path:
@@ -26,8 +27,6 @@ def _store(path: str) -> Store:
 def get_store() -> Store:
     """The home's store, with dead `running` campaigns marked `crashed` on every rerun
     (a few lock checks; store/liveness.py)."""
-    from store import recovery
-    from store.campaigns import reap
 
     store = _store(str(db_path(get_home())))
     recovery.ingest(store)

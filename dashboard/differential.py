@@ -80,6 +80,7 @@ def disagreement_heatmap(arch: pd.DataFrame, names: list[str]) -> alt.Chart:
 
 def pareto_front(f1: np.ndarray, f2: np.ndarray) -> np.ndarray:
     """Mask of the non-dominated points, both objectives maximised."""
+    # Deferred (start-up time: loads pymoo).
     from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
     if not len(f1):
@@ -153,6 +154,7 @@ def triggering_gallery(home: Path, arch: pd.DataFrame, names: list[str], filters
 def human_split(store: Store, cid: str, where) -> None:
     """Which classifier labellers side with, from every study of this campaign's
     triggering inputs (engine.labelling.validity.model_agreement)."""
+    # Deferred (start-up time: loads scipy).
     from engine.api import labelling
 
     frames = []

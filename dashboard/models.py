@@ -23,6 +23,7 @@ def _num(v: Any, spec: str) -> str:
 def zoo_table(cards: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per model, every cell text ("–" where a figure does not apply); source says
     whether it is the bundled zoo's or the user's ($LATENTFUZZ_HOME/models)."""
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
     from engine.api import zoo
 
     rows = []
@@ -72,8 +73,10 @@ def card_facts(c: dict[str, Any]) -> list[tuple[str, str]]:
 def samples(name: str, per_class: int = 1, seed: int = 0) -> list[np.ndarray]:
     """Images (H, W[, C]) decoded from prior latents: one per class for a conditional
     generator, else ten; fixed seed, so the page shows the same samples each time."""
+    # Deferred (start-up time: loads torch).
     import torch
 
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
     from engine.api import zoo
 
     gen = zoo.load_generator(name)

@@ -13,6 +13,7 @@ escape"` saves just that section of a page as escape.png.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import socket
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,10 +31,11 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
 
 def simulated_study(home: Path) -> tuple[str, str]:
     """A study of every campaign's failures, fully answered by two simulated labellers."""
-    from datetime import datetime
 
+    # Deferred (start-up time: loads numpy).
     import numpy as np
 
+    # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.api import INVALID, StudyConfig, create_study
     from store import Store, judging
     from store import campaigns as sc
@@ -56,6 +59,7 @@ def simulated_study(home: Path) -> tuple[str, str]:
 
 def seeded_home() -> tuple[Path, dict[str, str]]:
     """A scratch home with two campaigns and two studies; the pages to capture."""
+    # Deferred (start-up time: loads torch, duckdb, pyarrow).
     from engine.api import parse_config, run_campaign
 
     home = Path(tempfile.mkdtemp(prefix="latentfuzz-shots-"))
@@ -75,6 +79,7 @@ def capture(
 ) -> None:
     """Serve the app on `home` and save each page (name -> URL path) as OUT/name.png; with
     `section`, only the `height` pixels from the heading of that text down."""
+    # Deferred (playwright: an optional extra).
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -114,7 +119,6 @@ def capture(
 
 
 def main(argv: list[str]) -> None:
-    import argparse
 
     ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots")
     ap.add_argument("out", nargs="?", type=Path, default=REPO / "docs" / "screenshots")

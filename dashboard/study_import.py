@@ -44,6 +44,7 @@ def for_the_page(said: str, path: Path) -> str:
 
 def import_form(store: Store, home: Path) -> str | None:
     """The form; the new study's id once one is imported, else None."""
+    # Deferred (start-up time: loads scipy, pandas, pyarrow).
     from engine.api import ImportMapping, import_csv
 
     st.subheader("Import a study file")

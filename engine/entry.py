@@ -9,6 +9,7 @@ import sys
 
 def main() -> None:
     try:
+        # Deferred (a Ctrl-C while the CLI itself imports is caught here).
         from engine.cli.main import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

@@ -32,6 +32,7 @@ from engine.api import (
 )
 from store import campaigns as sc
 from store import liveness
+from store.admin import delete_campaign, rename_campaign
 from store.errors import StoreBusy, StoreError
 from store.failures import failed_as
 
@@ -184,7 +185,6 @@ if running:
 @st.fragment
 def manage() -> None:
     """Rename, delete (the store-level functions do the work; store/admin.py)."""
-    from store.admin import delete_campaign, rename_campaign
 
     with st.expander("Manage this campaign"):
         new = st.text_input("Name", c["name"], key="rename")

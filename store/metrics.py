@@ -44,6 +44,7 @@ METRIC_LABELS: dict[str, str] = {
 
 def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
     """The campaign's metrics row, gap lists parsed; None before it finished."""
+    # Deferred (start-up time: loads pandas).
     import pandas as pd  # here: write_metrics is on every campaign's start-up path (0.3 s)
 
     df = store.query("SELECT * FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
@@ -58,6 +59,7 @@ def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
 
 def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     """The metrics of several campaigns (those that have them), one row each."""
+    # Deferred (start-up time: loads pandas).
     import pandas as pd  # here: write_metrics is on every campaign's start-up path (0.3 s)
 
     if not campaign_ids:

@@ -13,6 +13,7 @@ drift of a shared virtual machine, which moved separate whole-run timings by 10-
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +27,10 @@ from engine.campaign.config import parse_config
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.runner import run_in_series
 from engine.core.home import resolve_home
+from engine.datasets import get_dataset
+from engine.models import zoo
+from engine.models.measure import inference_ms, ms_per_image
+from engine.search.strategies import STRATEGIES
 
 
 def bench_device(device: str | None) -> str:
@@ -99,7 +104,6 @@ def _bench_strategy(
     strategy: str, seeds: int, generations: int, perturbation: str, generator: str,
     repeats: int, h: Path, device: str = "cpu",
 ) -> tuple[dict[str, float], list[dict[str, float]]]:  # fmt: skip
-    from engine.search.strategies import STRATEGIES
 
     params: dict[str, object] = {"generations": generations}
     if STRATEGIES.get(strategy).has_presets:
@@ -143,8 +147,7 @@ def bench_generators(
     """ms per image at batch 1 and 25 for every zoo generator of the dataset; optionally
     recorded in the cards (GIFTbench's Table II layout, on this machine's CPU)."""
 
-    from engine.models import zoo
-    from engine.models.measure import inference_ms
+    # Deferred (start-up time: loads pandas).
     from engine.studies.effectiveness import bundled_generators
 
     console = console or Console()
@@ -184,9 +187,7 @@ def bench_generators(
 
 def record_inference(name: str, ms: dict[str, float]) -> None:
     """Write a bundled model's measured times into its card, with how they were taken."""
-    import json
 
-    from engine.models import zoo
 
     card = zoo.load_card(name)
     card["inference"] = {**ms, "measured_by": "latentfuzz bench generators",
@@ -202,9 +203,6 @@ def bench_classifiers(
     images; optionally recorded in the cards, whose figures New campaign's time estimate
     uses (those taken at training, before the graphs, were 3 to 8x higher)."""
 
-    from engine.datasets import get_dataset
-    from engine.models import zoo
-    from engine.models.measure import ms_per_image
 
     console = console or Console()
     probe = get_dataset(dataset).load("test").images[:25]

@@ -32,6 +32,7 @@ from engine.classifiers.base import ModuleClassifier
 from engine.core.malloc import keep_freed_memory
 from engine.generators.base import Generator
 from engine.search.strategies.base import PopulationStrategy
+from engine.search.strategies.ga import GeneticAlgorithm
 
 totals: collections.Counter = collections.Counter()
 calls: collections.Counter = collections.Counter()
@@ -134,7 +135,6 @@ def main() -> None:
     timed(PopulationStrategy, "tell", "strategy: tell")
     timed(search_loop.Campaign, "record", "record a generation")
     timed(search_loop.Campaign, "finish_seeds", "close finished seeds")
-    from engine.search.strategies.ga import GeneticAlgorithm
 
     timed(GeneticAlgorithm, "advance", "GA: breed the next generation")
     params = {"perturbation": a.perturbation, "generations": a.generations}

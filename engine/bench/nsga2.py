@@ -22,14 +22,16 @@ import torch
 from engine.campaign.config import parse_config
 from engine.campaign.resolve import resolve
 from engine.campaign.runner import run_in_series
+from engine.core.images import to_uint8
+from engine.validators.nearest import NearestSSIM
+from store import Store
+from store import metrics as sm
 
 
 def bench_nsga2(
     embeddings: tuple[str, ...] = ("pca", "umap"), seeds: int = 4, generations: int = 20,
     population: int = 50, seed: int = 0,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    from store import Store
-    from store import metrics as sm
 
     rows = []
     for emb in embeddings:
@@ -61,8 +63,6 @@ def bench_nsga2(
 
 def bench_ssim(queries_n: int = 1000, recall_n: int = 50, seed: int = 0) -> dict[str, Any]:
     """Time SSIM-nearest on `queries_n` GAN samples against the training split."""
-    from engine.core.images import to_uint8
-    from engine.validators.nearest import NearestSSIM
 
     r = resolve(parse_config({"generator": "gan"}))
     refs = r.dataset.load("train").images

@@ -44,6 +44,9 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from engine.campaign import batching
+from engine.core.malloc import keep_freed_memory
+
 FIRST_GENERATION_ENV = "LATENTFUZZ_FIRST_GENERATION_FILE"
 #: Sizes below the campaign sweep's smallest, for the shape bound.
 SMALL_SIZES = (1, 2, 4, 8)
@@ -53,10 +56,9 @@ CLI = [sys.executable, "-m", "engine.cli.main"]
 def limit_forward(generator: str = "vae", device: str = "cpu"):
     """The bare decode+classify of n latents for the bench's generator and default
     classifier (engine.campaign.batching.raw_forward)."""
-    from engine.campaign import batching
+    # Deferred (start-up time: loads duckdb, pyarrow, safetensors).
     from engine.campaign.config import parse_config
     from engine.campaign.resolve import resolve
-    from engine.core.malloc import keep_freed_memory
 
     keep_freed_memory()  # the allocator the campaigns run with (engine/core/malloc.py)
     r = resolve(parse_config({"seeds": 1, "generator": generator, "device": device}))
@@ -67,7 +69,6 @@ def physical_limit(fn, budget_s: float = 20.0) -> dict[int, float]:
     """Raw evaluations/s by batch size, every candidate size tried (5 runs each, the
     fastest kept, then the best and its neighbours again in turns), in this process with
     this process's torch threads: the ranking."""
-    from engine.campaign import batching
 
     sizes = SMALL_SIZES + batching.CANDIDATES
     return batching.sweep(
@@ -81,6 +82,7 @@ def candidates_per_step(store, cid: str) -> list[int]:
     rows' running evaluation count per seed). A survivor's image decoded again for a strip
     (engine/campaign/loop.py `images_of`: never in the GA, a few in other strategies) is not
     counted."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
 
     g = sc.generations(store, cid)[["seed_idx", "generation", "evaluations"]]
@@ -145,6 +147,7 @@ def campaign_at(
     device: str = "cpu",
 ) -> dict[str, float]:  # fmt: skip
     """One CLI campaign at `seeds`; figures from its process and its campaign row."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import Store
     from store import campaigns as sc
 

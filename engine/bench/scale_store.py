@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 
 def sources(home: Path) -> list[str]:
     """The real campaigns the store is built from (run once)."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.campaign.config import parse_config
     from engine.campaign.runner import run_campaign
     from store import Store
@@ -52,6 +53,7 @@ def sources(home: Path) -> list[str]:
 def replicate(home: Path, src: list[str], rows: int, batch: int = 25) -> int:
     """Clone the source campaigns, `batch` clones per insert, until individuals holds
     `rows` rows; returns the campaign count."""
+    # Deferred (start-up time: loads duckdb, pandas).
     from store import Store, scale
 
     store = Store(home / "latentfuzz.duckdb")
@@ -84,6 +86,7 @@ def timed(fn, reps: int = 3) -> float:
 
 
 def time_queries(home: Path) -> list[tuple[str, float]]:
+    # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.labelling.validity import failing_seeds
     from store import Store, maintenance
     from store import campaigns as sc
@@ -121,9 +124,11 @@ def time_queries(home: Path) -> list[tuple[str, float]]:
 
 def time_pages(home: Path) -> list[tuple[str, float, float]]:
     """(page, first run s, second run s): AppTest script time, caches cleared first."""
+    # Deferred (start-up time: loads streamlit).
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import Store
     from store import campaigns as sc
 
@@ -164,6 +169,7 @@ def main() -> None:
     src = sources(a.home)
     n = replicate(a.home, src, a.rows)
     built = time.perf_counter() - t0
+    # Deferred (start-up time: loads duckdb, pandas).
     from store import Store, scale
 
     store = Store(a.home / "latentfuzz.duckdb")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
 from pydantic import Field, ValidationError, field_validator
 
 from engine.core.errors import ConfigError
@@ -79,7 +80,6 @@ class CampaignConfig(Settings):
     def _device(cls, v: str) -> str:
         """A device torch knows ('cpu', 'cuda', 'cuda:1', 'mps'), checked before any model
         is loaded."""
-        import torch
 
         try:
             torch.device(v)

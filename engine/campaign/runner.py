@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,6 @@ def new_campaign_id() -> str:
 
 
 def environment(r: Resolved) -> dict[str, Any]:
-    from importlib.metadata import version
 
     return {
         "model_sha256": r.model_hashes,
@@ -250,6 +250,7 @@ def execute(
                 row = campaign.metrics.row(gaps, confusion)
                 write_metrics(store, cid, row)
                 if (r.archive or r.validators) and row["evaluations"]:
+                    # Deferred (start-up time: loads pandas).
                     from engine.campaign import triggering as differential
 
                     differential.close(r, store, home, cid, row["evaluations"])

@@ -27,6 +27,7 @@ import torch
 
 from engine.classifiers import inference
 from engine.core.images import read_uint8
+from engine.validators import VALIDATORS
 from store import Store
 from store import differential as sd
 
@@ -97,7 +98,6 @@ def validate(
 ) -> pd.DataFrame:  # fmt: skip
     """Score every archived and result image of campaign `cid` with each chosen filter
     and store the scores; returns them (kind, ref, validator, score, threshold, valid)."""
-    from engine.validators import VALIDATORS
 
     arch, res = sd.validity_inputs(store, cid)
     parts = []
@@ -166,6 +166,7 @@ def figures(
 
 def feature_classifier(r: Any) -> Any:
     """The dataset's default classifier (loaded once; A or B when one of them is it)."""
+    # Deferred (start-up time: loads safetensors, pydantic).
     from engine.models import zoo
 
     name = zoo.resolve("classifier", r.config.dataset, None)

@@ -107,6 +107,7 @@ def parameter_count(path: Path) -> int:
 
 
 def _session(path: Path, providers: list[str]):
+    # Deferred (start-up time: loads onnxruntime).
     import onnxruntime as ort  # slow to import: only when an ONNX classifier is used
 
     opts = ort.SessionOptions()
@@ -128,6 +129,7 @@ class OnnxClassifier(Classifier):
         self.output_name = session.get_outputs()[0].name  # the first output: the logits
 
     def _to(self, device: torch.device) -> None:
+        # Deferred (start-up time: loads onnxruntime).
         import onnxruntime as ort  # slow to import: only when an ONNX classifier is used
 
         want = CUDA if device.type == "cuda" and CUDA in ort.get_available_providers() else None

@@ -46,6 +46,7 @@ def bench(
     with a bare twin of every batch, and store share."""
     if ctx.invoked_subcommand is not None:
         return
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.bench.campaign import bench_device, bench_engine
     from engine.bench.scale import bench_scale
     from engine.studies.strategy import check_strategies
@@ -81,6 +82,7 @@ def bench_generators_cmd(
 ) -> None:
     """Inference time per image at batch 1 and 25 for every bundled generator (GIFTbench
     Table II) and classifier."""
+    # Deferred (start-up time: loads torch, duckdb, pyarrow).
     from engine.bench.campaign import bench_classifiers, bench_generators
 
     bench_generators(dataset, write_cards=write_cards, console=console)

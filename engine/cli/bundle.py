@@ -7,14 +7,25 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Group
+from rich.live import Live
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.text import Text
 
 from engine.cli.common import HomeOpt, Table, console, err, open_store, warn_unfinished
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
+from store import interrupts
 
 
 def export_bundle_cmd(campaign_id: str, out: Path, home: Path | None) -> None:
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.io.bundle import export_bundle
 
     m = export_bundle(open_store(home), resolve_home(home), campaign_id, out)
@@ -31,6 +42,7 @@ def import_(
     home: HomeOpt = None,
 ) -> None:
     """Import a campaign bundle: hashes and schema checked, rows in one transaction."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.io.bundle import import_bundle
 
     cid = import_bundle(open_store(home), resolve_home(home), bundle, as_id)
@@ -56,9 +68,9 @@ def grid(
 ) -> None:
     """Run every cell of a grid (base config x axes), each as its own process; re-running
     the same grid runs only the cells not yet in the store."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.studies.grid import run_grid
     from engine.studies.spec import load_grid
-    from store import interrupts
 
     spec = load_grid(spec_file)
     h = resolve_home(home)
@@ -95,13 +107,6 @@ class GridView:
     MAX_ROWS = 40
 
     def __init__(self, quiet: bool) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
 
         self.quiet = quiet
         self.bar = Progress(TextColumn("[bold]grid"), BarColumn(), MofNCompleteColumn(),
@@ -117,7 +122,6 @@ class GridView:
     def _start(self) -> None:
         """Drawn at the first change of a cell: a grid whose cells were all done before
         changes none, and showed an empty "0/?" bar."""
-        from rich.live import Live
 
         self.live = Live(self._render(), console=err, refresh_per_second=4)
         self.live.__enter__()
@@ -142,7 +146,6 @@ class GridView:
             self.live.update(self._render())
 
     def _render(self):
-        from rich.console import Group
 
         t = Table("cell", "values", "status", box=None)
         colour = {"done": "green", "failed": "red", "running": "yellow", "queued": "dim"}
@@ -164,6 +167,7 @@ def export(
 ) -> None:
     """Write seed/result image pairs and the per-seed CSV to a zip file (--zip), or the
     whole campaign as a bundle that `latentfuzz import` reads (--bundle)."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from engine.io.export import export_zip
     from store import campaigns as sc
 

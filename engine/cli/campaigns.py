@@ -24,9 +24,11 @@ from engine.cli.common import (
 from engine.cli.common import open_store as _store
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
+from store.failures import failed_as
 
 
 def _campaign(store, cid: str) -> dict:
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
 
     c = sc.campaign(store, cid)
@@ -42,6 +44,7 @@ def resume(
 ) -> None:
     """Continue a crashed or interrupted campaign from its last written generation, to the
     same results an uninterrupted run gives."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.campaign.resume import resume_campaign
     from engine.campaign.runner import StoppedAfterClose
 
@@ -76,6 +79,7 @@ def delete(
     home: HomeOpt = None,
 ) -> None:
     """Delete a campaign: its rows and its folder."""
+    # Deferred (start-up time: loads duckdb, pandas).
     from store.admin import delete_campaign
 
     store = _store(home)
@@ -90,6 +94,7 @@ def delete(
 
 def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:
     """Give a campaign a new name (its id stays)."""
+    # Deferred (start-up time: loads duckdb, pandas).
     from store.admin import rename_campaign
 
     store = _store(home)
@@ -100,6 +105,7 @@ def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:
 
 def _target(store, id_: str, study: bool) -> str:
     """'study' or 'campaign', after checking that the id exists (one-line error if not)."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
     from store import labels
 
@@ -122,6 +128,7 @@ def tag(
     home: HomeOpt = None,
 ) -> None:
     """Add tags to a campaign or study (or --remove them); prints the tags it has now."""
+    # Deferred (start-up time: loads duckdb, pandas).
     from store import annotations
     from store.connection import StoreError
 
@@ -143,6 +150,7 @@ def note(
     home: HomeOpt = None,
 ) -> None:
     """Set the notes of a campaign or study."""
+    # Deferred (start-up time: loads duckdb, pandas).
     from store import annotations
     from store.connection import StoreError
 
@@ -161,6 +169,7 @@ def doctor(
 ) -> None:
     """Check the store and the home: keys, dead campaigns, orphan folders, missing images,
     dangling strip frames. Exit code 1 while anything is found."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from engine.io import doctor as doc
     from store import Store
 
@@ -179,8 +188,8 @@ def doctor(
 
 def campaigns(home: HomeOpt = None) -> None:
     """List campaigns, newest first."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
-    from store.failures import failed_as
 
     df = sc.list_campaigns(_store(home))
     if df.empty:
@@ -222,8 +231,8 @@ def campaigns(home: HomeOpt = None) -> None:
 
 def show(campaign_id: str, home: HomeOpt = None) -> None:
     """Print a campaign's per-seed table and status line."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
-    from store.failures import failed_as
 
     store = _store(home)
     c = sc.campaign(store, campaign_id)

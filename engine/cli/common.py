@@ -17,6 +17,9 @@ from rich.text import Text
 
 from engine.core.errors import yaml_problem
 from engine.core.home import ENV_VAR, db_path, resolve_home
+from store import interrupts
+from store.failures import failed_as
+from store.liveness import RESUMABLE, status
 
 #: The width of output that goes to a file or a pipe.
 PIPED_WIDTH = 400
@@ -59,6 +62,7 @@ def open_store(home: Path | None):
     """The store of the data directory chosen by --home or the environment, with recovery
     files ingested (store/recovery.py) and dead `running` campaigns marked `crashed`
     (store/liveness.py)."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import Store, recovery
     from store.campaigns import reap
 
@@ -71,7 +75,6 @@ def open_store(home: Path | None):
 def shown_status(home: Path | None, cid: str, stored: str) -> str:
     """A campaign's status as readers report it: `crashed` when its process is gone, also
     in a read-only store that could not be marked."""
-    from store.liveness import status
 
     return status(resolve_home(home), cid, stored)
 
@@ -90,6 +93,7 @@ def warn_unfinished(home: Path | None, cid: str, stored: str) -> None:
 
 def fmt(v: Any, spec: str = "") -> str:
     """A table cell: empty for missing values (None, NaN, pandas NA)."""
+    # Deferred (start-up time: loads pandas).
     import pandas as pd
 
     if v is None or pd.isna(v):
@@ -143,7 +147,6 @@ def start_up_interruptible(command):
 
     @functools.wraps(command)
     def wrapped(*args, **kwargs):
-        from store import interrupts
 
         # First: a Ctrl-C in the seconds of imports before was lost.
         interrupts.stop_raises()
@@ -190,9 +193,8 @@ def escape_help(command: Any) -> None:
 
 def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
-    from store.failures import failed_as
-    from store.liveness import RESUMABLE
 
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
     icst = "n/a" if s.get("iterations_icst") is None else f"{s['iterations_icst']:.1f}"
@@ -212,6 +214,7 @@ def status_line(s: dict[str, Any]) -> str:
 def stopped_in_close(home: Path) -> None:
     """After a KeyboardInterrupt out of a campaign's close: say what became of it in one
     line and exit 130; return if it came from elsewhere (the start-up)."""
+    # Deferred (start-up time: loads duckdb, pyarrow, numpy).
     from store import interrupts, recovery
 
     if recovery.pending(home):  # a Ctrl-C while the last rows waited for the store

@@ -48,6 +48,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _options(size, channels, fit, test_dir, holdout, split_seed, classes) -> dict:
+    # Deferred (start-up time: loads torch, numpy, PIL).
     from engine.datasets import read_class_names  # torch: not for `--help`
 
     opts = {
@@ -113,6 +114,7 @@ def check(
 ) -> None:
     """Say what a folder of images holds: classes, counts per split, image sizes, modes,
     and every file set aside with the reason. Writes nothing."""
+    # Deferred (start-up time: loads torch, numpy, PIL).
     from engine.datasets.imagefolder import ImageFolder  # torch: not for `--help`
 
     opts = _options(size, channels, fit, test_dir, holdout, split_seed, classes)
@@ -151,6 +153,7 @@ def add(
 ) -> None:
     """Name a folder of images (one sub-folder per class) as a dataset: decodes and caches
     every image, then writes $LATENTFUZZ_HOME/datasets/NAME.json."""
+    # Deferred (start-up time: loads torch, numpy, PIL).
     from engine.datasets import DatasetError, specs  # torch: not for `--help`
 
     resolve_home(home)
@@ -199,6 +202,7 @@ def add(
 @data_app.command("remove")
 def remove(name: str, home: HomeOpt = None) -> None:
     """Forget one of your datasets (its spec and decoded-image cache; images, models stay)."""
+    # Deferred (start-up time: loads torch, numpy, PIL).
     from engine.datasets import specs  # torch: not for `--help`
 
     resolve_home(home)

@@ -11,6 +11,8 @@ import typer
 from engine.cli.common import HomeOpt, Table, console, err, fmt
 from engine.cli.common import open_store as _store
 from engine.core.errors import LatentfuzzError
+from engine.core.home import resolve_home
+from store import interrupts
 
 #: diff-study's default pairs: a different architecture, and the compressed twin.
 PAIRS = ("mnist-convnet:mnist-lenet5", "mnist-convnet:mnist-convnet-pruned80")
@@ -68,10 +70,12 @@ def validate(
 ) -> None:
     """Score a campaign's archived and result images with validity filters and recompute
     its differential figures."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.campaign import triggering as differential
     from engine.campaign.config import from_record
     from engine.campaign.resolve import resolve
-    from engine.core.home import resolve_home
+
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.validators import check_validators, default_validators
     from store import campaigns as sc
     from store import metrics as sm
@@ -115,8 +119,8 @@ def diff_study(
     """NSGA-II (DiffGAN) against a single-objective GA with the divergence fitness, at
     equal evaluation budget, on each classifier pair; prints triggering inputs, valid ones
     and geometric diversity (mean and standard deviation over repetitions)."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.studies.differential import StudyStopped, run_diff_study
-    from store import interrupts
 
     interrupts.stop_raises()
     try:
@@ -158,6 +162,7 @@ def zoo_compress(
     out: Annotated[Path | None, typer.Option(help="zoo folder [the bundled models/]")] = None,
 ) -> None:
     """Make a compressed twin of a zoo classifier (global magnitude pruning) and card it."""
+    # Deferred (start-up time: loads torch, numpy, safetensors).
     from engine.train.compress import compress_classifier
 
     card = compress_classifier(name, amount, dataset, out)
@@ -182,6 +187,7 @@ def bench_nsga2_cmd(
 ) -> None:
     """NSGA-II's own share of a generation's time, and PCA vs UMAP for its diversity
     objective at equal budget (GAN, convnet vs LeNet-5)."""
+    # Deferred (start-up time: loads torch, duckdb, pyarrow).
     from engine.bench.nsga2 import bench_nsga2
 
     rows = bench_nsga2(tuple(embeddings.split(",")), seeds, generations, population)
@@ -204,6 +210,7 @@ def bench_ssim_cmd(
 ) -> None:
     """The ssim-nearest filter: N GAN images against the training split (timed), and how
     often the L2 pre-selection finds the brute-force best."""
+    # Deferred (start-up time: loads torch, duckdb, pyarrow).
     from engine.bench.nsga2 import bench_ssim
 
     r = bench_ssim(queries, recall)

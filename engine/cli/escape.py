@@ -6,8 +6,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
+from rich.text import Text
 
-from engine.cli.common import HomeOpt, console, err
+from engine.cli.common import (
+    HomeOpt,
+    Table,  # class names are the dataset's text, not markup
+    console,
+    err,
+)
 from engine.cli.common import open_store as _store
 from engine.cli.run import run
 from engine.core.errors import LatentfuzzError
@@ -62,6 +69,7 @@ def escape(
 
 
 def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.core.csv_io import to_csv
     from engine.datasets import get_dataset
     from engine.studies.escape import escape_table, grid
@@ -96,11 +104,9 @@ def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
 
 
 def _table(g, spec: str):
+    # Deferred (start-up time: loads pandas).
     import pandas as pd
-    from rich import box
-    from rich.text import Text
 
-    from engine.cli.common import Table  # class names are the dataset's text, not markup
 
     t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
     t.add_column("from \\ to", no_wrap=True)

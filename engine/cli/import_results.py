@@ -35,6 +35,7 @@ def import_results_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Import a GIFTbench-style results folder (or another tool's, with --mapping)."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.io.import_results import ResultsMapping, builtin_mapping, import_results
 
     m = ResultsMapping.from_yaml(mapping) if mapping else builtin_mapping(format)

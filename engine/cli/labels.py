@@ -41,8 +41,10 @@ def create_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Create a study from campaigns' failing images."""
+    # Deferred (start-up time: loads pydantic).
     from pydantic import ValidationError
 
+    # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.labelling.agreement import sample_size
     from engine.labelling.validity import StudyConfig, create_study, failing_seeds
     from store import campaigns as sc
@@ -69,6 +71,7 @@ def create_cmd(
 @labels_app.command("list")
 def list_cmd(home: HomeOpt = None) -> None:
     """List studies, newest first."""
+    # Deferred (start-up time: loads duckdb, pandas).
     from store import labels
 
     df = labels.validity_studies(_store(home))
@@ -99,6 +102,7 @@ def import_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Create a study from an external study's CSV and recompute its verdicts."""
+    # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.labelling.importing import ImportMapping, import_csv
 
     if not file.exists():
@@ -139,6 +143,7 @@ def report_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Validity and label preservation per generator x perturbation."""
+    # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.labelling.validity import (
         agreement_table,
         labeller_table,
@@ -146,6 +151,8 @@ def report_cmd(
         model_agreement,
         report,
     )
+
+    # Deferred (start-up time: loads duckdb, pandas).
     from store import labels
 
     store = _store(home)
@@ -219,6 +226,7 @@ def export_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Write the raw judgements and/or the wide per-image table."""
+    # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.core.csv_io import to_csv
     from engine.labelling.exchange import raw_export, wide_export
 

@@ -29,6 +29,12 @@ from engine.cli import (
 from engine.cli.common import err, escape_help, one_line, received
 from engine.core.errors import LatentfuzzError
 
+try:
+    from typer._click import exceptions as click_errors
+except ImportError:  # a typer that uses click itself
+    from click import exceptions as click_errors
+from store.errors import StoreBusy, StoreError
+
 
 class PanelGroup(TyperGroup):
     """Lists commands and groups in PANELS' order (typer lists commands before groups, so
@@ -104,12 +110,6 @@ flow_command_lists(app)
 def main() -> None:
     # Not engine.datasets' DatasetError (a LatentfuzzError), whose import pulls in torch,
     # nor store.connection's module, which pulls in DuckDB and pandas.
-    from store.errors import StoreBusy, StoreError
-
-    try:
-        from typer._click import exceptions as click_errors
-    except ImportError:  # a typer that uses click itself
-        from click import exceptions as click_errors
 
     try:
         # Not standalone: typer would print a usage error as a boxed panel of several

@@ -35,6 +35,7 @@ def register(zoo_app: typer.Typer) -> None:
         home: HomeOpt = None,
     ) -> None:
         """Validate a classifier file and add it to your models, with a card."""
+        # Deferred (start-up time: loads torch, numpy, safetensors).
         from engine.models.importing import import_classifier  # torch: not for `--help`
 
         resolve_home(home)  # user models live under this home

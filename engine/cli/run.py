@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from engine.campaign.startup import STEPS, report
 from engine.cli.common import (
     HomeOpt,
     console,
@@ -17,6 +19,7 @@ from engine.cli.common import (
     status_line,
     stopped_in_close,
 )
+from engine.cli.differential import parse_validators
 from engine.cli.strategy_flags import (
     check_flags,
     has_presets,
@@ -26,6 +29,9 @@ from engine.cli.strategy_flags import (
 )
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
+from engine.core.ids import check_id_syntax
+from store import interrupts
+from store.failures import failed_as
 
 
 @start_up_interruptible
@@ -96,18 +102,15 @@ def run(
     Each strategy's settings are flags (made from its Params; the strategies that have a
     setting are named in its help), or -p KEY=VALUE."""
     # Ctrl-C and the dashboard's stop button (SIGTERM): see start_up_interruptible.
-    from engine.core.ids import check_id_syntax
 
     if campaign_id is not None:
         check_id_syntax(campaign_id)  # refused before torch and the models are even imported
-    from engine.campaign.startup import STEPS, report
 
     report(resolve_home(home), campaign_id, STEPS[0])  # the dashboard shows each start-up step
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # Deferred (start-up time: loads torch, duckdb, pyarrow).
     from engine.campaign.config import load_yaml, parse_config
     from engine.campaign.runner import StoppedAfterClose, run_campaign
-    from store import interrupts
 
     raw: dict[str, Any] = load_yaml(config) if config else {}
     flat = {
@@ -132,8 +135,6 @@ def run(
     if no_individuals:
         raw["record_individuals"] = False
     if validator:
-        from engine.cli.differential import parse_validators
-
         raw["validators"] = parse_validators(validator)
     gp = {"guidance": guidance, "seed_guidance": seed_guidance}
     raw["generator_params"] = {
@@ -153,8 +154,8 @@ def run(
     if "step" in flagged and "perturbation" not in flagged and has_presets(strategy):
         raw["strategy_params"]["perturbation"] = "custom"  # a step given is a custom preset
     cfg = parse_config(raw)
+    # Deferred (start-up time: loads torch, duckdb, pyarrow).
     from engine.campaign.config import objectives
-    from store.failures import failed_as
 
     failed = failed_as(objectives(cfg)[1].name)  # "A and B disagree" for two classifiers
     h = resolve_home(home)

@@ -49,6 +49,7 @@ def register(zoo_app: typer.Typer) -> None:
         # Here, not at the top: they import torch, which `latentfuzz --help` never loads.
         from pydantic import ValidationError
 
+        # Deferred (start-up time: loads torch, duckdb, pyarrow).
         from engine.campaign.config import format_validation
         from engine.models.sd_import import import_pipeline
 

@@ -36,6 +36,7 @@ def study(
 ) -> None:
     """Run the ICST effectiveness study: every bundled generator x preset, same seeds and
     budget (a grid: `latentfuzz grid` runs any such grid)."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.core.csv_io import to_csv
     from engine.studies.effectiveness import run_study
     from store import studies as ss
@@ -84,6 +85,7 @@ def study(
 
 
 def _is_strategy_study(home: Path | None, study_id: str) -> bool:
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import studies as ss
 
     return ss.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
@@ -92,6 +94,7 @@ def _is_strategy_study(home: Path | None, study_id: str) -> bool:
 def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
                     show, workers: int = 1) -> None:  # fmt: skip
     """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.core.csv_io import to_csv
     from engine.studies.strategy import run_strategy_study
     from store import studies as ss

@@ -130,6 +130,7 @@ def train_classifier_cmd(
     ] = None,
 ) -> None:
     """Train a classifier; prints its card's metrics."""
+    # Deferred (start-up time: loads torch, numpy, safetensors).
     from engine.train.classifier import train_classifier  # torch: not for `--help`
 
     card = train_classifier(settings, architecture, width=width)
@@ -154,6 +155,7 @@ def train_vae_cmd(
     width: Annotated[int | None, typer.Option(help="convvae: first layer's channels [32]")] = None,
 ) -> None:
     """Train a VAE; prints its card's metrics (viability = reconstruction accuracy)."""
+    # Deferred (start-up time: loads torch, numpy, safetensors).
     from engine.train.vae import train_vae  # torch: not for `--help`
 
     report_generator(train_vae(settings, family, hidden=hidden, latent=latent, width=width))
@@ -170,6 +172,7 @@ def train_gan_cmd(
     width: Annotated[int | None, typer.Option(help="channels next to the image [64]")] = None,
 ) -> None:
     """Train a conditional GAN (discriminator kept); prints its card's metrics."""
+    # Deferred (start-up time: loads torch, numpy, safetensors).
     from engine.train.gan import train_gan  # torch: not for `--help`
 
     report_generator(train_gan(settings, family, latent=latent, width=width))
@@ -193,6 +196,7 @@ def train_dm_cmd(
     guidance: Annotated[float, typer.Option(help="default guidance scale")] = 2.0,
 ) -> None:
     """Train the class-conditional diffusion model (diffusers UNet2DModel + DDIM)."""
+    # Deferred (start-up time: loads torch, numpy, safetensors).
     from engine.train.dm import train_dm  # torch: not for `--help`
 
     channels_ = channels_option(channels)

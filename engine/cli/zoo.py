@@ -13,7 +13,7 @@ from engine.cli.differential import register_zoo as register_diff_zoo
 from engine.cli.models import register as register_models
 from engine.cli.sd import register as register_sd
 from engine.core.errors import LatentfuzzError
-from engine.core.home import resolve_home
+from engine.core.home import resolve_home, use_home
 
 zoo_app = typer.Typer(
     no_args_is_help=True,
@@ -25,7 +25,7 @@ zoo_app = typer.Typer(
 @zoo_app.command("list")
 def zoo_list(home: HomeOpt = None) -> None:
     """Every zoo model with its quality and inference figures."""
-    from engine.core.home import use_home
+    # Deferred (start-up time: loads torch, numpy, safetensors).
     from engine.models import zoo
 
     use_home(home)  # user models live under it; listing creates nothing
@@ -70,6 +70,7 @@ def zoo_measure(
 ) -> None:
     """Re-measure generators' latent bounds, viability and inference time into their cards:
     your generators of the dataset, or the one named."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.datasets import get_dataset
     from engine.models import zoo
     from engine.models.measure import finish_generator_card

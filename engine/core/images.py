@@ -33,6 +33,7 @@ _HEADER = struct.Struct("<4sHHH")  # magic, C, H, W
 
 def to_uint8(x: torch.Tensor) -> torch.Tensor:
     """Images (B, C, H, W) in [0, 1] -> uint8 (B, C, H, W), rounded as PNG will store them."""
+    # Deferred (start-up time: loads torch).
     import torch  # `doctor` imports this module and must start without torch
 
     return x.mul(255.0).round_().clamp_(0, 255).to(torch.uint8)

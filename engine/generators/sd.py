@@ -70,6 +70,7 @@ def load_pipeline(path: str | Path, text_encoder: bool = False) -> Any:
         from transformers.utils import logging as tlogging
 
         tlogging.set_verbosity_error()
+        # Deferred (start-up time: loads diffusers).
         from diffusers import DDIMScheduler, StableDiffusionPipeline
         from diffusers.utils import logging as dlogging
     except ImportError as e:  # transformers absent: diffusers' pipeline class is a stub

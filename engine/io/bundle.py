@@ -28,11 +28,13 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engine.core.errors import LatentfuzzError
 from engine.core.files import sha256
+from engine.core.ids import check_id_syntax
 from store import SCHEMA_VERSION, Store
 from store import bundles as sb
 from store import campaigns as sc
@@ -49,7 +51,6 @@ class BundleError(LatentfuzzError):
 
 def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, Any]:
     """Write campaign `cid` as a bundle at `out`; returns the manifest."""
-    from importlib.metadata import version
 
     home, out = Path(home), Path(out)
     c = sc.campaign(store, cid)
@@ -169,7 +170,6 @@ def import_bundle(
     """Import the bundle at `path` into `store` (home `home`); returns the campaign id.
     `in_transaction(con, id)` runs inside the import's transaction (a grid records its
     cell there, so the cell is done exactly when its rows are in)."""
-    from engine.core.ids import check_id_syntax
 
     home, path = Path(home), Path(path)
     if path.is_dir():

@@ -18,6 +18,7 @@ import re
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -300,7 +301,6 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
     }  # fmt: skip
     if m.constants.generations:
         cfg["strategy_params"] = {"generations": m.constants.generations}
-    from importlib.metadata import version
 
     env = {"imported_from": str(folder.resolve()), "latentfuzz": version("latentfuzz"),
            "files": {f.name: sha256(f) for f in files}}  # fmt: skip

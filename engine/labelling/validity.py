@@ -25,6 +25,7 @@ from engine.labelling import agreement
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
 from store import Store
 from store import campaigns as sc
+from store import differential as sd
 from store import labels as label_store
 
 
@@ -85,7 +86,6 @@ def failing_seeds(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
 def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     """The archived triggering inputs of differential campaigns: the population a
     differential study samples from."""
-    from store import differential as sd
 
     df = sd.triggering(store, campaign_ids)
     missing = sorted(set(campaign_ids) - set(sc.campaigns_by_id(store, campaign_ids)["id"]))

@@ -158,6 +158,7 @@ def import_pipeline(
 ) -> dict[str, Any]:
     """Write a measured sd-pipeline card (and its embeddings, and LoRA) into the user's
     models folder; returns the card. Nothing is left behind when a step fails."""
+    # Deferred (start-up time: loads diffusers).
     import diffusers  # the optional [sd] extra, slow to import: only for this command
 
     directory = directory.expanduser().resolve()

@@ -35,6 +35,7 @@ def embed(features: np.ndarray, how: str, seed: int) -> np.ndarray:
     of 500 x 784 cost 1.6 s a call on the loaded 2-core machine. The axes' signs are
     arbitrary, which clustering ignores. UMAP: umap-learn, seeded."""
     if how == "pca":
+        # Deferred (start-up time: loads scipy).
         from scipy.sparse.linalg import eigsh
 
         x = (features - features.mean(0, keepdims=True)).astype(np.float64)
@@ -45,6 +46,7 @@ def embed(features: np.ndarray, how: str, seed: int) -> np.ndarray:
     if how != "umap":
         raise ValueError(f"embedding {how!r} unknown; expected one of {EMBEDDINGS}")
     try:
+        # Deferred (umap: an optional extra).
         import umap
     except ImportError:  # pragma: no cover - the extra is part of the dev install
         raise RuntimeError(
@@ -62,6 +64,7 @@ def representatives(features: np.ndarray, how: str, seed: int) -> np.ndarray:
     a = len(features)
     if a < 2 * MIN_CLUSTER:
         return np.arange(a)
+    # Deferred (start-up time: loads sklearn).
     from sklearn.cluster import HDBSCAN
 
     z = embed(features, how, seed)

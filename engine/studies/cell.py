@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.core.home import db_path, resolve_home
+
 #: Test hook: comma-separated cell ids that fail on purpose (a failing cell's path).
 FAIL_ENV = "LATENTFUZZ_GRID_FAIL_CELLS"
 
@@ -24,6 +26,7 @@ FAIL_ENV = "LATENTFUZZ_GRID_FAIL_CELLS"
 def init_worker(threads: int) -> None:
     """A pool worker's start: its share of the cores, so N workers do not oversubscribe
     (fewer when $OMP_NUM_THREADS says so: on a busy machine, spinning OpenMP threads)."""
+    # Deferred (start-up time: loads torch).
     import torch
 
     omp = os.environ.get("OMP_NUM_THREADS", "")
@@ -60,6 +63,7 @@ def run_cell(task: dict[str, Any]) -> dict[str, Any]:
             raise RuntimeError(f"cell {task['cell']} failed on purpose (${FAIL_ENV})")
         _run(task, work, bundle)
     except Exception as e:
+        # Deferred (start-up time: loads torch, duckdb, pyarrow).
         from engine.campaign.runner import describe
 
         return {"ok": False, "cell": task["cell"], "error": describe(e),
@@ -71,9 +75,11 @@ def run_cell(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(task: dict[str, Any], work: Path, bundle: Path) -> None:
+    # Deferred (start-up time: loads torch, duckdb, pyarrow).
     from engine.campaign.config import parse_config
     from engine.campaign.runner import StoppedAfterClose, run_in_series
-    from engine.core.home import db_path, resolve_home
+
+    # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.io.bundle import export_bundle
     from store import Store
 
@@ -106,6 +112,7 @@ def run_ray_cell(task: dict[str, Any]) -> dict[str, Any]:
     """A Ray task: the cell on whatever node Ray chose, with the device Ray gave it (cuda
     when it was given a GPU). The bundle comes back as bytes, since the node's disk is
     not the driver's."""
+    # Deferred (ray: an optional extra).
     import ray
 
     device = "cuda" if ray.get_gpu_ids() else "cpu"

@@ -20,6 +20,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -28,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.campaign.resolve import resolve
+from engine.campaign.runner import CampaignResult
 from engine.core.errors import LatentfuzzError
 from engine.core.home import db_path
 from engine.io.bundle import import_bundle
 from engine.studies.cell import init_worker, run_cell
+from engine.studies.ray import execute_ray
 from engine.studies.spec import Cell, GridSpec, parse_config
 from store import Store, recovery
 from store import campaigns as sc
@@ -136,8 +139,6 @@ def run_grid(
         if on_done:
             on_done(cell, _result(store, cell.campaign_id(spec.name)))
         if (kill := os.environ.get(KILL_ENV)) and len(run.imported) >= int(kill):
-            import signal
-
             os.killpg(os.getpgid(0), signal.SIGKILL)  # a crash of driver and workers at once
 
     for cell in cells:
@@ -160,8 +161,6 @@ def run_grid(
 
     tasks = [task(c) for c in todo]
     if ray is not None:
-        from engine.studies.ray import execute_ray
-
         results = execute_ray(tasks, ray, spec.resources, workers, started, bundle_of=bundle,
                               by_id=by_id)  # fmt: skip
     else:
@@ -258,7 +257,6 @@ def _import_cell(store: Store, home: Path, grid: str, cell: Cell, path: Path) ->
 
 
 def _result(store: Store, cid: str):
-    from engine.campaign.runner import CampaignResult
 
     c = sc.campaign(store, cid)
     return CampaignResult(cid, c["status"], sc.summary(store, cid),

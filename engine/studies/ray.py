@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import LatentfuzzError
+from engine.studies.cell import run_ray_cell
 
 
 def connect(address: str) -> None:
     """Join the cluster at `address` ('auto': the one `ray start` began on this machine,
     else a new local instance), unless this process is connected already."""
     try:
+        # Deferred (ray: an optional extra).
         import ray
     except ImportError:
         raise LatentfuzzError(
@@ -44,9 +46,9 @@ def execute_ray(
     """(task, result) as cells finish. At most `workers` cells are in flight (0: as many
     as the cluster has CPUs), so that a cell marked running is running or about to."""
     connect(address)
+    # Deferred (ray: an optional extra).
     import ray
 
-    from engine.studies.cell import run_ray_cell
 
     remote = ray.remote(run_ray_cell).options(
         num_cpus=resources.get("cpu", 1), num_gpus=resources.get("gpu", 0), max_retries=0

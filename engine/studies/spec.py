@@ -28,6 +28,7 @@ from typing import Any
 from engine.campaign.config import CampaignConfig, load_yaml, parse_config
 from engine.core.errors import ConfigError
 from engine.core.ids import ID_PATTERN
+from engine.search.strategies import STRATEGIES
 
 KEYS = ("name", "base", "axes", "resources")
 RESOURCES = ("gpu", "cpu")
@@ -54,7 +55,6 @@ class Cell:
         cfg = parse_config(self.raw)
         now = cfg.model_dump(exclude={"generator_params", "strategy_params", *RUN_TIME})
         now["generator_params"] = cfg.generator_params  # the card's defaults fill the rest
-        from engine.search.strategies import STRATEGIES
 
         if cfg.strategy in STRATEGIES:
             try:

@@ -78,6 +78,7 @@ def train_dm(
     check_unet(channels, side, ds.shape)
     name = s.name or f"{s.dataset}-dm"
     folder, root = destination(name, s.out)
+    # Deferred (start-up time: loads diffusers).
     from diffusers import DDPMScheduler  # after the checks: a wrong option fails at once
 
     rng, train = start(s.seed, ds)

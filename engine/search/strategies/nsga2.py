@@ -69,6 +69,7 @@ class NSGA2Params(StrategyParams):
 
 def rank_and_crowding(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Non-dominated rank (N,) and crowding distance (N,) of objectives f (N, 2), minimised."""
+    # Deferred (start-up time: loads pymoo).
     from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
     from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
