@@ -32,7 +32,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 os.environ["OMP_NUM_THREADS"] = "1"
 # Campaigns in the suite keep one fixed batch size instead of measuring it: hundreds of
 # campaigns would each pay the start-up sweep (engine/campaign/batching.py), and tests that compare
-# runs in different homes need the same batches. tests/engine/test_batching.py unsets it.
+# runs in different homes need the same batches. tests/engine/campaign/test_batching.py unsets it.
 os.environ["LATENTFUZZ_BATCH_SIZE"] = "2048"
 
 

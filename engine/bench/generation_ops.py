@@ -7,7 +7,7 @@ forward pass and the classifier's logits call is counted (a TorchDispatchMode), 
 generation and by the engine line that issued it. On a CPU each costs a few microseconds
 of dispatch whatever its size, so on a small campaign this count, not the arithmetic, is
 the loop's cost beside the models. The loop is vectorised over seeds: the count per
-generation does not grow with the number of seeds (tests/engine/test_search_loop.py).
+generation does not grow with the number of seeds (tests/engine/campaign/test_loop.py).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ SSIM, one definition (Wang et al. 2004, as pytorch-msssim): an 11 x 11 Gaussian 
 with sigma 1.5, data range 1, K1 = 0.01, K2 = 0.03, population (co)variances, computed on
 the valid region only (no padding), averaged over the map and the channels. scikit-image's
 ``structural_similarity(..., gaussian_weights=True, sigma=1.5, use_sample_covariance=False,
-data_range=1)`` gives the same value (tests/engine/test_metrics.py).
+data_range=1)`` gives the same value (tests/engine/campaign/test_metrics.py).
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class ImageSink:
     """Writes PNGs under ``home`` on one worker thread; paths given relative to home.
 
     Strip work is counted, not timed: ``strip_bytes`` holds the raw bytes each
-    ``write_strips`` call of running seeds queued (tests/engine/test_strips.py).
+    ``write_strips`` call of running seeds queued (tests/engine/campaign/test_strips.py).
     """
 
     def __init__(self, home: Path) -> None:

@@ -3,7 +3,8 @@
 (co)variances, valid region only, averaged over the map and the channels) and MSE. The
 campaign metrics (Argus's realism figures) and the nearest-real-image validators share
 them. scikit-image's ``structural_similarity(..., gaussian_weights=True, sigma=1.5,
-use_sample_covariance=False, data_range=1)`` gives the same SSIM (tests/engine/test_metrics.py).
+use_sample_covariance=False, data_range=1)`` gives the same SSIM
+(tests/engine/campaign/test_metrics.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import yaml
 
 from engine.core import home as home_module
 from engine.models.importing import import_classifier
-from tests.engine.test_onnx import Net, export
+from tests.engine.classifiers.test_onnx import Net, export
 from tests.helpers import page_opener
 
 

@@ -11,7 +11,7 @@ itself (``reset_to="step"``, the default of strong and custom).
 
 Fixed relative to GIFTbench: doubling is capped; elites >= population is rejected;
 crossover cuts the flattened latent, so it also works for latents with a singleton
-dimension. tests/engine/test_fidelity.py holds one test per GIFTbench rule. GIFTbench
+dimension. tests/engine/search/test_ga_fidelity.py holds one test per GIFTbench rule. GIFTbench
 called the elites ``best_left``: that name is still accepted (old configs, stored
 campaigns, ``--best-left``), and ``elites`` is what is written.
 """

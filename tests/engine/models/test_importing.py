@@ -20,8 +20,8 @@ from engine.models.importing import import_classifier, import_generator, parse_f
 from engine.models.measure import finish_generator_card
 from engine.train.compress import compress_classifier
 from engine.train.settings import TrainSettings
-from tests.engine.test_cli import cli
-from tests.engine.test_onnx import Net, export
+from tests.engine.classifiers.test_onnx import Net, export
+from tests.engine.cli.test_cli import cli
 
 
 class Decoder(nn.Module):

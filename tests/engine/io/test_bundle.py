@@ -15,7 +15,8 @@ import pytest
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
-from engine.io.bundle import BundleError, _sha256, export_bundle, import_bundle
+from engine.core.files import sha256
+from engine.io.bundle import BundleError, export_bundle, import_bundle
 from store import SCHEMA_VERSION, Store, annotations
 from store import campaigns as sc
 from store.bundles import TABLES
@@ -149,7 +150,7 @@ def _with_manifest(bundle: Path, out: Path, edit_tables, edit_manifest) -> None:
         Path(f"{p}.new").replace(p)
     m = json.loads((tmp / "manifest.json").read_text())
     edit_manifest(m)
-    m["files"] = {n: _sha256(tmp / n) for n in m["files"]}
+    m["files"] = {n: sha256(tmp / n) for n in m["files"]}
     (tmp / "manifest.json").write_text(json.dumps(m))
     with zipfile.ZipFile(out, "w") as zf:
         for p in sorted(tmp.rglob("*")):

@@ -269,7 +269,7 @@ def test_a_ctrl_c_while_the_cli_is_imported_is_one_line(monkeypatch, capsys):
         engine.entry.main()
     assert e.value.code == 130 and capsys.readouterr().err == "interrupted\n"
     monkeypatch.setattr(builtins, "__import__", real)
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["latentfuzz"] == "engine.entry:main"
 
