@@ -165,7 +165,7 @@ def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | Non
 
 
 def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> pd.DataFrame:
-    """A group_table (engine.labelling.validity) in the paper's layout: % (#) with its 95% CI; by
+    """A group_table (engine.labelling.statistics) in the paper's layout: % (#) with its 95% CI; by
     campaign, each named as on every other page beside its id (from `store`)."""
 
     def pct(v: float) -> str:

@@ -153,14 +153,14 @@ def triggering_gallery(home: Path, arch: pd.DataFrame, names: list[str], filters
 
 def human_split(store: Store, cid: str, where) -> None:
     """Which classifier labellers side with, from every study of this campaign's
-    triggering inputs (engine.labelling.validity.model_agreement)."""
+    triggering inputs (engine.labelling.statistics.model_agreement)."""
     # Deferred (start-up time: loads scipy).
-    from engine.api import labelling
+    from engine.api import label_stats
 
     frames = []
     for sid in sd.triggering_validity_studies(store, cid):
-        s, v, _ = labelling.load(store, sid)
-        t = labelling.model_agreement(v[v["campaign_id"] == cid], s["rule"])
+        s, v, _ = label_stats.load(store, sid)
+        t = label_stats.model_agreement(v[v["campaign_id"] == cid], s["rule"])
         frames.append(t.assign(study=s["name"]))
     if not frames:
         where.caption("No validity study covers these inputs yet: the split above is "

@@ -46,10 +46,11 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "escape_table": ("engine.studies.escape", "escape_table"),
     # validity studies (labelling)
     "labelling": ("engine.labelling.validity", None),
+    "label_stats": ("engine.labelling.statistics", None),
     "label_exchange": ("engine.labelling.exchange", None),
     "StudyConfig": ("engine.labelling.validity", "StudyConfig"),
     "create_study": ("engine.labelling.validity", "create_study"),
-    "campaign_validity": ("engine.labelling.validity", "campaign_validity"),
+    "campaign_validity": ("engine.labelling.statistics", "campaign_validity"),
     "marker_choices": ("engine.labelling.validity", "marker_choices"),
     "sample_size": ("engine.labelling.agreement", "sample_size"),
     "INVALID": ("engine.labelling.agreement", "INVALID"),
@@ -88,15 +89,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.io.export import zip_bytes
     from engine.io.import_results import imported_note
     from engine.labelling import exchange as label_exchange
+    from engine.labelling import statistics as label_stats
     from engine.labelling import validity as labelling
     from engine.labelling.agreement import INVALID, sample_size
     from engine.labelling.importing import ImportMapping, import_csv
-    from engine.labelling.validity import (
-        StudyConfig,
-        campaign_validity,
-        create_study,
-        marker_choices,
-    )
+    from engine.labelling.statistics import campaign_validity
+    from engine.labelling.validity import StudyConfig, create_study, marker_choices
     from engine.models import zoo
     from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS
     from engine.search.strategies import STRATEGIES

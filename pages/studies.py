@@ -19,6 +19,7 @@ from engine.api import (
     DatasetError,
     get_dataset,
     label_exchange,
+    label_stats,
     labelling,
     sample_size,
     to_csv_bytes,
@@ -132,7 +133,7 @@ sid = url_widget(st.sidebar.selectbox, "Study", "study", ids, ids[0], say_unknow
 if gone := url_unknown("study"):
     st.warning(f"The link names a study this store does not hold ({gone[0]}); showing "
                f"{names[sid]}.")  # fmt: skip
-s, v, j = labelling.load(store, sid)
+s, v, j = label_stats.load(store, sid)
 try:
     ds = get_dataset(s["dataset"])
 except DatasetError as e:  # a user's dataset removed or moved since
@@ -146,32 +147,32 @@ with tab_stats:
     a.metric("images", p["items"])
     b.metric("answers", f"{p['done']} of {p['wanted']}")
     c.metric("labellers", j["labeller"].nunique())
-    d.metric("undecided", len(labelling.undecided(v)))
+    d.metric("undecided", len(label_stats.undecided(v)))
     st.caption(f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
                f"{s['seed']}; validity over all images, preservation over valid ones")  # fmt: skip
     for title, by in (("By generator and perturbation", ["generator", "preset"]),
                       ("By campaign", ["campaign_id"])):  # fmt: skip
         st.subheader(title)
-        t = labelling.group_table(v, by, int(s["seed"]), int(s["resamples"]))
+        t = label_stats.group_table(v, by, int(s["seed"]), int(s["resamples"]))
         if t.empty:
             st.info("No image has all its answers yet.")
             break
         st.dataframe(study_table(t, by, store), hide_index=True, width="stretch")
-    sides = labelling.model_agreement(v, s["rule"])
+    sides = label_stats.model_agreement(v, s["rule"])
     if len(sides):
         st.subheader("Which classifier people agree with")
         st.caption("triggering inputs of differential campaigns: of the images judged valid, "
                    "those the labellers give classifier A's label, B's, or another")  # fmt: skip
         st.dataframe(sides.rename(columns=SIDES), hide_index=True, width="stretch")
     st.subheader("Agreement and labellers")
-    ag = labelling.agreement_table(j, v)
+    ag = label_stats.agreement_table(j, v)
     a, b, c = st.columns(3)
     names = (("Cohen's kappa", "cohen_kappa"), ("Fleiss' kappa", "fleiss_kappa"),
              ("Krippendorff's alpha", "krippendorff_alpha"))  # fmt: skip
     for col, (label, k) in zip((a, b, c), names, strict=True):
         col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
     # As text: the Styler's na_rep did not reach the browser, which showed "None".
-    lt = labelling.labeller_table(j, v)
+    lt = label_stats.labeller_table(j, v)
     shown = lambda col, fmt: ["–" if pd.isna(x) else format(x, fmt) for x in lt[col]]  # noqa: E731
     st.dataframe(
         lt.assign(
@@ -191,7 +192,7 @@ with tab_stats:
                       f"{sid}-images.csv", "text/csv")  # fmt: skip
 
 with tab_adj:
-    queue = labelling.undecided(v)
+    queue = label_stats.undecided(v)
     if queue.empty:
         st.success("No undecided image: nothing to settle.")
     else:

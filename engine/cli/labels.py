@@ -144,7 +144,7 @@ def report_cmd(
 ) -> None:
     """Validity and label preservation per generator x perturbation."""
     # Deferred (start-up time: loads torch, scipy, duckdb).
-    from engine.labelling.validity import (
+    from engine.labelling.statistics import (
         agreement_table,
         labeller_table,
         load,

@@ -27,7 +27,8 @@ from engine.core.csv_io import restore_cell
 from engine.core.errors import ConfigError
 from engine.datasets import Dataset, get_dataset
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
-from engine.labelling.validity import answer_text, load
+from engine.labelling.statistics import load
+from engine.labelling.validity import answer_text
 from store import Store
 from store import labels as label_store
 

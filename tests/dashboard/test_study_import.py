@@ -13,7 +13,8 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.core.csv_io import to_csv_bytes
 from engine.labelling.exchange import wide_export
-from engine.labelling.validity import StudyConfig, create_study, report
+from engine.labelling.statistics import report
+from engine.labelling.validity import StudyConfig, create_study
 from store import Store, judging
 from store import labels as ls
 from tests.helpers import page_opener

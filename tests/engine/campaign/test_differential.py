@@ -149,6 +149,7 @@ def test_discriminator_scores_real_digits_above_noise():
 def test_a_study_of_triggering_inputs_says_which_classifier_people_agree_with(ga_diff):
     from datetime import datetime
 
+    from engine.labelling import statistics as label_stats
     from engine.labelling import validity as labelling
     from store import judging
     from store import labels as ls
@@ -166,8 +167,8 @@ def test_a_study_of_triggering_inputs_says_which_classifier_people_agree_with(ga
             row = items.loc[item]
             answer = row["predicted"] if item < 4 else row["predicted_b"]
             judging.answer(store, sid, item, who, int(answer), datetime.now())
-    s, v, _ = labelling.load(store, sid)
-    sides = labelling.model_agreement(v, s["rule"]).iloc[0]
+    s, v, _ = label_stats.load(store, sid)
+    sides = label_stats.model_agreement(v, s["rule"]).iloc[0]
     assert (sides["valid"], sides["humans_agree_a"], sides["humans_agree_b"]) == (6, 4, 2)
 
 

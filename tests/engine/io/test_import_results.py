@@ -21,7 +21,8 @@ from engine.cli.main import app
 from engine.core.errors import ConfigError
 from engine.io.import_results import ResultsMapping, builtin_mapping, import_results
 from engine.labelling.agreement import INVALID
-from engine.labelling.validity import StudyConfig, create_study, report
+from engine.labelling.statistics import report
+from engine.labelling.validity import StudyConfig, create_study
 from store import Store, judging
 from store import campaigns as sc
 from store import labels as ls

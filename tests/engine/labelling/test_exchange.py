@@ -18,15 +18,8 @@ from engine.core.errors import ConfigError
 from engine.labelling.agreement import INVALID
 from engine.labelling.exchange import detect, raw_export, wide_export
 from engine.labelling.importing import import_csv
-from engine.labelling.validity import (
-    StudyConfig,
-    agreement_table,
-    create_study,
-    labeller_table,
-    load,
-    report,
-    undecided,
-)
+from engine.labelling.statistics import agreement_table, labeller_table, load, report, undecided
+from engine.labelling.validity import StudyConfig, create_study
 from store import Store, judging
 from store import labels as ls
 

@@ -14,7 +14,7 @@ from engine.cli.main import app
 from engine.core.errors import ConfigError
 from engine.labelling.agreement import INVALID, OTHER
 from engine.labelling.importing import ImportMapping, import_csv
-from engine.labelling.validity import report
+from engine.labelling.statistics import report
 from store import Store
 from store import labels as ls
 from tests.helpers import CLI

@@ -16,16 +16,15 @@ from engine.core.errors import ConfigError
 from engine.datasets import get_dataset
 from engine.labelling.agreement import INVALID, UNSURE, verdicts
 from engine.labelling.exchange import raw_export, wide_export
-from engine.labelling.validity import (
-    StudyConfig,
+from engine.labelling.statistics import (
     agreement_table,
     campaign_validity,
-    create_study,
     group_table,
     labeller_table,
     load,
     undecided,
 )
+from engine.labelling.validity import StudyConfig, create_study
 from store import Store, judging
 from store import campaigns as sc
 from store import labels as ls
