@@ -54,6 +54,7 @@ test-all: dev
 # ruff's rules and its formatter, then the architecture's contracts (pyproject.toml).
 lint: dev
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
 bench: install
