@@ -14,8 +14,9 @@ import typer
 import yaml
 from typer.core import TyperCommand
 
-from engine.cli.common import escape_help
+from engine.cli.common import err, escape_help
 from engine.core.errors import LatentfuzzError
+from store import interrupts
 
 #: Click types a flag can carry; a setting of another type (a list, a mapping) is given
 #: with `-p KEY=VALUE` or under strategy_params in a --config file.
@@ -159,12 +160,21 @@ def lazy_flags(command: Callable[..., Any]) -> type[TyperCommand]:
         def _load(self) -> None:
             if self._loaded:
                 return
-            self._loaded = True
-            one = typer.Typer(add_completion=False)
-            one.command(self.name)(with_strategy_flags(command))
-            full = typer.main.get_command(one)
+            # The strategies' imports take seconds: a Ctrl-C in them is deferred, as in
+            # the command's own start-up, and ends in one line, not a traceback in an import.
+            interrupts.stop_raises()
+            try:
+                with interrupts.start_up_deferred(lambda m: err.print(m, markup=False)):
+                    one = typer.Typer(add_completion=False)
+                    one.command(self.name)(with_strategy_flags(command))
+                    full = typer.main.get_command(one)
+                    interrupts.checkpoint()
+            except KeyboardInterrupt:
+                err.print("interrupted before the search began", markup=False)
+                raise typer.Exit(130) from None
             escape_help(full)
             self.params, self.callback = full.params, full.callback
+            self._loaded = True
 
         def get_params(self, ctx: Any) -> list[Any]:
             self._load()
