@@ -99,7 +99,7 @@ def test_a_stopped_campaign_says_its_unfinished_seeds_are_not_counted(stopped_ap
     """'misclassified 0' above a chart of seeds far past the failure line read as "found
     nothing": seeds stopped mid-search (with stop_at_failure off, after failing) have no
     outcome, and the page and the CLI now say so."""
-    from engine.cli.main import status_line
+    from engine.cli.common import status_line
     from store import campaigns as sc
 
     home, cid = stopped
