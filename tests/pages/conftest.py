@@ -138,7 +138,6 @@ def pets_app(tmp_path: Path, monkeypatch):
     return page_opener(home, monkeypatch)
 
 
-
 @pytest.fixture(scope="module")
 def study(tmp_path_factory) -> tuple[Path, str, str]:
     """(home, campaign, study): a validity study (k = 2) of a 5-seed campaign."""

@@ -19,6 +19,8 @@ from store import campaigns as sc
 from tests.helpers import page_opener
 from tests.pages.charts import specs
 
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
 
 def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
     home, cid = seeded
@@ -160,9 +162,6 @@ def test_a_link_to_a_seed_opens_its_tab(two, monkeypatch):
     at = page_opener(home, monkeypatch)("campaign.py", id=first, seed="0")
     assert not at.exception, at.exception
     assert [s for s in at.selectbox if s.label == "Seed"]
-
-
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
 
 def test_rename_then_delete_from_the_campaign_page(tmp_path: Path, monkeypatch):

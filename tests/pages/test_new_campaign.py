@@ -21,6 +21,8 @@ from engine.search.strategies import STRATEGIES
 from tests.engine.test_onnx import Net, export
 from tests.helpers import page_opener
 
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
 
 def test_new_campaign_page_offers_only_compatible_models(app):
     at = app("new_campaign.py")
@@ -159,11 +161,9 @@ def test_targeted_objective_asks_for_the_class_to_reach(escaped_app, monkeypatch
     assert cfg["escape_per_pair"] is None
 
 
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
-
-
 @pytest.fixture
 def form(tmp_path, monkeypatch):
+    """The New campaign page on an empty home; what it launches is in `form.launched`."""
     monkeypatch.setenv("LATENTFUZZ_HOME", str(tmp_path))
     st.cache_resource.clear()
     launched = []
@@ -249,6 +249,7 @@ def test_a_short_campaign_launches_without_asking(form):
 
 @pytest.fixture
 def blank_form(tmp_path, monkeypatch):
+    """The New campaign page on an empty home."""
     monkeypatch.setenv("LATENTFUZZ_HOME", str(tmp_path))
     st.cache_resource.clear()
     at = AppTest.from_file(APP, default_timeout=60).run()
