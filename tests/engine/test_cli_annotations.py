@@ -19,6 +19,7 @@ from store import annotations as an
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory) -> tuple[Path, list[str]]:
+    """Two finished campaigns named "first" and "second" (2 seeds, 5 generations)."""
     home = tmp_path_factory.mktemp("home")
     cfg = {"seeds": 2, "seed": 1, "strategy_params": {"generations": 5}}
     return home, [run_campaign(parse_config({**cfg, "name": n}), home).campaign_id
