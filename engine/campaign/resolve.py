@@ -106,7 +106,7 @@ def make_strategy(cfg: CampaignConfig, gen: Generator, gen_name: str, ds: Datase
     if not high - low < float("inf"):
         raise ConfigError(
             f"generator {gen_name} has no measured latent bounds in its card; "
-            f"run `latentfuzz zoo measure {gen_name}`"
+            f"run `latentfuzz models measure {gen_name}`"
         )
     space = SearchSpace(gen.latent_shape, float(low), float(high), ds.num_classes)
     why = strategy_cls.check_generator(gen)

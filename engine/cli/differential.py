@@ -1,4 +1,4 @@
-"""Differential testing commands: `validate`, `diff-study`, `zoo compress`."""
+"""Differential testing commands: `validate`, `diff-study`, `models compress`."""
 
 from __future__ import annotations
 

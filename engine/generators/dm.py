@@ -8,7 +8,7 @@ default classifier labels MNIST test digits downsampled to 14x14 and back 98.0% 
 (98.5% at full size). Steps and two guidance scales are options (``generator_params`` of
 a campaign): ``seed_guidance`` makes the seed images, whose viability is checked, and
 ``guidance`` decodes the search's candidates, as GIFTbench uses 3.5 for seeds and 1.4
-during the search. The zoo card's defaults are measured (``latentfuzz zoo measure``).
+during the search. The zoo card's defaults are measured (``latentfuzz models measure``).
 """
 
 from __future__ import annotations

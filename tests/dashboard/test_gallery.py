@@ -1,185 +1,111 @@
-"""AppTest: the Campaign page's gallery counts every seed by status, shows non-viable seeds
-on request, filters by status and class, pages through 12 seeds at a time, and keeps its
-filters in the URL (issue 11: "non-viable seeds vanish", "a 300-seed gallery is one
-9,675 px page")."""
+"""dashboard/gallery.py: its filters across reruns of a campaign that moves on (a resume):
+filters the user left at their defaults follow the campaign; a filter the user set stays."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from engine.campaign.config import parse_config
-from engine.campaign.runner import run_campaign
-from store import Store
-from store import campaigns as sc
-from tests.helpers import page_opener
+from streamlit.testing.v1 import AppTest
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory) -> tuple[Path, str]:
-    home = tmp_path_factory.mktemp("home")
-    cfg = parse_config({"seeds": 40, "seed": 2, "strategy_params": {"generations": 15}})
-    return home, run_campaign(cfg, home).campaign_id
+def script() -> None:
+    import pandas as pd
+    import streamlit as st
 
+    from dashboard.gallery import gallery
 
-def url(at, key: str) -> list[str]:
-    v = at.query_params[key]
-    return [v] if isinstance(v, str) else list(v)
-
-
-def gallery_captions(at) -> list[str]:
-    return [c.value for c in at.caption if c.value.startswith("seed ")]
-
-
-def test_gallery_counts_filters_pages_and_keeps_its_state_in_the_url(campaign, monkeypatch):
-    home, cid = campaign
-    seeds = sc.seeds(Store(home / "latentfuzz.duckdb"), cid)
-    counts = seeds["status"].value_counts()
-    assert counts.get("non-viable", 0) >= 1, counts  # the fixture needs one of each
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
-    assert not at.exception, at.exception
-    count_line = next(c.value for c in at.caption if "non-viable" in c.value)
-    for status, n in counts.items():
-        assert f"{n} {status}" in count_line
-    searched = int((seeds["status"] != "non-viable").sum())
-    assert len(gallery_captions(at)) == min(12, searched)  # one page, searched seeds
-    pager = next(s for s in at.selectbox if s.label.startswith("Page"))
-    assert pager.options == [str(p) for p in range(1, (searched - 1) // 12 + 2)]
-    pager.set_value(2).run()
-    assert url(at, "gallery_page") == ["2"]
-
-    show = next(m for m in at.multiselect if m.label == "Show")
-    show.set_value(["non-viable"]).run()
-    captions = gallery_captions(at)
-    assert len(captions) == counts["non-viable"]
-    assert all("non-viable, not searched" in c for c in captions)
-    assert url(at, "gallery_status") == ["non-viable"]
-
-    # A shared link opens the same view: misclassified 7s only.
-    at = page_opener(home, monkeypatch)(
-        "campaign.py", id=cid, gallery_status="misclassified", gallery_class="7"
+    if st.session_state.get("hide"):  # another tab: the gallery is not drawn
+        return
+    rows = st.session_state["rows"]
+    seeds = pd.DataFrame(
+        {
+            "seed_idx": range(len(rows)),
+            "status": [s for s, _ in rows],
+            "iterations": [i for _, i in rows],
+            "seed_label": [3] * len(rows),
+            "seed_pred": [3] * len(rows),
+            "final_pred": [5] * len(rows),
+            "seed_image": [None] * len(rows),
+            "result_image": [None] * len(rows),
+        }
     )
-    want = seeds[(seeds["status"] == "misclassified") & (seeds["seed_label"] == 7)]
-    captions = gallery_captions(at)
-    assert len(captions) == min(12, len(want))
-    assert all("expected **7**" in c and "(misclassified)" in c for c in captions)
+    gallery(seeds, st.session_state["home"], tuple(str(c) for c in range(10)))
 
 
-def test_a_gallery_filter_whose_statuses_all_went_falls_back_to_the_default(tmp_path, monkeypatch):
-    """A crashed campaign's gallery showed its `interrupted` seeds; resumed in place and
-    finished, it has none, and the remembered filter showed nothing at all."""
-    home = tmp_path / "home"
-    cfg = parse_config({"seeds": 6, "seed": 2, "strategy_params": {"generations": 15}})
-    cid = run_campaign(cfg, home).campaign_id
-    store = Store(home / "latentfuzz.duckdb")
-    with store.write() as con:
-        con.execute("UPDATE seeds SET status = 'interrupted', iterations = NULL "
-                    "WHERE campaign_id = ? AND viable", [cid])  # fmt: skip
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
-    show = next(m for m in at.multiselect if m.label == "Show")
-    assert show.value == ["interrupted"]
-    assert not [n for n in at.number_input if n.label == "At most iterations"]  # none known
-    with store.write() as con:  # as the resumed run leaves it
-        con.execute("UPDATE seeds SET status = 'survived', iterations = 15 "
-                    "WHERE campaign_id = ? AND viable", [cid])  # fmt: skip
+INTERRUPTED = [("misclassified", 98), ("misclassified", 97), ("interrupted", 60)]
+
+
+RESUMED = [("misclassified", 98), ("misclassified", 97), ("misclassified", 250),
+           ("survived", 250), ("non-viable", 0)]  # fmt: skip
+
+
+def run(at: AppTest, rows) -> AppTest:
+    at.session_state["rows"] = rows
+    return at.run()
+
+
+def test_filters_left_at_their_defaults_follow_a_resumed_campaign(tmp_path):
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, INTERRUPTED)
+    assert at.multiselect[0].value == ["misclassified", "interrupted"]
+    assert at.number_input[0].value == 98
+    run(at, RESUMED)
+    # Before: "misclassified" alone and at most 98 iterations, so 2 of the 4 searched
+    # seeds were shown where a fresh visit shows all 4.
+    assert at.multiselect[0].value == ["misclassified", "survived"]
+    assert at.number_input[0].value == 250
+    assert not at.exception
+
+
+def test_filters_the_user_set_stay_when_the_campaign_moves_on(tmp_path):
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, INTERRUPTED)
+    at.multiselect[0].set_value(["interrupted"]).run()
+    at.number_input[0].set_value(70).run()
+    run(at, [*INTERRUPTED, ("misclassified", 120)])
+    assert at.multiselect[0].value == ["interrupted"]
+    assert at.number_input[0].value == 70
+    at.session_state["hide"] = True  # another tab: the widgets' state is dropped
     at.run()
-    assert not at.exception, at.exception
-    assert next(m for m in at.multiselect if m.label == "Show").value == ["survived"]
-    assert gallery_captions(at)
-    # A link (a bookmark of the crashed campaign's view) whose statuses are all gone:
-    # the default too, said in a line (it showed no seed while saying "showing all").
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid, gallery_status="interrupted")
-    assert next(m for m in at.multiselect if m.label == "Show").value == ["survived"]
-    assert gallery_captions(at)
-    assert [c.value for c in at.caption if c.value.startswith("⚠")] == [
-        "⚠ The link gives Show = interrupted, which matches nothing here; showing survived."
-    ]
+    at.session_state["hide"] = False
+    at.run()
+    assert at.number_input[0].value == 70  # it was reset to the maximum
+    # Another campaign's smaller maximum: the box is not left above it.
+    run(at, [("misclassified", 12)])
+    assert at.number_input[0].value == 12
+    assert not at.exception
 
 
-def test_progress_is_the_generation_budget_done_with_an_upper_bound_eta():
-    from datetime import datetime, timedelta
-
-    from dashboard.progress import campaign_progress
-
-    start = datetime(2026, 1, 1, 12, 0, 0)
-    c = {"created_at": start, "config": {"strategy_params": {"generations": 100}}}
-    frac, text = campaign_progress(
-        c, {"generation": 25, "seeds_done": 1, "n_seeds": 10}, start + timedelta(seconds=60)
-    )
-    assert frac == 0.25
-    assert (
-        text == "generation 25 of 100 · 1 of 10 seeds done · 60 s elapsed, at most about 3 min left"
-    )
-    # Seeds the classifier got wrong are done without a search: said so, not counted as
-    # seeds searched to their end ("3 of 30 seeds done" at generation 4 puzzled).
-    _, text = campaign_progress(
-        c, {"generation": 4, "seeds_done": 3, "non_viable": 3, "n_seeds": 30}, start
-    )
-    assert text.startswith("generation 4 of 100 · 3 of 30 seeds done (3 not viable, never ")
-    p = {"generation": 3, "seeds_done": 5, "n_seeds": 10}
-    frac, _ = campaign_progress({**c, "config": {}}, p, start + timedelta(seconds=9))
-    assert frac == 0.5  # no generation budget: the share of seeds done
-    # Half the seeds done at generation 10 of 100: the bar shows the seeds, but the time
-    # left is the generations', as the other half may search to the end.
-    frac, text = campaign_progress(c, {**p, "generation": 10}, start + timedelta(seconds=10))
-    assert frac == 0.5 and text.endswith("10 s elapsed, at most about 2 min left")
+def test_a_run_that_skips_the_gallery_does_not_turn_its_own_write_into_a_link(tmp_path):
+    """Streamlit drops a widget's state after a run that does not draw it; the gallery's
+    own earlier write to the URL then read as a link, kept "interrupted" and said the link
+    matched nothing."""
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, INTERRUPTED)
+    at.session_state["hide"] = True
+    at.run()
+    at.session_state["hide"] = False
+    run(at, RESUMED)
+    assert at.multiselect[0].value == ["misclassified", "survived"]
+    assert at.number_input[0].value == 250
+    assert not at.warning and not at.exception
 
 
-def test_the_time_left_falls_between_saves_and_says_how_old_the_rows_are():
-    from datetime import datetime, timedelta
-
-    from dashboard.progress import campaign_progress
-
-    start = datetime(2026, 1, 1, 12, 0, 0)
-    c = {"created_at": start, "config": {"strategy_params": {"generations": 100}}}
-    # Generation 25 was saved 10 s into the campaign; the page asks 2, 10 and 20 s later.
-    # (elapsed / frac would say 36, 60 and 90 s: rising while nothing new is saved.)
-    p = {"generation": 25, "seeds_done": 0, "n_seeds": 10, "saved_s": 10.0}
-    texts = [campaign_progress(c, p, start + timedelta(seconds=10 + d))[1] for d in (2, 10, 20)]
-    assert [t.split("at most about ")[1] for t in texts] == [
-        "28 s left", "20 s left · saved 10 s ago", "10 s left · saved 20 s ago",
-    ]  # fmt: skip
-
-
-def test_a_resumed_campaigns_clock_starts_at_the_resume_and_follows_its_replay():
-    from datetime import UTC, datetime, timedelta
-
-    from dashboard.progress import campaign_progress
-
-    start = datetime(2026, 1, 1, 12, 0, 0)
-    c = {"created_at": start, "config": {"strategy_params": {"generations": 100}}}
-    p = {"generation": 40, "seeds_done": 2, "n_seeds": 10, "saved_s": 30.0}
-    resumed = start + timedelta(hours=20)  # crashed at generation 40, resumed next day
-    epoch = resumed.replace(tzinfo=UTC).timestamp()
-    # 10 s after the resume the replay is at generation 20 of the 40 stored: 80 to go at
-    # 2 generations a second.
-    _, text = campaign_progress(c, p, resumed + timedelta(seconds=10), replay=(epoch, 20, 40))
-    assert text == (
-        "generation 40 of 100 · 2 of 10 seeds done · replaying stored generation 20 of 40 · "
-        "10 s since the resume, at most about 40 s left"
-    )
-    # Past the replay, the store's generation is the process's.
-    p = {**p, "generation": 50}
-    _, text = campaign_progress(c, p, resumed + timedelta(seconds=25), replay=(epoch, 40, 40))
-    assert text.endswith("· 25 s since the resume, at most about 25 s left")
-    # A report older than the campaign is a deleted namesake's: the first start counts.
-    old = (start - timedelta(days=1)).replace(tzinfo=UTC).timestamp()
-    _, text = campaign_progress(c, p, start + timedelta(seconds=50), replay=(old, 40, 40))
-    assert "50 s elapsed" in text and "resume" not in text
-
-
-def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
-    home, cid = campaign
-    seeds = sc.seeds(Store(home / "latentfuzz.duckdb"), cid)
-    third = int(seeds[seeds["viable"]]["seed_idx"].iloc[2])
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed=str(third))
-    assert not at.exception, at.exception
-    assert next(s for s in at.selectbox if s.label == "Seed").value == third
-    assert not [c for c in at.caption if c.value.startswith("⚠")]
-    # A seed the campaign does not have is said, not silently replaced by the first.
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid, seed="999")
-    first = next(s for s in at.selectbox if s.label == "Seed").value
-    assert [c.value for c in at.caption if c.value.startswith("⚠")] == [
-        f"⚠ The link gives Seed = 999, which matches nothing here; showing {first}."
-    ]
+def test_a_value_lowered_before_a_resume_stays_through_the_runs_that_skip_the_gallery(
+    tmp_path,
+):
+    """Lowered to 50 on the interrupted page, the box showed 0 after the resume (whose
+    waiting runs do not draw the gallery) and no seed matched."""
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    run(at, [*INTERRUPTED, ("misclassified", 30)])
+    at.number_input[0].set_value(50).run()
+    at.session_state["hide"] = True
+    at.run()
+    at.run()
+    at.session_state["hide"] = False
+    run(at, [*RESUMED, ("misclassified", 30)])
+    assert at.number_input[0].value == 50
+    assert not at.info  # "No seed matches these filters." (the box was at 0)
+    assert not at.exception

@@ -42,7 +42,7 @@ def test_an_interrupted_campaign_resumes_from_the_cli_to_the_same_outcomes(home,
     if status == "interrupted":  # (on a very fast machine it may have finished first)
         p = cli(["resume", "stopped", "--quiet"], env)
         assert "stopped finished" in " ".join(p.stdout.split())
-        # The Campaign page's replay report (engine/campaign/startup.py, tests/dashboard/
+        # The Campaign page's replay report (engine/campaign/startup.py, tests/engine/
         # test_startup.py) is read while the campaign runs; it stayed in the home for good.
         assert startup.read_replay(home, "stopped") is None
         assert not startup.replay_path(home, "stopped").exists()

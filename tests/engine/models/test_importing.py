@@ -187,7 +187,7 @@ def test_unconditional_decoder_with_a_2d_latent_imports_decodes_and_remeasures(
     # The campaign's batch-size sweep hooks modules; the scripted decoder takes none.
     assert item_bytes(lambda n: gen.decode(seeds.latents[:n]), [gen], 4 * 792) == 64 * 4 * 792
 
-    # `latentfuzz zoo measure u` rewrites the user's card, not one in the bundled zoo.
+    # `latentfuzz models measure u` rewrites the user's card, not one in the bundled zoo.
     path = user_home / "models" / "u" / "card.json"
     path.write_text(json.dumps({**card, "inference": {}}))
     assert finish_generator_card("u", "mnist", None, None)["inference"]

@@ -1,102 +1,25 @@
-"""A real browser (Playwright driving Debian's Chromium, headless) launches a tiny campaign
-from the New campaign page and watches it finish on the Campaign page.
+"""A real browser (Playwright driving Debian's Chromium, headless) on the campaign pages:
+it launches tiny campaigns from the New campaign page and watches them on the Campaign
+page (finishing, refreshing live, crashing), and sees a campaign started from a terminal
+appear on the Campaigns and Campaign pages.
 
 `make test` installs Debian's Chromium first (`make chromium`) and runs it with the suite."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.dashboard.browser import ARGS, CHROMIUM, IDLE, REPO, diagnose, open_browser, pick
+
 pytestmark = pytest.mark.browser
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-
-
-# Streamlit marks its root with the script state; "notRunning" once a run has finished.
-IDLE = "document.querySelector('[data-testid=stApp]')?.dataset.testScriptState === 'notRunning'"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def server_log(tmp_path: Path) -> Path:
-    return tmp_path / "streamlit.log"
-
-
-@pytest.fixture
-def server(home: Path, server_log: Path):
-    port = free_port()
-    env = {**os.environ, "LATENTFUZZ_HOME": str(home)}
-    with open(server_log, "w") as log:  # the server keeps its own handle
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
-             "--server.port", str(port), "--logger.level", "info"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.3)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
-def diagnose(page, shots: Path, name: str, server_log: Path, home: Path) -> str:
-    """What a failing browser test saw: page text, server log, launch logs; plus a screenshot."""
-    page.screenshot(path=str(shots / f"{name}-failure.png"), full_page=True)
-    launch = "\n".join(p.read_text()[-1500:] for p in sorted((home / "launch").glob("*.log")))
-    return (
-        f"\n--- page text ---\n{page.inner_text('body')[:3000]}"
-        f"\n--- streamlit log ---\n{server_log.read_text()[-3000:]}"
-        f"\n--- launch logs ---\n{launch}"
-        f"\n--- screenshot: {shots / (name + '-failure.png')}"
-    )
-
-
-def open_browser(p):
-    """(browser, page): headless Debian Chromium, a 1200 x 800 page."""
-    browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-    return browser, browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
-
-
-def pick(page, label: str, option: str) -> None:
-    """Choose `option` in the Streamlit selectbox labelled `label`."""
-    page.locator("[data-testid=stSelectbox]").filter(has_text=label).click()
-    page.get_by_role("option", name=option, exact=True).click()
-    page.wait_for_function(IDLE, timeout=60_000)
 
 
 #: The field that shows once the strategy's own form is built (the GA's is there at first).
 OWN_FIELD = {"sinvad": "Elites", "nsga2": "SBX eta"}
-
-# Each answer button binds its key shortcut when it mounts, and Streamlit loads the button
-# component lazily, about 0.1 s after the question's text is on screen: a key pressed in
-# between reached no handler (the flaky lost first key of the two-labeller test).
-ANSWERS_READY = "document.querySelectorAll('[data-testid=stButton]').length >= 14 && " + IDLE
-
-
-def answers_ready(page) -> None:
-    """Wait until the Label page's answer buttons, and so their key shortcuts, are there."""
-    page.get_by_text("Which class is this?").wait_for(timeout=60_000)
-    page.wait_for_function(ANSWERS_READY, timeout=60_000)
 
 
 @pytest.mark.parametrize("strategy", ["ga", "sinvad", "nsga2"])
@@ -173,134 +96,6 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
     assert c["strategy"] == strategy and c["status"] == "finished"
     if strategy == "nsga2":
         assert c["classifier_b"] == "mnist-lenet5" and c["generator"] == "mnist-gan"
-
-
-def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_log: Path):
-    """Two browser contexts press answer keys at the same time; the store ends with every
-    answer once: no lost answer, no duplicate (item, labeller)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
-
-    from engine.campaign.config import parse_config
-    from engine.campaign.runner import run_campaign
-    from engine.labelling.validity import StudyConfig, create_study
-    from store import labels as ls
-    from store.connection import Store
-
-    cfg = parse_config({"seeds": 4, "seed": 1, "strategy_params": {"generations": 40}})
-    cid = run_campaign(cfg, home).campaign_id
-    store = Store(home / "latentfuzz.duckdb")
-    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))
-    n = len(ls.items(store, sid))
-    keys = {"ann": "3", "bob": "X"}
-    shots = REPO / "test-artifacts"
-    shots.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        pages = {}
-        for who in keys:
-            page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
-            page.goto(f"{server}/label?study={sid}&labeller={who}")
-            answers_ready(page)
-            pages[who] = page
-        pages["ann"].screenshot(path=str(shots / "browser-label.png"))
-        try:
-            for step in range(1, n + 1):
-                for page in pages.values():  # a labeller answers once the page is idle
-                    page.wait_for_function(IDLE, timeout=60_000)
-                for who, key in keys.items():  # both presses land before either page updates
-                    # Each labeller's own browser has focus; here one browser holds both
-                    # pages, and a page without focus drops Streamlit's key shortcuts.
-                    pages[who].bring_to_front()
-                    pages[who].keyboard.press(key)
-                for page in pages.values():
-                    page.wait_for_function(
-                        "n => document.querySelector('[data-testid=stMetricValue]')"
-                        "?.innerText.trim() === String(n)",
-                        arg=step,
-                        timeout=60_000,
-                    )
-            for page in pages.values():
-                page.get_by_text("Nothing left for you").wait_for(timeout=30_000)
-        except PlaywrightTimeout as e:
-            shown = {w: pg.locator("[data-testid=stMetricValue]").first.inner_text()
-                     for w, pg in pages.items()}  # fmt: skip
-            stored = ls.judgements(store, sid).groupby("labeller").size().to_dict()
-            raise AssertionError(
-                f"{e} at step {step}: answers shown {shown}, stored {stored}"
-                f"{diagnose(pages['ann'], shots, 'label', server_log, home)}"
-            ) from e
-        browser.close()
-    j = ls.judgements(store, sid)
-    assert len(j) == 2 * n
-    assert not j.duplicated(["item_id", "labeller"]).any()
-    for who, key in keys.items():
-        mine = j[j["labeller"] == who]
-        assert sorted(mine["item_id"]) == list(range(n))
-        assert set(mine["answer"]) == {3 if key == "3" else -1}
-        assert sorted(mine["position"]) == list(range(1, n + 1))
-
-
-def test_labelling_latency(server: str, home: Path, server_log: Path):
-    """Key press -> next image on screen, over 20 keys: median and p95 in the artifact
-    test-artifacts/label-latency.json (issue 11 asks for a median under 300 ms)."""
-    import json
-    import statistics
-
-    from playwright.sync_api import sync_playwright
-
-    from engine.campaign.config import parse_config
-    from engine.campaign.runner import run_campaign
-    from engine.labelling.validity import StudyConfig, create_study
-    from store import labels as ls
-    from store.connection import Store
-
-    cfg = parse_config({"seeds": 6, "seed": 1, "strategy_params": {"generations": 40}})
-    cid = run_campaign(cfg, home).campaign_id
-    store = Store(home / "latentfuzz.duckdb")
-    sid = create_study(
-        store, home, StudyConfig(campaigns=[cid], gold_rate=0.8, seed_images=True, k=1)
-    )
-    n_keys = 20
-    assert len(ls.items(store, sid)) > n_keys
-    out = REPO / "test-artifacts"
-    out.mkdir(exist_ok=True)
-    # Resolves once the image on screen is not `old` and has loaded, and the counter shows n.
-    shown = (
-        "([old, n]) => { const img = document.querySelector('[data-testid=stImage] img');"
-        " const m = document.querySelector('[data-testid=stMetricValue]');"
-        " return img && img.src !== old && img.complete && img.naturalWidth > 0"
-        " && m && m.innerText.trim() === String(n); }"
-    )
-    times = []
-    with sync_playwright() as p:
-        browser, page = open_browser(p)
-        page.goto(f"{server}/label?study={sid}&labeller=lat")
-        answers_ready(page)
-        try:
-            for step in range(1, n_keys + 1):
-                old = page.locator("[data-testid=stImage] img").get_attribute("src")
-                t0 = time.perf_counter()
-                page.keyboard.press("3")
-                page.wait_for_function(shown, arg=[old, step], timeout=30_000, polling=5)
-                times.append(time.perf_counter() - t0)
-                page.wait_for_function(IDLE, timeout=60_000)
-        except Exception as e:
-            raise AssertionError(
-                f"{e} at key {len(times) + 1}{diagnose(page, out, 'latency', server_log, home)}"
-            ) from e
-        browser.close()
-    ms = sorted(1000 * t for t in times)
-    figures = {
-        "keys": len(ms),
-        "median_ms": round(statistics.median(ms)),
-        "p95_ms": round(ms[int(0.95 * (len(ms) - 1) + 0.5)]),
-        "max_ms": round(ms[-1]),
-        "all_ms": [round(t) for t in ms],
-    }
-    (out / "label-latency.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(figures)
-    assert len(ls.judgements(store, sid)) == n_keys
 
 
 def test_live_refresh_interval(server: str, home: Path, env, server_log: Path):

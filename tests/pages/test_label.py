@@ -1,8 +1,8 @@
-"""AppTest of the Label page: keys and buttons record the right answer, undo, skip, blind."""
+"""AppTest of the Label page (pages/label.py): keys and buttons record the right answer,
+undo, skip, blind; links, names and the store transactions a key costs."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -13,8 +13,7 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.labelling.agreement import INVALID, UNSURE
 from engine.labelling.validity import StudyConfig, create_study
-from store import Store, judging
-from store import campaigns as sc
+from store import Store
 from store import labels as ls
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -23,33 +22,6 @@ APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 def button(at, name: str):
     """The answer button `name` of the image on screen (its key also names the item)."""
     return next(b for b in at.button if b.key.split(":")[0] == name)
-
-
-@pytest.fixture(scope="module")
-def study(tmp_path_factory) -> tuple[Path, str, str]:
-    home = tmp_path_factory.mktemp("home")
-    cfg = parse_config({"seeds": 5, "seed": 1, "strategy_params": {"generations": 40}})
-    cid = run_campaign(cfg, home).campaign_id
-    store = Store(home / "latentfuzz.duckdb")
-    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))
-    return home, cid, sid
-
-
-@pytest.fixture
-def page(study, monkeypatch):
-    home, _, sid = study
-    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
-    st.cache_resource.clear()
-
-    def open_as(labeller: str | None) -> AppTest:
-        at = AppTest.from_file(APP, default_timeout=60).run()
-        at.switch_page("../pages/label.py")
-        at.query_params["study"] = sid
-        if labeller:
-            at.query_params["labeller"] = labeller
-        return at.run()
-
-    return open_as
 
 
 @pytest.fixture
@@ -156,91 +128,6 @@ def test_the_page_is_blind(page, study):
                    "expected", "iteration", "seed", "gold", str(item.image)):  # fmt: skip
         assert hidden.lower() not in page_text, hidden
     assert not at.dataframe and not at.get("vega_lite_chart")
-
-
-def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkeypatch):
-    home, cid, _ = study
-    store = Store(home / "latentfuzz.duckdb")
-    # A study of its own, finished by two labellers.
-    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2, seed=5))
-    items = ls.items(store, sid).set_index("item_id")
-    for who in ("sta", "stb"):
-        judging.join(store, sid, who)
-        while (i := judging.next_item(store, sid, who)) is not None:
-            disagree = who == "stb" and i == items.index[0]
-            value = INVALID if disagree else int(items.loc[i, "expected"])
-            judging.answer(store, sid, i, who, value, datetime.now())
-    at = page(None)
-    at.switch_page("../pages/studies.py")
-    at.query_params["study"] = sid
-    at.run()
-    assert not at.exception
-    assert at.title[0].value == "Validity studies"
-    assert [m.label for m in at.metric][:4] == ["images", "answers", "labellers", "undecided"]
-    tables = at.dataframe
-    assert len(tables) >= 3  # by generator x perturbation, by campaign, labellers
-    by_campaign = tables[1].value
-    assert by_campaign["campaign"].tolist() == [cid]
-    assert by_campaign["name"].tolist() == [sc.campaign(store, cid)["name"]]
-    assert {"Cohen's kappa", "Fleiss' kappa", "Krippendorff's alpha"} <= {
-        m.label for m in at.metric
-    }
-    queue_before = int(at.metric[3].value)
-    assert queue_before == 1  # stb called the first image invalid, sta named its class
-    assert any(c.value.startswith("Type your name as reviewer") for c in at.caption)
-    at.text_input(key="reviewer").input("   ").run()  # it was stored as the reviewer
-    assert at.error[0].value.startswith("Type your name") and at.button(key="adj3").disabled
-    at.text_input(key="reviewer").input("rev").run()
-    assert not any(c.value.startswith("Type your name as reviewer") for c in at.caption)
-    at.button(key="adj3").click().run()
-    assert not at.exception
-    assert ls.adjudications(store, sid)["reviewer"].tolist() == ["rev"]
-    assert int(at.metric[3].value) == queue_before - 1
-    settled = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
-    assert settled["verdict"].tolist() == ["3"] and settled["reviewer"].tolist() == ["rev"]
-    next(b for b in at.button if b.label == "Take back").click().run()  # a mis-click
-    assert ls.adjudications(store, sid).empty and int(at.metric[3].value) == queue_before
-    # The study chosen in the sidebar goes into the URL (a reload kept only the tab).
-    other = study[2]
-    next(s for s in at.sidebar.selectbox if s.label == "Study").set_value(other).run()
-    assert at.query_params["study"] in (other, [other])
-
-
-def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
-    home, cid, _ = study
-    store = Store(home / "latentfuzz.duckdb")
-    before = set(ls.validity_studies(store)["id"])
-    at = page(None)
-    at.switch_page("../pages/studies.py").run()
-    assert "the planner proposes" in " ".join(c.value for c in at.caption)
-    at.number_input[1].set_value(3)  # labellers per image
-    next(b for b in at.button if b.label == "Create study").click().run()
-    assert not at.exception
-    new = ls.validity_studies(store)
-    created = new[~new["id"].isin(before)]
-    assert len(created) == 1 and int(created["k"].iloc[0]) == 3
-    assert any("Created" in s.value for s in at.success)
-    # The sidebar's study is the new one (it stayed on the one shown before).
-    assert (
-        next(s for s in at.sidebar.selectbox if s.label == "Study").value == created["id"].iloc[0]
-    )
-
-
-def test_bad_numbers_in_the_new_study_form_are_named_not_ignored(page, study):
-    """-4 images and k = -1: Create study did nothing, without a word (a red box only)."""
-    home, _, _ = study
-    store = Store(home / "latentfuzz.duckdb")
-    before = len(ls.validity_studies(store))
-    at = page(None)
-    at.switch_page("../pages/studies.py").run()
-    at.number_input[0].set_value(-4)
-    at.number_input[1].set_value(-1)
-    next(b for b in at.button if b.label == "Create study").click().run()
-    assert not at.exception, at.exception
-    said = " ".join(e.value for e in at.error).replace("\\", "")  # markdown escapes
-    assert "Images to label must be at least 1 (you entered -4)" in said, said
-    assert "Labellers per image (k) must be at least" in said and "(you entered -1)" in said
-    assert len(ls.validity_studies(store)) == before
 
 
 def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
@@ -395,25 +282,6 @@ def test_nothing_left_says_how_many_answers_others_still_owe(own_study):
         button(at, "class1").click().run()
     # k=2 and no second labeller yet: every image still wants another answer.
     assert "answers are still missing: they need other labellers" in at.success[0].value
-
-
-def test_a_study_of_results_and_seeds_shows_which_row_is_which(page, study):
-    """Its statistics had two rows per generator with nothing to tell them apart."""
-    home, cid, _ = study
-    store = Store(home / "latentfuzz.duckdb")
-    sid = create_study(store, home, StudyConfig(campaigns=[cid], seed_images=True, k=1))
-    items = ls.items(store, sid).set_index("item_id")
-    judging.join(store, sid, "kim")
-    while (i := judging.next_item(store, sid, "kim")) is not None:
-        judging.answer(store, sid, i, "kim", int(items.loc[i, "expected"]), datetime.now())
-    at = page(None)
-    at.switch_page("../pages/studies.py")
-    at.query_params["study"] = sid
-    at.run()
-    by_generator, by_campaign = at.dataframe[0].value, at.dataframe[1].value
-    assert by_generator["kind"].tolist() == ["result", "seed"]
-    assert list(by_campaign.columns[:3]) == ["kind", "campaign", "name"]
-    assert "preservation undecided" in by_generator.columns
 
 
 @pytest.mark.parametrize("name", ["   ", "x" * 81])
