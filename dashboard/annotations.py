@@ -21,8 +21,7 @@ def annotation_editor(store: Store, kind: str, id_: str) -> None:
         if now["notes"]:
             st.caption(md_text(now["notes"]))
     with st.expander("Tags and notes"), st.form(f"annotate-{kind}-{id_}", border=False):
-        tags = st.text_input("Tags (comma-separated)", ", ".join(now["tags"]),
-                             key=f"tags-{id_}")  # fmt: skip
+        tags = st.text_input("Tags (comma-separated)", ", ".join(now["tags"]), key=f"tags-{id_}")
         notes = st.text_area("Notes", now["notes"], key=f"notes-{id_}")
         if st.form_submit_button("Save"):
             try:

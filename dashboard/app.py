@@ -7,15 +7,19 @@ import streamlit as st
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 
 st.set_page_config(page_title="latentfuzz", layout="wide")
-nav = st.navigation([
-    st.Page(PAGES / "campaigns.py", title="Campaigns", icon=":material/table_chart:", default=True),
-    st.Page(PAGES / "new_campaign.py", title="New campaign", icon=":material/rocket_launch:"),
-    st.Page(PAGES / "campaign.py", title="Campaign", icon=":material/monitoring:"),
-    st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare:"),
-    st.Page(PAGES / "studies.py", title="Validity studies", icon=":material/fact_check:"),
-    st.Page(PAGES / "label.py", title="Label", icon=":material/label:"),
-    st.Page(PAGES / "models.py", title="Models", icon=":material/model_training:"),
-])  # fmt: skip
+nav = st.navigation(
+    [
+        st.Page(
+            PAGES / "campaigns.py", title="Campaigns", icon=":material/table_chart:", default=True
+        ),
+        st.Page(PAGES / "new_campaign.py", title="New campaign", icon=":material/rocket_launch:"),
+        st.Page(PAGES / "campaign.py", title="Campaign", icon=":material/monitoring:"),
+        st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare:"),
+        st.Page(PAGES / "studies.py", title="Validity studies", icon=":material/fact_check:"),
+        st.Page(PAGES / "label.py", title="Label", icon=":material/label:"),
+        st.Page(PAGES / "models.py", title="Models", icon=":material/model_training:"),
+    ]
+)
 # One store connection serves the whole page run (opened at its first query), instead of
 # one per query (store/connection.py: Store.session).
 from dashboard.data import get_store  # noqa: E402 - after set_page_config, which comes first

@@ -30,9 +30,12 @@ from store.failures import failed_as
 
 ALPHA = 0.05
 COLUMNS = {
-    "viable_pct": "max", "misclassified_pct": "max", "iterations_icst": "min",
-    "valid_pct": "max", "preserved_pct": "max",
-}  # fmt: skip
+    "viable_pct": "max",
+    "misclassified_pct": "max",
+    "iterations_icst": "min",
+    "valid_pct": "max",
+    "preserved_pct": "max",
+}
 BLOCK = ["dataset", "preset", "budget"]
 #: Blocks come in the study's order: low before high, then latentfuzz's own presets.
 PRESET_ORDER = {"low": 0, "high": 1, "strong": 2, "custom": 3}
@@ -117,9 +120,11 @@ def _base(cols: list[str]) -> list[str]:
 
 
 def campaign_rows(
-    store: Store, ids: list[str], camps: pd.DataFrame | None = None,
+    store: Store,
+    ids: list[str],
+    camps: pd.DataFrame | None = None,
     seeds: pd.DataFrame | None = None,
-) -> tuple[pd.DataFrame, dict[str, pd.Series], dict[str, pd.Series]]:  # fmt: skip
+) -> tuple[pd.DataFrame, dict[str, pd.Series], dict[str, pd.Series]]:
     """One ICST row per campaign (sorted into blocks); each campaign's ICST iterations
     (one value per viable seed that finished: its first failure, or the budget); and the
     iterations of its failing seeds. `camps` (store.campaigns.campaigns_by_id) and `seeds`
@@ -139,19 +144,29 @@ def campaign_rows(
         icst = viable_seeds["iterations"].astype(float)
         to_fail = s.loc[failing, "iterations"].astype(float)
         iterations[cid], failures[cid] = icst, to_fail
-        rows.append({
-            "campaign": cid, "name": c["name"], "status": c["status"], "dataset": c["dataset"],
-            "generator": c["generator"], "preset": c["preset"], "strategy": c["strategy"],
-            CRITERION: c["config"].get("criterion") or "misclassified",
-            "budget": (c["config"].get("strategy_params") or {}).get("generations"),
-            "eval_budget": c["config"].get("evaluation_budget"),
-            "seeds": len(s), "viable": viable, "viable_pct": 100 * viable / max(1, len(s)),
-            "misclassified": mis, "misclassified_pct": 100 * mis / viable if viable else None,
-            "iterations_icst": icst.mean() if len(icst) else None,
-            "iterations_icst_std": icst.std() if len(icst) > 1 else None,
-            "iterations_to_failure": to_fail.mean() if len(to_fail) else None,
-            "iterations_to_failure_std": to_fail.std() if len(to_fail) > 1 else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "campaign": cid,
+                "name": c["name"],
+                "status": c["status"],
+                "dataset": c["dataset"],
+                "generator": c["generator"],
+                "preset": c["preset"],
+                "strategy": c["strategy"],
+                CRITERION: c["config"].get("criterion") or "misclassified",
+                "budget": (c["config"].get("strategy_params") or {}).get("generations"),
+                "eval_budget": c["config"].get("evaluation_budget"),
+                "seeds": len(s),
+                "viable": viable,
+                "viable_pct": 100 * viable / max(1, len(s)),
+                "misclassified": mis,
+                "misclassified_pct": 100 * mis / viable if viable else None,
+                "iterations_icst": icst.mean() if len(icst) else None,
+                "iterations_icst_std": icst.std() if len(icst) > 1 else None,
+                "iterations_to_failure": to_fail.mean() if len(to_fail) else None,
+                "iterations_to_failure_std": to_fail.std() if len(to_fail) > 1 else None,
+            }
+        )
     table = pd.DataFrame(rows)
     # Human labels, where a validity study covers these campaigns' failing images.
     labels = campaign_validity(store, ids)
@@ -162,10 +177,15 @@ def campaign_rows(
     first = [CRITERION] if cols[:1] == [CRITERION] else []
     if _base(cols) == BLOCK:  # the study's order: low before high, then our own presets
         order = table.apply(
-            lambda r: (*(str(r[c]) for c in first), str(r.dataset),
-                       PRESET_ORDER.get(r.preset, 9), str(r.preset), str(r.budget)),
+            lambda r: (
+                *(str(r[c]) for c in first),
+                str(r.dataset),
+                PRESET_ORDER.get(r.preset, 9),
+                str(r.preset),
+                str(r.budget),
+            ),
             axis=1,
-        )  # fmt: skip
+        )
     else:
         order = table[cols].astype(str).apply(tuple, axis=1)
     table = table.iloc[order.argsort(kind="stable")].reset_index(drop=True)
@@ -195,9 +215,11 @@ def significance(table: pd.DataFrame, iterations: dict[str, pd.Series]) -> pd.Da
 
 def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.DataFrame) -> None:
     counts = {
-        "viable_pct": ("viable", "seeds"), "misclassified_pct": ("misclassified", "viable"),
-        "valid_pct": ("valid", "labelled"), "preserved_pct": ("preserved", "valid"),
-    }  # fmt: skip
+        "viable_pct": ("viable", "seeds"),
+        "misclassified_pct": ("misclassified", "viable"),
+        "valid_pct": ("valid", "labelled"),
+        "preserved_pct": ("preserved", "valid"),
+    }
     for col, how in COLUMNS.items():
         vals = t[col].astype(float)
         if vals.notna().sum() == 0:
@@ -295,8 +317,12 @@ def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None)
         # the family or default a config may give ('vae', none), which would differ falsely.
         # And its name now: a campaign renamed since showed the name it was launched with.
         # (An unnamed campaign's name is its id: a row repeating the column headers.)
-        cfg = {**r["config"], "generator": r["generator"], "classifier": r["classifier"],
-               "name": r["name"] if r["name"] != cid else None}  # fmt: skip
+        cfg = {
+            **r["config"],
+            "generator": r["generator"],
+            "classifier": r["classifier"],
+            "name": r["name"] if r["name"] != cid else None,
+        }
         flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
     df = pd.DataFrame(flat)
     return df[df.nunique(axis=1) > 1]
@@ -308,8 +334,13 @@ def by_objective(camps: pd.DataFrame, ids: list[str]) -> dict[str, list[str]]:
     convergence chart holds one objective's campaigns only."""
     # A campaign imported from another tool's results records no objective (and has no
     # generation rows to draw): "not recorded", not a margin chart of nothing.
-    fitness = dict(zip(camps["id"], ((c or {}).get("fitness") or "not recorded"
-                                     for c in camps["config"]), strict=True))  # fmt: skip
+    fitness = dict(
+        zip(
+            camps["id"],
+            ((c or {}).get("fitness") or "not recorded" for c in camps["config"]),
+            strict=True,
+        )
+    )
     out: dict[str, list[str]] = {}
     for c in ids:
         out.setdefault(fitness[c], []).append(c)

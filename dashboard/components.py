@@ -29,9 +29,7 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
         f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
     )
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
-    c.metric(
-        "iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=sc.ICST_ITERATIONS
-    )
+    c.metric("iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=sc.ICST_ITERATIONS)
     d.metric(
         "iterations to failure",
         "–" if fail is None else f"{fail:.1f}",
@@ -39,8 +37,7 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
     )
     if summary.get("interrupted"):
         resumable = summary.get("status") in liveness.RESUMABLE  # not a failed one
-        st.caption(sc.unfinished_note(summary) + ("; Resume finishes them." if resumable
-                                                       else "."))  # fmt: skip
+        st.caption(sc.unfinished_note(summary) + ("; Resume finishes them." if resumable else "."))
 
 
 def convergence_frame(gens: pd.DataFrame) -> pd.DataFrame:
@@ -77,9 +74,11 @@ FITNESS_TITLES = {
 
 
 def convergence_chart(
-    gens: pd.DataFrame, x_axis: str = "generation", fitness: str = "margin",
+    gens: pd.DataFrame,
+    x_axis: str = "generation",
+    fitness: str = "margin",
     criterion: str | None = None,
-) -> alt.Chart:  # fmt: skip
+) -> alt.Chart:
     """Best fitness per generation for each seed, plus median and inter-quartile band, and
     the score below which a seed fails where the objective has one."""
     # Deferred (start-up time: loads torch).
@@ -132,10 +131,11 @@ def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:
     """The two most likely classes' probabilities over generations, one line per class,
     named in the legend (a class that leaves the top two leaves a gap in its line)."""
     parts = [
-        gens[["generation", f"top{r}_label", f"top{r}_prob"]].set_axis(
-            ["generation", "label", "probability"], axis=1).assign(rank=f"top-{r}")
+        gens[["generation", f"top{r}_label", f"top{r}_prob"]]
+        .set_axis(["generation", "label", "probability"], axis=1)
+        .assign(rank=f"top-{r}")
         for r in (1, 2)
-    ]  # fmt: skip
+    ]
     probs = pd.concat(parts).dropna(subset=["label"])
     probs["class"] = [class_names[int(v)] for v in probs["label"]]
     return (
@@ -150,7 +150,7 @@ def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:
                 "class:N",
                 "rank:N",
                 alt.Tooltip("probability:Q", format=".3f"),
-            ],  # fmt: skip
+            ],
         )
         .properties(height=220)
     )

@@ -19,8 +19,7 @@ from store import metrics as sm
 
 PAGE = 24  # triggering inputs per gallery page
 PER_ROW = 6
-SPLIT = {"only_a_right": "only A right", "only_b_right": "only B right",
-         "both_wrong": "both wrong"}  # fmt: skip
+SPLIT = {"only_a_right": "only A right", "only_b_right": "only B right", "both_wrong": "both wrong"}
 
 
 def _num(v, spec: str = ".1f") -> str:
@@ -29,18 +28,20 @@ def _num(v, spec: str = ".1f") -> str:
 
 def figures_row(figs: dict) -> None:
     cols = st.columns(5)
-    cols[0].metric("triggering inputs", figs["triggering"],
-                   help="distinct images A and B label differently")  # fmt: skip
+    cols[0].metric(
+        "triggering inputs", figs["triggering"], help="distinct images A and B label differently"
+    )
     cols[1].metric("per 1,000 evaluations", _num(figs.get("triggering_per_1k")))
     valid = figs.get("valid_triggering")
     cols[2].metric("valid (all filters)", "–" if valid is None else valid)
     geo = figs.get("geometric_diversity")
     cols[3].metric(
-        "geometric diversity", "–" if geo is None else f"{geo:.1f}",
+        "geometric diversity",
+        "–" if geo is None else f"{geo:.1f}",
         help=f"log det of the Gram matrix of {figs.get('geometric_subset')} valid triggering "
         "inputs' normalised features (penultimate layer of the default classifier); "
         "higher is more diverse, 0 at most",
-    )  # fmt: skip
+    )
     ent = figs.get("label_entropy")
     # max: a single label pair's entropy came out as -0.00 (a rounding error below zero).
     cols[4].metric("label-pair entropy", "–" if ent is None else f"{max(ent, 0.0):.2f} bits")
@@ -93,8 +94,7 @@ def pareto_front(f1: np.ndarray, f2: np.ndarray) -> np.ndarray:
 
 def pareto_panel(store: Store, cid: str, seeds: list[int]) -> None:
     left, right = st.columns([1, 3])
-    seed = left.selectbox("Search", seeds, key="pareto_seed",
-                          help="each seed is one NSGA-II run")  # fmt: skip
+    seed = left.selectbox("Search", seeds, key="pareto_seed", help="each seed is one NSGA-II run")
     df = sd.pareto(store, cid, int(seed))
     if df.empty:
         right.info("No generation recorded yet.")
@@ -163,18 +163,27 @@ def human_split(store: Store, cid: str, where) -> None:
         t = label_stats.model_agreement(v[v["campaign_id"] == cid], s["rule"])
         frames.append(t.assign(study=s["name"]))
     if not frames:
-        where.caption("No validity study covers these inputs yet: the split above is "
-                      "against the generator's intended label only.")  # fmt: skip
+        where.caption(
+            "No validity study covers these inputs yet: the split above is "
+            "against the generator's intended label only."
+        )
         return
     where.markdown("**Against human labels** (valid inputs, the study's rule)")
-    cols = ["study", "labelled", "valid", "humans_agree_a", "humans_agree_b",
-            "humans_agree_neither", "undecided"]  # fmt: skip
+    cols = [
+        "study",
+        "labelled",
+        "valid",
+        "humans_agree_a",
+        "humans_agree_b",
+        "humans_agree_neither",
+        "undecided",
+    ]
     # Short headers: the long ones ran the table past its half of the page.
     short = {"humans_agree_a": "A's", "humans_agree_b": "B's", "humans_agree_neither": "other"}
-    where.dataframe(pd.concat(frames)[cols].rename(columns=short), hide_index=True,
-                    width="stretch")  # fmt: skip
-    where.caption("Of the inputs judged valid: how many the labellers give A's label, B's, "
-                  "or another.")  # fmt: skip
+    where.dataframe(pd.concat(frames)[cols].rename(columns=short), hide_index=True, width="stretch")
+    where.caption(
+        "Of the inputs judged valid: how many the labellers give A's label, B's, or another."
+    )
 
 
 def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> None:
@@ -188,19 +197,22 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
     if m is not None and m.get("differential"):
         figures_row(m["differential"])
     elif m is not None:
-        st.info(f"No differential figures stored (the campaign searched nothing, or its "
-                f"validity pass did not finish): `latentfuzz validate {cid}` computes "
-                "them.")  # fmt: skip
+        st.info(
+            f"No differential figures stored (the campaign searched nothing, or its "
+            f"validity pass did not finish): `latentfuzz validate {cid}` computes "
+            "them."
+        )
     arch = sd.archive(store, cid)
     arch = arch[arch["pred_b"].notna()]
     arch.columns = [col.replace("-", "_") for col in arch.columns]
-    filters = sorted(col.removeprefix("valid_") for col in arch.columns
-                     if col.startswith("valid_"))  # fmt: skip
+    filters = sorted(col.removeprefix("valid_") for col in arch.columns if col.startswith("valid_"))
     only_valid = st.toggle(
-        "Valid inputs only", value=False, disabled=not filters,
+        "Valid inputs only",
+        value=False,
+        disabled=not filters,
         help="keep the inputs every validity filter accepts"
         + (f" ({', '.join(filters)})" if filters else " (no filter has scored them yet)"),
-    )  # fmt: skip
+    )
     shown = arch[arch["valid"]] if only_valid and filters else arch
     if shown.empty:
         st.info("No triggering input yet." if arch.empty else "No valid triggering input.")
@@ -217,21 +229,30 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
     with st.expander(f"Triggering inputs ({len(shown)})", expanded=True):
         triggering_gallery(home, shown, names, [f.replace("_", "-") for f in filters])
     st.download_button(
-        "Download triggering inputs (CSV)", to_csv_bytes(shown), f"{cid}-triggering.csv",
+        "Download triggering inputs (CSV)",
+        to_csv_bytes(shown),
+        f"{cid}-triggering.csv",
         "text/csv",
-    )  # fmt: skip
+    )
 
 
 #: Compare's columns for differential campaigns, in order, with their headers.
 COMPARE_COLUMNS = {
-    "classifier": "A", "classifier_b": "B", "strategy": "strategy",
-    "evaluations": "evaluations", "triggering": "triggering",
-    "triggering_per_1k": "triggering / 1k evals", "valid_triggering": "valid",
+    "classifier": "A",
+    "classifier_b": "B",
+    "strategy": "strategy",
+    "evaluations": "evaluations",
+    "triggering": "triggering",
+    "triggering_per_1k": "triggering / 1k evals",
+    "valid_triggering": "valid",
     "valid_triggering_per_1k": "valid / 1k evals",
-    "geometric_diversity": "geometric diversity (valid)", "geometric_subset": "subset",
-    "label_entropy": "label entropy (valid)", "only_a_right": "only A right",
-    "only_b_right": "only B right", "both_wrong": "both wrong",
-}  # fmt: skip
+    "geometric_diversity": "geometric diversity (valid)",
+    "geometric_subset": "subset",
+    "label_entropy": "label entropy (valid)",
+    "only_a_right": "only A right",
+    "only_b_right": "only B right",
+    "both_wrong": "both wrong",
+}
 
 
 def differential_table(store: Store, ids: list[str], labels: dict[str, str]) -> None:
@@ -244,10 +265,15 @@ def differential_table(store: Store, ids: list[str], labels: dict[str, str]) -> 
     out.insert(0, "campaign", [labels.get(c, c) for c in df["campaign_id"]])
     out = out.drop(columns=["campaign_id"])
     # One decimal, as on the Campaign page (it showed "281.3333").
-    floats = {c: st.column_config.NumberColumn(format="%.1f")
-              for c in out.columns if pd.api.types.is_float_dtype(out[c])}  # fmt: skip
+    floats = {
+        c: st.column_config.NumberColumn(format="%.1f")
+        for c in out.columns
+        if pd.api.types.is_float_dtype(out[c])
+    }
     st.dataframe(out, hide_index=True, width="stretch", column_config=floats)
-    st.caption("Triggering inputs: distinct images A and B label differently. Valid: every "
-               "validity filter accepts them. Geometric diversity: log det of the Gram matrix "
-               "of normalised penultimate features of a random subset (its size beside it); "
-               "compare it only at equal subset size.")  # fmt: skip
+    st.caption(
+        "Triggering inputs: distinct images A and B label differently. Valid: every "
+        "validity filter accepts them. Geometric diversity: log det of the Gram matrix "
+        "of normalised penultimate features of a random subset (its size beside it); "
+        "compare it only at equal subset size."
+    )

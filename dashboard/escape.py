@@ -49,22 +49,41 @@ def escape_panel(store: Store, campaign_id: str, names: list[str]) -> None:
     )
     left, right = st.columns(2)
     left.altair_chart(
-        heatmap(df, "success_rate", "escape success rate", names,
-                ["source_name", "target_name", "attempts", "viable", "successes",
-                 "success_rate", "median_iterations"]),
-    )  # fmt: skip
+        heatmap(
+            df,
+            "success_rate",
+            "escape success rate",
+            names,
+            [
+                "source_name",
+                "target_name",
+                "attempts",
+                "viable",
+                "successes",
+                "success_rate",
+                "median_iterations",
+            ],
+        ),
+    )
     m = sm.metrics(store, campaign_id)
     if m is None or m.get("test_confusion") is None:
         right.info("The test-set confusion matrix is stored when the campaign finishes.")
     else:
         conf = confusion_rates(m["test_confusion"])
         right.altair_chart(
-            heatmap(conf, "rate", "test-set confusion rate", names,
-                    ["source_name", "target_name", "count", "rate"]),
-        )  # fmt: skip
+            heatmap(
+                conf,
+                "rate",
+                "test-set confusion rate",
+                names,
+                ["source_name", "target_name", "count", "rate"],
+            ),
+        )
     with st.expander("Per pair: attempts, successes, median iterations"):
         st.dataframe(df, hide_index=True, width="stretch")
     st.download_button(
-        "Download escape matrix (CSV)", to_csv_bytes(df), f"{campaign_id}-escape.csv",
+        "Download escape matrix (CSV)",
+        to_csv_bytes(df),
+        f"{campaign_id}-escape.csv",
         "text/csv",
-    )  # fmt: skip
+    )

@@ -28,8 +28,11 @@ def limits(model: type[BaseModel], field: str) -> dict[str, Any]:
     model's bounds are checked at Launch by `problems`, which names the field and the
     value in a sentence."""
     rng = allowed(model.model_fields[field])
-    return {"help": rng[0].upper() + rng[1:] + "." if rng else None,
-            "min_value": -JS_SAFE, "max_value": JS_SAFE}  # fmt: skip
+    return {
+        "help": rng[0].upper() + rng[1:] + "." if rng else None,
+        "min_value": -JS_SAFE,
+        "max_value": JS_SAFE,
+    }
 
 
 #: A setting in a model's own message, with its value if given: `elites=25`, `step`.

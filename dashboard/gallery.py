@@ -35,9 +35,12 @@ def filter_seeds(
 
 
 def gallery(
-    seeds: pd.DataFrame, home: Path, class_names: tuple[str, ...], per_row: int = 4,
+    seeds: pd.DataFrame,
+    home: Path,
+    class_names: tuple[str, ...],
+    per_row: int = 4,
     failed: str = "misclassified",
-) -> None:  # fmt: skip
+) -> None:
     """Counts by status, the filters, then one page of seed / result pairs. `failed`: what
     the campaign's failing seeds are called ("A and B disagree" for two classifiers); the
     stored status and the URL keep `misclassified`."""
@@ -53,10 +56,19 @@ def gallery(
     a, b, c = st.columns([2, 2, 1])
     # Searched seeds by default, as GIFTbench's gallery; non-viable ones on request.
     default = [s for s in present if s != "non-viable"] or present
-    statuses = url_widget(a.multiselect, "Show", "gallery_status", present, default, many=True,
-                          follow=True, format_func=said)  # fmt: skip
-    classes = url_widget(b.multiselect, "Expected class", "gallery_class",
-                         list(class_names), [], many=True)  # fmt: skip
+    statuses = url_widget(
+        a.multiselect,
+        "Show",
+        "gallery_status",
+        present,
+        default,
+        many=True,
+        follow=True,
+        format_func=said,
+    )
+    classes = url_widget(
+        b.multiselect, "Expected class", "gallery_class", list(class_names), [], many=True
+    )
     top = int(seeds["iterations"].max()) if seeds["iterations"].notna().any() else 0
     # Only once some seed has its iterations (a crashed campaign's have none yet): a box
     # that said "at most 0" beside nine seeds shown read as a filter that failed.
@@ -72,8 +84,13 @@ def gallery(
     pages = (len(chosen) - 1) // PAGE_SIZE + 1
     page = 1
     if pages > 1:
-        page = url_widget(st.selectbox, f"Page (of {pages}, {PAGE_SIZE} seeds each)",
-                          "gallery_page", list(range(1, pages + 1)), 1)  # fmt: skip
+        page = url_widget(
+            st.selectbox,
+            f"Page (of {pages}, {PAGE_SIZE} seeds each)",
+            "gallery_page",
+            list(range(1, pages + 1)),
+            1,
+        )
     shown = chosen.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
     for start in range(0, len(shown), per_row):
         cols = st.columns(per_row)

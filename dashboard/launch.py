@@ -64,9 +64,11 @@ def _start(home: Path, cid: str, args: list[str], mode: str) -> None:
     with open(log_path(home, cid), mode) as log:
         subprocess.Popen(
             [sys.executable, "-m", "engine.cli.main", *args, "--home", str(home), "--quiet"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
 
 
 def failure(log: str) -> str:

@@ -16,10 +16,15 @@ from store import campaigns as sc
 from store import metrics as sm
 
 FORMATS = {
-    "error_rate": ".3f", "success_rate": ".2f", "label_diversity": ".2f", "mean_mse": ".4f",
-    "mean_ssim": ".3f", "failures_per_1k": ".2f", "result_gap_median": ".3f",
+    "error_rate": ".3f",
+    "success_rate": ".2f",
+    "label_diversity": ".2f",
+    "mean_mse": ".4f",
+    "mean_ssim": ".3f",
+    "failures_per_1k": ".2f",
+    "result_gap_median": ".3f",
     "test_gap_median": ".3f",
-}  # fmt: skip
+}
 
 
 def cell(v: Any, key: str) -> str:
@@ -29,10 +34,12 @@ def cell(v: Any, key: str) -> str:
 def gap_histogram(m: dict[str, Any]) -> alt.Chart:
     """Top-2 probability gaps of the result images against the test images (SINVAD's
     boundary check), as shares of each group so different sizes compare."""
-    df = pd.concat([
-        pd.DataFrame({"gap": m["result_gaps"], "images": "results"}),
-        pd.DataFrame({"gap": m["test_gaps"], "images": "test images"}),
-    ])  # fmt: skip
+    df = pd.concat(
+        [
+            pd.DataFrame({"gap": m["result_gaps"], "images": "results"}),
+            pd.DataFrame({"gap": m["test_gaps"], "images": "test images"}),
+        ]
+    )
     return (
         alt.Chart(df)
         .transform_joinaggregate(total="count()", groupby=["images"])
@@ -46,7 +53,7 @@ def gap_histogram(m: dict[str, Any]) -> alt.Chart:
             ),
             y=alt.Y("sum(share):Q", title="share of images", stack=None),
             color=categorical("images"),
-        )  # fmt: skip
+        )
         .properties(height=220)
     )
 
@@ -57,8 +64,9 @@ def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> N
     if m is None:
         if status == "finished":
             # Its process ended between closing the campaign and writing them.
-            st.info("No metrics were stored for this campaign: its process ended before "
-                    "writing them.")  # fmt: skip
+            st.info(
+                "No metrics were stored for this campaign: its process ended before writing them."
+            )
         else:
             st.info(
                 f"Metrics are stored when the campaign finishes; this one is {status}"
@@ -67,10 +75,15 @@ def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> N
         return
     # A table rather than st.metric tiles: the status bar above keeps its four counters.
     st.markdown(
-        "| " + " | ".join(sm.METRIC_LABELS.values()) + " |\n"
-        + "|---" * len(sm.METRIC_LABELS) + "|\n"
-        + "| " + " | ".join(cell(m[k], k) for k in sm.METRIC_LABELS) + " |"
-    )  # fmt: skip
+        "| "
+        + " | ".join(sm.METRIC_LABELS.values())
+        + " |\n"
+        + "|---" * len(sm.METRIC_LABELS)
+        + "|\n"
+        + "| "
+        + " | ".join(cell(m[k], k) for k in sm.METRIC_LABELS)
+        + " |"
+    )
     st.caption(
         f"Over {m['evaluations']:,} search evaluations. SSIM: Gaussian window 11x11, "
         "sigma 1.5, data range 1; a failure = a seed with at least one failing evaluation."
@@ -81,8 +94,10 @@ def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> N
     if not steps.empty:
         st.markdown("**By interpolation step** (one generation each)")
         st.dataframe(steps, width="stretch")
-        st.caption("Error rate: failing / all evaluations at that lambda; MSE and SSIM of "
-                   "every image evaluated at that lambda to its seed image.")  # fmt: skip
+        st.caption(
+            "Error rate: failing / all evaluations at that lambda; MSE and SSIM of "
+            "every image evaluated at that lambda to its seed image."
+        )
 
 
 def by_step(m: dict[str, Any]) -> pd.DataFrame:
@@ -93,12 +108,14 @@ def by_step(m: dict[str, Any]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     df = pd.DataFrame(rows)
-    out = pd.DataFrame({
-        "evaluations": df["evaluations"].map("{:,}".format),
-        "error rate": df["error_rate"].map(lambda v: cell(v, "error_rate")),
-        "MSE to the seed": df["mean_mse"].map(lambda v: cell(v, "mean_mse")),
-        "SSIM to the seed": df["mean_ssim"].map(lambda v: cell(v, "mean_ssim")),
-    })  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "evaluations": df["evaluations"].map("{:,}".format),
+            "error rate": df["error_rate"].map(lambda v: cell(v, "error_rate")),
+            "MSE to the seed": df["mean_mse"].map(lambda v: cell(v, "mean_mse")),
+            "SSIM to the seed": df["mean_ssim"].map(lambda v: cell(v, "mean_ssim")),
+        }
+    )
     out.index = [f"{v:.2f}" for v in df["step"]]
     return out.T.rename_axis("lambda")  # the corner cell above the figures' names
 
@@ -106,11 +123,15 @@ def by_step(m: dict[str, Any]) -> pd.DataFrame:
 #: Compare's headers: three more columns than the Campaign page's table, whose long
 #: headers ran the table past the page's column; its caption says what each measures.
 SHORT = {
-    "error_rate": "error rate", "success_rate": "success rate",
-    "label_diversity": "label diversity", "mean_mse": "MSE", "mean_ssim": "SSIM",
-    "failures_per_1k": "failures / 1k evals", "result_gap_median": "top-2 gap, results",
+    "error_rate": "error rate",
+    "success_rate": "success rate",
+    "label_diversity": "label diversity",
+    "mean_mse": "MSE",
+    "mean_ssim": "SSIM",
+    "failures_per_1k": "failures / 1k evals",
+    "result_gap_median": "top-2 gap, results",
     "test_gap_median": "top-2 gap, test images",
-}  # fmt: skip
+}
 
 
 def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str:
@@ -127,8 +148,9 @@ def metrics_markdown(store: Store, ids: list[str], names: dict[str, str]) -> str
     ]
 
     def without(name: str, cid: str) -> str:
-        return (f"| {name} | {md_text(strategies[cid])} | — | "
-                + " | ".join("—" for _ in keys) + " |")  # fmt: skip
+        return (
+            f"| {name} | {md_text(strategies[cid])} | — | " + " | ".join("—" for _ in keys) + " |"
+        )
 
     for cid in ids:
         name = md_text(names.get(cid, cid))

@@ -30,17 +30,22 @@ def zoo_table(cards: list[dict[str, Any]]) -> pd.DataFrame:
     for c in cards:
         m, inf = c.get("metrics") or {}, c.get("inference") or {}
         latent = int(np.prod(c["latent_shape"])) if c.get("latent_shape") else None
-        rows.append({
-            "name": c["name"], "source": "bundled" if zoo.is_bundled(c["name"]) else "yours",
-            "kind": c["kind"], "dataset": c["dataset"],
-            "family": c.get("family") or c.get("architecture") or DASH,
-            "default": "yes" if c.get("default") else "",
-            "latent size": _num(latent, ","), "parameters": _num(c.get("parameters"), ","),
-            "test accuracy": _num(m.get("test_accuracy"), ".2%"),
-            "viable seeds": _num(m.get("viability"), ".0%"),
-            "ms/image (1)": _num(inf.get("ms_per_image_b1"), ".2f"),
-            "ms/image (25)": _num(inf.get("ms_per_image_b25"), ".3f"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": c["name"],
+                "source": "bundled" if zoo.is_bundled(c["name"]) else "yours",
+                "kind": c["kind"],
+                "dataset": c["dataset"],
+                "family": c.get("family") or c.get("architecture") or DASH,
+                "default": "yes" if c.get("default") else "",
+                "latent size": _num(latent, ","),
+                "parameters": _num(c.get("parameters"), ","),
+                "test accuracy": _num(m.get("test_accuracy"), ".2%"),
+                "viable seeds": _num(m.get("viability"), ".0%"),
+                "ms/image (1)": _num(inf.get("ms_per_image_b1"), ".2f"),
+                "ms/image (25)": _num(inf.get("ms_per_image_b25"), ".3f"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -53,7 +58,7 @@ def card_facts(c: dict[str, Any]) -> list[tuple[str, str]]:
             "training",
             ", ".join(f"{k} {t[k]}" for k in ("epochs", "batch_size", "lr", "seed") if k in t)
             or DASH,
-        ),  # fmt: skip
+        ),
         ("training data", str(t.get("split", DASH))),
         (
             "data fingerprint",
@@ -93,20 +98,25 @@ def show_samples(name: str) -> None:
     except Exception as e:  # noqa: BLE001 - a broken card must not take the page down
         st.caption(f"No samples: {e}")
         return
-    big = [Image.fromarray((255 * i).astype("uint8")).resize((84, 84), Image.NEAREST)
-           for i in imgs]  # fmt: skip
+    big = [Image.fromarray((255 * i).astype("uint8")).resize((84, 84), Image.NEAREST) for i in imgs]
     st.image(big, width=84)
 
 
 def uploaded(home: Path) -> pd.DataFrame:
     """Classifiers uploaded on the New campaign page (home/uploads), newest first."""
     folder = home / "uploads"
-    files = sorted(folder.glob("*"), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if folder.is_dir() else []  # fmt: skip
-    return pd.DataFrame({
-        "file": [p.name.split("-", 1)[-1] for p in files],
-        "stored as": [str(p.relative_to(home)) for p in files],
-        "size": [f"{p.stat().st_size / 1e6:.1f} MB" for p in files],
-        "uploaded": [pd.Timestamp(p.stat().st_mtime, unit="s").strftime("%Y-%m-%d %H:%M")
-                     for p in files],
-    })  # fmt: skip
+    files = (
+        sorted(folder.glob("*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if folder.is_dir()
+        else []
+    )
+    return pd.DataFrame(
+        {
+            "file": [p.name.split("-", 1)[-1] for p in files],
+            "stored as": [str(p.relative_to(home)) for p in files],
+            "size": [f"{p.stat().st_size / 1e6:.1f} MB" for p in files],
+            "uploaded": [
+                pd.Timestamp(p.stat().st_mtime, unit="s").strftime("%Y-%m-%d %H:%M") for p in files
+            ],
+        }
+    )

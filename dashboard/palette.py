@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import altair as alt
 
-OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442",
-             "#000000"]  # fmt: skip
+OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442", "#000000"]
 
 
 def categorical(

@@ -48,8 +48,9 @@ def allowed(info: FieldInfo) -> str | None:
             parts.append(f"less than {m.lt:,}")
     if lo_in and hi_in:
         return f"from {lo_in} to {hi_in}"
-    parts = ([f"at least {lo_in}"] if lo_in else []) + parts + (
-        [f"at most {hi_in}"] if hi_in else [])  # fmt: skip
+    parts = (
+        ([f"at least {lo_in}"] if lo_in else []) + parts + ([f"at most {hi_in}"] if hi_in else [])
+    )
     return " and ".join(parts) or None
 
 
@@ -101,9 +102,12 @@ def widget(st_like, name: str, info: FieldInfo, default: Any, key: str) -> Any:
 
 
 def param_form(
-    st_like, model: type[BaseModel], defaults: dict[str, Any] | None = None, columns: int = 4,
+    st_like,
+    model: type[BaseModel],
+    defaults: dict[str, Any] | None = None,
+    columns: int = 4,
     key: str = "param",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Widgets for every field of ``model`` in ``columns`` columns; returns the raw
     parameters set (fields left at "default" are omitted)."""
     defaults = defaults or {}

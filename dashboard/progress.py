@@ -123,8 +123,7 @@ def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> No
         st.rerun()
     if not steps and not startup.read(home, cid):
         return
-    frac, checklist, waited = startup_progress(startup.read(home, cid), startup.STEPS,
-                                               time.time())  # fmt: skip
+    frac, checklist, waited = startup_progress(startup.read(home, cid), startup.STEPS, time.time())
     st.progress(frac, text=f"start-up: {waited:.0f} s")
     st.markdown(checklist or "- ◻ starting the campaign's process")
 

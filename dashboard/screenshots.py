@@ -25,8 +25,14 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def simulated_study(home: Path) -> tuple[str, str]:
@@ -68,10 +74,14 @@ def seeded_home() -> tuple[Path, dict[str, str]]:
         cid = run_campaign(parse_config(cfg), home).campaign_id
     answered, sid = simulated_study(home)
     return home, {
-        "campaigns": "", "new_campaign": "new_campaign", "campaign": f"campaign?id={cid}",
-        "compare": "compare", "studies": f"studies?study={answered}",
-        "label": f"label?study={sid}&labeller=you", "models": "models",
-    }  # fmt: skip
+        "campaigns": "",
+        "new_campaign": "new_campaign",
+        "campaign": f"campaign?id={cid}",
+        "compare": "compare",
+        "studies": f"studies?study={answered}",
+        "label": f"label?study={sid}&labeller=you",
+        "models": "models",
+    }
 
 
 def capture(
@@ -87,10 +97,20 @@ def capture(
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
-         "--server.port", str(port)], cwd=REPO, env={**os.environ, "LATENTFUZZ_HOME": str(home)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(REPO / "dashboard" / "app.py"),
+            "--server.port",
+            str(port),
+        ],
+        cwd=REPO,
+        env={**os.environ, "LATENTFUZZ_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(6)
         with sync_playwright() as p:
@@ -123,8 +143,9 @@ def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots")
     ap.add_argument("out", nargs="?", type=Path, default=REPO / "docs" / "screenshots")
     ap.add_argument("--home", type=Path, help="capture this data directory as it is")
-    ap.add_argument("--page", action="append",
-                    help="with --home: page name, or NAME=URL-PATH (repeatable)")  # fmt: skip
+    ap.add_argument(
+        "--page", action="append", help="with --home: page name, or NAME=URL-PATH (repeatable)"
+    )
     ap.add_argument("--section", help="only the part of the page from this heading down")
     args = ap.parse_args(argv)
     if args.home:

@@ -24,11 +24,13 @@ FIELDS = [
     ("in a mapping file (--mapping)", "in a Mapping file"),
     ("pass --encoding", "choose Encoding"),
     ("--encoding", "Encoding"),
-    ("export the study with --wide (one row per image)",
-     'download the study with "Download one row per image"'),
+    (
+        "export the study with --wide (one row per image)",
+        'download the study with "Download one row per image"',
+    ),
     ("with --max-rows N", "with `latentfuzz labels import --max-rows N`"),
     ("--dataset", "Dataset"),
-]  # fmt: skip
+]
 
 
 def for_the_page(said: str, path: Path) -> str:
@@ -60,13 +62,17 @@ def import_form(store: Store, home: Path) -> str | None:
         mapping = b.file_uploader("Mapping (YAML, optional)", type=["yaml", "yml"])
         c, d, e = st.columns(3)
         names = dataset_names()
-        dataset = c.selectbox("Dataset its answers name", names,
-                              index=names.index("mnist") if "mnist" in names else 0)  # fmt: skip
+        dataset = c.selectbox(
+            "Dataset its answers name", names, index=names.index("mnist") if "mnist" in names else 0
+        )
         name = d.text_input("Study name", "", placeholder="the exported study's, else the file's")
-        encoding = e.selectbox("Encoding", ENCODINGS, help="of the CSV; automatic reads a "
-                               "byte-order mark, else UTF-8")  # fmt: skip
-        again = e.checkbox("Import again if imported before",
-                           help="as another study: pooled reports then count it twice")  # fmt: skip
+        encoding = e.selectbox(
+            "Encoding", ENCODINGS, help="of the CSV; automatic reads a byte-order mark, else UTF-8"
+        )
+        again = e.checkbox(
+            "Import again if imported before",
+            help="as another study: pooled reports then count it twice",
+        )
         if not st.form_submit_button("Import"):
             return None
     if up is None:
@@ -87,18 +93,26 @@ def import_form(store: Store, home: Path) -> str | None:
             return None
     path = save_upload(home, up.name, up.getvalue())
     try:
-        res = import_csv(store, path, dataset, m, name or None, again=again,
-                         encoding=None if encoding == AUTO else encoding,
-                         file_name=up.name)  # fmt: skip
+        res = import_csv(
+            store,
+            path,
+            dataset,
+            m,
+            name or None,
+            again=again,
+            encoding=None if encoding == AUTO else encoding,
+            file_name=up.name,
+        )
     except (LatentfuzzError, DatasetError) as err:
         st.error(f"Cannot import {md_text(up.name)}: {md_text(for_the_page(str(err), path))}")
         return None
     shape = f"a latentfuzz {res.shape} export" if res.shape else "a crowd study"
     st.success(
         f"Imported {md_text(up.name)} ({shape}) as {res.study_id}: {res.rows} images, "
-        f"{res.judgements} answers" + (f", {res.adjudications} adjudications" if res.shape else "")
+        f"{res.judgements} answers"
+        + (f", {res.adjudications} adjudications" if res.shape else "")
         + (f"; not in the file, assumed: {res.assumed}" if res.assumed else "")
-    )  # fmt: skip
+    )
     if not res.disagreements.empty:
         st.warning(f"{len(res.disagreements)} verdicts in the file differ from ours:")
         st.dataframe(res.disagreements, hide_index=True)

@@ -11,10 +11,17 @@ import streamlit as st
 
 
 def url_widget(
-    widget: Callable[..., Any], label: str, param: str, options: Sequence[Any],
-    default: Any, many: bool = False, say_unknown: bool = True, follow: bool = False,
-    say_gone: bool = False, **kwargs: Any,
-) -> Any:  # fmt: skip
+    widget: Callable[..., Any],
+    label: str,
+    param: str,
+    options: Sequence[Any],
+    default: Any,
+    many: bool = False,
+    say_unknown: bool = True,
+    follow: bool = False,
+    say_gone: bool = False,
+    **kwargs: Any,
+) -> Any:
     """`widget` (st.selectbox / st.multiselect / st.radio or a column's) over `options`,
     set from the query parameter `param` (values matched as text; unknown ones left out,
     and kept for `url_unknown`), else `default`; the chosen value is written back to the URL.
@@ -28,8 +35,9 @@ def url_widget(
     whose option has gone since (a campaign deleted) is said in a toast."""
     qp, options, key = st.query_params, list(options), f"url:{param}"
     url_now = tuple(qp.get_all(param)) if param in qp else ()
-    wanted = url_now if param in qp else (
-        tuple(str(d) for d in default) if many else (str(default),))  # fmt: skip
+    wanted = (
+        url_now if param in qp else (tuple(str(d) for d in default) if many else (str(default),))
+    )
     synced = st.session_state.get(f"{key}:synced")
     linked = param in qp and (key not in st.session_state or synced != url_now)
     before = st.session_state.get(f"{key}:default")
@@ -51,9 +59,10 @@ def url_widget(
         # Changed from outside (a link, a bookmark, back): the URL replaces the widget's
         # remembered value.
         st.session_state[key] = (
-            _in_order(options, wanted) if many
+            _in_order(options, wanted)
+            if many
             else next((o for o in options if str(o) == wanted[0]), st.session_state[key])
-        )  # fmt: skip
+        )
     # A remembered (or just replaced) value is the widget's; passing a default as well
     # would make Streamlit warn on the page.
     remembered = key in st.session_state
@@ -105,8 +114,10 @@ def url_widget(
     st.session_state[f"{key}:synced"] = written
     if say_unknown and (gone := url_unknown(param)):
         now = ", ".join(map(str, value)) if many else value
-        st.caption(f"⚠ The link gives {label} = {', '.join(gone)}, which matches nothing "
-                   f"here; showing {now if now not in (None, '') else 'all'}.")  # fmt: skip
+        st.caption(
+            f"⚠ The link gives {label} = {', '.join(gone)}, which matches nothing "
+            f"here; showing {now if now not in (None, '') else 'all'}."
+        )
     return value
 
 

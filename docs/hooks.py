@@ -148,8 +148,15 @@ def _value(v: Any) -> str:
     return f"`{v}`"
 
 
-_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "multiple_of": "multiple of",
-           "min_length": "length >=", "max_length": "length <="}  # fmt: skip
+_BOUNDS = {
+    "ge": ">=",
+    "gt": ">",
+    "le": "<=",
+    "lt": "<",
+    "multiple_of": "multiple of",
+    "min_length": "length >=",
+    "max_length": "length <=",
+}
 
 
 def model_table(model: Any, prefix: str = "") -> str:
@@ -192,17 +199,34 @@ def config_reference() -> str:
     from engine.search.strategies import STRATEGIES
     from engine.validators import VALIDATORS
 
-    out = ["## Campaign config", "", "`engine/campaign/config.py: CampaignConfig`: the keys of a "
-           "`latentfuzz run --config` YAML file (flags override them).", "",
-           model_table(CampaignConfig), ""]  # fmt: skip
+    out = [
+        "## Campaign config",
+        "",
+        "`engine/campaign/config.py: CampaignConfig`: the keys of a "
+        "`latentfuzz run --config` YAML file (flags override them).",
+        "",
+        model_table(CampaignConfig),
+        "",
+    ]
     out += ["## Strategies (`strategy`, `strategy_params`)", ""]
     for name in STRATEGIES.names():
         cls = STRATEGIES.get(name)
-        out += [f"### `{name}`", "", _first_line(cls), "",
-                f"Default objective: `{cls.default_fitness}`. Parameters, under "
-                "`strategy_params`:", "", model_table(cls.Params), ""]  # fmt: skip
-    out += ["## Objectives (`fitness`) and failure criteria (`criterion`)", "",
-            "| kind | name | what it is |", "|---|---|---|"]  # fmt: skip
+        out += [
+            f"### `{name}`",
+            "",
+            _first_line(cls),
+            "",
+            f"Default objective: `{cls.default_fitness}`. Parameters, under `strategy_params`:",
+            "",
+            model_table(cls.Params),
+            "",
+        ]
+    out += [
+        "## Objectives (`fitness`) and failure criteria (`criterion`)",
+        "",
+        "| kind | name | what it is |",
+        "|---|---|---|",
+    ]
     out += [f"| fitness | `{n}` | {_first_line(FITNESS.get(n))} |" for n in FITNESS.names()]
     out += [f"| criterion | `{n}` | {_first_line(CRITERIA.get(n))} |" for n in CRITERIA.names()]
     out += ["", "## Validity filters (`validators`)", "", "| name | what it scores |", "|---|---|"]
@@ -247,25 +271,38 @@ def store_reference() -> str:
     con = duckdb.connect(":memory:")
     for ddl in schema.DDL:
         con.execute(ddl)
-    out = [f"Schema version **{schema.SCHEMA_VERSION}** (`store/schema.py: SCHEMA_VERSION`; "
-           "older stores are migrated on open, a newer one is refused).", ""]  # fmt: skip
+    out = [
+        f"Schema version **{schema.SCHEMA_VERSION}** (`store/schema.py: SCHEMA_VERSION`; "
+        "older stores are migrated on open, a newer one is refused).",
+        "",
+    ]
     for ddl in schema.DDL:
         table = re.search(r"CREATE TABLE IF NOT EXISTS (\w+)", ddl).group(1)
         notes = _column_notes(ddl)
         keys = con.execute(
             "SELECT constraint_column_names FROM duckdb_constraints() "
-            "WHERE table_name = ? AND constraint_type = 'PRIMARY KEY'", [table]
-        ).fetchall()  # fmt: skip
+            "WHERE table_name = ? AND constraint_type = 'PRIMARY KEY'",
+            [table],
+        ).fetchall()
         key = ", ".join(keys[0][0]) if keys else schema.KEYS.get(table, "")
         kept = " (kept by the writer, no index)" if table in schema.UNINDEXED else ""
-        out += [f"### `{table}`", "", f"Key: `({key})`{kept}." if key else "No key.", "",
-                "| column | type | null | notes |", "|---|---|---|---|"]  # fmt: skip
+        out += [
+            f"### `{table}`",
+            "",
+            f"Key: `({key})`{kept}." if key else "No key.",
+            "",
+            "| column | type | null | notes |",
+            "|---|---|---|---|",
+        ]
         for col, dtype, nullable in con.execute(
             "SELECT column_name, data_type, is_nullable FROM duckdb_columns() "
-            "WHERE table_name = ? ORDER BY column_index", [table]
-        ).fetchall():  # fmt: skip
-            out.append(f"| `{col}` | `{dtype}` | {'yes' if nullable else 'no'} | "
-                       f"{_cell(notes.get(col, ''))} |")  # fmt: skip
+            "WHERE table_name = ? ORDER BY column_index",
+            [table],
+        ).fetchall():
+            out.append(
+                f"| `{col}` | `{dtype}` | {'yes' if nullable else 'no'} | "
+                f"{_cell(notes.get(col, ''))} |"
+            )
         out.append("")
     con.close()
     return "\n".join(out)

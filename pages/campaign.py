@@ -41,8 +41,10 @@ campaigns = sc.list_campaigns(store)
 linked = [i for i in st.query_params.get_all("id") if i]  # `?id=` (emptied by hand): no id
 cid = linked[0] if linked else None
 if len(linked) > 1:  # it showed the last one, and nothing said the others were dropped
-    st.warning(f"The link names {len(linked)} campaigns ({md_text(', '.join(linked))}); this "
-               "page shows the first. The Compare page shows several side by side.")  # fmt: skip
+    st.warning(
+        f"The link names {len(linked)} campaigns ({md_text(', '.join(linked))}); this "
+        "page shows the first. The Compare page shows several side by side."
+    )
 if cid is None and not campaigns.empty:
     names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
     cid = st.selectbox(

@@ -43,12 +43,13 @@ FAILED_HELP = (
 # Two rows of three: in one row of five, a chosen model's name was cut to "mnist-co…".
 cols = [*st.columns(3), *st.columns(3)]
 text = url_text(cols[0].text_input, "Name or id contains", "q")
-tag = url_widget(cols[1].multiselect, "Tag", "tag",
-                 sorted({t for ts in df["tags"] for t in ts}), [], many=True)  # fmt: skip
+tag = url_widget(
+    cols[1].multiselect, "Tag", "tag", sorted({t for ts in df["tags"] for t in ts}), [], many=True
+)
 chosen = {
     f: url_widget(
         col.multiselect, f.capitalize(), f, sorted(df[f].dropna().unique()), [], many=True
-    )  # fmt: skip
+    )
     for col, f in zip(cols[2:], FILTERS, strict=True)
 }
 
@@ -83,29 +84,53 @@ def campaign_table() -> None:
         + df["classifier_b"].map(lambda b: f" vs {b}" if isinstance(b, str) else ""),
         duration_s=df["wall_seconds"].round(1),
         # Numbers, so that the column sorts as numbers ("9 of 9" came after "90 of 90").
-        viable_seeds=df["viable"].astype(int), seeds=df["n_seeds"].astype(int),
-    )[["open", "name", "tags", "status", "dataset", "generator", "classifier", "strategy",
-       "preset", "viable_seeds", "seeds", "misclassified", "misclassified_pct", "iterations_icst",
-       "iterations_to_failure", "created_at", "duration_s"]]  # fmt: skip
+        viable_seeds=df["viable"].astype(int),
+        seeds=df["n_seeds"].astype(int),
+    )[
+        [
+            "open",
+            "name",
+            "tags",
+            "status",
+            "dataset",
+            "generator",
+            "classifier",
+            "strategy",
+            "preset",
+            "viable_seeds",
+            "seeds",
+            "misclassified",
+            "misclassified_pct",
+            "iterations_icst",
+            "iterations_to_failure",
+            "created_at",
+            "duration_s",
+        ]
+    ]
     st.dataframe(
-        view, hide_index=True, width="stretch",
+        view,
+        hide_index=True,
+        width="stretch",
         column_config={
             "open": st.column_config.LinkColumn("campaign", display_text=r"id=(.*)"),
             "tags": st.column_config.ListColumn("tags"),
             # One column for every campaign's failing seeds; what a failure is, in its help.
             "misclassified": st.column_config.NumberColumn("misclassified", help=FAILED_HELP),
             "misclassified_pct": st.column_config.NumberColumn(
-                "misclassified %", format="%.1f", help=FAILED_HELP),
+                "misclassified %", format="%.1f", help=FAILED_HELP
+            ),
             "iterations_icst": st.column_config.NumberColumn(
-                "iterations (ICST)", format="%.1f", help=sc.ICST_ITERATIONS),
+                "iterations (ICST)", format="%.1f", help=sc.ICST_ITERATIONS
+            ),
             "iterations_to_failure": st.column_config.NumberColumn(
-                "iterations to failure", format="%.1f", help=sc.FAILURE_ITERATIONS),
+                "iterations to failure", format="%.1f", help=sc.FAILURE_ITERATIONS
+            ),
             "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
             "viable_seeds": st.column_config.NumberColumn("viable seeds"),
             "seeds": st.column_config.NumberColumn("of seeds"),
             "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
         },
-    )  # fmt: skip
+    )
     running = int((df["status"] == "running").sum())
     live = f" {running} running: this list refreshes every 2 s." if running else ""
     count = f"{len(view)} campaign{'' if len(view) == 1 else 's'}"

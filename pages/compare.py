@@ -40,17 +40,31 @@ ANY = "(campaigns of your choice)"
 # two campaigns".
 several = studies.loc[studies["campaigns"] >= 2, "study"]
 first = ANY if "id" in st.query_params or several.empty else several.iloc[0]
-group = url_widget(st.selectbox, "Group (study or grid)", "group", [ANY, *studies["study"]], first,
-                   say_unknown=False)  # fmt: skip
+group = url_widget(
+    st.selectbox,
+    "Group (study or grid)",
+    "group",
+    [ANY, *studies["study"]],
+    first,
+    say_unknown=False,
+)
 members = ss.study_campaigns(store, group) if group != ANY else []
 if group != ANY and st.session_state.get("compare:group") != group:
     st.session_state["url:id"] = members  # the group's campaigns replace the selection
 st.session_state["compare:group"] = group
 default = members or campaigns.head(3)["id"].tolist()
 # The selection lives in the URL (?id=A&id=B): a comparison can be bookmarked and shared.
-ids = url_widget(st.multiselect, "Campaigns", "id", campaigns["id"].tolist(), default,
-                 many=True, say_unknown=False, say_gone=True,
-                 format_func=lambda i: labels[i])  # fmt: skip
+ids = url_widget(
+    st.multiselect,
+    "Campaigns",
+    "id",
+    campaigns["id"].tolist(),
+    default,
+    many=True,
+    say_unknown=False,
+    say_gone=True,
+    format_func=lambda i: labels[i],
+)
 for param, what in (("group", "study or grid"), ("id", "campaign")):
     if gone := url_unknown(param):
         st.warning(
@@ -91,18 +105,22 @@ st.download_button("Download table (CSV)", to_csv_bytes(table), "compare.csv", "
 if "along" in table.attrs:
     st.subheader(f"Grid {cells['grid'].iloc[0]}")
     st.dataframe(pivot(table), width="stretch")
-    st.caption("Misclassified % (#) / ICST iterations of each cell: a row per value of the "
-               "other axes (a block), a column per value of the compared axis.")  # fmt: skip
+    st.caption(
+        "Misclassified % (#) / ICST iterations of each cell: a row per value of the "
+        "other axes (a block), a column per value of the compared axis."
+    )
 
 st.subheader("Metrics")
 st.markdown(metrics_markdown(store, ids, labels))
-st.caption("Error rate: failing / all evaluations; success rate: seeds with a failure; "
-           "label diversity: wrong labels per seed; MSE and SSIM (Gaussian 11x11, sigma "
-           "1.5, data range 1) of result vs seed images; failures per 1,000 evaluations; "
-           "the median top-2 probability gap of the results and of the test images "
-           "(SINVAD's boundary check). —: a campaign "
-           "imported from another tool's results, which has no search evaluations, or one "
-           "that has not finished (metrics are computed when it ends).")  # fmt: skip
+st.caption(
+    "Error rate: failing / all evaluations; success rate: seeds with a failure; "
+    "label diversity: wrong labels per seed; MSE and SSIM (Gaussian 11x11, sigma "
+    "1.5, data range 1) of result vs seed images; failures per 1,000 evaluations; "
+    "the median top-2 probability gap of the results and of the test images "
+    "(SINVAD's boundary check). —: a campaign "
+    "imported from another tool's results, which has no search evaluations, or one "
+    "that has not finished (metrics are computed when it ends)."
+)
 
 differential_table(store, ids, labels)
 
@@ -172,8 +190,7 @@ st.subheader("Results by seed")
 # same way: same dataset, generator, random seed and seed class.
 DRAW = ("dataset", "generator", "random_seed", "target_class")
 by_id = camps.set_index("id")
-draws = {c: tuple(None if pd.isna(v := by_id.loc[c, k]) else v for k in DRAW)
-         for c in ids}  # fmt: skip
+draws = {c: tuple(None if pd.isna(v := by_id.loc[c, k]) else v for k in DRAW) for c in ids}
 if len(set(draws.values())) > 1:
     st.info(
         "These campaigns drew their seeds differently (dataset, generator, random seed or "
@@ -183,12 +200,17 @@ per_campaign = dict(tuple(seed_rows.groupby("campaign_id", sort=False)))
 seeds = {c: per_campaign.get(c, seed_rows.iloc[:0]).set_index("seed_idx") for c in ids}
 shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
 if not shared:
-    st.info("These campaigns have no seed in common (one of them has no seed rows yet), so "
-            "there is nothing to show side by side.")  # fmt: skip
+    st.info(
+        "These campaigns have no seed in common (one of them has no seed rows yet), so "
+        "there is nothing to show side by side."
+    )
 # A slider needs two values to range over (one or no shared seed raised Streamlit's
 # min/max error).
-show = (st.slider("Seeds shown", 1, len(shared), min(6, len(shared))) if len(shared) > 1
-        else len(shared))  # fmt: skip
+show = (
+    st.slider("Seeds shown", 1, len(shared), min(6, len(shared)))
+    if len(shared) > 1
+    else len(shared)
+)
 cols = st.columns(len(ids))
 for col, c in zip(cols, ids, strict=True):
     col.markdown(f"**{md_text(labels[c])}**")

@@ -39,10 +39,12 @@ sid = linked = st.query_params.get("study")
 if sid not in set(studies["id"]):
     if linked is not None:
         # Not another study silently: a mistyped link had its labeller label the wrong one.
-        st.warning(f"The link names a study this store does not hold ({linked}); pick the "
-                   "study to label.")  # fmt: skip
-    sid = st.selectbox("Study", studies["id"], format_func=lambda i: studies.set_index("id")
-                       .loc[i, "name"])  # fmt: skip
+        st.warning(
+            f"The link names a study this store does not hold ({linked}); pick the study to label."
+        )
+    sid = st.selectbox(
+        "Study", studies["id"], format_func=lambda i: studies.set_index("id").loc[i, "name"]
+    )
     if linked is not None and not st.button("Label this study", type="primary"):
         st.stop()
     st.query_params["study"] = sid
@@ -78,8 +80,15 @@ if not who:
 key = f"label:{sid}:{who}"
 if key not in st.session_state:
     judging.join(store, sid, who)
-    st.session_state[key] = {"item": None, "shown_at": None, "upcoming": None, "pending": [],
-                             "skip": set(), "progress": None, "images": {}}  # fmt: skip
+    st.session_state[key] = {
+        "item": None,
+        "shown_at": None,
+        "upcoming": None,
+        "pending": [],
+        "skip": set(),
+        "progress": None,
+        "images": {},
+    }
 state = st.session_state[key]
 try:
     ds = get_dataset(study["dataset"])
@@ -166,11 +175,17 @@ def labelling() -> None:
     st.caption(f"labelling as **{md_text(who)}**")
     if state["item"] is None:
         missing = p["wanted"] - p["done"]
-        st.success("Nothing left for you in this study. Thank you!" + (
-            f" {missing} answers are still missing: they need other labellers, or other "
-            "labellers' screens hold their images (a hold lapses after "
-            f"{judging.CLAIM_SECONDS // 60} minutes; reload then to see whether any came back "
-            "to you)." if missing > 0 else ""))  # fmt: skip
+        st.success(
+            "Nothing left for you in this study. Thank you!"
+            + (
+                f" {missing} answers are still missing: they need other labellers, or other "
+                "labellers' screens hold their images (a hold lapses after "
+                f"{judging.CLAIM_SECONDS // 60} minutes; reload then to see whether any came back "
+                "to you)."
+                if missing > 0
+                else ""
+            )
+        )
         st.button("Undo my last answer", on_click=undo, shortcut="Backspace")
     else:
         question(p["mine"] == 0)
@@ -198,19 +213,42 @@ def question(first: bool) -> None:
         cols = st.columns(5)
         for i, name in enumerate(ds.class_names):
             cols[i % 5].button(
-                name, key=f"class{i}:{item}", on_click=save, args=(i, item), width="stretch",
+                name,
+                key=f"class{i}:{item}",
+                on_click=save,
+                args=(i, item),
+                width="stretch",
                 shortcut=str(i) if len(ds.class_names) <= 10 else None,
-            )  # fmt: skip
+            )
         markers = marker_choices(ds)
-        for col, (name, text, value, shortcut) in zip(st.columns(len(markers)), markers,
-                                                      strict=True):  # fmt: skip
-            col.button(text, key=f"{name}:{item}", on_click=save, args=(value, item),
-                       shortcut=shortcut, width="stretch")  # fmt: skip
+        for col, (name, text, value, shortcut) in zip(
+            st.columns(len(markers)), markers, strict=True
+        ):
+            col.button(
+                text,
+                key=f"{name}:{item}",
+                on_click=save,
+                args=(value, item),
+                shortcut=shortcut,
+                width="stretch",
+            )
         z, s = st.columns(2)
-        z.button("undo last answer", key="undo", on_click=undo, shortcut="Backspace",
-                 disabled=first, type="tertiary")  # fmt: skip
-        s.button("skip for now", key=f"skip:{item}", on_click=skip, args=(item,), shortcut="S",
-                 type="tertiary")  # fmt: skip
+        z.button(
+            "undo last answer",
+            key="undo",
+            on_click=undo,
+            shortcut="Backspace",
+            disabled=first,
+            type="tertiary",
+        )
+        s.button(
+            "skip for now",
+            key=f"skip:{item}",
+            on_click=skip,
+            args=(item,),
+            shortcut="S",
+            type="tertiary",
+        )
 
 
 labelling()

@@ -32,7 +32,8 @@ for c in cards:
 st.subheader("Uploaded classifiers")
 up = uploaded(get_home())
 if up.empty:
-    st.caption("None yet: New campaign -> Classifier under test -> upload a TorchScript or "
-               "ONNX file.")  # fmt: skip
+    st.caption(
+        "None yet: New campaign -> Classifier under test -> upload a TorchScript or ONNX file."
+    )
 else:
     st.dataframe(up, hide_index=True, width="stretch")

@@ -49,9 +49,11 @@ except DatasetError as e:
     st.stop()
 left.caption(f"{' x '.join(map(str, ds.shape))} images, {ds.num_classes} classes")
 generator = mid.selectbox(
-    "Generator", bundled_generators(dataset), format_func=source,
+    "Generator",
+    bundled_generators(dataset),
+    format_func=source,
     help="only generators trained on this dataset",
-)  # fmt: skip
+)
 zoo_classifiers = [
     c["name"] for c in cards if c["kind"] == "classifier" and c["dataset"] == dataset
 ]
@@ -83,8 +85,11 @@ second = right.selectbox(
 )
 classifier_b = None if second == "none" else second
 # A model trained on other data, or on images of another shape, is refused with the fix.
-unfit = [why for n in (generator, classifier, classifier_b) if n in by_name
-         and (why := zoo.incompatibility(by_name[n], ds)) is not None]  # fmt: skip
+unfit = [
+    why
+    for n in (generator, classifier, classifier_b)
+    if n in by_name and (why := zoo.incompatibility(by_name[n], ds)) is not None
+]
 for why in unfit:
     st.error(f"Cannot use this model: {why}")
 classifier_ok = classifier_ok and not unfit
@@ -114,8 +119,10 @@ if STRATEGIES.get(strategy).has_presets:
     )
     defaults = PRESET_SETTINGS[preset]
     # A user's Generations 3000 went back to 250 on a click here, and the launch ran 250.
-    st.caption("Picking settings fills the search fields below (generations, population, "
-               "step) with its values: change them after picking.")  # fmt: skip
+    st.caption(
+        "Picking settings fills the search fields below (generations, population, "
+        "step) with its values: change them after picking."
+    )
 OBJECTIVES = {
     f"default ({'divergence' if classifier_b else STRATEGIES.get(strategy).default_fitness})": {},
     "margin: any misclassification": {"fitness": "margin"},
@@ -138,11 +145,15 @@ with st.form("campaign", enter_to_submit=False):
     if chosen.get("escape"):
         bounded = limits(CampaignConfig, "escape_per_pair")
         per_pair = st.number_input(
-            "Searches per class pair", value=5, **{**bounded,
-            "help": f"each source class seeds this many images, searched towards each of "
-            f"the other {k - 1} classes (SINVAD's analysis); seeds = this x sources x "
-            f"{k - 1}. {bounded['help'] or ''}"},
-        )  # fmt: skip
+            "Searches per class pair",
+            value=5,
+            **{
+                **bounded,
+                "help": f"each source class seeds this many images, searched towards each of "
+                f"the other {k - 1} classes (SINVAD's analysis); seeds = this x sources x "
+                f"{k - 1}. {bounded['help'] or ''}",
+            },
+        )
         objective_fields["escape_per_pair"] = int(per_pair)
         seeds = None
     else:
@@ -166,20 +177,31 @@ with st.form("campaign", enter_to_submit=False):
     if "guidance" in card_params:  # a diffusion model: seeds and search may differ
         gl, gr = st.columns(2)
         gen_params["seed_guidance"] = gl.number_input(
-            "Guidance for seed images", 0.0, 20.0,
+            "Guidance for seed images",
+            0.0,
+            20.0,
             float(card_params.get("seed_guidance") or card_params["guidance"]),
             help="GIFTbench: 3.5; the default is the zoo card's measured best",
-        )  # fmt: skip
+        )
         gen_params["guidance"] = gr.number_input(
-            "Guidance during the search", 0.0, 20.0, float(card_params["guidance"]),
+            "Guidance during the search",
+            0.0,
+            20.0,
+            float(card_params["guidance"]),
             help="GIFTbench: 1.4; the default is the zoo card's measured best",
-        )  # fmt: skip
+        )
     name = st.text_input("Name (optional)")
     submitted = st.form_submit_button("Launch", type="primary", disabled=not classifier_ok)
 
 #: The form's label of each campaign setting, so that a refusal names what the user sees.
-NAMES = {"seeds": "Seeds", "escape_per_pair": "Searches per class pair", "seed": "Random seed",
-         "name": "Name", "target_class": "Seed class", "target": "Class to reach"}  # fmt: skip
+NAMES = {
+    "seeds": "Seeds",
+    "escape_per_pair": "Searches per class pair",
+    "seed": "Random seed",
+    "name": "Name",
+    "target_class": "Seed class",
+    "target": "Class to reach",
+}
 
 
 def start(raw: dict) -> None:
@@ -196,14 +218,19 @@ def start(raw: dict) -> None:
 if submitted:
     st.session_state.pop("confirm_launch", None)
     raw = {
-        "dataset": dataset, "generator": generator, "classifier": classifier,
+        "dataset": dataset,
+        "generator": generator,
+        "classifier": classifier,
         "classifier_b": classifier_b,
-        **({} if seeds is None else {"seeds": int(seeds)}), **objective_fields,
-        "seed": int(seed), "name": name or None, "strategy": strategy,
+        **({} if seeds is None else {"seeds": int(seeds)}),
+        **objective_fields,
+        "seed": int(seed),
+        "name": name or None,
+        "strategy": strategy,
         "target_class": None if target == "any" else ds.class_names.index(target),
         "strategy_params": strategy_params,
         "generator_params": gen_params,
-    }  # fmt: skip
+    }
     wrong = problems(CampaignConfig, raw, NAMES) + problems(Params, strategy_params, {})
     if wrong:  # every invalid field at once, each named as its widget is
         st.error("Cannot launch; please fix:\n" + "\n".join(f"- {md_text(w)}" for w in wrong))
@@ -218,8 +245,9 @@ if submitted:
         except (NotImplementedError, TypeError):
             per_seed = None
         cls_card = zoo.load_card(classifier) if classifier in zoo_classifiers else None
-        cost = per_seed and projected_seconds(n or 0, per_seed, [zoo.load_card(generator),
-                                                                 cls_card])  # fmt: skip
+        cost = per_seed and projected_seconds(
+            n or 0, per_seed, [zoo.load_card(generator), cls_card]
+        )
         if n is None:
             pass
         elif cost is not None and cost > CONFIRM_SECONDS:

@@ -30,13 +30,21 @@ from store import labels as ls
 
 #: The New study form's label of each setting, so that a refusal names what the user sees.
 STUDY_NAMES = {
-    "name": "Name", "sample": "Images to label", "k": "Labellers per image (k)",
-    "rule": "Verdict rule", "gold_rate": "Gold items", "seed": "Random seed",
-}  # fmt: skip
+    "name": "Name",
+    "sample": "Images to label",
+    "k": "Labellers per image (k)",
+    "rule": "Verdict rule",
+    "gold_rate": "Gold items",
+    "seed": "Random seed",
+}
 
 #: The "who is right" table's columns in words (they showed as humans_agree_a ...).
-SIDES = {"campaign_id": "campaign", "humans_agree_a": "A's label", "humans_agree_b": "B's label",
-         "humans_agree_neither": "another label"}  # fmt: skip
+SIDES = {
+    "campaign_id": "campaign",
+    "humans_agree_a": "A's label",
+    "humans_agree_b": "B's label",
+    "humans_agree_neither": "another label",
+}
 
 store, home = get_store(), get_home()
 st.title("Validity studies")
@@ -56,8 +64,12 @@ with tab_new:
         # The newest campaign of one classifier: a differential one is refused by a study
         # of failing seeds, the form's default (its triggering inputs are a tick away).
         plain = campaigns.loc[campaigns["classifier_b"].isna(), "id"].tolist()
-        chosen = st.multiselect("Campaigns", list(names), default=(plain or list(names))[:1],
-                                format_func=lambda c: campaign_label(c, names[c]))  # fmt: skip
+        chosen = st.multiselect(
+            "Campaigns",
+            list(names),
+            default=(plain or list(names))[:1],
+            format_func=lambda c: campaign_label(c, names[c]),
+        )
         population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
         planned = sample_size(population) if population else 0
         st.caption(
@@ -72,39 +84,60 @@ with tab_new:
             # typed -4 with a red box and no word, and Create did nothing.
             bounds = limits(labelling.StudyConfig, "sample")
             sample = b.number_input(
-                "Images to label", value=max(1, planned), **{**bounds, "help": (
-                    f"{bounds['help'] or ''} Drawn from the {population} failing images; "
-                    "more than that labels them all.")},
-            )  # fmt: skip
-            k = c.number_input("Labellers per image (k)", value=2,
-                               **limits(labelling.StudyConfig, "k"))  # fmt: skip
-            rule = d.selectbox("Verdict rule", ["icst", "majority"],
-                               help="majority vote needs k >= 3")  # fmt: skip
+                "Images to label",
+                value=max(1, planned),
+                **{
+                    **bounds,
+                    "help": (
+                        f"{bounds['help'] or ''} Drawn from the {population} failing images; "
+                        "more than that labels them all."
+                    ),
+                },
+            )
+            k = c.number_input(
+                "Labellers per image (k)", value=2, **limits(labelling.StudyConfig, "k")
+            )
+            rule = d.selectbox(
+                "Verdict rule", ["icst", "majority"], help="majority vote needs k >= 3"
+            )
             e, f, g = st.columns(3)
             gold = e.slider(
-                "Gold items (real test images)", 0.0, 0.5, 0.1, 0.05,
+                "Gold items (real test images)",
+                0.0,
+                0.5,
+                0.1,
+                0.05,
                 help="share of the study; measures each labeller's accuracy",
-            )  # fmt: skip
+            )
             seed_images = f.checkbox("Also show the seed images", False)
             triggering = f.checkbox(
-                "Triggering inputs instead", False,  # (a longer label was cut off)
+                "Triggering inputs instead",
+                False,  # (a longer label was cut off)
                 help="differential campaigns: the images two classifiers label "
                 "differently; the statistics then say which classifier people agree with",
-            )  # fmt: skip
+            )
             seed = g.number_input("Random seed", value=0, **limits(labelling.StudyConfig, "seed"))
             if st.form_submit_button("Create study", type="primary", disabled=not chosen):
                 try:
                     raw = dict(
-                        campaigns=chosen, name=name or None, k=k, rule=rule, sample=sample,
-                        seed_images=seed_images, gold_rate=gold, seed=seed,
+                        campaigns=chosen,
+                        name=name or None,
+                        k=k,
+                        rule=rule,
+                        sample=sample,
+                        seed_images=seed_images,
+                        gold_rate=gold,
+                        seed=seed,
                         triggering=triggering,
-                    )  # fmt: skip
+                    )
                     cfg = labelling.StudyConfig(**raw)
                     sid = labelling.create_study(store, home, cfg)
                 except ValidationError:  # sentences naming the fields, not pydantic's dump
                     wrong = problems(labelling.StudyConfig, raw, STUDY_NAMES)
-                    st.error("Cannot create the study; please fix:\n"
-                             + "\n".join(f"- {md_text(w)}" for w in wrong))  # fmt: skip
+                    st.error(
+                        "Cannot create the study; please fix:\n"
+                        + "\n".join(f"- {md_text(w)}" for w in wrong)
+                    )
                 except (ConfigError, ValueError) as err:
                     st.error(f"Cannot create the study: {err}")
                 else:
@@ -112,8 +145,11 @@ with tab_new:
                     st.query_params["study"] = sid
                     studies = ls.validity_studies(store)
                     st.success(f"Created {sid}.")
-                    st.page_link("../pages/label.py", label="Open the Label page",
-                                 query_params={"study": sid})  # fmt: skip
+                    st.page_link(
+                        "../pages/label.py",
+                        label="Open the Label page",
+                        query_params={"study": sid},
+                    )
 
     st.divider()
     if imported := import_form(store, home):
@@ -121,18 +157,22 @@ with tab_new:
         studies = ls.validity_studies(store)
 
 if studies.empty:
-    tab_stats.info("No study yet: create one, or import a study file, in the New study tab "
-                   "(or `latentfuzz labels import FILE --dataset NAME`).")  # fmt: skip
+    tab_stats.info(
+        "No study yet: create one, or import a study file, in the New study tab "
+        "(or `latentfuzz labels import FILE --dataset NAME`)."
+    )
     st.stop()
 
 ids = studies["id"].tolist()
 names = dict(zip(studies["id"], studies["name"], strict=True))
 # In the URL both ways (it was only read): a reload, or a shared link, keeps the study.
-sid = url_widget(st.sidebar.selectbox, "Study", "study", ids, ids[0], say_unknown=False,
-                 format_func=names.get)  # fmt: skip
+sid = url_widget(
+    st.sidebar.selectbox, "Study", "study", ids, ids[0], say_unknown=False, format_func=names.get
+)
 if gone := url_unknown("study"):
-    st.warning(f"The link names a study this store does not hold ({gone[0]}); showing "
-               f"{names[sid]}.")  # fmt: skip
+    st.warning(
+        f"The link names a study this store does not hold ({gone[0]}); showing {names[sid]}."
+    )
 s, v, j = label_stats.load(store, sid)
 try:
     ds = get_dataset(s["dataset"])
@@ -148,10 +188,14 @@ with tab_stats:
     b.metric("answers", f"{p['done']} of {p['wanted']}")
     c.metric("labellers", j["labeller"].nunique())
     d.metric("undecided", len(label_stats.undecided(v)))
-    st.caption(f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
-               f"{s['seed']}; validity over all images, preservation over valid ones")  # fmt: skip
-    for title, by in (("By generator and perturbation", ["generator", "preset"]),
-                      ("By campaign", ["campaign_id"])):  # fmt: skip
+    st.caption(
+        f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
+        f"{s['seed']}; validity over all images, preservation over valid ones"
+    )
+    for title, by in (
+        ("By generator and perturbation", ["generator", "preset"]),
+        ("By campaign", ["campaign_id"]),
+    ):
         st.subheader(title)
         t = label_stats.group_table(v, by, int(s["seed"]), int(s["resamples"]))
         if t.empty:
@@ -161,14 +205,19 @@ with tab_stats:
     sides = label_stats.model_agreement(v, s["rule"])
     if len(sides):
         st.subheader("Which classifier people agree with")
-        st.caption("triggering inputs of differential campaigns: of the images judged valid, "
-                   "those the labellers give classifier A's label, B's, or another")  # fmt: skip
+        st.caption(
+            "triggering inputs of differential campaigns: of the images judged valid, "
+            "those the labellers give classifier A's label, B's, or another"
+        )
         st.dataframe(sides.rename(columns=SIDES), hide_index=True, width="stretch")
     st.subheader("Agreement and labellers")
     ag = label_stats.agreement_table(j, v)
     a, b, c = st.columns(3)
-    names = (("Cohen's kappa", "cohen_kappa"), ("Fleiss' kappa", "fleiss_kappa"),
-             ("Krippendorff's alpha", "krippendorff_alpha"))  # fmt: skip
+    names = (
+        ("Cohen's kappa", "cohen_kappa"),
+        ("Fleiss' kappa", "fleiss_kappa"),
+        ("Krippendorff's alpha", "krippendorff_alpha"),
+    )
     for col, (label, k) in zip((a, b, c), names, strict=True):
         col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
     # As text: the Styler's na_rep did not reach the browser, which showed "None".
@@ -178,41 +227,54 @@ with tab_stats:
         lt.assign(
             gold_accuracy_pct=shown("gold_accuracy_pct", ".0f"),
             median_seconds=shown("median_seconds", ".1f"),
-        ).rename(columns={"gold_accuracy_pct": "gold accuracy %",
-                          "median_seconds": "median seconds per answer"}),
+        ).rename(
+            columns={
+                "gold_accuracy_pct": "gold accuracy %",
+                "median_seconds": "median seconds per answer",
+            }
+        ),
         hide_index=True,
         width="stretch",
-    )  # fmt: skip
+    )
     a, b = st.columns(2)
-    a.download_button("Download raw judgements (CSV)",
-                      to_csv_bytes(label_exchange.raw_export(store, sid)),
-                      f"{sid}-judgements.csv", "text/csv")  # fmt: skip
-    b.download_button("Download one row per image (CSV)",
-                      to_csv_bytes(label_exchange.wide_export(store, sid)),
-                      f"{sid}-images.csv", "text/csv")  # fmt: skip
+    a.download_button(
+        "Download raw judgements (CSV)",
+        to_csv_bytes(label_exchange.raw_export(store, sid)),
+        f"{sid}-judgements.csv",
+        "text/csv",
+    )
+    b.download_button(
+        "Download one row per image (CSV)",
+        to_csv_bytes(label_exchange.wide_export(store, sid)),
+        f"{sid}-images.csv",
+        "text/csv",
+    )
 
 with tab_adj:
     queue = label_stats.undecided(v)
     if queue.empty:
         st.success("No undecided image: nothing to settle.")
     else:
-        typed = st.text_input("Reviewer", key="reviewer",
-                              placeholder="your name, to settle images")  # fmt: skip
+        typed = st.text_input("Reviewer", key="reviewer", placeholder="your name, to settle images")
         reviewer, why = person_name(typed, "verdict")
         if typed and why:  # spaces only were stored as the reviewer
             st.error(why)
         elif not reviewer:  # the buttons below wait for it, greyed out without a word
-            st.caption("Type your name as reviewer to settle an image: the verdict is "
-                       "stored with it.")  # fmt: skip
+            st.caption(
+                "Type your name as reviewer to settle an image: the verdict is stored with it."
+            )
         item = queue.iloc[0]
-        st.caption(f"{len(queue)} undecided image{'s' * (len(queue) != 1)}; the labellers' "
-                   "answers are kept as given.")  # fmt: skip
+        st.caption(
+            f"{len(queue)} undecided image{'s' * (len(queue) != 1)}; the labellers' "
+            "answers are kept as given."
+        )
         left, right = st.columns([1, 2])
         img = load_image(home, item["image"], scale=8)
         if img is not None:
             left.image(img, width=224)
-        answers = ", ".join(labelling.answer_text(int(x), ds.class_names, ds.domain)
-                            for x in item["answers"])  # fmt: skip
+        answers = ", ".join(
+            labelling.answer_text(int(x), ds.class_names, ds.domain) for x in item["answers"]
+        )
         right.markdown(f"Answers: **{answers}**. Which class is this?")
         cols = right.columns(5)
         for i, name in enumerate(ds.class_names):
@@ -226,14 +288,18 @@ with tab_adj:
     settled = ls.adjudications(store, sid)
     if len(settled):
         st.caption(f"{len(settled)} image{'s' * (len(settled) != 1)} settled by adjudication")
-        shown = settled.assign(verdict=[
-            labelling.answer_text(int(a), ds.class_names, ds.domain) for a in settled["answer"]
-        ])[["item_id", "verdict", "reviewer", "note", "decided_at"]]  # fmt: skip
-        st.dataframe(shown.rename(columns={"item_id": "image", "decided_at": "when"}),
-                     hide_index=True)  # fmt: skip
+        shown = settled.assign(
+            verdict=[
+                labelling.answer_text(int(a), ds.class_names, ds.domain) for a in settled["answer"]
+            ]
+        )[["item_id", "verdict", "reviewer", "note", "decided_at"]]
+        st.dataframe(
+            shown.rename(columns={"item_id": "image", "decided_at": "when"}), hide_index=True
+        )
         a, b = st.columns([2, 1], vertical_alignment="bottom")
-        back = a.selectbox("Take back the verdict on image", settled["item_id"].tolist(),
-                           key=f"take_back:{sid}")  # fmt: skip
+        back = a.selectbox(
+            "Take back the verdict on image", settled["item_id"].tolist(), key=f"take_back:{sid}"
+        )
         if b.button("Take back", help="the image goes back to the queue above"):
             judging.unadjudicate(store, sid, int(back))
             st.rerun()

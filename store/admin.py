@@ -15,9 +15,15 @@ from store.connection import Store, StoreError
 from store.liveness import alive
 
 CAMPAIGN_TABLES = (
-    "individuals", "generations", "images", "seeds", "archive", "validity", "campaign_metrics",
+    "individuals",
+    "generations",
+    "images",
+    "seeds",
+    "archive",
+    "validity",
+    "campaign_metrics",
     "grid_cells",
-)  # fmt: skip
+)
 
 
 def validity_studies_using(store: Store, cid: str) -> list[str]:
@@ -58,7 +64,9 @@ def rename_campaign(store: Store, cid: str, name: str) -> None:
     name = name.strip()
     if not name or len(name) > 200:
         got = "only spaces" if not name else f"{len(name)} characters"
-        raise StoreError(f"a campaign name needs 1 to 200 characters, not {got}; "
-                         "give a shorter or a non-empty one")  # fmt: skip
+        raise StoreError(
+            f"a campaign name needs 1 to 200 characters, not {got}; "
+            "give a shorter or a non-empty one"
+        )
     with store.write() as con:
         con.execute("UPDATE campaigns SET name = ? WHERE id = ?", [name, cid])

@@ -64,8 +64,10 @@ def annotate(
             "SELECT tags, notes FROM annotations WHERE kind = ? AND id = ?", [kind, id_]
         ).fetchone()
         old_tags, old_notes = (list(row[0]), row[1]) if row else ([], "")
-        new = {"tags": old_tags if tags is None else tags,
-               "notes": old_notes if notes is None else notes}  # fmt: skip
+        new = {
+            "tags": old_tags if tags is None else tags,
+            "notes": old_notes if notes is None else notes,
+        }
         con.execute(
             "INSERT OR REPLACE INTO annotations VALUES (?, ?, ?, ?, ?)",
             [kind, id_, new["tags"], new["notes"], datetime.now(UTC).replace(tzinfo=None)],

@@ -55,8 +55,7 @@ def export_rows(store: Store, cid: str, folder: Path) -> tuple[dict[str, int], s
             q = f"SELECT * FROM {table} WHERE {where}"
             # COPY takes no prepared parameters: the id is checked, then quoted.
             con.execute(
-                f"COPY ({q.replace('?', _quote(cid))}) TO '{_quote_path(dest)}' "
-                "(FORMAT parquet)"
+                f"COPY ({q.replace('?', _quote(cid))}) TO '{_quote_path(dest)}' (FORMAT parquet)"
             )
             counts[table] = con.execute(f"SELECT count(*) FROM ({q})", [cid]).fetchone()[0]
             for col in _string_columns(con, table):
@@ -84,8 +83,12 @@ def _rewrite_id(con, old: str, new: str) -> None:
             )
         params = {"old": old, "new": new}
         if len(sets) > 1:
-            params.update(po=folder_prefix(old), pn=folder_prefix(new), d=f"campaigns/{old}",
-                          dn=f"campaigns/{new}")  # fmt: skip
+            params.update(
+                po=folder_prefix(old),
+                pn=folder_prefix(new),
+                d=f"campaigns/{old}",
+                dn=f"campaigns/{new}",
+            )
         con.execute(f"UPDATE {table} SET {', '.join(sets)}", params)
     # A campaign without a name of its own is shown by its id: the new one (its page was
     # titled with the old id, its caption said the new one).

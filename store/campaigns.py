@@ -44,8 +44,12 @@ SUMMARY = """
 #: still searching (an interrupted campaign) has no iterations yet and is left out.
 ICST_ITERATIONS = "mean iterations (viable seeds, survivors at budget)"
 FAILURE_ITERATIONS = "mean iterations to failure (failing seeds)"
-_ITERATION_COLS = ("iterations_icst", "iterations_icst_std", "iterations_to_failure",
-                   "iterations_to_failure_std")  # fmt: skip
+_ITERATION_COLS = (
+    "iterations_icst",
+    "iterations_icst_std",
+    "iterations_to_failure",
+    "iterations_to_failure_std",
+)
 
 
 def list_campaigns(store: Store) -> pd.DataFrame:
@@ -93,9 +97,17 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
         [campaign_id],
     )
     if df.empty:  # no such campaign
-        return {"status": None, "criterion": None, "seeds_total": 0, "viable": 0,
-                "misclassified": 0, "searching": 0, "interrupted": 0,
-                "misclassified_pct": None, **dict.fromkeys(_ITERATION_COLS)}  # fmt: skip
+        return {
+            "status": None,
+            "criterion": None,
+            "seeds_total": 0,
+            "viable": 0,
+            "misclassified": 0,
+            "searching": 0,
+            "interrupted": 0,
+            "misclassified_pct": None,
+            **dict.fromkeys(_ITERATION_COLS),
+        }
     row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
     v = row["viable"]
     row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None
@@ -265,8 +277,7 @@ def mark_resumed(con, campaign_id: str, pid: int) -> None:
         [pid, campaign_id],
     )
     con.execute(
-        "UPDATE seeds SET status = 'searching' WHERE campaign_id = ? "
-        "AND status = 'interrupted'",
+        "UPDATE seeds SET status = 'searching' WHERE campaign_id = ? AND status = 'interrupted'",
         [campaign_id],
     )
 

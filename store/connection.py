@@ -49,8 +49,10 @@ class Store:
         if not self.memory:
             path = Path(self.path)
             if path.parent.exists() and not path.parent.is_dir():
-                raise StoreError(f"{path.parent} is a file, expected the data directory; "
-                                 "move it away or pick another --home")  # fmt: skip
+                raise StoreError(
+                    f"{path.parent} is a file, expected the data directory; "
+                    "move it away or pick another --home"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             self.writable = writable(path)
             if path.exists():

@@ -7,8 +7,11 @@ from __future__ import annotations
 #: What a failing seed is called, by the campaign's failure criterion: a differential
 #: campaign's failures are inputs its two classifiers label differently, and "misclassified
 #: 3" read as three errors of classifier A.
-FAILED_AS = {"misclassified": "misclassified", "targeted": "reached target",
-             "disagree": "A and B disagree"}  # fmt: skip
+FAILED_AS = {
+    "misclassified": "misclassified",
+    "targeted": "reached target",
+    "disagree": "A and B disagree",
+}
 
 
 def failed_as(criterion: str | None) -> str:

@@ -97,8 +97,10 @@ def held(notify: Callable[[str], None], what: str = "") -> Iterator[Hold]:
 
     def first() -> None:
         hold.noted = True
-        notify("closing the campaign: its last images and rows are being written; "
-               "press Ctrl-C again to stop now (it can then be resumed)")  # fmt: skip
+        notify(
+            "closing the campaign: its last images and rows are being written; "
+            "press Ctrl-C again to stop now (it can then be resumed)"
+        )
 
     restore = _take_signals(first, lambda: _last_forced.append(what))
     _current.append(hold)
@@ -176,8 +178,10 @@ def defer_start_up(notify: Callable[[str], None] | None = None) -> None:
     def first() -> None:
         d.noted = True
         if notify is not None:  # the step under way (a diffusion model's load) can last
-            notify("stopping once the current start-up step is done; press Ctrl-C again "
-                   "to stop at once")  # fmt: skip
+            notify(
+                "stopping once the current start-up step is done; press Ctrl-C again "
+                "to stop at once"
+            )
 
     d.restore = _take_signals(first, _deferral.clear)
     _deferral.append(d)

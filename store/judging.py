@@ -157,9 +157,18 @@ def _answer(con, study_id, item_id, labeller, value, shown_at, raw=None) -> bool
         ).fetchone()[0]
         con.execute(
             "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [study_id, item_id, labeller, int(value), raw, position, shown_at, answered,
-             (answered - shown_at).total_seconds()],
-        )  # fmt: skip
+            [
+                study_id,
+                item_id,
+                labeller,
+                int(value),
+                raw,
+                position,
+                shown_at,
+                answered,
+                (answered - shown_at).total_seconds(),
+            ],
+        )
     _drop_claim(con, study_id, item_id, labeller)
     return not done
 

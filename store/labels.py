@@ -19,8 +19,17 @@ import pandas as pd
 from store.connection import Store
 from store.rows import marks, row_by_id
 
-JUDGEMENT_COLUMNS = ["study_id", "item_id", "labeller", "answer", "raw", "position",
-                     "shown_at", "answered_at", "seconds"]  # fmt: skip
+JUDGEMENT_COLUMNS = [
+    "study_id",
+    "item_id",
+    "labeller",
+    "answer",
+    "raw",
+    "position",
+    "shown_at",
+    "answered_at",
+    "seconds",
+]
 
 
 def create_validity_study(
@@ -32,19 +41,40 @@ def create_validity_study(
 ) -> None:
     """Insert a study, its items (item_id 0..n-1) and any judgements and adjudications it
     comes with (imports) in one transaction: all of it or nothing."""
-    cols = ["study_id", "item_id", "kind", "campaign_id", "seed_idx", "generator", "preset",
-            "image", "expected", "predicted", "iterations", "external_id",
-            "predicted_b"]  # fmt: skip
+    cols = [
+        "study_id",
+        "item_id",
+        "kind",
+        "campaign_id",
+        "seed_idx",
+        "generator",
+        "preset",
+        "image",
+        "expected",
+        "predicted",
+        "iterations",
+        "external_id",
+        "predicted_b",
+    ]
     frame = items.reindex(columns=cols).assign(study_id=study["id"])
     for c in ("seed_idx", "expected", "predicted", "iterations", "predicted_b"):
         frame[c] = frame[c].astype("Int64")
     with store.write() as con:
         con.execute(
             "INSERT INTO label_studies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [study["id"], study.get("name"), datetime.now(), study["dataset"], study["source"],
-             int(study["k"]), study["rule"], int(study["seed"]), int(study["resamples"]),
-             json.dumps(study.get("config", {}))],
-        )  # fmt: skip
+            [
+                study["id"],
+                study.get("name"),
+                datetime.now(),
+                study["dataset"],
+                study["source"],
+                int(study["k"]),
+                study["rule"],
+                int(study["seed"]),
+                int(study["resamples"]),
+                json.dumps(study.get("config", {})),
+            ],
+        )
         con.register("new_items", frame)
         con.execute(
             f"INSERT INTO label_items ({', '.join(cols)}) SELECT {', '.join(cols)} FROM new_items"
@@ -63,8 +93,10 @@ def create_validity_study(
         if adjudications is not None and len(adjudications):
             a = adjudications.assign(study_id=study["id"])
             con.register("new_adjudications", a)
-            con.execute("INSERT INTO adjudications SELECT study_id, item_id, reviewer, answer, "
-                        "note, decided_at FROM new_adjudications")  # fmt: skip
+            con.execute(
+                "INSERT INTO adjudications SELECT study_id, item_id, reviewer, answer, "
+                "note, decided_at FROM new_adjudications"
+            )
             con.unregister("new_adjudications")
 
 

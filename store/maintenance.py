@@ -17,8 +17,7 @@ def duplicated_keys(store: Store, table: str) -> int:
     """How many keys of campaign table `table` (store/schema.py KEYS) appear twice."""
     key = KEYS[table]
     df = store.query(
-        f"SELECT count(*) AS n FROM (SELECT {key} FROM {table} GROUP BY {key} "
-        "HAVING count(*) > 1)"
+        f"SELECT count(*) AS n FROM (SELECT {key} FROM {table} GROUP BY {key} HAVING count(*) > 1)"
     )
     return int(df["n"][0])
 

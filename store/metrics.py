@@ -50,8 +50,10 @@ def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
     df = store.query("SELECT * FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
     if df.empty:
         return None
-    row = {k: (None if not isinstance(v, str) and pd.isna(v) else v)
-           for k, v in df.iloc[0].to_dict().items()}  # fmt: skip
+    row = {
+        k: (None if not isinstance(v, str) and pd.isna(v) else v)
+        for k, v in df.iloc[0].to_dict().items()
+    }
     for c in ("result_gaps", "test_gaps", "per_generation", "test_confusion", "differential"):
         row[c] = None if row.get(c) is None else json.loads(row[c])
     return row

@@ -9,14 +9,23 @@ import pandas as pd
 from store.connection import Store
 
 #: The tables a clone copies, with the column holding the campaign id.
-TABLES = {"campaigns": "id", "seeds": "campaign_id", "generations": "campaign_id",
-          "individuals": "campaign_id", "images": "campaign_id",
-          "campaign_metrics": "campaign_id"}  # fmt: skip
+TABLES = {
+    "campaigns": "id",
+    "seeds": "campaign_id",
+    "generations": "campaign_id",
+    "individuals": "campaign_id",
+    "images": "campaign_id",
+    "campaign_metrics": "campaign_id",
+}
 #: Rows of a table ordered as concurrent campaigns write them: generation first.
-ORDER = {"generations": "t.generation, c.dst, t.seed_idx",
-         "individuals": "t.generation, c.dst, t.seed_idx, t.individual",
-         "seeds": "c.dst, t.seed_idx", "images": "c.dst, t.seed_idx",
-         "campaigns": "c.dst", "campaign_metrics": "c.dst"}  # fmt: skip
+ORDER = {
+    "generations": "t.generation, c.dst, t.seed_idx",
+    "individuals": "t.generation, c.dst, t.seed_idx, t.individual",
+    "seeds": "c.dst, t.seed_idx",
+    "images": "c.dst, t.seed_idx",
+    "campaigns": "c.dst",
+    "campaign_metrics": "c.dst",
+}
 
 
 def row_count(store: Store, table: str) -> int:

@@ -76,8 +76,7 @@ def grid_cells(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     the campaigns that are grid cells (engine/studies/grid.py)."""
     ids = list(dict.fromkeys(campaign_ids))
     df = store.query(
-        f"SELECT campaign_id, grid, cell, axes FROM grid_cells WHERE campaign_id IN "
-        f"({marks(ids)})",
+        f"SELECT campaign_id, grid, cell, axes FROM grid_cells WHERE campaign_id IN ({marks(ids)})",
         ids,
     )
     df["axes"] = [json.loads(v) if isinstance(v, str) else v for v in df["axes"]]

@@ -14,10 +14,20 @@ import pyarrow as pa
 Columns = dict[str, Any]
 
 SEED_UPDATE_COLS = (
-    "status", "misclassified", "iterations", "evaluations", "final_pred", "final_fitness",
-    "final_top1", "final_top2", "latent_distance", "result_image", "elapsed_s",
-    "improvements_image", "final_pred_b",
-)  # fmt: skip
+    "status",
+    "misclassified",
+    "iterations",
+    "evaluations",
+    "final_pred",
+    "final_fitness",
+    "final_top1",
+    "final_top2",
+    "latent_distance",
+    "result_image",
+    "elapsed_s",
+    "improvements_image",
+    "final_pred_b",
+)
 
 
 def _column(v: Any, n: int) -> np.ndarray:
@@ -45,7 +55,6 @@ def columns(chunks: list[Columns]) -> dict[str, np.ndarray]:
 def frame(chunks: list[Columns]) -> pa.Table:
     """The same columns as an Arrow table (recovery files are Parquet)."""
     return pa.table({k: pa.array(v, from_pandas=True) for k, v in columns(chunks).items()})
-
 
 
 def insert_table(con, table: str, rows, campaign_id: str) -> None:

@@ -54,11 +54,11 @@ def create_campaign(store: Store, row: dict[str, Any]) -> None:
         con.execute(f"INSERT INTO campaigns ({cols}) VALUES ({marks})", list(row.values()))
 
 
-
 def campaign_exists(con, campaign_id: str) -> bool:
     """Whether a campaign row has this id, on an open connection (a bare query: pandas
     would cost 0.3 s of every campaign's start-up)."""
     return con.execute("SELECT 1 FROM campaigns WHERE id = ?", [campaign_id]).fetchone() is not None
+
 
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -264,8 +264,10 @@ class CampaignWriter:
                     if pids
                     else "held by another process"
                 )
-                msg = (f"waiting for the store ({who}) to write the campaign's last rows; "
-                       "Ctrl-C saves them to a recovery file instead")  # fmt: skip
+                msg = (
+                    f"waiting for the store ({who}) to write the campaign's last rows; "
+                    "Ctrl-C saves them to a recovery file instead"
+                )
                 if msg != told:
                     self.notify(msg)
                     told = msg
@@ -274,9 +276,13 @@ class CampaignWriter:
 
     def _save_recovery(self, pending, updates, cols) -> None:
         path = recovery.save(
-            Path(self.store.path).parent, self.campaign_id,
+            Path(self.store.path).parent,
+            self.campaign_id,
             {t: frame(chunks) for t, chunks in pending.items() if chunks},
-            frame(updates) if updates else None, cols,
-        )  # fmt: skip
-        self.notify(f"the campaign's last rows are saved in {path}; the next latentfuzz "
-                    "command that opens this store writes them")  # fmt: skip
+            frame(updates) if updates else None,
+            cols,
+        )
+        self.notify(
+            f"the campaign's last rows are saved in {path}; the next latentfuzz "
+            "command that opens this store writes them"
+        )

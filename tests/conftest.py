@@ -17,9 +17,15 @@ REPO = Path(__file__).resolve().parent.parent
 #: the documented campaign twice, the live readers, ten kills, the browser). They start
 #: first, so that `make test`'s two workers (pytest-xdist) share them and neither is left
 #: running one alone at the end. Only the order changes; every test stays independent.
-LONGEST_FIRST = ("test_acceptance.py", "test_concurrency.py", "test_kill_resume.py",
-                 "test_browser_campaigns.py", "test_browser_labelling.py",
-                 "test_campaign_live.py", "test_cli.py")  # fmt: skip
+LONGEST_FIRST = (
+    "test_acceptance.py",
+    "test_concurrency.py",
+    "test_kill_resume.py",
+    "test_browser_campaigns.py",
+    "test_browser_labelling.py",
+    "test_campaign_live.py",
+    "test_cli.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

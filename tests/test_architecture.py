@@ -24,8 +24,9 @@ CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlin
 
 def lint(cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(cwd)}
-    return subprocess.run([str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def copy_project(dest: Path) -> Path:
@@ -57,7 +58,7 @@ def test_a_forbidden_import_breaks_a_contract(tmp_path, file, line, contract) ->
     (project / file).write_text(f'"""A probe."""\n\n{line}\n')
     r = lint(project)
     assert r.returncode == 1, r.stdout[-3000:]
-    broken = r.stdout[r.stdout.index("Broken contracts"):]
+    broken = r.stdout[r.stdout.index("Broken contracts") :]
     assert contract in broken and file.replace("/", ".").removesuffix(".py") in broken
 
 

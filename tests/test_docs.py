@@ -34,17 +34,36 @@ def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
-         "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-q",
+            "-f",
+            str(ROOT / "mkdocs.yml"),
+            "-d",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 
 
 def test_the_site_builds_strict_with_every_page(site: Path):
-    for page in ("index.html", "reference/cli/index.html", "reference/config/index.html",
-                 "reference/store/index.html", "development/architecture/index.html"):  # fmt: skip
+    for page in (
+        "index.html",
+        "reference/cli/index.html",
+        "reference/config/index.html",
+        "reference/store/index.html",
+        "development/architecture/index.html",
+    ):
         assert (site / page).is_file(), page
     assert not (site / "hooks.py").exists()  # the hook is not published
 

@@ -62,22 +62,46 @@ def save_tiny_models(
     extra = {} if fingerprint is None else {"dataset_fingerprint": fingerprint}
     torch.manual_seed(0)
     vae = GENERATORS.get("vae")(tuple(shape), classes, hidden=16, latent=4)
-    zoo.save_model(vae, {
-        "name": f"{prefix}-vae", "kind": "generator", "family": "vae", "dataset": dataset,
-        "default": True, "params": {"image_shape": list(shape), "num_classes": classes,
-                                    "hidden": 16, "latent": 4},
-        "latent_shape": [4], "latent_bounds": [-3.0, 3.0],
-        "parameters": sum(p.numel() for p in vae.parameters()), **extra,
-    }, models, fp16=False)  # fmt: skip
+    zoo.save_model(
+        vae,
+        {
+            "name": f"{prefix}-vae",
+            "kind": "generator",
+            "family": "vae",
+            "dataset": dataset,
+            "default": True,
+            "params": {
+                "image_shape": list(shape),
+                "num_classes": classes,
+                "hidden": 16,
+                "latent": 4,
+            },
+            "latent_shape": [4],
+            "latent_bounds": [-3.0, 3.0],
+            "parameters": sum(p.numel() for p in vae.parameters()),
+            **extra,
+        },
+        models,
+        fp16=False,
+    )
     clf = ConvNet(shape[0], classes, shape[1])
     last = clf.head[-1]
     torch.nn.init.zeros_(last.weight)
     with torch.no_grad():
         last.bias.zero_()[predict] = 5.0
-    zoo.save_model(clf, {
-        "name": f"{prefix}-convnet", "kind": "classifier", "architecture": "convnet",
-        "dataset": dataset, "default": True,
-        "params": {"in_channels": shape[0], "num_classes": classes, "side": shape[1]},
-        "parameters": sum(p.numel() for p in clf.parameters()), **extra,
-    }, models, fp16=False)  # fmt: skip
+    zoo.save_model(
+        clf,
+        {
+            "name": f"{prefix}-convnet",
+            "kind": "classifier",
+            "architecture": "convnet",
+            "dataset": dataset,
+            "default": True,
+            "params": {"in_channels": shape[0], "num_classes": classes, "side": shape[1]},
+            "parameters": sum(p.numel() for p in clf.parameters()),
+            **extra,
+        },
+        models,
+        fp16=False,
+    )
     return f"{prefix}-vae", f"{prefix}-convnet"

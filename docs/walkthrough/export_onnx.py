@@ -15,7 +15,11 @@ model = zoo.build_classifier_module(card)
 load_weights(model, zoo.model_folder(name))
 c, h, w = zoo.card_image_shape(card)
 torch.onnx.export(
-    model.eval(), (torch.rand(2, c, h, w),), out, input_names=["input"],
-    dynamic_axes={"input": {0: "batch"}}, dynamo=False,
-)  # fmt: skip
+    model.eval(),
+    (torch.rand(2, c, h, w),),
+    out,
+    input_names=["input"],
+    dynamic_axes={"input": {0: "batch"}},
+    dynamo=False,
+)
 print(f"wrote {out}")

@@ -101,28 +101,47 @@ def _cell(v: float | int) -> str:
 
 
 def _bench_strategy(
-    strategy: str, seeds: int, generations: int, perturbation: str, generator: str,
-    repeats: int, h: Path, device: str = "cpu",
-) -> tuple[dict[str, float], list[dict[str, float]]]:  # fmt: skip
+    strategy: str,
+    seeds: int,
+    generations: int,
+    perturbation: str,
+    generator: str,
+    repeats: int,
+    h: Path,
+    device: str = "cpu",
+) -> tuple[dict[str, float], list[dict[str, float]]]:
 
     params: dict[str, object] = {"generations": generations}
     if STRATEGIES.get(strategy).has_presets:
         params["perturbation"] = perturbation
-    cfg = parse_config({"seeds": seeds, "generator": generator, "seed": 1, "device": device,
-                        "strategy": strategy, "strategy_params": params})  # fmt: skip
+    cfg = parse_config(
+        {
+            "seeds": seeds,
+            "generator": generator,
+            "seed": 1,
+            "device": device,
+            "strategy": strategy,
+            "strategy_params": params,
+        }
+    )
     rows = []
     run_in_series(cfg, h)  # warm-up: kernel selection for every batch size
     for _ in range(repeats):
         res = run_in_series(cfg, h, evaluator=PairedEvaluator)
-        rows.append({
-            "efficiency": res.raw_seconds / res.wall_seconds,
-            # The writer flushes on a clock, so it is busy for a share of elapsed time,
-            # which here includes the twins' time.
-            "store_share": res.store_seconds / (res.wall_seconds + res.raw_seconds),
-            "campaign_seconds": res.wall_seconds, "raw_seconds": res.raw_seconds,
-            "store_seconds": res.store_seconds, "model_seconds": res.model_seconds,
-            "evaluations": res.evaluations, "batches": len(res.batch_sizes),
-        })  # fmt: skip
+        rows.append(
+            {
+                "efficiency": res.raw_seconds / res.wall_seconds,
+                # The writer flushes on a clock, so it is busy for a share of elapsed time,
+                # which here includes the twins' time.
+                "store_share": res.store_seconds / (res.wall_seconds + res.raw_seconds),
+                "campaign_seconds": res.wall_seconds,
+                "raw_seconds": res.raw_seconds,
+                "store_seconds": res.store_seconds,
+                "model_seconds": res.model_seconds,
+                "evaluations": res.evaluations,
+                "batches": len(res.batch_sizes),
+            }
+        )
     med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
     n = rows[0]["evaluations"]
     out = {
@@ -188,10 +207,12 @@ def bench_generators(
 def record_inference(name: str, ms: dict[str, float]) -> None:
     """Write a bundled model's measured times into its card, with how they were taken."""
 
-
     card = zoo.load_card(name)
-    card["inference"] = {**ms, "measured_by": "latentfuzz bench generators",
-                         "torch_threads": torch.get_num_threads()}  # fmt: skip
+    card["inference"] = {
+        **ms,
+        "measured_by": "latentfuzz bench generators",
+        "torch_threads": torch.get_num_threads(),
+    }
     (zoo.models_dir() / name / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
 
 
@@ -202,7 +223,6 @@ def bench_classifiers(
     campaign runs it (a graph where engine/classifiers/inference.py builds one), on test
     images; optionally recorded in the cards, whose figures New campaign's time estimate
     uses (those taken at training, before the graphs, were 3 to 8x higher)."""
-
 
     console = console or Console()
     probe = get_dataset(dataset).load("test").images[:25]
@@ -215,15 +235,28 @@ def bench_classifiers(
             continue
         clf = zoo.load_classifier(name, dataset)
         with torch.inference_mode():
-            ms = {f"ms_per_image_b{b}": round(ms_per_image(
-                lambda n, clf=clf: clf.logits(probe[:n]), b), 4) for b in (1, 25)}  # fmt: skip
+            ms = {
+                f"ms_per_image_b{b}": round(
+                    ms_per_image(lambda n, clf=clf: clf.logits(probe[:n]), b), 4
+                )
+                for b in (1, 25)
+            }
         rows.append({"classifier": name, **ms, "graph": getattr(clf, "runs_as_graph", False)})
         if write_cards:
             record_inference(name, ms)
-    t = Table("classifier", "runs as", "ms/image, batch 1", "ms/image, batch 25",
-              title=f"classifiers' inference time per image on this CPU ({dataset})")  # fmt: skip
+    t = Table(
+        "classifier",
+        "runs as",
+        "ms/image, batch 1",
+        "ms/image, batch 25",
+        title=f"classifiers' inference time per image on this CPU ({dataset})",
+    )
     for r in rows:
-        t.add_row(r["classifier"], "graph" if r["graph"] else "eager",
-                  f"{r['ms_per_image_b1']:.3f}", f"{r['ms_per_image_b25']:.3f}")  # fmt: skip
+        t.add_row(
+            r["classifier"],
+            "graph" if r["graph"] else "eager",
+            f"{r['ms_per_image_b1']:.3f}",
+            f"{r['ms_per_image_b25']:.3f}",
+        )
     console.print(t)
     return rows

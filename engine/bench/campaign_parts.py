@@ -111,8 +111,10 @@ def per_size(counts: list[tuple[str, int]], seconds: list[float], bare: dict) ->
         loop, b = statistics.median(ts), bare[what, n]
         extra += (loop - b) * len(ts)
         if len(ts) > 1:
-            print(f"{what + ' ' + str(n):16s} {len(ts):5d} {loop * 1e3:8.3f} {b * 1e3:8.3f} "
-                  f"{loop / b:6.2f}")  # fmt: skip
+            print(
+                f"{what + ' ' + str(n):16s} {len(ts):5d} {loop * 1e3:8.3f} {b * 1e3:8.3f} "
+                f"{loop / b:6.2f}"
+            )
     print(f"median calls in the loop above back to back, summed over all calls: {extra:.3f} s")
 
 
@@ -123,8 +125,11 @@ def main() -> None:
     ap.add_argument("--generations", type=int, default=250)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--perturbation", default="high")
-    ap.add_argument("--per-size", action="store_true",
-                    help="each batch size's median call in the loop and back to back")  # fmt: skip
+    ap.add_argument(
+        "--per-size",
+        action="store_true",
+        help="each batch size's median call in the loop and back to back",
+    )
     a = ap.parse_args()
     torch.set_num_threads(2)
     keep_freed_memory()  # the allocator campaigns run with
@@ -138,8 +143,13 @@ def main() -> None:
 
     timed(GeneticAlgorithm, "advance", "GA: breed the next generation")
     params = {"perturbation": a.perturbation, "generations": a.generations}
-    raw = {"generator": a.generator, "seeds": a.seeds, "seed": 1, "batch_size": a.batch_size,
-           "strategy_params": params}  # fmt: skip
+    raw = {
+        "generator": a.generator,
+        "seeds": a.seeds,
+        "seed": 1,
+        "batch_size": a.batch_size,
+        "strategy_params": params,
+    }
     with tempfile.TemporaryDirectory() as home:
         for _ in range(2):
             totals.clear(), calls.clear(), model_calls.clear(), call_seconds.clear()
@@ -149,8 +159,10 @@ def main() -> None:
     medians: dict = {}
     bare = bare_seconds(raw, counts, medians)
     loop = totals["campaign loop"]
-    print(f"{a.generator}, {a.seeds} seeds, batch {a.batch_size}: "
-          f"{sum(n for w, n in counts if w == 'classify'):,} evaluations")  # fmt: skip
+    print(
+        f"{a.generator}, {a.seeds} seeds, batch {a.batch_size}: "
+        f"{sum(n for w, n in counts if w == 'classify'):,} evaluations"
+    )
     print(f"{'part':34s} {'seconds':>8s} {'share':>6s} {'calls':>6s}")
     for label, s in totals.most_common():
         print(f"{label:34s} {s:8.3f} {s / loop:6.1%} {calls[label]:6d}")
@@ -158,15 +170,19 @@ def main() -> None:
     both = bare["decode"] + bare["classify"]
     print(f"{'model calls, bare (same sizes)':34s} {both:8.3f} {both / loop:6.1%}")
     per_generation = (loop - model) * 1e3 / max(1, calls["record a generation"])
-    print(f"model calls in the loop / bare: {model / both:.3f}; "
-          f"loop outside the model calls: {per_generation:.2f} ms a generation")  # fmt: skip
+    print(
+        f"model calls in the loop / bare: {model / both:.3f}; "
+        f"loop outside the model calls: {per_generation:.2f} ms a generation"
+    )
     print(
         f"campaign wall (row): {res.wall_seconds:.3f} s, of which outside the loop "
         f"{res.wall_seconds - loop:.3f} s (set-up before the first generation, closing)"
     )
     extra, once = first_calls(counts, call_seconds)
-    print(f"first call at each new batch size: {extra * 1e3:.0f} ms above that size's median "
-          f"call ({once} sizes called once, not counted)")  # fmt: skip
+    print(
+        f"first call at each new batch size: {extra * 1e3:.0f} ms above that size's median "
+        f"call ({once} sizes called once, not counted)"
+    )
     if a.per_size:
         per_size(counts, call_seconds, medians)
 

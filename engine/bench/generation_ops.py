@@ -106,13 +106,20 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=15, help="engine lines shown")
     a = ap.parse_args()
     params = {"perturbation": a.perturbation, "generations": a.generations}
-    raw = {"generator": a.generator, "seeds": a.seeds, "seed": 1, "batch_size": 128,
-           "strategy_params": params}  # fmt: skip
+    raw = {
+        "generator": a.generator,
+        "seeds": a.seeds,
+        "seed": 1,
+        "batch_size": 128,
+        "strategy_params": params,
+    }
     counter, per_gen = count_ops(raw, trace=True)
     total = sum(counter.ops.values())
-    print(f"{a.generator}, {a.seeds} seeds: {len(per_gen)} generations, {total:,} operations "
-          f"outside the models, {total / max(1, len(per_gen)):.0f} a generation "
-          f"(median {sorted(per_gen)[len(per_gen) // 2] if per_gen else 0})")  # fmt: skip
+    print(
+        f"{a.generator}, {a.seeds} seeds: {len(per_gen)} generations, {total:,} operations "
+        f"outside the models, {total / max(1, len(per_gen)):.0f} a generation "
+        f"(median {sorted(per_gen)[len(per_gen) // 2] if per_gen else 0})"
+    )
     print("most frequent operations:")
     for op, n in counter.ops.most_common(a.top):
         print(f"  {n:7d}  {op}")

@@ -29,35 +29,55 @@ from store import metrics as sm
 
 
 def bench_nsga2(
-    embeddings: tuple[str, ...] = ("pca", "umap"), seeds: int = 4, generations: int = 20,
-    population: int = 50, seed: int = 0,
-) -> list[dict[str, Any]]:  # fmt: skip
+    embeddings: tuple[str, ...] = ("pca", "umap"),
+    seeds: int = 4,
+    generations: int = 20,
+    population: int = 50,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
 
     rows = []
     for emb in embeddings:
         with tempfile.TemporaryDirectory() as tmp:
             home = Path(tmp)
-            cfg = parse_config({
-                "generator": "gan", "classifier": "convnet", "classifier_b": "lenet5",
-                "strategy": "nsga2", "seeds": seeds, "seed": seed, "validators": {},
-                "record_individuals": False,
-                "strategy_params": {"generations": generations, "population": population,
-                                    "embedding": emb},
-            })  # fmt: skip
+            cfg = parse_config(
+                {
+                    "generator": "gan",
+                    "classifier": "convnet",
+                    "classifier_b": "lenet5",
+                    "strategy": "nsga2",
+                    "seeds": seeds,
+                    "seed": seed,
+                    "validators": {},
+                    "record_individuals": False,
+                    "strategy_params": {
+                        "generations": generations,
+                        "population": population,
+                        "embedding": emb,
+                    },
+                }
+            )
             t0 = time.perf_counter()
             res = run_in_series(cfg, home)
             total = time.perf_counter() - t0
             figs = sm.metrics(Store(home / "latentfuzz.duckdb"), res.campaign_id)
             d = figs["differential"]
-            rows.append({
-                "embedding": emb, "seeds": seeds, "population": population,
-                "generations": generations, "command_seconds": total,
-                "seconds_per_generation": res.wall_seconds / generations,
-                "nsga2_share": res.strategy_seconds / res.wall_seconds,
-                "model_share": res.model_seconds / res.wall_seconds,
-                "triggering": d["triggering"], "geometric_diversity": d["geometric_diversity"],
-                "geometric_subset": d["geometric_subset"], "label_entropy": d["label_entropy"],
-            })  # fmt: skip
+            rows.append(
+                {
+                    "embedding": emb,
+                    "seeds": seeds,
+                    "population": population,
+                    "generations": generations,
+                    "command_seconds": total,
+                    "seconds_per_generation": res.wall_seconds / generations,
+                    "nsga2_share": res.strategy_seconds / res.wall_seconds,
+                    "model_share": res.model_seconds / res.wall_seconds,
+                    "triggering": d["triggering"],
+                    "geometric_diversity": d["geometric_diversity"],
+                    "geometric_subset": d["geometric_subset"],
+                    "label_entropy": d["label_entropy"],
+                }
+            )
     return rows
 
 
@@ -83,9 +103,13 @@ def bench_ssim(queries_n: int = 1000, recall_n: int = 50, seed: int = 0) -> dict
         brute_seconds = time.perf_counter() - t0
     same = (fast[:recall_n] - exact).abs() < 1e-9
     return {
-        "queries": queries_n, "references": len(refs), "candidates": nearest.candidates,
-        "setup_seconds": setup, "seconds": seconds,
+        "queries": queries_n,
+        "references": len(refs),
+        "candidates": nearest.candidates,
+        "setup_seconds": setup,
+        "seconds": seconds,
         "brute_force_seconds_per_query": brute_seconds / recall_n,
-        "recall": float(same.float().mean()), "recall_queries": recall_n,
+        "recall": float(same.float().mean()),
+        "recall_queries": recall_n,
         "max_shortfall": float((exact - fast[:recall_n]).max()),
-    }  # fmt: skip
+    }

@@ -143,9 +143,13 @@ def run_cli(args: list[str], env: dict[str, str]) -> tuple[float, int]:
 
 
 def campaign_at(
-    seeds: int, generations: int, generator: str, home: Path, perturbation: str = "high",
+    seeds: int,
+    generations: int,
+    generator: str,
+    home: Path,
+    perturbation: str = "high",
     device: str = "cpu",
-) -> dict[str, float]:  # fmt: skip
+) -> dict[str, float]:
     """One CLI campaign at `seeds`; figures from its process and its campaign row."""
     # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import Store
@@ -155,11 +159,26 @@ def campaign_at(
     env = {**os.environ, FIRST_GENERATION_ENV: str(stamp)}
     start = time.time()
     _, peak_kib = run_cli(
-        ["run", "--seeds", str(seeds), "--generations", str(generations), "--generator",
-         generator, "--perturbation", perturbation, "--seed", "1", "--quiet", "--home", str(home),
-         "--device", device],
+        [
+            "run",
+            "--seeds",
+            str(seeds),
+            "--generations",
+            str(generations),
+            "--generator",
+            generator,
+            "--perturbation",
+            perturbation,
+            "--seed",
+            "1",
+            "--quiet",
+            "--home",
+            str(home),
+            "--device",
+            device,
+        ],
         env,
-    )  # fmt: skip
+    )
     store = Store(home / "latentfuzz.duckdb")
     row = sc.campaign(store, sc.list_campaigns(store)["id"].iloc[0])
     evals, wall = float(row["evaluations"]), float(row["wall_seconds"])
@@ -229,26 +248,47 @@ def bench_scale(
                 runs.append(campaign_at(n, g, generator, home, perturbation, device))
             after, b2 = sustained_limit(fn, ranked, sustain_s)
             row = median_run(runs)
-            row.update(limit=(before + after) / 2, limit_before=before, limit_after=after,
-                       limit_batch=b1 if before >= after else b2,
-                       runs=[r["campaign_evals_per_s"] for r in runs])  # fmt: skip
+            row.update(
+                limit=(before + after) / 2,
+                limit_before=before,
+                limit_after=after,
+                limit_batch=b1 if before >= after else b2,
+                runs=[r["campaign_evals_per_s"] for r in runs],
+            )
             row["efficiency"] = row["campaign_evals_per_s"] / row["limit"]
             row["shape_bound"] = shape_bound(row.pop("counts"), peak)
             rows.append(row)
         shutil.rmtree(home / "campaigns", ignore_errors=True)
     help_s = help_seconds(help_runs)
-    t = Table("seeds", "generations", "evaluations", "campaign evals/s", "physical limit",
-              "engine efficiency", "shape bound", "store share", "start-up (s)",
-              "peak memory (GB)", "batch",
-              title=f"latentfuzz bench: {generator}, {perturbation}, seed 1, {device}, torch "
-              f"threads {torch.get_num_threads()}")  # fmt: skip
+    t = Table(
+        "seeds",
+        "generations",
+        "evaluations",
+        "campaign evals/s",
+        "physical limit",
+        "engine efficiency",
+        "shape bound",
+        "store share",
+        "start-up (s)",
+        "peak memory (GB)",
+        "batch",
+        title=f"latentfuzz bench: {generator}, {perturbation}, seed 1, {device}, torch "
+        f"threads {torch.get_num_threads()}",
+    )
     for r in rows:
-        t.add_row(str(r["seeds"]), str(r["generations"]), f"{r['evaluations']:,.0f}",
-                  f"{r['campaign_evals_per_s']:,.0f}",
-                  f"{r['limit']:,.0f} (batch {r['limit_batch']})", f"{r['efficiency']:.3f}",
-                  f"{r['shape_bound']:.3f}", f"{100 * r['store_share']:.2f}%",
-                  f"{r['startup_s']:.2f}", f"{r['peak_memory_gb']:.2f}",
-                  str(r["batch_size"]))  # fmt: skip
+        t.add_row(
+            str(r["seeds"]),
+            str(r["generations"]),
+            f"{r['evaluations']:,.0f}",
+            f"{r['campaign_evals_per_s']:,.0f}",
+            f"{r['limit']:,.0f} (batch {r['limit_batch']})",
+            f"{r['efficiency']:.3f}",
+            f"{r['shape_bound']:.3f}",
+            f"{100 * r['store_share']:.2f}%",
+            f"{r['startup_s']:.2f}",
+            f"{r['peak_memory_gb']:.2f}",
+            str(r["batch_size"]),
+        )
     console.print(t)
     for r in rows:  # whole figures too: a narrow terminal cuts the table's cells
         console.print(
@@ -259,10 +299,14 @@ def bench_scale(
             f"{r['shape_bound']:.3f}, loop {r['efficiency'] / r['shape_bound']:.3f}), store "
             f"share {100 * r['store_share']:.2f}%, start-up {r['startup_s']:.2f} s, peak memory "
             f"{r['peak_memory_gb']:.2f} GB, batch {r['batch_size']}"
-            + (f"; median of {len(r['runs'])} runs of "
-               + ", ".join(f"{v:,.0f}" for v in r["runs"]) + " evals/s"
-               if len(r["runs"]) > 1 else "")
-        )  # fmt: skip
+            + (
+                f"; median of {len(r['runs'])} runs of "
+                + ", ".join(f"{v:,.0f}" for v in r["runs"])
+                + " evals/s"
+                if len(r["runs"]) > 1
+                else ""
+            )
+        )
     console.print(
         "sweep by batch size (raw decode+classify evals/s, fastest of 5 calls): "
         + ", ".join(f"{b}: {v:,.0f}" for b, v in peak.items())
@@ -293,6 +337,8 @@ def caveats(rows: list[dict]) -> list[str]:
                 "is not the engine's; rerun on a quiet machine"
             )
     if any(r["efficiency"] > 1 for r in rows):
-        out.append("efficiency above 1: the machine was busier while the limit was "
-                   "measured than during a campaign; rerun on a quiet machine")  # fmt: skip
+        out.append(
+            "efficiency above 1: the machine was busier while the limit was "
+            "measured than during a campaign; rerun on a quiet machine"
+        )
     return out

@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+
 def sources(home: Path) -> list[str]:
     """The real campaigns the store is built from (run once)."""
     # Deferred (start-up time: loads torch, duckdb, pandas).
@@ -64,8 +65,10 @@ def replicate(home: Path, src: list[str], rows: int, batch: int = 25) -> int:
     while n < rows:
         # Every 5th batch: its first 5 clones form a study (Compare's default selection).
         study = f"scale-study-{b}" if b % 5 == 0 else None
-        pairs = [(src[(k + i) % len(src)], f"x{k + i:06d}", study if i < 5 else None)
-                 for i in range(batch)]  # fmt: skip
+        pairs = [
+            (src[(k + i) % len(src)], f"x{k + i:06d}", study if i < 5 else None)
+            for i in range(batch)
+        ]
         scale.clone(store, pairs)
         k += batch
         b += 1
@@ -173,16 +176,19 @@ def main() -> None:
     from store import Store, scale
 
     store = Store(a.home / "latentfuzz.duckdb")
-    counts = {t: scale.row_count(store, t)
-              for t in ("campaigns", "seeds", "generations", "individuals")}  # fmt: skip
+    counts = {
+        t: scale.row_count(store, t) for t in ("campaigns", "seeds", "generations", "individuals")
+    }
     size = (a.home / "latentfuzz.duckdb").stat().st_size / 2**30
     if a.build_only:
         print(f"{counts} in {size:.2f} GiB, built in {built:.0f} s")
         return
     q = time_queries(a.home)
     p = time_pages(a.home)
-    print(f"\nStore: {', '.join(f'{v:,} {k}' for k, v in counts.items())} ({n} campaigns, "
-          f"{size:.2f} GiB); built in {built:.0f} s\n")  # fmt: skip
+    print(
+        f"\nStore: {', '.join(f'{v:,} {k}' for k, v in counts.items())} ({n} campaigns, "
+        f"{size:.2f} GiB); built in {built:.0f} s\n"
+    )
     print("| named query | seconds (median of 3) |\n|---|---|")
     for name, s in q:
         print(f"| `{name}` | {s:.3f} |")

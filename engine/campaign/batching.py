@@ -276,8 +276,11 @@ def choose(r, home: Path, cap_mb: int) -> BatchChoice:
     best = max(eps, key=eps.get) if eps else min(CANDIDATES[0], max_batch)
     choice = BatchChoice(best, "sweep", eps, max_batch, time.perf_counter() - t0)
     cache[key] = {k: v for k, v in asdict(choice).items() if k != "source"}
-    cache[key].update(measured_at=time.time(), load_per_core=round(load_per_core(), 2),
-                      rising=still_rising(eps, max_batch))  # fmt: skip
+    cache[key].update(
+        measured_at=time.time(),
+        load_per_core=round(load_per_core(), 2),
+        rising=still_rising(eps, max_batch),
+    )
     _write(path, cache)
     return choice
 
@@ -285,10 +288,12 @@ def choose(r, home: Path, cap_mb: int) -> BatchChoice:
 def batch_record(c: BatchChoice) -> dict:
     """What the campaign row's environment keeps of the choice."""
     return {
-        "batch_size": c.batch_size, "source": c.source, "max_batch": c.max_batch,
+        "batch_size": c.batch_size,
+        "source": c.source,
+        "max_batch": c.max_batch,
         "evals_per_s": {str(k): round(v, 1) for k, v in c.evals_per_s.items()},
         "sweep_seconds": round(c.sweep_seconds, 3),
-    }  # fmt: skip
+    }
 
 
 def raw_forward(gen, clf, n_max: int) -> Callable[[int], object]:

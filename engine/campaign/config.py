@@ -30,18 +30,21 @@ class CampaignConfig(Settings):
     )
     classifier: str | None = Field(None, description="zoo name, or a TorchScript file path")
     classifier_b: str | None = Field(
-        None, description="a second classifier under test (differential testing): zoo name "
+        None,
+        description="a second classifier under test (differential testing): zoo name "
         "or TorchScript file; every image is classified by both",
-    )  # fmt: skip
+    )
     archive: bool | None = Field(
-        None, description="keep every distinct failing input the search evaluates, not only "
+        None,
+        description="keep every distinct failing input the search evaluates, not only "
         "each seed's result; default: on for differential campaigns (classifier_b)",
-    )  # fmt: skip
+    )
     validators: dict[str, float | None] | None = Field(
-        None, description="validity filters scored on archived and result images when the "
+        None,
+        description="validity filters scored on archived and result images when the "
         "campaign ends, each with its threshold (null: the filter's default), e.g. "
         "{ssim-nearest: 0.4}; default: every applicable one for differential campaigns",
-    )  # fmt: skip
+    )
     strategy: str = "ga"
     strategy_params: dict[str, Any] = Field(default_factory=dict)
     fitness: str | None = Field(
@@ -56,16 +59,20 @@ class CampaignConfig(Settings):
     seeds: int = Field(10, ge=1, le=100_000)
     target_class: int | None = Field(None, ge=0)
     escape_per_pair: int | None = Field(
-        None, ge=1, le=1000,
+        None,
+        ge=1,
+        le=1000,
         description="class-escape matrix: this many targeted searches for every (source, "
         "target) class pair; the seed count follows from it",
-    )  # fmt: skip
+    )
     seed: int = Field(0, ge=0, lt=2**63)
     batch_size: int | None = Field(
-        None, ge=1, le=1 << 20,
+        None,
+        ge=1,
+        le=1 << 20,
         description="max images per decode call; unset: the fastest size on this machine, "
         "measured at start-up and cached (engine/campaign/batching.py)",
-    )  # fmt: skip
+    )
     batch_memory_mb: int = Field(
         1024, ge=16, le=1 << 20, description="memory cap of one batch when the size is measured"
     )
@@ -169,9 +176,11 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     reads = (*fitness_cls.requires, *criterion_cls.requires)
     if "logits_b" in reads and cfg.classifier_b is None:
         # The strategy's own default, not a fitness the user never gave, is what to name.
-        why = (f"fitness {fitness!r} with criterion {criterion!r} compares"
-               if cfg.fitness or cfg.criterion
-               else f"strategy {cfg.strategy!r} searches for disagreements of")  # fmt: skip
+        why = (
+            f"fitness {fitness!r} with criterion {criterion!r} compares"
+            if cfg.fitness or cfg.criterion
+            else f"strategy {cfg.strategy!r} searches for disagreements of"
+        )
         raise ConfigError(
             f"{why} two classifiers; name the second one with classifier_b (--classifier-b)"
         )

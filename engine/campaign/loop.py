@@ -102,9 +102,7 @@ class Campaign:
         self.strategy.attach(self.r, self.labels[self.active])
         self.strategy.start(self.seed_latents, self.rng)
         # Made as the search starts: a wall-clock budget counts from here.
-        self.termination: Termination = self.strategy.termination(
-            self.r.fitness.refines_failures
-        )
+        self.termination: Termination = self.strategy.termination(self.r.fitness.refines_failures)
         G = self.termination.max_generations
         if G is None:
             raise TypeError(
@@ -164,13 +162,18 @@ class Campaign:
         idx = np.arange(cfg.seeds)
         with self.writer.batch():
             self.writer.append(
-                "seeds", seed_idx=idx, source_index=seeds.source_index.numpy(),
-                seed_label=seeds.labels.numpy(), seed_pred=logits.argmax(1).numpy(),
+                "seeds",
+                seed_idx=idx,
+                source_index=seeds.source_index.numpy(),
+                seed_label=seeds.labels.numpy(),
+                seed_pred=logits.argmax(1).numpy(),
                 seed_pred_b=None if logits_b is None else logits_b.argmax(1).numpy(),
-                seed_margin=margin(logits, seeds.labels).numpy(), viable=viable.numpy(),
-                status=np.where(viable.numpy(), "searching", "non-viable"), seed_image=paths,
+                seed_margin=margin(logits, seeds.labels).numpy(),
+                viable=viable.numpy(),
+                status=np.where(viable.numpy(), "searching", "non-viable"),
+                seed_image=paths,
                 target=None if self.targets is None else self.targets.numpy(),
-            )  # fmt: skip
+            )
             self.writer.append("images", seed_idx=idx, kind="seed", path=paths)
         self.active = torch.nonzero(viable).flatten()  # dataset-order seed indices still searching
         self.n_viable = len(self.active)
@@ -206,15 +209,24 @@ class Campaign:
         found = None
         if self.archive is not None:
             found = (
-                g, self.active.repeat_interleave(m), ym,
-                images.flatten(0, 1), logits.flatten(0, 1),
+                g,
+                self.active.repeat_interleave(m),
+                ym,
+                images.flatten(0, 1),
+                logits.flatten(0, 1),
                 None if logits_b is None else logits_b.flatten(0, 1),
-                scores.flatten(), failing_now.flatten(),
-            )  # fmt: skip
+                scores.flatten(),
+                failing_now.flatten(),
+            )
         self.metrics.evaluated(
-            self.active, logits, y, failing_now, g, float(state.step.mean()),
+            self.active,
+            logits,
+            y,
+            failing_now,
+            g,
+            float(state.step.mean()),
             images if self.strategy.image_metrics else None,
-        )  # fmt: skip
+        )
         self.evals = self.evals + m
 
         pop, scores, pop_both = self.strategy.population()
@@ -232,9 +244,22 @@ class Campaign:
         result = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
         done = self.termination.stops(Status(g, failed, state.step))
         return Generation(
-            g, slots, images, pop, scores, pop_logits, pop_logits_b,
-            state, best, best_fit, improved, failed, result, done, found,
-        )  # fmt: skip
+            g,
+            slots,
+            images,
+            pop,
+            scores,
+            pop_logits,
+            pop_logits_b,
+            state,
+            best,
+            best_fit,
+            improved,
+            failed,
+            result,
+            done,
+            found,
+        )
 
     def context(
         self, z: torch.Tensor, expected: torch.Tensor, logits_b: torch.Tensor | None = None
@@ -276,27 +301,37 @@ class Campaign:
             image[at] = strips
             frame[at] = self.sink.add_frames(strips, self.images_of(gen, idx, gen.best[idx]))
         self.writer.append(
-            "generations", seed_idx=self.active.numpy(), generation=gen.g,
+            "generations",
+            seed_idx=self.active.numpy(),
+            generation=gen.g,
             best_fitness=gen.best_fit.numpy(),
             mean_fitness=gen.scores.mean(1).numpy(),
             best_pred=best_logits.argmax(1).numpy(),
             best_pred_b=best_b,
-            top1_label=top[:, 0].numpy(), top1_prob=probs[:, 0].numpy(),
-            top2_label=top[:, 1].numpy(), top2_prob=probs[:, 1].numpy(),
-            step=gen.state.step.numpy(), evaluations=self.evals.numpy(),
-            elapsed_s=time.perf_counter() - self.t0, image=image, image_frame=frame,
-        )  # fmt: skip
+            top1_label=top[:, 0].numpy(),
+            top1_prob=probs[:, 0].numpy(),
+            top2_label=top[:, 1].numpy(),
+            top2_prob=probs[:, 1].numpy(),
+            step=gen.state.step.numpy(),
+            evaluations=self.evals.numpy(),
+            elapsed_s=time.perf_counter() - self.t0,
+            image=image,
+            image_frame=frame,
+        )
         if self.cfg.record_individuals:
             evaluated = np.zeros(p, dtype=bool)
             evaluated[gen.slots.numpy()] = True
             self.writer.append(
-                "individuals", seed_idx=np.repeat(self.active.numpy(), p),
-                generation=gen.g, individual=np.tile(np.arange(p), s),
-                fitness=gen.scores.flatten().numpy(), pred=gen.logits.argmax(2).flatten().numpy(),
+                "individuals",
+                seed_idx=np.repeat(self.active.numpy(), p),
+                generation=gen.g,
+                individual=np.tile(np.arange(p), s),
+                fitness=gen.scores.flatten().numpy(),
+                pred=gen.logits.argmax(2).flatten().numpy(),
                 evaluated=np.tile(evaluated, s),
                 pred_b=None if gen.logits_b is None else gen.logits_b.argmax(2).flatten().numpy(),
                 objective2=None if (o2 := gen.state.objective2) is None else o2.flatten().numpy(),
-            )  # fmt: skip
+            )
 
         if self.archive is not None and gen.found is not None:
             self.archive.add(*gen.found)  # after the generations rows (resume's replay)
@@ -320,13 +355,17 @@ class Campaign:
             status=np.where(gen.failed[d].numpy(), "misclassified", "survived"),
             misclassified=gen.failed[d].numpy(),
             iterations=torch.where(self.first_failure[d] > 0, self.first_failure[d], gen.g).numpy(),
-            evaluations=self.evals[d].numpy(), final_pred=logits.argmax(1).numpy(),
+            evaluations=self.evals[d].numpy(),
+            final_pred=logits.argmax(1).numpy(),
             final_pred_b=None if gen.logits_b is None else gen.logits_b[d, slot].argmax(1).numpy(),
-            final_fitness=gen.scores[d, slot].numpy(), final_top1=probs[:, 0].numpy(),
-            final_top2=probs[:, 1].numpy(), latent_distance=distance.numpy(),
-            result_image=results, improvements_image=strips,
+            final_fitness=gen.scores[d, slot].numpy(),
+            final_top1=probs[:, 0].numpy(),
+            final_top2=probs[:, 1].numpy(),
+            latent_distance=distance.numpy(),
+            result_image=results,
+            improvements_image=strips,
             elapsed_s=time.perf_counter() - self.t0,
-        )  # fmt: skip
+        )
         self.writer.append("images", seed_idx=seed_idx.numpy(), kind="result", path=results)
         self.n_failed += int(gen.failed[d].sum())
 

@@ -56,19 +56,31 @@ class MetricsTracker:
         self.per_generation: dict[int, dict[str, float]] = {}
 
     def evaluated(
-        self, seed_idx: torch.Tensor, logits: torch.Tensor, expected: torch.Tensor,
-        failing: torch.Tensor, generation: int = 0, step: float = float("nan"),
+        self,
+        seed_idx: torch.Tensor,
+        logits: torch.Tensor,
+        expected: torch.Tensor,
+        failing: torch.Tensor,
+        generation: int = 0,
+        step: float = float("nan"),
         images: torch.Tensor | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """One generation's evaluations: seed_idx (S,), logits (S, M, K), expected (S,),
         failing (S, M) by the campaign's criterion; with images (S, M, C, H, W) uint8, the
         generation's MSE and SSIM to the seed images are measured too."""
         s, m, k = logits.shape
         rec = self.per_generation.setdefault(
             generation,
-            {"generation": generation, "step": step, "evaluations": 0, "failing": 0,
-             "mse_sum": 0.0, "ssim_sum": 0.0, "measured": 0},
-        )  # fmt: skip
+            {
+                "generation": generation,
+                "step": step,
+                "evaluations": 0,
+                "failing": 0,
+                "mse_sum": 0.0,
+                "ssim_sum": 0.0,
+                "measured": 0,
+            },
+        )
         n_failing = int(failing.sum())
         rec["evaluations"] += s * m
         rec["failing"] += n_failing
@@ -90,9 +102,12 @@ class MetricsTracker:
         self.wrong.index_put_((rows, pred), pred != expected[:, None])
 
     def finished(
-        self, seed_idx: torch.Tensor, failed: torch.Tensor, logits: torch.Tensor,
+        self,
+        seed_idx: torch.Tensor,
+        failed: torch.Tensor,
+        logits: torch.Tensor,
         images: torch.Tensor,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Seeds that stop: seed_idx (D,), failed (D,), result logits (D, K) and uint8
         result images (D, C, H, W)."""
         self.viable[seed_idx] = True
@@ -143,11 +158,13 @@ class MetricsTracker:
     def _generation(r: dict[str, float]) -> dict[str, float | None]:
         n, measured = r["evaluations"], r["measured"]
         return {
-            "generation": r["generation"], "step": r["step"], "evaluations": n,
+            "generation": r["generation"],
+            "step": r["step"],
+            "evaluations": n,
             "error_rate": r["failing"] / n if n else None,
             "mean_mse": r["mse_sum"] / measured if measured else None,
             "mean_ssim": r["ssim_sum"] / measured if measured else None,
-        }  # fmt: skip
+        }
 
 
 _REFERENCE: dict[tuple, tuple[torch.Tensor, list[list[int]]]] = {}

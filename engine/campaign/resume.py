@@ -97,8 +97,9 @@ class ReplayWriter:
             self.w.update_seeds(**columns)
 
     def _check(self, columns: dict[str, Any]) -> None:
-        for s, f in zip(np.atleast_1d(columns["seed_idx"]),
-                        np.atleast_1d(columns["best_fitness"]), strict=True):  # fmt: skip
+        for s, f in zip(
+            np.atleast_1d(columns["seed_idx"]), np.atleast_1d(columns["best_fitness"]), strict=True
+        ):
             stored = self.c.best.get((int(s), self.g))
             if stored is None or stored != float(f):
                 raise ConfigError(
@@ -164,10 +165,17 @@ def resume_campaign(
         eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
         with inference.eager_only() if eager else contextlib.nullcontext():
             return execute(
-                r, store, home, cid, lock, time.perf_counter(), progress, evaluator,
+                r,
+                store,
+                home,
+                cid,
+                lock,
+                time.perf_counter(),
+                progress,
+                evaluator,
                 wrap=lambda w: ReplayWriter(w, committed, report),
                 evaluations_before=int(c.get("evaluations") or 0),
-            )  # fmt: skip
+            )
     finally:
         # Read only while the campaign runs (it stayed in the home for good), also when the
         # resume failed before it began.

@@ -141,21 +141,37 @@ def run_campaign(
     lock = CampaignLock(home, cid).acquire()
     t0 = time.perf_counter()
     try:
-        create_campaign(store, {
-            "id": cid, "name": cfg.name or cid, "status": "running", "created_at": now(),
-            "dataset": cfg.dataset, "generator": r.generator_name,
-            "classifier": r.classifier_name, "classifier_b": r.classifier_b_name,
-            "strategy": cfg.strategy, "preset": r.strategy.preset,
-            "n_seeds": cfg.seeds, "target_class": cfg.target_class, "random_seed": cfg.seed,
-            "config": {**cfg.model_dump(), "fitness": r.fitness.name, "archive": r.archive,
-                       "criterion": r.criterion.name,
-                       "strategy_params": r.strategy.params.model_dump(),
-                       "evaluation_budget": r.strategy.evaluation_budget(),
-                       "generator_params": r.generator.options()},
-            "environment": {**environment(r), "batch": batch_record(batch)},
-            "dir": f"campaigns/{cid}", "pid": os.getpid(),
-            "study": study,
-        })  # fmt: skip
+        create_campaign(
+            store,
+            {
+                "id": cid,
+                "name": cfg.name or cid,
+                "status": "running",
+                "created_at": now(),
+                "dataset": cfg.dataset,
+                "generator": r.generator_name,
+                "classifier": r.classifier_name,
+                "classifier_b": r.classifier_b_name,
+                "strategy": cfg.strategy,
+                "preset": r.strategy.preset,
+                "n_seeds": cfg.seeds,
+                "target_class": cfg.target_class,
+                "random_seed": cfg.seed,
+                "config": {
+                    **cfg.model_dump(),
+                    "fitness": r.fitness.name,
+                    "archive": r.archive,
+                    "criterion": r.criterion.name,
+                    "strategy_params": r.strategy.params.model_dump(),
+                    "evaluation_budget": r.strategy.evaluation_budget(),
+                    "generator_params": r.generator.options(),
+                },
+                "environment": {**environment(r), "batch": batch_record(batch)},
+                "dir": f"campaigns/{cid}",
+                "pid": os.getpid(),
+                "study": study,
+            },
+        )
     except BaseException:
         lock.release()
         raise

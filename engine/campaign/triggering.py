@@ -93,9 +93,13 @@ def load_images(home: Path, paths: list[str]) -> torch.Tensor:
 
 
 def validate(
-    store: Store, home: Path, cid: str, generator: Any, dataset: Any,
+    store: Store,
+    home: Path,
+    cid: str,
+    generator: Any,
+    dataset: Any,
     chosen: dict[str, float | None],
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Score every archived and result image of campaign `cid` with each chosen filter
     and store the scores; returns them (kind, ref, validator, score, threshold, valid)."""
 
@@ -110,10 +114,18 @@ def validate(
             v = VALIDATORS.get(name)(generator, dataset, threshold)
             with torch.inference_mode():
                 score = v.score(images, labels).numpy()
-            parts.append(pd.DataFrame({
-                "kind": kind, "ref": df["ref"].to_numpy(), "validator": name, "score": score,
-                "threshold": v.threshold, "valid": score >= v.threshold,
-            }))  # fmt: skip
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "kind": kind,
+                        "ref": df["ref"].to_numpy(),
+                        "validator": name,
+                        "score": score,
+                        "threshold": v.threshold,
+                        "valid": score >= v.threshold,
+                    }
+                )
+            )
     rows = (
         pd.concat(parts, ignore_index=True)
         if parts
@@ -124,9 +136,14 @@ def validate(
 
 
 def figures(
-    store: Store, home: Path, cid: str, evaluations: int, features_of: Any, seed: int,
+    store: Store,
+    home: Path,
+    cid: str,
+    evaluations: int,
+    features_of: Any,
+    seed: int,
     filtered: bool,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The differential figures of campaign `cid` (see the module docstring).
 
     features_of: images (N, C, H, W) in [0, 1] -> features (N, F). seed: draws the
@@ -177,9 +194,13 @@ def feature_classifier(r: Any) -> Any:
 
 
 def close(
-    r: Any, store: Store, home: Path, cid: str, evaluations: int,
+    r: Any,
+    store: Store,
+    home: Path,
+    cid: str,
+    evaluations: int,
     chosen: dict[str, float | None] | None = None,
-) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:  # fmt: skip
+) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:
     """Score the validity filters (the campaign's, or `chosen`), then store the
     differential figures of a campaign with an archive; returns (scores, figures). Run when
     a campaign finishes, and by `latentfuzz validate`."""

@@ -43,9 +43,12 @@ class Classifier(ABC):
         from Generator.decode, which has checked it already (one pass over every image
         less per batch)."""
         check_tensor(
-            x, f"classifier {self.name} input", self.input_shape, self.device,
+            x,
+            f"classifier {self.name} input",
+            self.input_shape,
+            self.device,
             finite=not finite_input,
-        )  # fmt: skip
+        )
         out = self._logits(x)
         if not isinstance(out, torch.Tensor) or out.shape != (x.shape[0], self.num_classes):
             got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
@@ -122,8 +125,9 @@ def refuse_empty(path: Path, kind: str) -> None:
     own message for it was the archive reader's ("not a ZIP archive ... internal miniz
     error")."""
     if path.stat().st_size == 0:
-        raise ModelError(f"{path} is empty (0 bytes); expected a {kind} file: copy or "
-                         "export it again")  # fmt: skip
+        raise ModelError(
+            f"{path} is empty (0 bytes); expected a {kind} file: copy or export it again"
+        )
 
 
 def check_probe(

@@ -219,7 +219,5 @@ def load_onnx(
             f"{path.name} failed on {dataset} images of shape (batch, {c}, {h}, {w}) "
             f"({cause(e)}); export it for that shape"
         ) from e
-    check_probe(
-        path.name, out3, out1, num_classes, dataset, "its first output must be the logits"
-    )
+    check_probe(path.name, out3, out1, num_classes, dataset, "its first output must be the logits")
     return clf

@@ -19,16 +19,30 @@ class ConvNet(nn.Module):
     def __init__(self, in_channels: int = 1, num_classes: int = 10, side: int = 28) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-            nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        )  # fmt: skip
+            nn.Conv2d(in_channels, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.Conv2d(32, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        )
         flat = 64 * (side // 4) ** 2
         self.head = nn.Sequential(
-            nn.Flatten(), nn.Dropout(0.3), nn.Linear(flat, 128), nn.ReLU(),
-            nn.Dropout(0.3), nn.Linear(128, num_classes),
-        )  # fmt: skip
+            nn.Flatten(),
+            nn.Dropout(0.3),
+            nn.Linear(flat, 128),
+            nn.ReLU(),
+            nn.Dropout(0.3),
+            nn.Linear(128, num_classes),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x))
@@ -42,11 +56,19 @@ class LeNet5(nn.Module):
         super().__init__()
         pad = 2 if side == 28 else 0
         self.net = nn.Sequential(
-            nn.Conv2d(in_channels, 6, 5, padding=pad), nn.Tanh(), nn.AvgPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.Tanh(), nn.AvgPool2d(2),
-            nn.Flatten(), nn.Linear(16 * 5 * 5, 120), nn.Tanh(),
-            nn.Linear(120, 84), nn.Tanh(), nn.Linear(84, num_classes),
-        )  # fmt: skip
+            nn.Conv2d(in_channels, 6, 5, padding=pad),
+            nn.Tanh(),
+            nn.AvgPool2d(2),
+            nn.Conv2d(6, 16, 5),
+            nn.Tanh(),
+            nn.AvgPool2d(2),
+            nn.Flatten(),
+            nn.Linear(16 * 5 * 5, 120),
+            nn.Tanh(),
+            nn.Linear(120, 84),
+            nn.Tanh(),
+            nn.Linear(84, num_classes),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)

@@ -55,9 +55,14 @@ def bench(
     counts = tuple(int(x) for x in sizes.split(",") if x.strip())
     if counts:
         bench_scale(
-            counts, generations, large_generations, generator, console, perturbation,
+            counts,
+            generations,
+            large_generations,
+            generator,
+            console,
+            perturbation,
             device=device,
-        )  # fmt: skip
+        )
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if names:
         bench_engine(

@@ -30,8 +30,11 @@ def export_bundle_cmd(campaign_id: str, out: Path, home: Path | None) -> None:
 
     m = export_bundle(open_store(home), resolve_home(home), campaign_id, out)
     n = sum(1 for f in m["files"] if f.startswith("files/"))
-    console.print(f"wrote bundle {out} ({sum(m['rows'].values())} rows, {n} files, schema "
-                  f"{m['schema_version']})", markup=False)  # fmt: skip
+    console.print(
+        f"wrote bundle {out} ({sum(m['rows'].values())} rows, {n} files, schema "
+        f"{m['schema_version']})",
+        markup=False,
+    )
 
 
 def import_(
@@ -82,18 +85,30 @@ def grid(
     console.print(
         f"grid {run.grid}{' stopped' if run.stopped else ''}: {counts['done']} of "
         f"{len(run.cells)} cells done ({len(run.ran)} run now, {len(run.skipped)} done before, "
-        f"{len(run.imported)} imported); folder {run.folder}", markup=False,
-    )  # fmt: skip
+        f"{len(run.imported)} imported); folder {run.folder}",
+        markup=False,
+    )
     if run.stopped:
-        err.print(f"stopped by Ctrl-C; `latentfuzz grid {spec_file}` runs the "
-                  f"{counts['queued']} cells not run", markup=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            f"stopped by Ctrl-C; `latentfuzz grid {spec_file}` runs the "
+            f"{counts['queued']} cells not run",
+            markup=False,
+            soft_wrap=True,
+        )
     for cell in run.cells:
         if run.status[cell.id] == "failed":
-            err.print(f"failed {cell.id} ({cell.label()}): {run.errors.get(cell.id, '')}",
-                      markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+            err.print(
+                f"failed {cell.id} ({cell.label()}): {run.errors.get(cell.id, '')}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     if counts["done"]:
-        console.print(f"its campaigns form the group {run.grid}: the dashboard's Compare page "
-                      f"shows them by axis", markup=False)  # fmt: skip
+        console.print(
+            f"its campaigns form the group {run.grid}: the dashboard's Compare page "
+            f"shows them by axis",
+            markup=False,
+        )
     if run.stopped:
         raise typer.Exit(130)
     if counts["failed"]:
@@ -109,9 +124,14 @@ class GridView:
     def __init__(self, quiet: bool) -> None:
 
         self.quiet = quiet
-        self.bar = Progress(TextColumn("[bold]grid"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-                            console=err)  # fmt: skip
+        self.bar = Progress(
+            TextColumn("[bold]grid"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            console=err,
+        )
         self.task = self.bar.add_task("grid", total=None, info="")
         self.rows: dict[str, tuple[str, str]] = {}
         self.live = None
@@ -135,11 +155,11 @@ class GridView:
 
     def update(self, cell, status: str, run) -> None:
         self.rows = {c.id: (c.label(), run.status[c.id]) for c in run.cells}
-        n = {s: list(run.status.values()).count(s) for s in ("queued", "running", "done",
-                                                              "failed")}  # fmt: skip
+        n = {s: list(run.status.values()).count(s) for s in ("queued", "running", "done", "failed")}
         info = "  ".join(f"{k} {v}" for k, v in n.items())
-        self.bar.update(self.task, total=len(run.cells), completed=n["done"] + n["failed"],
-                        info=info)  # fmt: skip
+        self.bar.update(
+            self.task, total=len(run.cells), completed=n["done"] + n["failed"], info=info
+        )
         if self.live is None and not self.quiet:
             self._start()
         if self.live is not None:

@@ -54,8 +54,7 @@ def resume(
         # A terminal's line, rewritten in place; on a pipe the carriage returns had made
         # one line of hundreds of fragments.
         if not quiet and err.is_terminal:
-            err.print(f"gen {p.generation}/{p.generations} active {p.active}/{p.viable}",
-                      end="\r")  # fmt: skip
+            err.print(f"gen {p.generation}/{p.generations} active {p.active}/{p.viable}", end="\r")
 
     h = resolve_home(home)
     stopped = False
@@ -66,8 +65,9 @@ def resume(
     except KeyboardInterrupt:
         stopped_in_close(h)
         raise  # in the start-up: start_up_interruptible says so
-    console.print(f"campaign [bold]{res.campaign_id}[/] {res.status} ({res.evaluations:,} "
-                  "evaluations in all)")  # fmt: skip
+    console.print(
+        f"campaign [bold]{res.campaign_id}[/] {res.status} ({res.evaluations:,} evaluations in all)"
+    )
     console.print(status_line(res.summary))
     if res.status == "interrupted" or stopped:
         raise typer.Exit(130)
@@ -201,24 +201,34 @@ def campaigns(home: HomeOpt = None) -> None:
         "status": lambda r: shown_status(home, r.id, r.status),
         "dataset": lambda r: r.dataset,
         "generator": lambda r: r.generator,
-        "classifier": lambda r: str(r.classifier)
-        + (f" vs {r.classifier_b}" if fmt(r.classifier_b) else ""),
+        "classifier": lambda r: (
+            str(r.classifier) + (f" vs {r.classifier_b}" if fmt(r.classifier_b) else "")
+        ),
         "strategy": lambda r: f"{r.strategy}" + (f" {r.preset}" if fmt(r.preset) else ""),
         "viable": lambda r: f"{r.viable}/{r.n_seeds}",
         # "misclassified 3" read as three errors of A for a differential campaign.
-        "failing": lambda r: f"{r.misclassified}" + (
-            f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else "") + (
-            "" if (k := failed_as(fmt(r.criterion))) == "misclassified" else f" {k}"),
+        "failing": lambda r: (
+            f"{r.misclassified}"
+            + (f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else "")
+            + ("" if (k := failed_as(fmt(r.criterion))) == "misclassified" else f" {k}")
+        ),
         "iterations (ICST)": lambda r: fmt(r.iterations_icst, ".1f"),
         "iter. to failure": lambda r: fmt(r.iterations_to_failure, ".1f"),
         "created": lambda r: str(r.created_at)[:16],
-    }  # fmt: skip
+    }
     narrow = console.width < 150
     if narrow:
         # A terminal of 80 columns cut every one of the 12 columns to "…": here the ones
         # that tell campaigns apart, without borders, the name last; `show ID` has the rest.
-        keep = ("id", "status", "generator", "strategy", "failing", "iterations (ICST)",
-                *(("name",) if console.width >= 110 else ()))  # fmt: skip
+        keep = (
+            "id",
+            "status",
+            "generator",
+            "strategy",
+            "failing",
+            "iterations (ICST)",
+            *(("name",) if console.width >= 110 else ()),
+        )
         cols = {"ICST" if k.startswith("iter") else k: cols[k] for k in keep}
         cols["ICST"] = lambda r: fmt(r.iterations_icst, ".0f")
     t = Table(*cols, box=None if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
@@ -239,13 +249,16 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
     if c is None:
         raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
     # Names are the user's text: "[v2]" in one was read as markup and vanished.
-    console.print(Text.assemble(
-        (c["id"], "bold"), f" {shown_status(home, c['id'], c['status'])}",
-        f"  {c['name']!r}" if c["name"] and c["name"] != c["id"] else "",
-        f"  {c['dataset']} / {c['generator']} / {c['classifier']}",
-        f" vs {c['classifier_b']}" if c.get("classifier_b") else "",
-        f" / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}",
-    ))  # fmt: skip
+    console.print(
+        Text.assemble(
+            (c["id"], "bold"),
+            f" {shown_status(home, c['id'], c['status'])}",
+            f"  {c['name']!r}" if c["name"] and c["name"] != c["id"] else "",
+            f"  {c['dataset']} / {c['generator']} / {c['classifier']}",
+            f" vs {c['classifier_b']}" if c.get("classifier_b") else "",
+            f" / {c['strategy']} {c['preset'] or ''}  seed {c['random_seed']}",
+        )
+    )
     df = sc.seeds(store, campaign_id)
     failed = failed_as((c["config"] or {}).get("criterion"))
     two = bool(c.get("classifier_b"))  # a differential campaign: both classifiers' answers

@@ -206,9 +206,12 @@ def status_line(s: dict[str, Any]) -> str:
         f"{sc.FAILURE_ITERATIONS} {fail}"
         + (f"; {sc.unfinished_note(s)}" if s.get("interrupted") else "")
         # A failed campaign's seeds are stopped too, and resume refuses it.
-        + (f" (`latentfuzz resume {s['campaign_id']}` finishes them)"
-           if s.get("interrupted") and s.get("status") in RESUMABLE else "")
-    )  # fmt: skip
+        + (
+            f" (`latentfuzz resume {s['campaign_id']}` finishes them)"
+            if s.get("interrupted") and s.get("status") in RESUMABLE
+            else ""
+        )
+    )
 
 
 def stopped_in_close(home: Path) -> None:
@@ -218,12 +221,18 @@ def stopped_in_close(home: Path) -> None:
     from store import interrupts, recovery
 
     if recovery.pending(home):  # a Ctrl-C while the last rows waited for the store
-        err.print("interrupted while waiting for the store; the campaign's last rows are in "
-                  "a recovery file that the next command writes",
-                  markup=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            "interrupted while waiting for the store; the campaign's last rows are in "
+            "a recovery file that the next command writes",
+            markup=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(130) from None
     if (cid := interrupts.forced()) is not None:
-        err.print(f"stopped while campaign {cid} was closing; it is listed as crashed, and "
-                  f"`latentfuzz resume {cid}` completes it",
-                  markup=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            f"stopped while campaign {cid} was closing; it is listed as crashed, and "
+            f"`latentfuzz resume {cid}` completes it",
+            markup=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(130) from None

@@ -35,9 +35,11 @@ HoldoutOpt = Annotated[
 SplitSeedOpt = Annotated[int, typer.Option(help="seed of the hold-out split")]
 ClassesOpt = Annotated[
     Path | None,
-    typer.Option(help="class names, one per line: the folders in another order, or new "
-                 "names for the folders in sorted order [default: DIR/classes.txt]"),
-]  # fmt: skip
+    typer.Option(
+        help="class names, one per line: the folders in another order, or new "
+        "names for the folders in sorted order [default: DIR/classes.txt]"
+    ),
+]
 #: How many distinct image sizes `data check` lists before summing up the rest.
 SIZES_SHOWN = 8
 
@@ -83,8 +85,12 @@ def print_report(root: Path, r: Report, bases: tuple[Path, ...] = (), warn: bool
         t.add_row(str(i), name, folder, str(r.counts["train"][i]), str(r.counts["test"][i]))
     console.print(t)
     if warn and (empty := r.without_training()):
-        err.print(f"warning: no training image in class {empty}: `data add` refuses this "
-                  "folder", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            f"warning: no training image in class {empty}: `data add` refuses this folder",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     sizes = [f"{w}x{h}: {k}" for (w, h), k in r.sizes.most_common(SIZES_SHOWN)]
     rest = sum(r.sizes.values()) - sum(k for _, k in r.sizes.most_common(SIZES_SHOWN))
     if rest:
@@ -144,7 +150,7 @@ def add(
             help="imagefolder, or a bundled reader's files: cifar10, "
             "svhn, mnist-idx (then only --classes applies)",
         ),
-    ] = "imagefolder",  # fmt: skip
+    ] = "imagefolder",
     domain: Annotated[
         str | None, typer.Option(help="what the images show, for labellers [NAME]")
     ] = None,
@@ -193,8 +199,13 @@ def add(
         check_shape(ds.shape, f"dataset {spec.name}")
     except ConfigError as e:
         # It said "next: latentfuzz train classifier", which then refused the size.
-        err.print(f"warning: latentfuzz cannot train models at this size ({e}); models you "
-                  "import still work", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            f"warning: latentfuzz cannot train models at this size ({e}); models you "
+            "import still work",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return
     console.print(f"next: latentfuzz train classifier --dataset {spec.name}", markup=False)
 

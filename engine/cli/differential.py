@@ -125,9 +125,16 @@ def diff_study(
     interrupts.stop_raises()
     try:
         table = run_diff_study(
-            parse_pairs(pairs), generator, seeds, evaluations, population, repetitions,
-            embedding, name, home,
-        )  # fmt: skip
+            parse_pairs(pairs),
+            generator,
+            seeds,
+            evaluations,
+            population,
+            repetitions,
+            embedding,
+            name,
+            home,
+        )
     except StudyStopped as e:
         err.print(str(e), markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
@@ -135,19 +142,29 @@ def diff_study(
 
 
 def print_study(df: Any) -> None:
-    t = Table("A vs B", "method", "runs", "triggering", "valid triggering",
-              "geometric diversity (valid)", "subset", "label entropy (valid)",
-              caption="mean ± SD over runs")  # fmt: skip
+    t = Table(
+        "A vs B",
+        "method",
+        "runs",
+        "triggering",
+        "valid triggering",
+        "geometric diversity (valid)",
+        "subset",
+        "label entropy (valid)",
+        caption="mean ± SD over runs",
+    )
     for _, r in df.iterrows():
         t.add_row(
-            f"{r['classifier']}\nvs {r['classifier_b']}", r["strategy"], str(r["runs"]),
+            f"{r['classifier']}\nvs {r['classifier_b']}",
+            r["strategy"],
+            str(r["runs"]),
             f"{r['triggering_mean']:.0f} ± {fmt(r['triggering_sd'], '.0f')}",
             f"{r['valid_triggering_mean']:.0f} ± {fmt(r['valid_triggering_sd'], '.0f')}",
             f"{fmt(r['geometric_diversity_mean'], '.1f')} ± "
             f"{fmt(r['geometric_diversity_sd'], '.1f')}",
             f"{fmt(r['geometric_subset_min'], '.0f')}-{fmt(r['geometric_subset_max'], '.0f')}",
             f"{fmt(r['label_entropy_mean'], '.2f')} ± {fmt(r['label_entropy_sd'], '.2f')}",
-        )  # fmt: skip
+        )
     console.print(t)
 
 
@@ -191,16 +208,28 @@ def bench_nsga2_cmd(
     from engine.bench.nsga2 import bench_nsga2
 
     rows = bench_nsga2(tuple(embeddings.split(",")), seeds, generations, population)
-    t = Table("embedding", "s / generation", "NSGA-II share", "models share", "command s",
-              "triggering", "geometric diversity", "label entropy",
-              title=f"NSGA-II, {seeds} runs x {population}, {generations} generations")  # fmt: skip
+    t = Table(
+        "embedding",
+        "s / generation",
+        "NSGA-II share",
+        "models share",
+        "command s",
+        "triggering",
+        "geometric diversity",
+        "label entropy",
+        title=f"NSGA-II, {seeds} runs x {population}, {generations} generations",
+    )
     for r in rows:
         t.add_row(
-            r["embedding"], f"{r['seconds_per_generation']:.3f}", f"{r['nsga2_share']:.1%}",
-            f"{r['model_share']:.1%}", f"{r['command_seconds']:.1f}", str(r["triggering"]),
+            r["embedding"],
+            f"{r['seconds_per_generation']:.3f}",
+            f"{r['nsga2_share']:.1%}",
+            f"{r['model_share']:.1%}",
+            f"{r['command_seconds']:.1f}",
+            str(r["triggering"]),
             f"{fmt(r['geometric_diversity'], '.1f')} (n={r['geometric_subset']})",
             fmt(r["label_entropy"], ".2f"),
-        )  # fmt: skip
+        )
     console.print(t)
 
 

@@ -59,12 +59,23 @@ def escape(
     class, as one campaign; prints success rates and median iterations per pair."""
     if campaign is None:
         campaign = run(
-            dataset=dataset, generator=generator, classifier=classifier, strategy=strategy,
-            target_class=source, escape_per_pair=per_pair, seed=seed, name=name, home=home,
-            quiet=quiet, no_individuals=True,
-            strategy_params={k: v for k, v in (("perturbation", perturbation),
-                             ("generations", generations)) if v is not None},
-        ).campaign_id  # fmt: skip
+            dataset=dataset,
+            generator=generator,
+            classifier=classifier,
+            strategy=strategy,
+            target_class=source,
+            escape_per_pair=per_pair,
+            seed=seed,
+            name=name,
+            home=home,
+            quiet=quiet,
+            no_individuals=True,
+            strategy_params={
+                k: v
+                for k, v in (("perturbation", perturbation), ("generations", generations))
+                if v is not None
+            },
+        ).campaign_id
     show_matrix(campaign, home, csv)
 
 
@@ -106,7 +117,6 @@ def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
 def _table(g, spec: str):
     # Deferred (start-up time: loads pandas).
     import pandas as pd
-
 
     t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
     t.add_column("from \\ to", no_wrap=True)

@@ -40,8 +40,19 @@ def import_results_cmd(
 
     m = ResultsMapping.from_yaml(mapping) if mapping else builtin_mapping(format)
     fmt = str(mapping) if mapping else format
-    res = import_results(_store(home), resolve_home(home), folder, dataset, generator_name, m,
-                         fmt, name, preset, id, max_rows)  # fmt: skip
+    res = import_results(
+        _store(home),
+        resolve_home(home),
+        folder,
+        dataset,
+        generator_name,
+        m,
+        fmt,
+        name,
+        preset,
+        id,
+        max_rows,
+    )
     images = ", ".join(f"{n} {k}" for k, n in sorted(res.kinds.items()))
     console.print(
         f"imported {res.rows} images ({images}) as campaign {res.campaign_id}: "

@@ -59,9 +59,17 @@ def create_cmd(
         sample = sample_size(population)
         console.print(f"planner: {sample} of {population} failing images (95% confidence, 5%)")
     try:
-        cfg = StudyConfig(campaigns=campaign, k=k, sample=sample, seed_images=seed_images,
-                          gold_rate=gold_rate, rule=rule, seed=seed, name=name,
-                          triggering=triggering)  # fmt: skip
+        cfg = StudyConfig(
+            campaigns=campaign,
+            k=k,
+            sample=sample,
+            seed_images=seed_images,
+            gold_rate=gold_rate,
+            rule=rule,
+            seed=seed,
+            name=name,
+            triggering=triggering,
+        )
     except ValidationError as e:
         raise LatentfuzzError(str(one_line(e, flags=True))) from e
     sid = create_study(store, resolve_home(home), cfg)
@@ -81,8 +89,17 @@ def list_cmd(home: HomeOpt = None) -> None:
     t = Table("id", "name", "dataset", "source", "k", "rule", "items", "answers", "labellers")
     t.columns[0].no_wrap = True
     for r in df.itertuples():
-        t.add_row(r.id, str(r.name), r.dataset, r.source, str(r.k), r.rule, str(r.items),
-                  str(r.answers), str(r.labellers))  # fmt: skip
+        t.add_row(
+            r.id,
+            str(r.name),
+            r.dataset,
+            r.source,
+            str(r.k),
+            r.rule,
+            str(r.items),
+            str(r.answers),
+            str(r.labellers),
+        )
     console.print(t)
 
 
@@ -108,8 +125,9 @@ def import_cmd(
     if not file.exists():
         raise LatentfuzzError(f"no file {file}")
     m = ImportMapping.from_yaml(mapping) if mapping else None
-    res = import_csv(_store(home), file, dataset, m, name, encoding=encoding,
-                     max_rows=max_rows, again=again)  # fmt: skip
+    res = import_csv(
+        _store(home), file, dataset, m, name, encoding=encoding, max_rows=max_rows, again=again
+    )
     if res.shape is None:
         console.print(
             f"imported {res.rows} images and {res.judgements} answers into {res.study_id} "
@@ -139,7 +157,7 @@ def report_cmd(
     study: Annotated[str | None, typer.Argument(help="study id [the latest]")] = None,
     by: Annotated[
         str, typer.Option(help="comma-separated: generator, preset, campaign_id, kind")
-    ] = "generator,preset",  # fmt: skip
+    ] = "generator,preset",
     home: HomeOpt = None,
 ) -> None:
     """Validity and label preservation per generator x perturbation."""
@@ -168,13 +186,27 @@ def report_cmd(
     s, v, j = load(store, study)
     console.print(Text.assemble((study, "bold"), f" {s['name']}  rule {s['rule']}, k={s['k']}"))
     headers = {"generator": "generator", "preset": "perturbation"}
-    t = Table(*[headers.get(c, c) for c in keys], "n", "valid #", "valid %", "95% CI",
-              "preserved #", "preserved %", "95% CI ")  # fmt: skip
+    t = Table(
+        *[headers.get(c, c) for c in keys],
+        "n",
+        "valid #",
+        "valid %",
+        "95% CI",
+        "preserved #",
+        "preserved %",
+        "95% CI ",
+    )
     for r in table.itertuples():
         t.add_row(
-            *[str(getattr(r, c)) for c in keys], str(r.n), str(r.valid), _pct(r.valid_pct),
-            r.valid_ci, str(r.preserved), _pct(r.preserved_pct), r.preserved_ci,
-        )  # fmt: skip
+            *[str(getattr(r, c)) for c in keys],
+            str(r.n),
+            str(r.valid),
+            _pct(r.valid_pct),
+            r.valid_ci,
+            str(r.preserved),
+            _pct(r.preserved_pct),
+            r.preserved_ci,
+        )
     console.print(t if len(table) else "no image has all its answers yet")
     if len(table) and (table["undecided_validity"].sum() or table["undecided_preservation"].sum()):
         a, b = int(table["undecided_validity"].sum()), int(table["undecided_preservation"].sum())
@@ -182,7 +214,7 @@ def report_cmd(
             f"undecided (in no # above): the validity of {_images(a)}, the label preservation "
             f"of {_images(b, 'valid ')}; the Validity studies page's Adjudication tab settles "
             "them"
-        )  # fmt: skip
+        )
     sides = model_agreement(v, s["rule"])
     if len(sides):  # triggering inputs: the dashboard's "Which classifier people agree with"
         w = Table(
@@ -201,8 +233,10 @@ def report_cmd(
     incomplete = v[~v["complete"] & v["kind"].ne("gold")]
     if len(incomplete):
         n = len(incomplete)
-        console.print(f"{_images(n)} {'has' if n == 1 else 'have'} fewer than {s['k']} answers "
-                      f"and {'is' if n == 1 else 'are'} not counted")  # fmt: skip
+        console.print(
+            f"{_images(n)} {'has' if n == 1 else 'have'} fewer than {s['k']} answers "
+            f"and {'is' if n == 1 else 'are'} not counted"
+        )
     ag = agreement_table(j, v)
     if ag["items"]:
         console.print(
@@ -213,8 +247,11 @@ def report_cmd(
     lt = labeller_table(j, v)
     if lt["gold"].sum():
         for r in lt.itertuples():
-            acc = f"gold accuracy {_pct(r.gold_accuracy_pct)}% of {r.gold}" if r.gold else (
-                "answered no gold image")  # fmt: skip
+            acc = (
+                f"gold accuracy {_pct(r.gold_accuracy_pct)}% of {r.gold}"
+                if r.gold
+                else ("answered no gold image")
+            )
             console.print(f"{r.labeller}: {acc}", markup=False)
 
 

@@ -51,21 +51,43 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Test image classifiers by searching generative models' latent spaces.",
 )
-for module in (run, campaigns, ui, differential, studies, bundle, escape, import_results,
-               zoo, train, data, bench):  # fmt: skip
+for module in (
+    run,
+    campaigns,
+    ui,
+    differential,
+    studies,
+    bundle,
+    escape,
+    import_results,
+    zoo,
+    train,
+    data,
+    bench,
+):
     module.register(app)
 app.add_typer(labels.labels_app, name="labels")
 
 #: `latentfuzz --help`'s panels, in order, and each panel's commands in order.
 PANELS: dict[str, tuple[str, ...]] = {
-    "Campaigns": ("run", "campaigns", "show", "resume", "validate", "rename", "tag", "note",
-                  "delete", "ui"),
+    "Campaigns": (
+        "run",
+        "campaigns",
+        "show",
+        "resume",
+        "validate",
+        "rename",
+        "tag",
+        "note",
+        "delete",
+        "ui",
+    ),
     "Studies and grids": ("study", "grid", "escape", "diff-study"),
     "Models and data": ("models", "train", "data"),
     "Labelling": ("labels",),
     "Import and export": ("export", "import", "import-results"),
     "Maintenance": ("doctor", "bench"),
-}  # fmt: skip
+}
 ORDER = {name: i for i, name in enumerate(n for names in PANELS.values() for n in names)}
 
 
@@ -81,8 +103,7 @@ def arrange(t: typer.Typer, panels: dict[str, tuple[str, ...]]) -> None:
     names is a mistake this refuses."""
     panel = {name: p for p, names in panels.items() for name in names}
     for infos in (t.registered_commands, t.registered_groups):
-        missing = [command_name(i) for i in infos
-                   if not i.hidden and command_name(i) not in panel]  # fmt: skip
+        missing = [command_name(i) for i in infos if not i.hidden and command_name(i) not in panel]
         if missing:
             raise RuntimeError(f"commands in no help panel: {missing}; add them to PANELS")
         for info in infos:
@@ -124,8 +145,12 @@ def main() -> None:
         err.print("[red]error:[/] ", end="")
         got = received(e, sys.argv[1:])
         got = f"got {got!r}; " if got is not None else ""
-        err.print(f"{' '.join(e.format_message().split())} ({got}`{where} --help` lists what "
-                  "it takes)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            f"{' '.join(e.format_message().split())} ({got}`{where} --help` lists what it takes)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         sys.exit(e.exit_code)
     except typer.Abort:
         err.print("aborted", markup=False, highlight=False)

@@ -25,6 +25,7 @@ def _timing(card: dict[str, Any]) -> str:
 
 def register(zoo_app: typer.Typer) -> None:
     """Add `import` and `import-generator` to the `models` (`zoo`) group."""
+
     @zoo_app.command("import")
     def import_cmd(
         file: Annotated[Path, typer.Argument(help="a TorchScript (.pt) or ONNX (.onnx) file")],
@@ -90,9 +91,17 @@ def register(zoo_app: typer.Typer) -> None:
             raise ConfigError(f"--latent-shape {latent_shape!r}: sizes must be whole numbers")
         lo, hi = parse_floats(output_range, "--output-range", 2)
         card = import_generator(
-            file, dataset, tuple(int(d) for d in shape), classes, conditional, (lo, hi),
-            name, replace, classifier, data_dir,
-        )  # fmt: skip
+            file,
+            dataset,
+            tuple(int(d) for d in shape),
+            classes,
+            conditional,
+            (lo, hi),
+            name,
+            replace,
+            classifier,
+            data_dir,
+        )
         m = card["metrics"]
         console.print(
             f"imported {card['name']} (TorchScript decoder, "

@@ -87,11 +87,12 @@ def run(
     param: Annotated[
         list[str] | None,
         typer.Option(
-            "--param", "-p",
+            "--param",
+            "-p",
             help="a strategy setting KEY=VALUE (repeat), e.g. -p generations=100; every "
             "setting also has its own flag (--generations 100)",
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     campaign_id: Annotated[
         str | None, typer.Option("--id", hidden=True, help="campaign id (the dashboard sets it)")
     ] = None,

@@ -80,15 +80,20 @@ def strategy_options(taken: set[str]) -> dict[str, tuple[type, Any]]:
             kind = _scalar(field.annotation)
             if kind is None or name in taken:
                 continue
-            f = found.setdefault(name, {"kind": kind, "help": field.description or name,
-                                        "defaults": {}, "aliases": set()})  # fmt: skip
+            f = found.setdefault(
+                name,
+                {"kind": kind, "help": field.description or name, "defaults": {}, "aliases": set()},
+            )
             f["defaults"][sname] = field.default
             f["aliases"] |= {old for old, new in params.renamed.items() if new == name}
     out: dict[str, tuple[type, Any]] = {}
     for name, f in found.items():
         values = set(map(_shown, f["defaults"].values()))
-        default = values.pop() if len(values) == 1 else ", ".join(
-            f"{s} {_shown(v)}" for s, v in f["defaults"].items())  # fmt: skip
+        default = (
+            values.pop()
+            if len(values) == 1
+            else ", ".join(f"{s} {_shown(v)}" for s, v in f["defaults"].items())
+        )
         strategies = ", ".join(f["defaults"])
         help_ = f"{f['help']} ({strategies}) [{default}]"
         flag = "--" + name.replace("_", "-")

@@ -28,7 +28,7 @@ def study(
             help="comma-separated strategies to compare at the GA's evaluation "
             "budget, e.g. ga,sinvad,random (one generator: --generators, default vae)"
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     workers: Annotated[
         int, typer.Option(help="cells at a time, each its own process (0: this process)")
     ] = 1,
@@ -43,8 +43,9 @@ def study(
 
     h = resolve_home(home)
     if strategies is not None or (show is not None and _is_strategy_study(home, show)):
-        _strategy_study(h, home, strategies, seeds, generations, seed, dataset, generators, show,
-                        workers)  # fmt: skip
+        _strategy_study(
+            h, home, strategies, seeds, generations, seed, dataset, generators, show, workers
+        )
         return
     if show is None:
 
@@ -91,8 +92,9 @@ def _is_strategy_study(home: Path | None, study_id: str) -> bool:
     return ss.strategy_table(_store(home), study_id)["strategy"].nunique() > 1
 
 
-def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset, generators,
-                    show, workers: int = 1) -> None:  # fmt: skip
+def _strategy_study(
+    h: Path, home, strategies, seeds, generations, seed, dataset, generators, show, workers: int = 1
+) -> None:
     """`study --strategies`: one campaign per strategy at an equal evaluation budget."""
     # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.core.csv_io import to_csv
@@ -105,10 +107,16 @@ def _strategy_study(h: Path, home, strategies, seeds, generations, seed, dataset
             err.print(f"{name}: {status_line(res.summary)} ({res.wall_seconds:.0f}s)", markup=False)
 
         show, _ = run_strategy_study(
-            h, [s.strip() for s in strategies.split(",") if s.strip()], seeds, generations,
-            seed, dataset, (generators or "vae").split(",")[0], on_campaign=done,
+            h,
+            [s.strip() for s in strategies.split(",") if s.strip()],
+            seeds,
+            generations,
+            seed,
+            dataset,
+            (generators or "vae").split(",")[0],
+            on_campaign=done,
             workers=workers,
-        )  # fmt: skip
+        )
     table = ss.strategy_table(_store(home), show)
     console.print(print_table(table, show))
     path = h / "studies" / f"{show}.csv"
@@ -145,23 +153,36 @@ def print_table(df, study: str) -> Table:
     """The strategy study's table for the terminal."""
     budget = df["budget"].dropna()
     t = Table(
-        "strategy", "fitness", "% misclassification (#)", "evaluations",
-        "failures / 1,000 evals", "error rate", "success rate", "label diversity", "MSE",
-        "SSIM", "median top-2 gap (results / test)", "wall s",
+        "strategy",
+        "fitness",
+        "% misclassification (#)",
+        "evaluations",
+        "failures / 1,000 evals",
+        "error rate",
+        "success rate",
+        "label diversity",
+        "MSE",
+        "SSIM",
+        "median top-2 gap (results / test)",
+        "wall s",
         title=f"{study}: {int(df['seeds'].iloc[0])} seeds per strategy, "
         f"{int(budget.iloc[0]) if len(budget) else '?'} evaluations per seed at most",
-    )  # fmt: skip
+    )
     for r in df.itertuples():
         t.add_row(
-            r.strategy, str(r.fitness),
+            r.strategy,
+            str(r.fitness),
             f"{fmt(r.misclassified_pct, '.0f') or 'n/a'} ({r.misclassified})",
-            str(r.evaluations), fmt(r.failures_per_1k, ".2f") or "n/a",
-            fmt(r.error_rate, ".3f") or "n/a", fmt(r.success_rate, ".2f") or "n/a",
-            fmt(r.label_diversity, ".2f") or "n/a", fmt(r.mean_mse, ".4f") or "n/a",
+            str(r.evaluations),
+            fmt(r.failures_per_1k, ".2f") or "n/a",
+            fmt(r.error_rate, ".3f") or "n/a",
+            fmt(r.success_rate, ".2f") or "n/a",
+            fmt(r.label_diversity, ".2f") or "n/a",
+            fmt(r.mean_mse, ".4f") or "n/a",
             fmt(r.mean_ssim, ".3f") or "n/a",
             f"{fmt(r.result_gap_median, '.3f') or 'n/a'} / {fmt(r.test_gap_median, '.3f')}",
             fmt(r.wall_seconds, ".0f") or "",
-        )  # fmt: skip
+        )
     return t
 
 

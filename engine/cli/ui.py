@@ -34,8 +34,17 @@ SETTINGS = {
 
 def command(address: str, port: int) -> list[str]:
     """The streamlit command line."""
-    args = [sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "dashboard" / "app.py"),
-            "--server.address", address, "--server.port", str(port)]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(REPO_ROOT / "dashboard" / "app.py"),
+        "--server.address",
+        address,
+        "--server.port",
+        str(port),
+    ]
     for k, v in SETTINGS.items():
         args += [f"--{k}", v]
     return args

@@ -40,8 +40,10 @@ def yaml_problem(e: BaseException) -> str:
     check ...' (PyYAML's own text spans six lines, with a caret drawing)."""
     mark = getattr(e, "problem_mark", None)
     at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-    return (f"not valid YAML{at}: {getattr(e, 'problem', None) or e}; check the brackets, "
-            "quotes and indentation there")  # fmt: skip
+    return (
+        f"not valid YAML{at}: {getattr(e, 'problem', None) or e}; check the brackets, "
+        "quotes and indentation there"
+    )
 
 
 def refuse_not_file(path: Path, what: str, expected: str) -> None:

@@ -33,8 +33,13 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     if not path.exists() and not path.parent.is_dir():
         # A typo ("/nonexistent/deep") would otherwise become a new, empty home, folders
         # and all, and `campaigns` would say "no campaigns yet" about the wrong place.
-        given = ("--home" if home is not None else f"${ENV_VAR}" if os.environ.get(ENV_VAR)
-                 else f"the default {DEFAULT_HOME}")  # fmt: skip
+        given = (
+            "--home"
+            if home is not None
+            else f"${ENV_VAR}"
+            if os.environ.get(ENV_VAR)
+            else f"the default {DEFAULT_HOME}"
+        )
         raise LatentfuzzError(
             f"data directory {path} (from {given}) does not exist, nor does the folder "
             f"{path.parent} it would go in; check the path, or create {path.parent} first"

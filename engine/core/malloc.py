@@ -36,7 +36,10 @@ def keep_freed_memory() -> bool:
             mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
             _done = all(
                 mallopt(k, v)
-                for k, v in ((M_MMAP_THRESHOLD, MMAP_THRESHOLD),
-                             (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD))
-            )  # fmt: skip
+                for k, v in (
+                    (M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+                    (M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+                    (M_TOP_PAD, TOP_PAD),
+                )
+            )
     return _done

@@ -30,6 +30,7 @@ def read_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
     except yaml.YAMLError as e:
         raise ConfigError(f"{what} {path} is {yaml_problem(e)}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{what} {path} holds a {type(data).__name__}, expected a mapping "
-                          "of settings")  # fmt: skip
+        raise ConfigError(
+            f"{what} {path} holds a {type(data).__name__}, expected a mapping of settings"
+        )
     return data

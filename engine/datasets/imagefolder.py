@@ -54,12 +54,16 @@ class Scan:
 def scan(root: Path, what: str = "image folder") -> Scan:
     """Class folders of `root` and their PNG/JPEG files (sub-folders included), by name."""
     if not root.is_dir():
-        raise DatasetError(f"{what} {root} does not exist or is not a folder; expected a "
-                           "folder with one sub-folder of images per class")  # fmt: skip
+        raise DatasetError(
+            f"{what} {root} does not exist or is not a folder; expected a "
+            "folder with one sub-folder of images per class"
+        )
     entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
     if not entries:
-        raise DatasetError(f"{what} {root} is empty; expected one sub-folder of PNG or JPEG "
-                           "images per class (e.g. cats/1.png, dogs/2.jpg)")  # fmt: skip
+        raise DatasetError(
+            f"{what} {root} is empty; expected one sub-folder of PNG or JPEG "
+            "images per class (e.g. cats/1.png, dogs/2.jpg)"
+        )
     out = Scan([], {})
     for p in entries:
         if not p.is_dir():
@@ -97,7 +101,9 @@ def has_split_folders(root: Path) -> bool:
     if not root.is_dir():
         return False
     return {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")} == {
-        "train", "test"}  # fmt: skip
+        "train",
+        "test",
+    }
 
 
 @dataclass
@@ -113,8 +119,11 @@ class Decoded:
 def cached_files(folder: Path, name: str) -> list[Path]:
     """The decoded-image caches of dataset `name` in `folder` (`NAME-<fingerprint>.npz`;
     not another dataset's whose name starts alike)."""
-    return [p for p in folder.glob(f"{name}-*.npz")
-            if len(rest := p.stem[len(name) + 1 :]) == 16 and set(rest) <= HEX]  # fmt: skip
+    return [
+        p
+        for p in folder.glob(f"{name}-*.npz")
+        if len(rest := p.stem[len(name) + 1 :]) == 16 and set(rest) <= HEX
+    ]
 
 
 def _eight_bit(a: np.ndarray) -> Image.Image | None:
@@ -132,8 +141,13 @@ def decode(path: Path, side: int, channels: int, fit: Fit = "crop") -> Decoded:
             if im.format == "JPEG":
                 im.draft("L" if channels == 1 else "RGB", (side, side))
             if mode == "F":
-                return Decoded(None, size, mode, "32-bit float pixels, whose range is "
-                               "unknown; save the image with 8- or 16-bit pixels")  # fmt: skip
+                return Decoded(
+                    None,
+                    size,
+                    mode,
+                    "32-bit float pixels, whose range is "
+                    "unknown; save the image with 8- or 16-bit pixels",
+                )
             if mode.startswith("I"):  # 16-bit PNG (I;16, or I): convert() clips to 255
                 im = _eight_bit(np.asarray(im))
                 if im is None:
@@ -171,8 +185,11 @@ class Report:
         """The classes that no decodable image trains, in words; None when every class has
         one. Rejected files count in the split, so a class can end with none."""
         train, test = self.counts["train"], self.counts["test"]
-        empty = [f"{n} ({train[i]} train, {test[i]} test)"
-                 for i, n in enumerate(self.class_names) if train[i] == 0]  # fmt: skip
+        empty = [
+            f"{n} ({train[i]} train, {test[i]} test)"
+            for i, n in enumerate(self.class_names)
+            if train[i] == 0
+        ]
         return ", ".join(empty) or None
 
 
@@ -218,8 +235,10 @@ class ImageFolder(Dataset):
                 names_from = str(root / CLASSES_FILE)
             root, test_dir = root / "train", root / "test"
         if test_dir is None and not 0 < holdout < 1:
-            raise DatasetError(f"hold-out fraction {holdout}; expected more than 0 and less "
-                               "than 1, or a test folder (--test-dir)")  # fmt: skip
+            raise DatasetError(
+                f"hold-out fraction {holdout}; expected more than 0 and less "
+                "than 1, or a test folder (--test-dir)"
+            )
         self.name, self.domain = name, domain or name
         self.shape = (channels, size, size)
         self.fit, self.holdout, self.split_seed = fit, holdout, split_seed
@@ -369,7 +388,13 @@ class ImageFolder(Dataset):
                 f"{why}{more}); give class folders of PNG or JPEG images"
             )
         self._report = Report(
-            self.class_names, self.folders, counts, sizes, modes, rejected, self.shape,
+            self.class_names,
+            self.folders,
+            counts,
+            sizes,
+            modes,
+            rejected,
+            self.shape,
             self.split_rule,
-        )  # fmt: skip
+        )
         return out

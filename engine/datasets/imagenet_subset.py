@@ -84,9 +84,13 @@ def declare(name: str, classes: dict[int, str]) -> type[ImageNetSubset]:
     cls = type(
         f"ImageNetSubset_{name}",
         (ImageNetSubset,),
-        {"name": name, "class_ids": ids, "class_names": tuple(classes[i] for i in ids),
-         "__doc__": f"ImageNet classes {', '.join(f'{classes[i]} ({i})' for i in ids)}."},
-    )  # fmt: skip
+        {
+            "name": name,
+            "class_ids": ids,
+            "class_names": tuple(classes[i] for i in ids),
+            "__doc__": f"ImageNet classes {', '.join(f'{classes[i]} ({i})' for i in ids)}.",
+        },
+    )
     return DATASETS.register(name)(cls)
 
 

@@ -44,11 +44,16 @@ class SafeUnpickler(pickle.Unpickler):
     via __reduce__). Plain containers need no global at all; numpy arrays need exactly the
     reconstructors below, so every other global is refused before it is called."""
 
-    ALLOWED = frozenset({
-        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy", "ndarray"), ("numpy", "dtype"),
-        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    })  # fmt: skip
+    ALLOWED = frozenset(
+        {
+            ("numpy.core.multiarray", "_reconstruct"),
+            ("numpy._core.multiarray", "_reconstruct"),
+            ("numpy", "ndarray"),
+            ("numpy", "dtype"),
+            ("numpy.core.multiarray", "scalar"),
+            ("numpy._core.multiarray", "scalar"),
+        }
+    )
 
     def find_class(self, module: str, name: str):
         if (module, name) not in self.ALLOWED:
@@ -95,9 +100,17 @@ class CIFAR10(Dataset):
     name = "cifar10"
     shape = (3, 32, 32)
     class_names = (
-        "airplane", "automobile", "bird", "cat", "deer",
-        "dog", "frog", "horse", "ship", "truck",
-    )  # fmt: skip
+        "airplane",
+        "automobile",
+        "bird",
+        "cat",
+        "deer",
+        "dog",
+        "frog",
+        "horse",
+        "ship",
+        "truck",
+    )
     domain = "real-world object"
     expected_files = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
 

@@ -55,8 +55,9 @@ def readable_formats() -> list[str]:
 
 
 def _spec_error(e: ValidationError, where: str) -> DatasetError:
-    parts = [f"{'.'.join(map(str, x['loc']))}: {x['msg']} (got {x.get('input')!r})"
-             for x in e.errors()]  # fmt: skip
+    parts = [
+        f"{'.'.join(map(str, x['loc']))}: {x['msg']} (got {x.get('input')!r})" for x in e.errors()
+    ]
     return DatasetError(f"{where}: {'; '.join(parts)}")
 
 

@@ -30,8 +30,11 @@ class DeepGenerator(nn.Module):
         ch = widths(width, depth)[::-1]  # top of the stack first
         self.embed = nn.Embedding(num_classes, EMBED)
         self.fc = nn.Linear(latent + EMBED, ch[0] * base**2)
-        layers: list[nn.Module] = [nn.Unflatten(1, (ch[0], base, base)), nn.BatchNorm2d(ch[0]),
-                                   nn.ReLU()]  # fmt: skip
+        layers: list[nn.Module] = [
+            nn.Unflatten(1, (ch[0], base, base)),
+            nn.BatchNorm2d(ch[0]),
+            nn.ReLU(),
+        ]
         for cin, cout in zip(ch, ch[1:], strict=False):
             layers += [nn.ConvTranspose2d(cin, cout, 4, 2, 1), nn.BatchNorm2d(cout), nn.ReLU()]
         layers += [nn.ConvTranspose2d(ch[-1], c, 4, 2, 1), nn.Tanh()]

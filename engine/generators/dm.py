@@ -55,16 +55,22 @@ class DiffusionModel(GuidedGenerator):
         c, h, _ = image_shape
         self.side = sample_side or h
         self.unet = UNet2DModel(
-            sample_size=self.side, in_channels=c, out_channels=c,
-            block_out_channels=tuple(channels), layers_per_block=layers_per_block,
+            sample_size=self.side,
+            in_channels=c,
+            out_channels=c,
+            block_out_channels=tuple(channels),
+            layers_per_block=layers_per_block,
             norm_num_groups=8,
             down_block_types=("DownBlock2D",) * len(channels),
             up_block_types=("UpBlock2D",) * len(channels),
             num_class_embeds=num_classes + 1,  # the last embedding is "no class", for CFG
-        )  # fmt: skip
-        self.scheduler_config = {"num_train_timesteps": train_timesteps,
-                                 "beta_schedule": "squaredcos_cap_v2", "clip_sample": True,
-                                 "prediction_type": "epsilon"}  # fmt: skip
+        )
+        self.scheduler_config = {
+            "num_train_timesteps": train_timesteps,
+            "beta_schedule": "squaredcos_cap_v2",
+            "clip_sample": True,
+            "prediction_type": "epsilon",
+        }
         self.configure(steps=steps, guidance=guidance, seed_guidance=seed_guidance)
 
     @property
@@ -89,8 +95,7 @@ class DiffusionModel(GuidedGenerator):
         self.scheduler.set_timesteps(self.steps)
 
     def options(self) -> dict:
-        return {"steps": self.steps, "guidance": self.guidance,
-                "seed_guidance": self.seed_guidance}  # fmt: skip
+        return {"steps": self.steps, "guidance": self.guidance, "seed_guidance": self.seed_guidance}
 
     def eps(self, x: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Guided noise prediction; conditional and unconditional passes in one batch."""

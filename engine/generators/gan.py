@@ -26,9 +26,12 @@ class GeneratorNet(nn.Module):
             nn.ReLU(),
         )
         self.up = nn.Sequential(
-            nn.ConvTranspose2d(2 * width, width, 4, 2, 1), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.ConvTranspose2d(width, channels, 4, 2, 1), nn.Tanh(),
-        )  # fmt: skip
+            nn.ConvTranspose2d(2 * width, width, 4, 2, 1),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.ConvTranspose2d(width, channels, 4, 2, 1),
+            nn.Tanh(),
+        )
         self.width = width
 
     def forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -59,10 +62,15 @@ class Discriminator(LabelChannelDiscriminator):
     def __init__(self, num_classes: int, channels: int, side: int, width: int) -> None:
         super().__init__(num_classes, side)
         self.net = nn.Sequential(
-            nn.Conv2d(channels + 1, width, 4, 2, 1), nn.LeakyReLU(0.2),
-            nn.Conv2d(width, 2 * width, 4, 2, 1), nn.BatchNorm2d(2 * width), nn.LeakyReLU(0.2),
-            nn.Flatten(), nn.Dropout(0.3), nn.Linear(2 * width * (side // 4) ** 2, 1),
-        )  # fmt: skip
+            nn.Conv2d(channels + 1, width, 4, 2, 1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(width, 2 * width, 4, 2, 1),
+            nn.BatchNorm2d(2 * width),
+            nn.LeakyReLU(0.2),
+            nn.Flatten(),
+            nn.Dropout(0.3),
+            nn.Linear(2 * width * (side // 4) ** 2, 1),
+        )
 
 
 class GAN(Generator):

@@ -47,10 +47,13 @@ class SDOptions(GeneratorOptions):
         None, ge=1.0, le=30.0, description="guidance for the seed images; default: guidance"
     )
     resolution: int | None = Field(
-        None, ge=8, le=4096, multiple_of=8,
+        None,
+        ge=8,
+        le=4096,
+        multiple_of=8,
         description="side of the images the pipeline makes; default: the UNet's sample size "
         "x the VAE's scale factor (512 for SD 1.5)",
-    )  # fmt: skip
+    )
 
 
 def load_pipeline(path: str | Path, text_encoder: bool = False) -> Any:
@@ -137,9 +140,12 @@ class SDPipeline(GuidedGenerator):
                 str(base / lora), return_lora_metadata=True
             )
             self.pipe.load_lora_into_unet(
-                state, network_alphas=alphas, unet=self.pipe.unet, metadata=meta,
+                state,
+                network_alphas=alphas,
+                unet=self.pipe.unet,
+                metadata=meta,
                 _pipeline=self.pipe,
-            )  # fmt: skip
+            )
         # Registered so that .to(device) and .parameters() see them.
         self.unet, self.vae = self.pipe.unet, self.pipe.vae
         stored = load_file(str(base / embeds))
@@ -185,8 +191,12 @@ class SDPipeline(GuidedGenerator):
         self.resolution = opts.resolution or self.native
 
     def options(self) -> dict:
-        return {"steps": self.steps, "guidance": self.guidance,
-                "seed_guidance": self.seed_guidance, "resolution": self.resolution}  # fmt: skip
+        return {
+            "steps": self.steps,
+            "guidance": self.guidance,
+            "seed_guidance": self.seed_guidance,
+            "resolution": self.resolution,
+        }
 
     @property
     def latent_shape(self) -> tuple[int, ...]:

@@ -45,6 +45,7 @@ BUNDLE_VERSION = 1
 FORMAT = "latentfuzz-bundle"
 MANIFEST = "manifest.json"
 
+
 class BundleError(LatentfuzzError):
     """A bundle that cannot be written or imported (one line, with the fix)."""
 
@@ -77,13 +78,17 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
                 src, rel = side, str(PurePosixPath(rel).with_suffix(".frames"))
             files[f"files/{rel}"] = src
         manifest = {
-            "format": FORMAT, "bundle_version": BUNDLE_VERSION,
-            "schema_version": SCHEMA_VERSION, "campaign_id": cid,
+            "format": FORMAT,
+            "bundle_version": BUNDLE_VERSION,
+            "schema_version": SCHEMA_VERSION,
+            "campaign_id": cid,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "latentfuzz": version("latentfuzz"), "config": c["config"],
-            "environment": c["environment"], "rows": tables,
+            "latentfuzz": version("latentfuzz"),
+            "config": c["config"],
+            "environment": c["environment"],
+            "rows": tables,
             "files": {name: sha256(p) for name, p in files.items()},
-        }  # fmt: skip
+        }
         part = Path(tmp) / "bundle.zip"
         # Stored, not deflated: PNG and Parquet are compressed already.
         with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_STORED) as zf:
@@ -129,9 +134,7 @@ def read_manifest(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
     return manifest
 
 
-def _bundle_rows(
-    tmp: Path, manifest: dict[str, Any], path: Path, cid: str
-) -> dict[str, Any]:
+def _bundle_rows(tmp: Path, manifest: dict[str, Any], path: Path, cid: str) -> dict[str, Any]:
     """The bundle's rows, migrated to this schema, under id `cid` (Arrow per table)."""
     version = int(manifest.get("schema_version", 0))
     if version > SCHEMA_VERSION:
@@ -164,17 +167,21 @@ def _refuse_duplicate(home: Path, cid: str, new_id: str | None, taken: bool) -> 
 
 
 def import_bundle(
-    store: Store, home: Path, path: Path, new_id: str | None = None,
+    store: Store,
+    home: Path,
+    path: Path,
+    new_id: str | None = None,
     in_transaction: Callable[[Any, str], None] | None = None,
-) -> str:  # fmt: skip
+) -> str:
     """Import the bundle at `path` into `store` (home `home`); returns the campaign id.
     `in_transaction(con, id)` runs inside the import's transaction (a grid records its
     cell there, so the cell is done exactly when its rows are in)."""
 
     home, path = Path(home), Path(path)
     if path.is_dir():
-        raise BundleError(f"{path} is a folder; give the bundle file (a zip written by "
-                          "`export --bundle`)")  # fmt: skip
+        raise BundleError(
+            f"{path} is a folder; give the bundle file (a zip written by `export --bundle`)"
+        )
     if not path.is_file():
         raise BundleError(f"no bundle file {path}; expected a zip written by `export --bundle`")
     store.require_writable()

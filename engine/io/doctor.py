@@ -43,8 +43,11 @@ def _width(path: Path) -> int | None:
 def _files(store: Store, home: Path, cid: str) -> tuple[list[str], int]:
     """(missing image paths, generation rows whose strip frame is beyond the strip's end)."""
     s = sc.seeds(store, cid)
-    paths = [p for col in ("seed_image", "result_image", "improvements_image")
-             for p in s[col].dropna().tolist()]  # fmt: skip
+    paths = [
+        p
+        for col in ("seed_image", "result_image", "improvements_image")
+        for p in s[col].dropna().tolist()
+    ]
     missing = sorted({p for p in paths if not (home / p).is_file()})
     g = sc.strip_frames(store, cid)
     seed_img = dict(zip(s["seed_idx"], s["seed_image"], strict=True))
@@ -74,9 +77,13 @@ def check(store: Store, home: Path) -> list[Finding]:
             continue  # its files are being written
         missing, dangling = _files(store, home, r.id)
         files = ", ".join(
-            x for x in (f"{len(missing)} missing images" if missing else "",
-                        f"{dangling} strips short of their frames" if dangling else "") if x
-        )  # fmt: skip
+            x
+            for x in (
+                f"{len(missing)} missing images" if missing else "",
+                f"{dangling} strips short of their frames" if dangling else "",
+            )
+            if x
+        )
         if status in liveness.RESUMABLE:
             if status == "crashed":
                 dead = " (its process is gone; marked by --fix)" if r.status == "running" else ""
@@ -86,12 +93,18 @@ def check(store: Store, home: Path) -> list[Finding]:
                 )
             elif files:  # interrupted: no finding of its own, but its files are still checked
                 kind = "missing-images" if missing else "dangling-frames"
-                out.append(Finding(kind, r.id, f"interrupted with {files}; `latentfuzz "
-                                   f"resume {r.id}` rewrites them"))  # fmt: skip
+                out.append(
+                    Finding(
+                        kind,
+                        r.id,
+                        f"interrupted with {files}; `latentfuzz resume {r.id}` rewrites them",
+                    )
+                )
             continue
         if missing:
-            out.append(Finding("missing-images", r.id, f"{len(missing)} missing, e.g. "
-                               f"{missing[0]}"))  # fmt: skip
+            out.append(
+                Finding("missing-images", r.id, f"{len(missing)} missing, e.g. {missing[0]}")
+            )
         if dangling:
             out.append(
                 Finding(

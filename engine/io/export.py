@@ -24,8 +24,11 @@ def pair_stem(
     return f"seed{seed_idx:04d}_expected{expected}_{said}_iter{iterations}"
 
 
-IMAGE_COLUMNS = {"seed": "seed_image", "result": "result_image",
-                 "improvements": "improvements_image"}  # fmt: skip
+IMAGE_COLUMNS = {
+    "seed": "seed_image",
+    "result": "result_image",
+    "improvements": "improvements_image",
+}
 
 
 def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
@@ -72,11 +75,15 @@ def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> in
     seeds = _seeds(store, campaign_id)
     zip_path = Path(zip_path)
     if zip_path.is_dir():
-        raise LatentfuzzError(f"{zip_path} is a folder; give the zip's file path, such as "
-                              f"{zip_path / campaign_id}.zip")  # fmt: skip
+        raise LatentfuzzError(
+            f"{zip_path} is a folder; give the zip's file path, such as "
+            f"{zip_path / campaign_id}.zip"
+        )
     if not zip_path.parent.is_dir():
-        raise LatentfuzzError(f"folder {zip_path.parent} does not exist; create it, or give a "
-                              "zip path in a folder that exists")  # fmt: skip
+        raise LatentfuzzError(
+            f"folder {zip_path.parent} does not exist; create it, or give a "
+            "zip path in a folder that exists"
+        )
     tmp = zip_path.with_name(zip_path.name + ".part")
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:

@@ -82,9 +82,14 @@ class ResultsMapping(BaseModel):
 
     def columns(self) -> dict[str, str]:
         """field -> column named by the mapping (params under `params.<key>`)."""
-        named = {"image": self.image, "expected": self.expected, "predicted": self.predicted,
-                 "iteration": self.iteration, "seed_image": self.seed_image,
-                 "preset": self.preset}  # fmt: skip
+        named = {
+            "image": self.image,
+            "expected": self.expected,
+            "predicted": self.predicted,
+            "iteration": self.iteration,
+            "seed_image": self.seed_image,
+            "preset": self.preset,
+        }
         named |= {f"params.{k}": v for k, v in self.params.items()}
         return {k: v for k, v in named.items() if v is not None}
 
@@ -178,8 +183,10 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
     files = sorted(p for p in folder.glob(m.csv) if p.is_file())
     if not files:
         found = sorted(p.name for p in folder.iterdir())[:10]
-        raise ConfigError(f"no file matching {m.csv!r} in {folder} (found {found}); "
-                          "expected the tool's results CSV there")  # fmt: skip
+        raise ConfigError(
+            f"no file matching {m.csv!r} in {folder} (found {found}); "
+            "expected the tool's results CSV there"
+        )
     images = folder / m.images
     records, ignored = [], []
     for path in files:
@@ -210,11 +217,12 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
                     "iterations": int(float(it)) if it else None,
                     "image": _resolve(images, r[col["image"]], "image file"),
                     "seed_image": _resolve(images, r[col["seed_image"]], "seed image file")
-                    if "seed_image" in col and r[col["seed_image"]].strip() else None,
+                    if "seed_image" in col and r[col["seed_image"]].strip()
+                    else None,
                     "preset": r[col["preset"]].strip() if "preset" in col else None,
                     "params": {k: _value(r[col[f"params.{k}"]]) for k in m.params}
                     | {"file": r[col["image"]].strip(), "csv": path.name},
-                }  # fmt: skip
+                }
             except (ConfigError, ValueError) as e:
                 raise ConfigError(f"{where}: {e}") from e
             records.append(rec)
@@ -242,8 +250,9 @@ def import_results(
     """Import a tool's results folder as a campaign of kind `imported`; returns its id."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise ConfigError(f"{folder} is not a folder; expected the tool's results folder "
-                          "(its CSV and images)")  # fmt: skip
+        raise ConfigError(
+            f"{folder} is not a folder; expected the tool's results folder (its CSV and images)"
+        )
     if not generator_name.strip():
         raise ConfigError("--generator-name is empty; give the generator the tool used")
     ds = get_dataset(dataset)
@@ -290,44 +299,67 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
     n = len(records)
     rel = f"campaigns/{cid}"
     results = [f"{seed_dir(cid, i)}/result.png" for i in range(n)]
-    seeds_ = [None if r["seed_image"] is None else f"{seed_dir(cid, i)}/seed.png"
-              for i, r in enumerate(records)]  # fmt: skip
+    seeds_ = [
+        None if r["seed_image"] is None else f"{seed_dir(cid, i)}/seed.png"
+        for i, r in enumerate(records)
+    ]
     expected = np.array([r["expected"] for r in records], dtype=np.int32)
     predicted = np.array([r["predicted"] for r in records], dtype=np.int32)
     failed = expected != predicted
     cfg: dict[str, Any] = {
-        "kind": "imported", "format": fmt, "source": str(folder.resolve()),
-        "dataset": ds.name, "generator": generator, "mapping": m.model_dump(),
-    }  # fmt: skip
+        "kind": "imported",
+        "format": fmt,
+        "source": str(folder.resolve()),
+        "dataset": ds.name,
+        "generator": generator,
+        "mapping": m.model_dump(),
+    }
     if m.constants.generations:
         cfg["strategy_params"] = {"generations": m.constants.generations}
 
-    env = {"imported_from": str(folder.resolve()), "latentfuzz": version("latentfuzz"),
-           "files": {f.name: sha256(f) for f in files}}  # fmt: skip
+    env = {
+        "imported_from": str(folder.resolve()),
+        "latentfuzz": version("latentfuzz"),
+        "files": {f.name: sha256(f) for f in files},
+    }
     t = now()
-    campaign = pa.table({
-        "id": [cid], "name": [name or f"{generator} (imported)"], "status": ["finished"],
-        "created_at": [t], "finished_at": [t], "dataset": [ds.name], "generator": [generator],
-        "classifier": [m.constants.classifier], "strategy": [m.constants.strategy],
-        "preset": pa.array([_campaign_preset(records, preset, m)], pa.string()),
-        "n_seeds": [n], "random_seed": [0], "config": [json.dumps(cfg)],
-        "environment": [json.dumps(env)], "dir": [rel], "kind": ["imported"],
-    })  # fmt: skip
-    seeds = pa.table({
-        "seed_idx": pa.array(np.arange(n, dtype=np.int32)),
-        "seed_label": pa.array(expected),
-        # The tool searched from these seeds, so they were viable: it predicted the label.
-        "seed_pred": pa.array(expected),
-        "seed_margin": pa.array(np.full(n, np.nan)),  # not recorded by the tool
-        "viable": pa.array(np.ones(n, dtype=bool)),
-        "status": pa.array(np.where(failed, "misclassified", "survived").tolist()),
-        "misclassified": pa.array(failed),
-        "iterations": pa.array([r["iterations"] for r in records], pa.int32()),
-        "final_pred": pa.array(predicted),
-        "seed_image": pa.array(seeds_, pa.string()),
-        "result_image": pa.array(results),
-        "params": pa.array([json.dumps(r["params"], default=str) for r in records]),
-    })  # fmt: skip
+    campaign = pa.table(
+        {
+            "id": [cid],
+            "name": [name or f"{generator} (imported)"],
+            "status": ["finished"],
+            "created_at": [t],
+            "finished_at": [t],
+            "dataset": [ds.name],
+            "generator": [generator],
+            "classifier": [m.constants.classifier],
+            "strategy": [m.constants.strategy],
+            "preset": pa.array([_campaign_preset(records, preset, m)], pa.string()),
+            "n_seeds": [n],
+            "random_seed": [0],
+            "config": [json.dumps(cfg)],
+            "environment": [json.dumps(env)],
+            "dir": [rel],
+            "kind": ["imported"],
+        }
+    )
+    seeds = pa.table(
+        {
+            "seed_idx": pa.array(np.arange(n, dtype=np.int32)),
+            "seed_label": pa.array(expected),
+            # The tool searched from these seeds, so they were viable: it predicted the label.
+            "seed_pred": pa.array(expected),
+            "seed_margin": pa.array(np.full(n, np.nan)),  # not recorded by the tool
+            "viable": pa.array(np.ones(n, dtype=bool)),
+            "status": pa.array(np.where(failed, "misclassified", "survived").tolist()),
+            "misclassified": pa.array(failed),
+            "iterations": pa.array([r["iterations"] for r in records], pa.int32()),
+            "final_pred": pa.array(predicted),
+            "seed_image": pa.array(seeds_, pa.string()),
+            "result_image": pa.array(results),
+            "params": pa.array([json.dumps(r["params"], default=str) for r in records]),
+        }
+    )
     image_rows = pd.DataFrame(
         [(i, "result", p) for i, p in enumerate(results)]
         + [(i, "seed", p) for i, p in enumerate(seeds_) if p is not None],

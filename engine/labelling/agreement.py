@@ -77,8 +77,11 @@ def verdicts(
     answers = (
         judgements.groupby("item_id")["answer"].apply(list).to_dict() if len(judgements) else {}
     )
-    settled = dict(zip(adjudications["item_id"], adjudications["answer"], strict=True)) \
-        if len(adjudications) else {}  # fmt: skip
+    settled = (
+        dict(zip(adjudications["item_id"], adjudications["answer"], strict=True))
+        if len(adjudications)
+        else {}
+    )
     out = []
     for it in items.itertuples():
         a = answers.get(it.item_id, [])
@@ -93,10 +96,17 @@ def verdicts(
             s = int(settled[it.item_id])
             valid = s != INVALID and s != UNSURE
             pres = None if pd.isna(it.expected) else s == int(it.expected)
-        out.append({
-            "item_id": it.item_id, "answers": a, "n_answers": len(a), "complete": complete,
-            "validity": valid, "preservation": pres, "adjudicated": adjudicated,
-        })  # fmt: skip
+        out.append(
+            {
+                "item_id": it.item_id,
+                "answers": a,
+                "n_answers": len(a),
+                "complete": complete,
+                "validity": valid,
+                "preservation": pres,
+                "adjudicated": adjudicated,
+            }
+        )
     return items.merge(pd.DataFrame(out), on="item_id")
 
 

@@ -32,8 +32,19 @@ from engine.labelling.validity import answer_text
 from store import Store
 from store import labels as label_store
 
-ITEM_COLUMNS = ["kind", "campaign_id", "seed_idx", "generator", "preset", "image", "expected",
-                "predicted", "iterations", "external_id", "predicted_b"]  # fmt: skip
+ITEM_COLUMNS = [
+    "kind",
+    "campaign_id",
+    "seed_idx",
+    "generator",
+    "preset",
+    "image",
+    "expected",
+    "predicted",
+    "iterations",
+    "external_id",
+    "predicted_b",
+]
 STUDY_COLUMNS = ["study_rule", "study_k", "study_seed", "study_resamples"]
 MAX_RESAMPLES = 100_000  # a bootstrap of more takes minutes at every report
 _BIG = 2**31  # the store's INTEGER columns
@@ -45,19 +56,27 @@ def _study_columns(s: dict) -> dict:
     """The study's own settings, on every row of an export."""
     # A study given no name is named by its id, which means nothing once imported.
     name = s["name"] if s["name"] != s["id"] else None
-    return {"study_name": name, "study_dataset": s["dataset"], "study_rule": s["rule"],
-            "study_k": int(s["k"]),
-            "study_seed": int(s["seed"]), "study_resamples": int(s["resamples"])}  # fmt: skip
+    return {
+        "study_name": name,
+        "study_dataset": s["dataset"],
+        "study_rule": s["rule"],
+        "study_k": int(s["k"]),
+        "study_seed": int(s["seed"]),
+        "study_resamples": int(s["resamples"]),
+    }
 
 
 def _adjudications(store: Store, study_id: str, ds: Dataset) -> pd.DataFrame:
     a = label_store.adjudications(store, study_id)
-    return pd.DataFrame({
-        "item_id": a["item_id"],
-        "adjudication": [answer_text(int(x), ds.class_names, ds.domain) for x in a["answer"]],
-        "adjudicated_by": a["reviewer"], "adjudication_note": a["note"],
-        "adjudicated_at": a["decided_at"],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "item_id": a["item_id"],
+            "adjudication": [answer_text(int(x), ds.class_names, ds.domain) for x in a["answer"]],
+            "adjudicated_by": a["reviewer"],
+            "adjudication_note": a["note"],
+            "adjudicated_at": a["decided_at"],
+        }
+    )
 
 
 def raw_export(store: Store, study_id: str) -> pd.DataFrame:
@@ -84,8 +103,8 @@ def wide_export(store: Store, study_id: str) -> pd.DataFrame:
             None if a is None else answer_text(int(a), ds.class_names, ds.domain) for a in col
         ]
         wide[f"labeller {i + 1}"] = [
-            (who.get(item, [])[i:i + 1] or [None])[0] for item in v["item_id"]
-        ]  # fmt: skip
+            (who.get(item, [])[i : i + 1] or [None])[0] for item in v["item_id"]
+        ]
     wide = wide.merge(_adjudications(store, study_id, ds), on="item_id", how="left")
     return wide.assign(**_study_columns(s))
 
@@ -125,8 +144,10 @@ def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
     df = df.map(restore_cell)
     made_for = df["study_dataset"].iloc[0].strip() if "study_dataset" in df.columns else ""
     if made_for and made_for != ds.name:  # its classes were read as another dataset's
-        raise ConfigError(f"the study was made for dataset {made_for}, not {ds.name}; "
-                          f"import it with --dataset {made_for}")  # fmt: skip
+        raise ConfigError(
+            f"the study was made for dataset {made_for}, not {ds.name}; "
+            f"import it with --dataset {made_for}"
+        )
     line = {i: n + 1 for n, i in enumerate(df.index)}  # data row numbers, for errors
     try:
         old_ids = [_whole(df.at[i, "item_id"], "item_id", True) for i in df.index]
@@ -136,8 +157,10 @@ def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
     firsts = df.drop_duplicates("_item").sort_values("_item", kind="stable")
     if shape == "wide" and len(firsts) != len(df):
         dup = df.index[df["_item"].duplicated()][0]
-        raise ConfigError(f"data row {line[dup]}: item_id {df.at[dup, 'item_id']} appears twice; "
-                          "a wide export has one row per image")  # fmt: skip
+        raise ConfigError(
+            f"data row {line[dup]}: item_id {df.at[dup, 'item_id']} appears twice; "
+            "a wide export has one row per image"
+        )
     new_id = {old: new for new, old in enumerate(firsts["_item"])}
     items = []
     for i, r in firsts.iterrows():
@@ -154,12 +177,15 @@ def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
         if not (text := r.get("adjudication", "").strip()):
             continue
         try:
-            adjudicated.append({
-                "item_id": new_id[r["_item"]], "answer": parse(text),
-                "reviewer": r.get("adjudicated_by", "").strip() or "imported",
-                "note": r.get("adjudication_note", ""),
-                "decided_at": _time(r.get("adjudicated_at", "")) or datetime.now(),
-            })  # fmt: skip
+            adjudicated.append(
+                {
+                    "item_id": new_id[r["_item"]],
+                    "answer": parse(text),
+                    "reviewer": r.get("adjudicated_by", "").strip() or "imported",
+                    "note": r.get("adjudication_note", ""),
+                    "decided_at": _time(r.get("adjudicated_at", "")) or datetime.now(),
+                }
+            )
         except ConfigError as e:
             raise ConfigError(f"data row {line[i]}, adjudication: {e}") from None
     j = pd.DataFrame(judged, columns=label_store.JUDGEMENT_COLUMNS[1:])
@@ -167,8 +193,7 @@ def read(df: pd.DataFrame, shape: str, ds: Dataset, parse) -> Exchange:
     settings, assumed = _settings(df, int(per_item.max()) if len(per_item) else 1, shape)
     if shape == "wide" and not any(c.startswith("labeller ") for c in df.columns):
         assumed = ", ".join(filter(None, [assumed, "labellers named by answer column"]))
-    adj = pd.DataFrame(adjudicated, columns=["item_id", "reviewer", "answer", "note",
-                                             "decided_at"])  # fmt: skip
+    adj = pd.DataFrame(adjudicated, columns=["item_id", "reviewer", "answer", "note", "decided_at"])
     verdict_rows = firsts.reindex(columns=["item_id", "validity", "preservation"])
     name = (df["study_name"].iloc[0].strip() or None) if "study_name" in df.columns else None
     return Exchange(items_df, j, adj, *settings, verdict_rows, assumed, name)
@@ -227,13 +252,18 @@ def _raw_answers(df, new_id, ds, line) -> tuple[list[dict], list[dict]]:
             raise ConfigError(f"data row {line[i]}: {who!r} answers item_id {r['item_id']} twice")
         seen.add((item, who))
         try:
-            judged.append({
-                "item_id": item, "labeller": who, "answer": a, "raw": r.get("raw") or None,
-                "position": _whole(r.get("position", ""), "position"),
-                "shown_at": _time(r.get("shown_at", "")),
-                "answered_at": _time(r.get("answered_at", "")) or datetime.now(),
-                "seconds": _number(r.get("seconds", "")),
-            })  # fmt: skip
+            judged.append(
+                {
+                    "item_id": item,
+                    "labeller": who,
+                    "answer": a,
+                    "raw": r.get("raw") or None,
+                    "position": _whole(r.get("position", ""), "position"),
+                    "shown_at": _time(r.get("shown_at", "")),
+                    "answered_at": _time(r.get("answered_at", "")) or datetime.now(),
+                    "seconds": _number(r.get("seconds", "")),
+                }
+            )
         except ConfigError as e:
             raise ConfigError(f"data row {line[i]}: {e}") from None
     return judged, []
@@ -257,13 +287,23 @@ def _wide_answers(df, new_id, ds, parse, line) -> tuple[list[dict], list[dict]]:
             sequence[who] = sequence.get(who, 0) + 1
             # The file keeps no times; one microsecond apart keeps each image's answers in
             # their columns' order, which pairwise agreement (Cohen's kappa) depends on.
-            judged.append({"item_id": new_id[r["_item"]], "labeller": who, "answer": a,
-                           "raw": None, "position": sequence[who], "shown_at": None,
-                           "answered_at": now + timedelta(microseconds=len(names)),
-                           "seconds": None})  # fmt: skip
+            judged.append(
+                {
+                    "item_id": new_id[r["_item"]],
+                    "labeller": who,
+                    "answer": a,
+                    "raw": None,
+                    "position": sequence[who],
+                    "shown_at": None,
+                    "answered_at": now + timedelta(microseconds=len(names)),
+                    "seconds": None,
+                }
+            )
         if len(names) != len(set(names)):
-            raise ConfigError(f"data row {line[i]}: one labeller answers item_id "
-                              f"{r['item_id']} twice ({', '.join(names)})")  # fmt: skip
+            raise ConfigError(
+                f"data row {line[i]}: one labeller answers item_id "
+                f"{r['item_id']} twice ({', '.join(names)})"
+            )
     return judged, []
 
 
@@ -288,11 +328,15 @@ def _settings(df: pd.DataFrame, most: int, shape: str) -> tuple[tuple, str]:
     assumed = ", ".join(f"{c} {v}" for c, v in values.items() if f"study_{c}" not in given)
     k, seed, resamples = values["k"], values["seed"], values["resamples"]
     if not 1 <= k <= 20 or (rule == "majority" and k < 3):
-        raise ConfigError(f"study_k {k} with rule {rule}; expected 1 to 20 answers per image, "
-                          "at least 3 for majority")  # fmt: skip
+        raise ConfigError(
+            f"study_k {k} with rule {rule}; expected 1 to 20 answers per image, "
+            "at least 3 for majority"
+        )
     if seed < 0 or not 100 <= resamples <= MAX_RESAMPLES:
-        raise ConfigError(f"study_seed {seed}, study_resamples {resamples}; expected a seed >= 0 "
-                          f"and 100 to {MAX_RESAMPLES:,} resamples")  # fmt: skip
+        raise ConfigError(
+            f"study_seed {seed}, study_resamples {resamples}; expected a seed >= 0 "
+            f"and 100 to {MAX_RESAMPLES:,} resamples"
+        )
     return tuple(values.values()), assumed
 
 

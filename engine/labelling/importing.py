@@ -48,24 +48,43 @@ class ImportMapping(BaseModel, frozen=True):
     validity: str | None = "Validity?"
     preservation: str | None = "Label Preservation?"
     # Matched case-insensitively after trimming; any text starting "not a" also counts.
-    invalid_texts: list[str] = Field(default_factory=lambda: [
-        "not a digit", "not a real-world object", "not a valid image", "invalid", "none",
-        "no digit", "not valid", "garbage", "noise",
-    ])  # fmt: skip
-    unsure_texts: list[str] = Field(default_factory=lambda: [
-        "unsure", "don't know", "dont know", "not sure", "?"])  # fmt: skip
+    invalid_texts: list[str] = Field(
+        default_factory=lambda: [
+            "not a digit",
+            "not a real-world object",
+            "not a valid image",
+            "invalid",
+            "none",
+            "no digit",
+            "not valid",
+            "garbage",
+            "noise",
+        ]
+    )
+    unsure_texts: list[str] = Field(
+        default_factory=lambda: ["unsure", "don't know", "dont know", "not sure", "?"]
+    )
     # Valid, but none of the dataset's classes; any text starting "a different" also counts.
-    other_texts: list[str] = Field(default_factory=lambda: [
-        "a different real-world object", "a different real world object", "other class",
-        "another class", "a different object", "different class"])  # fmt: skip
+    other_texts: list[str] = Field(
+        default_factory=lambda: [
+            "a different real-world object",
+            "a different real world object",
+            "other class",
+            "another class",
+            "a different object",
+            "different class",
+        ]
+    )
 
     @classmethod
     def from_yaml(cls, path: Path) -> ImportMapping:
         data = read_mapping(path, "mapping file")
         if unknown := sorted(set(data) - set(cls.model_fields)):
             # A misspelt key was ignored, and the import went on with the default column.
-            raise ConfigError(f"mapping file {path} has unknown keys {unknown}; its keys are "
-                              f"{', '.join(cls.model_fields)}")  # fmt: skip
+            raise ConfigError(
+                f"mapping file {path} has unknown keys {unknown}; its keys are "
+                f"{', '.join(cls.model_fields)}"
+            )
         return cls.model_validate(data)
 
 
@@ -130,8 +149,13 @@ def parse_verdict(text: object) -> bool | None:
     if text is None or (isinstance(text, float) and np.isnan(text)):
         return None
     t = str(text).strip().lower()
-    return True if t in {"yes", "y", "true", "1", "1.0"} else False if t in {
-        "no", "n", "false", "0", "0.0"} else None  # fmt: skip
+    return (
+        True
+        if t in {"yes", "y", "true", "1", "1.0"}
+        else False
+        if t in {"no", "n", "false", "0", "0.0"}
+        else None
+    )
 
 
 def import_csv(
@@ -199,8 +223,10 @@ def import_csv(
     for item_id, (line, r) in enumerate(df.iterrows()):
         if (was := first_row.setdefault(r[m.id].strip(), line + 1)) != line + 1:
             # Two rows of one image: each would count as its own image in every figure.
-            raise ConfigError(f"{path}, data rows {was} and {line + 1} have the same {m.id} "
-                              f"{r[m.id].strip()!r}; give each image one row")  # fmt: skip
+            raise ConfigError(
+                f"{path}, data rows {was} and {line + 1} have the same {m.id} "
+                f"{r[m.id].strip()!r}; give each image one row"
+            )
         try:
             expected = label(m.expected, r)
             if expected is None or expected < 0:
@@ -209,35 +235,56 @@ def import_csv(
                     f"({', '.join(ds.class_names)}); pick the --dataset the images were "
                     "generated for"
                 )
-            items.append({
-                "item_id": item_id, "kind": "imported", "generator": r[m.generator].strip(),
-                "preset": r[m.perturbation].strip(), "image": r[m.image].strip(),
-                # A prediction outside a subset's classes has no index here.
-                "expected": expected, "predicted": _class_or_none(label(m.predicted, r)),
-                "iterations": number(m.iteration, r), "external_id": r[m.id].strip(),
-            })  # fmt: skip
+            items.append(
+                {
+                    "item_id": item_id,
+                    "kind": "imported",
+                    "generator": r[m.generator].strip(),
+                    "preset": r[m.perturbation].strip(),
+                    "image": r[m.image].strip(),
+                    # A prediction outside a subset's classes has no index here.
+                    "expected": expected,
+                    "predicted": _class_or_none(label(m.predicted, r)),
+                    "iterations": number(m.iteration, r),
+                    "external_id": r[m.id].strip(),
+                }
+            )
             for pos, col in enumerate(m.assessors):
                 a = parse_answer(r[col], ds, m)
                 if a is None:
                     empty += 1
                     continue
-                judged.append({"item_id": item_id, "labeller": col, "answer": a,
-                               "raw": str(r[col]).strip(), "position": pos + 1,
-                               "answered_at": now})  # fmt: skip
+                judged.append(
+                    {
+                        "item_id": item_id,
+                        "labeller": col,
+                        "answer": a,
+                        "raw": str(r[col]).strip(),
+                        "position": pos + 1,
+                        "answered_at": now,
+                    }
+                )
         except (ConfigError, ValueError) as e:
             raise ConfigError(f"{path}, data row {line + 1} (ID {r[m.id]!r}): {e}") from e
     items_df = pd.DataFrame(items)
-    j = pd.DataFrame(judged, columns=["item_id", "labeller", "answer", "raw", "position",
-                                      "answered_at"])  # fmt: skip
+    j = pd.DataFrame(
+        judged, columns=["item_id", "labeller", "answer", "raw", "position", "answered_at"]
+    )
     k = len(m.assessors)
     v = agreement.verdicts(items_df, j, pd.DataFrame(), k, "icst")
     disagreements = cross_check(df, v, m)
     sid = new_study_id()
     study = {
-        "id": sid, "name": name or file_name, "dataset": ds.name, "source": "import",
-        "k": k, "rule": "icst", "seed": seed, "resamples": 1000,
+        "id": sid,
+        "name": name or file_name,
+        "dataset": ds.name,
+        "source": "import",
+        "k": k,
+        "rule": "icst",
+        "seed": seed,
+        "resamples": 1000,
         "config": {"file": str(path), "mapping": m.model_dump(), "import_key": key},
-    }  # fmt: skip
+    }
     label_store.create_validity_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
 
@@ -247,9 +294,15 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
     study's own seed and resamples, so that its intervals come out the same."""
     df = df[df.ne("").any(axis=1)]
     if df.empty:
-        raise ConfigError(f"{path} has a header but no rows" + (
-            ": a raw export of a study nobody has answered yet; export the study with --wide "
-            "(one row per image) to move its images" if shape == "raw" else ""))  # fmt: skip
+        raise ConfigError(
+            f"{path} has a header but no rows"
+            + (
+                ": a raw export of a study nobody has answered yet; export the study with --wide "
+                "(one row per image) to move its images"
+                if shape == "raw"
+                else ""
+            )
+        )
     m = ImportMapping()
 
     def parse(text: str) -> int:
@@ -272,13 +325,27 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
     disagreements = cross_check(x.verdict_rows, v, own)
     sid = new_study_id()
     study = {
-        "id": sid, "name": name or x.name or file_name, "dataset": ds.name,
-        "source": "import", "k": x.k, "rule": x.rule, "seed": x.seed, "resamples": x.resamples,
+        "id": sid,
+        "name": name or x.name or file_name,
+        "dataset": ds.name,
+        "source": "import",
+        "k": x.k,
+        "rule": x.rule,
+        "seed": x.seed,
+        "resamples": x.resamples,
         "config": {"file": str(path), "format": f"latentfuzz {shape}", "import_key": key},
-    }  # fmt: skip
+    }
     label_store.create_validity_study(store, study, x.items, x.judgements, x.adjudications)
-    return ImportResult(sid, len(x.items), len(x.judgements), 0, disagreements, shape,
-                        x.assumed, len(x.adjudications))  # fmt: skip
+    return ImportResult(
+        sid,
+        len(x.items),
+        len(x.judgements),
+        0,
+        disagreements,
+        shape,
+        x.assumed,
+        len(x.adjudications),
+    )
 
 
 def import_key(path: Path, dataset: str, m: ImportMapping, encoding: str | None = None) -> str:
@@ -303,6 +370,12 @@ def cross_check(df: pd.DataFrame, v: pd.DataFrame, m: ImportMapping) -> pd.DataF
             if not ours.complete:
                 mine = None
             if theirs != mine:
-                out.append({"ID": r[m.id], "column": col, "file": r[col], "latentfuzz":
-                            {True: "yes", False: "no", None: "undecided"}[mine]})  # fmt: skip
+                out.append(
+                    {
+                        "ID": r[m.id],
+                        "column": col,
+                        "file": r[col],
+                        "latentfuzz": {True: "yes", False: "no", None: "undecided"}[mine],
+                    }
+                )
     return pd.DataFrame(out, columns=["ID", "column", "file", "latentfuzz"])

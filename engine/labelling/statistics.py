@@ -50,20 +50,29 @@ def group_table(v: pd.DataFrame, by: list[str], seed: int, resamples: int) -> pd
         vci = agreement.bootstrap_ci(valid, _share, resamples, seed)
         pci = agreement.bootstrap_ci(np.stack([valid, pres], 1), _ratio, resamples, seed)
         n, nv, npres = len(g), int(valid.sum()), int(pres.sum())
-        rows.append({
-            **dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
-            "n": n, "valid": nv, "valid_pct": 100 * nv / n,
-            "valid_ci_low": 100 * vci.low, "valid_ci_high": 100 * vci.high,
-            "valid_ci": vci.describe(),
-            "undecided_validity": int(g["validity"].isna().sum()),
-            # Valid images whose label preservation the answers did not settle: in neither
-            # preserved nor not, so "0 preserved of 6 valid" can mean 3 undecided.
-            "undecided_preservation": int((valid.astype(bool) & g["preservation"].isna()
-                                           .to_numpy()).sum()),
-            "preserved": npres, "preserved_pct": 100 * npres / nv if nv else float("nan"),
-            "preserved_ci_low": 100 * pci.low, "preserved_ci_high": 100 * pci.high,
-            "preserved_ci": pci.describe(), "preserved_ci_resamples": pci.defined,
-        })  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
+                "n": n,
+                "valid": nv,
+                "valid_pct": 100 * nv / n,
+                "valid_ci_low": 100 * vci.low,
+                "valid_ci_high": 100 * vci.high,
+                "valid_ci": vci.describe(),
+                "undecided_validity": int(g["validity"].isna().sum()),
+                # Valid images whose label preservation the answers did not settle: in neither
+                # preserved nor not, so "0 preserved of 6 valid" can mean 3 undecided.
+                "undecided_preservation": int(
+                    (valid.astype(bool) & g["preservation"].isna().to_numpy()).sum()
+                ),
+                "preserved": npres,
+                "preserved_pct": 100 * npres / nv if nv else float("nan"),
+                "preserved_ci_low": 100 * pci.low,
+                "preserved_ci_high": 100 * pci.high,
+                "preserved_ci": pci.describe(),
+                "preserved_ci_resamples": pci.defined,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -95,18 +104,24 @@ def agreement_table(judgements: pd.DataFrame, items: pd.DataFrame) -> dict[str, 
 def labeller_table(judgements: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     """Per labeller: answers, accuracy on gold items and median seconds per answer."""
     if judgements.empty:
-        return pd.DataFrame(columns=["labeller", "answers", "gold", "gold_accuracy_pct",
-                                     "median_seconds"])  # fmt: skip
+        return pd.DataFrame(
+            columns=["labeller", "answers", "gold", "gold_accuracy_pct", "median_seconds"]
+        )
     j = judgements.merge(items[["item_id", "kind", "expected"]], on="item_id")
     rows = []
     for name, g in j.groupby("labeller"):
         gold = g[g["kind"] == "gold"]
-        rows.append({
-            "labeller": name, "answers": len(g), "gold": len(gold),
-            "gold_accuracy_pct": 100 * (gold["answer"] == gold["expected"]).mean()
-            if len(gold) else float("nan"),
-            "median_seconds": g["seconds"].median(),
-        })  # fmt: skip
+        rows.append(
+            {
+                "labeller": name,
+                "answers": len(g),
+                "gold": len(gold),
+                "gold_accuracy_pct": 100 * (gold["answer"] == gold["expected"]).mean()
+                if len(gold)
+                else float("nan"),
+                "median_seconds": g["seconds"].median(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -133,8 +148,15 @@ def model_agreement(v: pd.DataFrame, rule: str) -> pd.DataFrame:
     """Which classifier people agree with on triggering inputs, per campaign: of the
     complete items judged valid, how many the labellers give A's label, B's label, or
     another (each under the study's rule, as preservation; undecided ones apart)."""
-    cols = ["campaign_id", "labelled", "valid", "humans_agree_a", "humans_agree_b",
-            "humans_agree_neither", "undecided"]  # fmt: skip
+    cols = [
+        "campaign_id",
+        "labelled",
+        "valid",
+        "humans_agree_a",
+        "humans_agree_b",
+        "humans_agree_neither",
+        "undecided",
+    ]
     t = v[(v["kind"] == "triggering") & v["complete"]] if "kind" in v else v.iloc[:0]
     if t.empty:
         return pd.DataFrame(columns=cols)
@@ -153,9 +175,17 @@ def model_agreement(v: pd.DataFrame, rule: str) -> pd.DataFrame:
                 neither += 1
             else:
                 undecided_ += 1
-        rows.append({"campaign_id": cid, "labelled": len(g), "valid": len(valid),
-                     "humans_agree_a": side_a, "humans_agree_b": side_b,
-                     "humans_agree_neither": neither, "undecided": undecided_})  # fmt: skip
+        rows.append(
+            {
+                "campaign_id": cid,
+                "labelled": len(g),
+                "valid": len(valid),
+                "humans_agree_a": side_a,
+                "humans_agree_b": side_b,
+                "humans_agree_neither": neither,
+                "undecided": undecided_,
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -179,9 +209,14 @@ def campaign_validity(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     rows = []
     for cid, g in v.groupby("campaign_id"):
         valid, pres = int(_yes(g["validity"]).sum()), int(_yes(g["preservation"]).sum())
-        rows.append({
-            "campaign": cid, "labelled": len(g), "valid": valid,
-            "valid_pct": 100 * valid / len(g), "preserved": pres,
-            "preserved_pct": 100 * pres / valid if valid else float("nan"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "campaign": cid,
+                "labelled": len(g),
+                "valid": valid,
+                "valid_pct": 100 * valid / len(g),
+                "preserved": pres,
+                "preserved_pct": 100 * pres / valid if valid else float("nan"),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)

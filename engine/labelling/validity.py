@@ -39,9 +39,10 @@ class StudyConfig(BaseModel, frozen=True):
     sample: int | None = Field(None, ge=1, description="result images drawn; None: all")
     seed_images: bool = False
     triggering: bool = Field(
-        False, description="label the campaigns' archived triggering inputs (differential "
+        False,
+        description="label the campaigns' archived triggering inputs (differential "
         "campaigns: images two classifiers label differently) instead of failing seeds",
-    )  # fmt: skip
+    )
     gold_rate: float = Field(0.1, ge=0, lt=1, description="share of gold items in the study")
     # At most what a browser's number field holds (2^53 - 1): the page and the CLI then
     # accept the same seeds; the store's BIGINT refused larger ones with a traceback.
@@ -79,8 +80,15 @@ def failing_seeds(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     meta = c[["id", "generator", "preset", "dataset"]].rename(columns={"id": "campaign_id"})
     out = s.merge(meta, on="campaign_id", how="left")
     # The per-seed columns first, as the one-campaign-at-a-time version returned them.
-    return out[[*[x for x in s.columns if x != "campaign_id"], "campaign_id", "generator",
-                "preset", "dataset"]]  # fmt: skip
+    return out[
+        [
+            *[x for x in s.columns if x != "campaign_id"],
+            "campaign_id",
+            "generator",
+            "preset",
+            "dataset",
+        ]
+    ]
 
 
 def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
@@ -95,12 +103,22 @@ def triggering_inputs(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
 
 
 def _triggering_rows(pool: pd.DataFrame) -> list[dict]:
-    return [{
-        "kind": "triggering", "campaign_id": r.campaign_id, "seed_idx": r.seed_idx,
-        "generator": r.generator, "preset": r.preset, "image": r.image, "expected": r.label,
-        "predicted": r.pred, "predicted_b": int(r.pred_b), "iterations": r.generation,
-        "external_id": f"archive:{r.entry}",
-    } for r in pool.itertuples()]  # fmt: skip
+    return [
+        {
+            "kind": "triggering",
+            "campaign_id": r.campaign_id,
+            "seed_idx": r.seed_idx,
+            "generator": r.generator,
+            "preset": r.preset,
+            "image": r.image,
+            "expected": r.label,
+            "predicted": r.pred,
+            "predicted_b": int(r.pred_b),
+            "iterations": r.generation,
+            "external_id": f"archive:{r.entry}",
+        }
+        for r in pool.itertuples()
+    ]
 
 
 def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
@@ -147,13 +165,19 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
     rows = _triggering_rows(pool) if cfg.triggering else []
     for kind in () if cfg.triggering else ("result", "seed") if cfg.seed_images else ("result",):
         for r in pool.itertuples():
-            rows.append({
-                "kind": kind, "campaign_id": r.campaign_id, "seed_idx": r.seed_idx,
-                "generator": r.generator, "preset": r.preset,
-                "image": r.result_image if kind == "result" else r.seed_image,
-                "expected": r.seed_label, "predicted": r.final_pred if kind == "result"
-                else r.seed_pred, "iterations": r.iterations if kind == "result" else 0,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "kind": kind,
+                    "campaign_id": r.campaign_id,
+                    "seed_idx": r.seed_idx,
+                    "generator": r.generator,
+                    "preset": r.preset,
+                    "image": r.result_image if kind == "result" else r.seed_image,
+                    "expected": r.seed_label,
+                    "predicted": r.final_pred if kind == "result" else r.seed_pred,
+                    "iterations": r.iterations if kind == "result" else 0,
+                }
+            )
     sid = new_study_id()
     n_gold = round(len(rows) * cfg.gold_rate / (1 - cfg.gold_rate))
     if n_gold:
@@ -165,14 +189,26 @@ def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
         for idx, img in zip(picks, images, strict=True):
             rel = f"studies/{sid}/gold-{int(idx):05d}.png"
             to_pil(img).save(home / rel)
-            rows.append({"kind": "gold", "image": rel, "expected": int(test.labels[idx]),
-                         "external_id": f"test:{int(idx)}"})  # fmt: skip
+            rows.append(
+                {
+                    "kind": "gold",
+                    "image": rel,
+                    "expected": int(test.labels[idx]),
+                    "external_id": f"test:{int(idx)}",
+                }
+            )
     items = pd.DataFrame(rows).assign(item_id=lambda d: np.arange(len(d)))
     study = {
-        "id": sid, "name": cfg.name or sid, "dataset": dataset.name, "source": "campaigns",
-        "k": cfg.k, "rule": cfg.rule, "seed": cfg.seed, "resamples": cfg.resamples,
+        "id": sid,
+        "name": cfg.name or sid,
+        "dataset": dataset.name,
+        "source": "campaigns",
+        "k": cfg.k,
+        "rule": cfg.rule,
+        "seed": cfg.seed,
+        "resamples": cfg.resamples,
         "config": cfg.model_dump(),
-    }  # fmt: skip
+    }
     try:
         label_store.create_validity_study(store, study, items)
     except BaseException:

@@ -116,11 +116,14 @@ def import_classifier(
     """Validate, copy and measure a TorchScript or ONNX classifier; returns its card."""
     src = Path(file).expanduser()
     if src.is_dir():
-        raise ModelError(f"{src} is a folder; give the path of a TorchScript (.pt) or ONNX "
-                         "(.onnx) file")  # fmt: skip
+        raise ModelError(
+            f"{src} is a folder; give the path of a TorchScript (.pt) or ONNX (.onnx) file"
+        )
     if not src.is_file():
-        raise ModelError(f"classifier file {src} does not exist; give the path of a "
-                         "TorchScript (.pt) or ONNX (.onnx) file")  # fmt: skip
+        raise ModelError(
+            f"classifier file {src} does not exist; give the path of a "
+            "TorchScript (.pt) or ONNX (.onnx) file"
+        )
     fmt = format_of(src) or "torchscript"
     name = name or src.stem
     check_name(name, replace)
@@ -137,16 +140,28 @@ def import_classifier(
             parameters = sum(p.numel() for p in clf.module.parameters())
         probe = torch.rand((25, *ds.shape), generator=torch.Generator().manual_seed(0))
         card = {
-            "name": name, "kind": "classifier", "format": fmt, "file": src.name,
-            "files": hashes, "sha256": hashes[src.name], "dataset": dataset,
-            "dataset_fingerprint": fingerprint, "input_shape": list(ds.shape),
-            "classes": ds.num_classes, "class_names": list(ds.class_names),
-            "parameters": int(parameters), "default": False,
-            "imported_from": str(src.resolve()), "command": command_line(), **stamp(),
+            "name": name,
+            "kind": "classifier",
+            "format": fmt,
+            "file": src.name,
+            "files": hashes,
+            "sha256": hashes[src.name],
+            "dataset": dataset,
+            "dataset_fingerprint": fingerprint,
+            "input_shape": list(ds.shape),
+            "classes": ds.num_classes,
+            "class_names": list(ds.class_names),
+            "parameters": int(parameters),
+            "default": False,
+            "imported_from": str(src.resolve()),
+            "command": command_line(),
+            **stamp(),
             "metrics": _test_metrics(ds, clf.logits),
-            "inference": {f"ms_per_image_b{b}": round(ms_per_image(
-                lambda n: clf.logits(probe[:n]), b), 4) for b in (1, 25)},
-        }  # fmt: skip
+            "inference": {
+                f"ms_per_image_b{b}": round(ms_per_image(lambda n: clf.logits(probe[:n]), b), 4)
+                for b in (1, 25)
+            },
+        }
         (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card
 
@@ -191,9 +206,14 @@ def import_generator(
         )
     if not latent_shape or any(d < 1 for d in latent_shape):
         raise ConfigError(f"--latent-shape {list(latent_shape)}: expected positive sizes")
-    params = {"image_shape": list(ds.shape), "num_classes": ds.num_classes,
-              "latent_shape": list(latent_shape), "conditional": conditional,
-              "output_range": list(output_range), "file": DECODER}  # fmt: skip
+    params = {
+        "image_shape": list(ds.shape),
+        "num_classes": ds.num_classes,
+        "latent_shape": list(latent_shape),
+        "conditional": conditional,
+        "output_range": list(output_range),
+        "file": DECODER,
+    }
     gen = TorchScriptGenerator(**params)
     gen.decoder = load_decoder(src)
     gen.check()  # refuse before anything is written
@@ -205,24 +225,36 @@ def import_generator(
         gen.check()
         z, labels = reference_seeds(gen, dataset)
         card = {
-            "name": name, "kind": "generator", "family": gen.family, "format": "torchscript",
-            "dataset": dataset, "dataset_fingerprint": fingerprint, "default": False,
-            "params": params, "latent_shape": list(latent_shape),
+            "name": name,
+            "kind": "generator",
+            "family": gen.family,
+            "format": "torchscript",
+            "dataset": dataset,
+            "dataset_fingerprint": fingerprint,
+            "default": False,
+            "params": params,
+            "latent_shape": list(latent_shape),
             "parameters": sum(p.numel() for p in gen.parameters()),
-            "files": hashes, "sha256": hashes[DECODER],
-            "imported_from": str(src.resolve()), "command": command_line(), **stamp(),
+            "files": hashes,
+            "sha256": hashes[DECODER],
+            "imported_from": str(src.resolve()),
+            "command": command_line(),
+            **stamp(),
             **latent_bounds(z),
-        }  # fmt: skip
+        }
         with gen.seeding():
             share = viability(gen, z, labels, clf)
         card["metrics"] = {
             "viability": share,
             "viability_how": "conditional samples (100 per class) the classifier assigns to "
-            "their conditioning label" if conditional else "unconditional samples (100 per "
+            "their conditioning label"
+            if conditional
+            else "unconditional samples (100 per "
             "class label) the classifier assigns to that label: a campaign draws each seed's "
             "label at random, so about 1 in K is viable",
-            "viability_classifier": clf_name, "viability_seeds": len(z),
-        }  # fmt: skip
+            "viability_classifier": clf_name,
+            "viability_seeds": len(z),
+        }
         card["inference"] = inference_ms(gen)
         (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

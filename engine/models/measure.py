@@ -68,9 +68,12 @@ def latent_bounds(latents: torch.Tensor) -> dict[str, Any]:
     """The card's bounds and step presets from latents (N, *latent_shape)."""
     lo, hi = float(latents.min()), float(latents.max())
     r = hi - lo
-    return {"latent_bounds": [lo, hi], "latent_range": r,
-            "step_presets": {"low": r * 1e-4, "high": r * 1e-3},
-            "latent_bounds_from": f"{len(latents)} latents"}  # fmt: skip
+    return {
+        "latent_bounds": [lo, hi],
+        "latent_range": r,
+        "step_presets": {"low": r * 1e-4, "high": r * 1e-3},
+        "latent_bounds_from": f"{len(latents)} latents",
+    }
 
 
 def as_dataset(dataset: str | Dataset) -> Dataset:
@@ -87,8 +90,9 @@ def reference_seeds(
     if gen.has_encoder and not gen.conditional:
         test = as_dataset(dataset).load("test")  # only encoders need the images
         n = min(N_LATENTS, len(test))
-        z = torch.cat([gen.encode(test.images[i : min(i + 250, n)].to(gen.device))
-                       for i in range(0, n, 250)])  # fmt: skip
+        z = torch.cat(
+            [gen.encode(test.images[i : min(i + 250, n)].to(gen.device)) for i in range(0, n, 250)]
+        )
         return z, test.labels[:n]
     rng = torch.Generator().manual_seed(seed)
     return gen.sample_prior(N_LATENTS, rng), torch.arange(N_LATENTS) % gen.num_classes
@@ -111,9 +115,12 @@ def inference_ms(gen: Generator, batches: tuple[int, ...] = (1, 25)) -> dict[str
     rng = torch.Generator().manual_seed(0)
     z = gen.sample_prior(max(batches), rng)
     y = (torch.arange(max(batches)) % gen.num_classes).to(gen.device)
-    return {f"ms_per_image_b{b}": round(ms_per_image(
-        lambda n: gen.decode(z[:n], y[:n] if gen.conditional else None), b), 4)
-        for b in batches}  # fmt: skip
+    return {
+        f"ms_per_image_b{b}": round(
+            ms_per_image(lambda n: gen.decode(z[:n], y[:n] if gen.conditional else None), b), 4
+        )
+        for b in batches
+    }
 
 
 def guidance_defaults(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf) -> dict:
@@ -126,10 +133,13 @@ def guidance_defaults(gen: Generator, z: torch.Tensor, labels: torch.Tensor, clf
     seed = min(g for g, v in by_scale.items() if v == best)
     search = min(g for g, v in by_scale.items() if v >= best - GUIDANCE_TOLERANCE)
     gen.configure(guidance=search, seed_guidance=seed)
-    return {"viability_by_guidance": {str(g): v for g, v in by_scale.items()},
-            "seed_guidance": seed, "guidance": search,
-            "guidance_rule": f"seeds: highest viability on {list(GUIDANCE_GRID)}; search: "
-                             f"lowest scale within {GUIDANCE_TOLERANCE:.0%} of it"}  # fmt: skip
+    return {
+        "viability_by_guidance": {str(g): v for g, v in by_scale.items()},
+        "seed_guidance": seed,
+        "guidance": search,
+        "guidance_rule": f"seeds: highest viability on {list(GUIDANCE_GRID)}; search: "
+        f"lowest scale within {GUIDANCE_TOLERANCE:.0%} of it",
+    }
 
 
 def finish_generator_card(
@@ -177,15 +187,19 @@ def finish_generator_card(
     # Measured as a campaign checks a seed: with the seed settings.
     with gen.seeding():
         share = viability(gen, z, labels, clf)
-    card.setdefault("metrics", {}).update({
-        "viability": share,
-        "viability_how": ("encoded test images whose reconstruction the classifier labels "
-                          "correctly" if gen.has_encoder and not gen.conditional else
-                          "conditional samples (100 per class) the classifier assigns to "
-                          "their conditioning label"),
-        "viability_classifier": clf_name,
-        "viability_seeds": len(z),
-    })  # fmt: skip
+    card.setdefault("metrics", {}).update(
+        {
+            "viability": share,
+            "viability_how": (
+                "encoded test images whose reconstruction the classifier labels correctly"
+                if gen.has_encoder and not gen.conditional
+                else "conditional samples (100 per class) the classifier assigns to "
+                "their conditioning label"
+            ),
+            "viability_classifier": clf_name,
+            "viability_seeds": len(z),
+        }
+    )
     card["inference"] = inference_ms(gen)
     # Where the card was found: a user's (imported) generator is not in the bundled zoo.
     (folder / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")

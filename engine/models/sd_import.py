@@ -77,8 +77,10 @@ def prompt_embeddings(pipe: Any, prompts: list[str], negative: str) -> dict[str,
         cond, uncond = pipe.encode_prompt(
             prompts, torch.device("cpu"), 1, True, negative_prompt=[negative] * len(prompts)
         )
-    return {"prompt_embeds": cond.float().contiguous(),
-            "negative_prompt_embeds": uncond[0].float().contiguous()}  # fmt: skip
+    return {
+        "prompt_embeds": cond.float().contiguous(),
+        "negative_prompt_embeds": uncond[0].float().contiguous(),
+    }
 
 
 def given_embeddings(path: Path, num_classes: int) -> dict[str, Any]:
@@ -101,8 +103,10 @@ def given_embeddings(path: Path, num_classes: int) -> dict[str, Any]:
             f"--embeds {path}: holds {got}, expected prompt_embeds ({num_classes}, L, D) "
             "and negative_prompt_embeds (L, D)"
         )
-    return {"prompt_embeds": cond.float().contiguous(),
-            "negative_prompt_embeds": uncond.float().contiguous()}  # fmt: skip
+    return {
+        "prompt_embeds": cond.float().contiguous(),
+        "negative_prompt_embeds": uncond.float().contiguous(),
+    }
 
 
 def measure_pipeline(
@@ -126,15 +130,18 @@ def measure_pipeline(
             with gen.seeding():
                 share = viability(gen, z[:seeds], labels[:seeds], clf)
             out["metrics"] = {
-                "viability": share, "viability_classifier": ref, "viability_seeds": seeds,
+                "viability": share,
+                "viability_classifier": ref,
+                "viability_seeds": seeds,
                 "viability_how": "conditional samples (classes in turn) the classifier "
                 "assigns to their prompt's class, decoded with the seed guidance",
-            }  # fmt: skip
+            }
     out["inference"] = {
-        f"ms_per_image_b{b}": round(ms_per_image(
-            lambda n: gen.decode(z[:n], labels[:n]), b, TIMING_REPEATS), 4)
+        f"ms_per_image_b{b}": round(
+            ms_per_image(lambda n: gen.decode(z[:n], labels[:n]), b, TIMING_REPEATS), 4
+        )
         for b in TIMING_BATCHES
-    }  # fmt: skip
+    }
     out["inference"]["device"] = device
     return out
 
@@ -176,8 +183,9 @@ def import_pipeline(
         )
     if lora is not None and not lora.is_file():
         raise LatentfuzzError(f"--lora {lora}: no such file; expected a LoRA .safetensors")
-    opts = SDOptions(steps=steps, guidance=guidance_search, seed_guidance=guidance_seed,
-                     resolution=resolution)  # fmt: skip
+    opts = SDOptions(
+        steps=steps, guidance=guidance_search, seed_guidance=guidance_seed, resolution=resolution
+    )
     pipe = load_pipeline(directory, text_encoder=embeds is None)
     if lora is not None:
         try:  # into the text encoder too, before the prompts are embedded
@@ -203,33 +211,50 @@ def import_pipeline(
         save_file(vectors, str(tmp / EMBEDS))
         if lora is not None:
             shutil.copyfile(lora, tmp / LORA)
-        params = {"image_shape": list(ds.shape), "num_classes": ds.num_classes,
-                  "pipeline": str(directory), "embeds": EMBEDS,
-                  "lora": LORA if lora is not None else None, **opts.model_dump()}  # fmt: skip
-        card: dict[str, Any] = {"name": name, "kind": "generator", "family": "sd-pipeline",
-                                "dataset": dataset, "default": False, "params": params}  # fmt: skip
+        params = {
+            "image_shape": list(ds.shape),
+            "num_classes": ds.num_classes,
+            "pipeline": str(directory),
+            "embeds": EMBEDS,
+            "lora": LORA if lora is not None else None,
+            **opts.model_dump(),
+        }
+        card: dict[str, Any] = {
+            "name": name,
+            "kind": "generator",
+            "family": "sd-pipeline",
+            "dataset": dataset,
+            "default": False,
+            "params": params,
+        }
         t0 = time.perf_counter()
         gen = SDPipeline.from_card(card, tmp).eval().to(device)
         _, h, w = ds.shape
         same = gen.resolution == h == w
         resize = "" if same else f", resized to {h}x{w} (bicubic, antialiased)"
         own = [sha256(tmp / EMBEDS)] + ([sha256(tmp / LORA)] if lora else [])
-        card.update({
-            "latent_shape": list(gen.latent_shape),
-            "parameters": sum(p.numel() for p in gen.parameters()),
-            "prompt_template": prompt, "negative_prompt": negative_prompt,
-            "class_prompts": prompts, "embeddings": "computed at import with the pipeline's "
-            "text encoder" if embeds is None else f"given: {embeds}",
-            "pipeline_files": files, "lora_source": None if lora is None else str(lora),
-            "sampler": f"DDIM, eta 0, {gen.steps} steps, classifier-free guidance "
-                       f"{gen.seed_guidance} for seeds and {gen.guidance} during the search, "
-                       f"{gen.resolution}px{resize}",
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "torch": torch.__version__, "diffusers": diffusers.__version__,
-            "sha256": hashlib.sha256(
-                (manifest_sha(files) + "".join(own)).encode()).hexdigest(),
-            "training": {"command": "latentfuzz models import-pipeline (not trained here)"},
-        })  # fmt: skip
+        card.update(
+            {
+                "latent_shape": list(gen.latent_shape),
+                "parameters": sum(p.numel() for p in gen.parameters()),
+                "prompt_template": prompt,
+                "negative_prompt": negative_prompt,
+                "class_prompts": prompts,
+                "embeddings": "computed at import with the pipeline's text encoder"
+                if embeds is None
+                else f"given: {embeds}",
+                "pipeline_files": files,
+                "lora_source": None if lora is None else str(lora),
+                "sampler": f"DDIM, eta 0, {gen.steps} steps, classifier-free guidance "
+                f"{gen.seed_guidance} for seeds and {gen.guidance} during the search, "
+                f"{gen.resolution}px{resize}",
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                "torch": torch.__version__,
+                "diffusers": diffusers.__version__,
+                "sha256": hashlib.sha256((manifest_sha(files) + "".join(own)).encode()).hexdigest(),
+                "training": {"command": "latentfuzz models import-pipeline (not trained here)"},
+            }
+        )
         card.update(measure_pipeline(gen, dataset, classifier, measure_seeds, device))
         card["import_seconds"] = round(time.perf_counter() - t0, 1)
         (tmp / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")

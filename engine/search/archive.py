@@ -75,9 +75,14 @@ class Archive:
         paths = [archive_path(self.cid, int(e)) for e in entries]
         self.sink.save(paths, images[sel])
         self.writer.append(
-            "archive", entry=entries, seed_idx=seed_idx[sel].numpy(), generation=g,
-            label=labels[sel].numpy(), pred=logits[sel].argmax(1).numpy(),
+            "archive",
+            entry=entries,
+            seed_idx=seed_idx[sel].numpy(),
+            generation=g,
+            label=labels[sel].numpy(),
+            pred=logits[sel].argmax(1).numpy(),
             pred_b=None if logits_b is None else logits_b[sel].argmax(1).numpy(),
-            fitness=fitness[sel].numpy(), image=paths,
-        )  # fmt: skip
+            fitness=fitness[sel].numpy(),
+            image=paths,
+        )
         return len(sel)

@@ -66,8 +66,12 @@ def run_cell(task: dict[str, Any]) -> dict[str, Any]:
         # Deferred (start-up time: loads torch, duckdb, pyarrow).
         from engine.campaign.runner import describe
 
-        return {"ok": False, "cell": task["cell"], "error": describe(e),
-                "seconds": time.perf_counter() - t0}  # fmt: skip
+        return {
+            "ok": False,
+            "cell": task["cell"],
+            "error": describe(e),
+            "seconds": time.perf_counter() - t0,
+        }
     finally:
         _busy[0] = False
         shutil.rmtree(work, ignore_errors=True)
@@ -95,8 +99,13 @@ def _run(task: dict[str, Any], work: Path, bundle: Path) -> None:
     root = Path(task["models_root"]) if task.get("models_root") else None
     stopped = False
     try:  # an interrupted campaign stops the grid: it is not a cell's failure
-        res = run_in_series(parse_config(task["raw"]), work, models_root=root,
-                            campaign_id=task["campaign_id"], study=task["grid"])  # fmt: skip
+        res = run_in_series(
+            parse_config(task["raw"]),
+            work,
+            models_root=root,
+            campaign_id=task["campaign_id"],
+            study=task["grid"],
+        )
     except StoppedAfterClose as e:  # Ctrl-C while it closed: a finished cell is kept
         if e.result.status != "finished":
             raise

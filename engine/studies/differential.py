@@ -36,9 +36,7 @@ FIGURES = ("triggering", "valid_triggering", "geometric_diversity", "label_entro
 PAIR = "pair"
 
 
-def method_params(
-    method: str, evaluations: int, population: int, embedding: str
-) -> dict[str, Any]:
+def method_params(method: str, evaluations: int, population: int, embedding: str) -> dict[str, Any]:
     """A method's strategy parameters: the same population, searching on after the first
     triggering input, at `evaluations` per search."""
     own = {"nsga2": {"embedding": embedding}, "ga": {"elites": max(2, population // 5)}}
@@ -47,30 +45,51 @@ def method_params(
 
 
 def study_grid(
-    pairs: list[list[str]], generator: str, seeds: int, evaluations: int, population: int,
-    repetitions: int, embedding: str, study: str,
-) -> GridSpec:  # fmt: skip
+    pairs: list[list[str]],
+    generator: str,
+    seeds: int,
+    evaluations: int,
+    population: int,
+    repetitions: int,
+    embedding: str,
+    study: str,
+) -> GridSpec:
     """The study as a grid: pair x repetition x method, in the order they run."""
     base = {"generator": generator, "fitness": "divergence", "seeds": seeds}
-    axes = {PAIR: [list(p) for p in pairs], "seed": list(range(repetitions)),
-            "strategy": list(METHODS)}  # fmt: skip
+    axes = {
+        PAIR: [list(p) for p in pairs],
+        "seed": list(range(repetitions)),
+        "strategy": list(METHODS),
+    }
 
     def derive(raw: dict[str, Any]) -> dict[str, Any]:
         out = dict(raw)
         a, b = out.pop(PAIR)
         method, rep = out["strategy"], out["seed"]
         params = method_params(method, evaluations, population, embedding)
-        return {**out, "classifier": a, "classifier_b": b, "strategy_params": params,
-                "name": f"{study} {a} vs {b} {method} #{rep}"}  # fmt: skip
+        return {
+            **out,
+            "classifier": a,
+            "classifier_b": b,
+            "strategy_params": params,
+            "name": f"{study} {a} vs {b} {method} #{rep}",
+        }
 
     return GridSpec(study, base, axes, derive=derive)
 
 
 def run_diff_study(
-    pairs: list[list[str]], generator: str = "gan", seeds: int = 4, evaluations: int = 1500,
-    population: int = 50, repetitions: int = 3, embedding: str = "pca",
-    name: str | None = None, home: Path | None = None, models_root: Path | None = None,
-) -> pd.DataFrame:  # fmt: skip
+    pairs: list[list[str]],
+    generator: str = "gan",
+    seeds: int = 4,
+    evaluations: int = 1500,
+    population: int = 50,
+    repetitions: int = 3,
+    embedding: str = "pca",
+    name: str | None = None,
+    home: Path | None = None,
+    models_root: Path | None = None,
+) -> pd.DataFrame:
     """Run the study; returns one row per (pair, method) with means and SDs. Every cell
     is checked before any runs; Ctrl-C raises StudyStopped, saying how far it got."""
     h = resolve_home(home)
@@ -102,8 +121,10 @@ class StudyStopped(KeyboardInterrupt):
     """Ctrl-C stopped a study between or inside its campaigns."""
 
     def __init__(self, study: str, done: int, total: int) -> None:
-        super().__init__(f"study {study} stopped by Ctrl-C after {done} of its {total} "
-                         f"campaigns; they stay in the store under the study's name")  # fmt: skip
+        super().__init__(
+            f"study {study} stopped by Ctrl-C after {done} of its {total} "
+            f"campaigns; they stay in the store under the study's name"
+        )
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
@@ -116,8 +137,12 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         out[f"{f}_mean"] = col.groupby([df[k] for k in keys], sort=False).mean()
         out[f"{f}_sd"] = col.groupby([df[k] for k in keys], sort=False).std()
     # Geometric diversity compares only at equal subset sizes: the table shows the range.
-    sub = pd.to_numeric(df["geometric_subset"] if "geometric_subset" in df else
-                        pd.Series(float("nan"), index=df.index), errors="coerce")  # fmt: skip
+    sub = pd.to_numeric(
+        df["geometric_subset"]
+        if "geometric_subset" in df
+        else pd.Series(float("nan"), index=df.index),
+        errors="coerce",
+    )
     out["geometric_subset_min"] = sub.groupby([df[k] for k in keys], sort=False).min()
     out["geometric_subset_max"] = sub.groupby([df[k] for k in keys], sort=False).max()
     return out.reset_index()

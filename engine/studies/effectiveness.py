@@ -37,12 +37,21 @@ def bundled_generators(dataset: str, root: Path | None = None) -> list[str]:
 
 
 def study_grid(
-    study: str, seeds: int, generations: int, seed: int, dataset: str, generators: list[str],
+    study: str,
+    seeds: int,
+    generations: int,
+    seed: int,
+    dataset: str,
+    generators: list[str],
     presets: tuple[str, ...],
-) -> GridSpec:  # fmt: skip
+) -> GridSpec:
     """The study as a grid: generator x perturbation preset on one base config."""
-    base = {"dataset": dataset, "seeds": seeds, "seed": seed,
-            "strategy_params": {"generations": generations}}  # fmt: skip
+    base = {
+        "dataset": dataset,
+        "seeds": seeds,
+        "seed": seed,
+        "strategy_params": {"generations": generations},
+    }
     return GridSpec(
         study, base, {"generator": list(generators), "strategy_params.perturbation": list(presets)}
     )
@@ -81,6 +90,5 @@ def run_study(
         if st == "failed" and on_failed:
             on_failed(*cell_keys(cell), run.errors.get(cell.id, ""))
 
-    run_grid(spec, home, workers=workers, models_root=models_root, on_status=status,
-             on_done=done)  # fmt: skip
+    run_grid(spec, home, workers=workers, models_root=models_root, on_status=status, on_done=done)
     return study, ss.study_table(Store(db_path(home)), study)

@@ -30,8 +30,9 @@ def confusion_rates(counts: list[list[int]]) -> pd.DataFrame:
         total = sum(row)
         for p, n in enumerate(row):
             if p != t:
-                rows.append({"source": t, "target": p, "rate": n / total if total else None,
-                             "count": n})  # fmt: skip
+                rows.append(
+                    {"source": t, "target": p, "rate": n / total if total else None, "count": n}
+                )
     return pd.DataFrame(rows, columns=["source", "target", "rate", "count"])
 
 

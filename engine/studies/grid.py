@@ -73,19 +73,26 @@ def check_cells(cells: list[Cell], models_root: Path | None) -> None:
     cell does not waste the first hours (the seed and name change nothing resolve checks)."""
     seen = set()
     for cell in cells:
-        key = json.dumps({k: v for k, v in cell.raw.items() if k not in ("seed", "name")},
-                         sort_keys=True, default=str)  # fmt: skip
+        key = json.dumps(
+            {k: v for k, v in cell.raw.items() if k not in ("seed", "name")},
+            sort_keys=True,
+            default=str,
+        )
         if key not in seen:
             seen.add(key)
             resolve(parse_config(cell.raw), models_root)
 
 
 def run_grid(
-    spec: GridSpec, home: Path, workers: int | None = None, ray: str | None = None,
-    out: Path | None = None, models_root: Path | None = None,
+    spec: GridSpec,
+    home: Path,
+    workers: int | None = None,
+    ray: str | None = None,
+    out: Path | None = None,
+    models_root: Path | None = None,
     on_status: Callable[[Cell, str, GridRun], None] | None = None,
     on_done: Callable[[Cell, Any], None] | None = None,
-) -> GridRun:  # fmt: skip
+) -> GridRun:
     """Run the grid's missing cells; returns what happened. `workers`: processes in the
     local pool (0: in this process, one after another; default 1), or with Ray the cells
     in flight at once (default: the cluster's CPUs); `ray`: 'auto' or a cluster address
@@ -150,10 +157,16 @@ def run_grid(
             todo.append(cell)
 
     def task(cell: Cell) -> dict[str, Any]:
-        return {"cell": cell.id, "campaign_id": cell.campaign_id(spec.name), "grid": spec.name,
-                "raw": cell.raw, "work": str(folder / "work" / cell.id),
-                "bundle": str(bundle(cell)), "main_home": str(home),
-                "models_root": str(models_root) if models_root else None}  # fmt: skip
+        return {
+            "cell": cell.id,
+            "campaign_id": cell.campaign_id(spec.name),
+            "grid": spec.name,
+            "raw": cell.raw,
+            "work": str(folder / "work" / cell.id),
+            "bundle": str(bundle(cell)),
+            "main_home": str(home),
+            "models_root": str(models_root) if models_root else None,
+        }
 
     def started(t: dict[str, Any]) -> None:
         run.ran.append(t["cell"])
@@ -161,8 +174,9 @@ def run_grid(
 
     tasks = [task(c) for c in todo]
     if ray is not None:
-        results = execute_ray(tasks, ray, spec.resources, workers, started, bundle_of=bundle,
-                              by_id=by_id)  # fmt: skip
+        results = execute_ray(
+            tasks, ray, spec.resources, workers, started, bundle_of=bundle, by_id=by_id
+        )
     else:
         results = _execute(tasks, workers, started)
     try:
@@ -202,8 +216,9 @@ def _execute(
     queue: Iterable[dict[str, Any]] = iter(tasks)
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch
     pending: dict[Any, dict[str, Any]] = {}
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker,
-                               initargs=(threads,))  # fmt: skip
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=init_worker, initargs=(threads,)
+    )
     try:
         while True:
             while len(pending) < workers and (t := next(queue, None)) is not None:
@@ -218,9 +233,16 @@ def _execute(
                 try:
                     finished.append((t, f.result()))
                 except BrokenProcessPool:
-                    finished.append((t, {"ok": False, "cell": t["cell"],
-                                         "error": "the worker process died (killed or out "
-                                                  "of memory)"}))  # fmt: skip
+                    finished.append(
+                        (
+                            t,
+                            {
+                                "ok": False,
+                                "cell": t["cell"],
+                                "error": "the worker process died (killed or out of memory)",
+                            },
+                        )
+                    )
                     pool.shutdown(wait=False, cancel_futures=True)
                     pool = ProcessPoolExecutor(
                         workers, mp_context=ctx, initializer=init_worker, initargs=(threads,)
@@ -259,17 +281,25 @@ def _import_cell(store: Store, home: Path, grid: str, cell: Cell, path: Path) ->
 def _result(store: Store, cid: str):
 
     c = sc.campaign(store, cid)
-    return CampaignResult(cid, c["status"], sc.summary(store, cid),
-                          int(c["evaluations"] or 0), float(c["wall_seconds"] or 0.0),
-                          float(c["store_seconds"] or 0.0))  # fmt: skip
+    return CampaignResult(
+        cid,
+        c["status"],
+        sc.summary(store, cid),
+        int(c["evaluations"] or 0),
+        float(c["wall_seconds"] or 0.0),
+        float(c["store_seconds"] or 0.0),
+    )
 
 
 def _refuse_changed_cells(spec: GridSpec, cells: list[Cell], stored: dict[str, Any]) -> None:
     """A cell is known by its axis values alone, so a grid re-run with another base kept
     its done cells' campaigns (3 seeds, say, where the file now asked for 5) and said
     "done before": the grid's table then mixed two settings under one name."""
-    changed = {c.id: d for c in cells if (cfg := stored.get(c.campaign_id(spec.name)))
-               and (d := c.differs_from(cfg))}  # fmt: skip
+    changed = {
+        c.id: d
+        for c in cells
+        if (cfg := stored.get(c.campaign_id(spec.name))) and (d := c.differs_from(cfg))
+    }
     if changed:
         n, what = len(changed), dict.fromkeys(x for d in changed.values() for x in d)
         raise LatentfuzzError(
@@ -286,9 +316,15 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def _save_state(run: GridRun) -> None:
-    cells = {c.id: {"campaign": c.campaign_id(run.grid), "values": c.values,
-                    "status": run.status[c.id], "error": run.errors.get(c.id)}
-             for c in run.cells}  # fmt: skip
+    cells = {
+        c.id: {
+            "campaign": c.campaign_id(run.grid),
+            "values": c.values,
+            "status": run.status[c.id],
+            "error": run.errors.get(c.id),
+        }
+        for c in run.cells
+    }
     _write_json(run.folder / "state.json", {"grid": run.grid, "cells": cells})
 
 

@@ -40,15 +40,19 @@ def connect(address: str) -> None:
 
 
 def execute_ray(
-    tasks: list[dict[str, Any]], address: str, resources: dict[str, float], workers: int,
-    started: Callable[[dict[str, Any]], None], bundle_of: Callable, by_id: dict,
-) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:  # fmt: skip
+    tasks: list[dict[str, Any]],
+    address: str,
+    resources: dict[str, float],
+    workers: int,
+    started: Callable[[dict[str, Any]], None],
+    bundle_of: Callable,
+    by_id: dict,
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """(task, result) as cells finish. At most `workers` cells are in flight (0: as many
     as the cluster has CPUs), so that a cell marked running is running or about to."""
     connect(address)
     # Deferred (ray: an optional extra).
     import ray
-
 
     remote = ray.remote(run_ray_cell).options(
         num_cpus=resources.get("cpu", 1), num_gpus=resources.get("gpu", 0), max_retries=0

@@ -64,8 +64,11 @@ class Cell:
             except ValueError:  # the run refuses it, with its own message
                 now["strategy_params"] = cfg.strategy_params
         was = _flat(stored)
-        return [f"{k}: {was[k]} -> {v}" for k, v in _flat(now).items()
-                if v is not None and k in was and was[k] != v]  # fmt: skip
+        return [
+            f"{k}: {was[k]} -> {v}"
+            for k, v in _flat(now).items()
+            if v is not None and k in was and was[k] != v
+        ]
 
 
 @dataclass
@@ -98,13 +101,23 @@ class GridSpec:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "base": self.base, "axes": self.axes,
-                "resources": self.resources}  # fmt: skip
+        return {
+            "name": self.name,
+            "base": self.base,
+            "axes": self.axes,
+            "resources": self.resources,
+        }
 
 
 #: Settings that do not change a campaign's results.
-RUN_TIME = ("name", "device", "flush_seconds", "batch_memory_mb", "batch_size",
-            "record_individuals")  # fmt: skip
+RUN_TIME = (
+    "name",
+    "device",
+    "flush_seconds",
+    "batch_memory_mb",
+    "batch_size",
+    "record_individuals",
+)
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

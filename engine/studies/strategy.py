@@ -44,18 +44,34 @@ def check_strategies(strategies: list[str]) -> list[str]:
 
 
 def strategy_configs(
-    strategies: list[str], seeds: int, seed: int, generations: int, dataset: str,
-    generator: str, study: str,
-) -> list[tuple[str, dict]]:  # fmt: skip
+    strategies: list[str],
+    seeds: int,
+    seed: int,
+    generations: int,
+    dataset: str,
+    generator: str,
+    study: str,
+) -> list[tuple[str, dict]]:
     """One raw campaign config per strategy, all at the GA's evaluation budget."""
     check_strategies(strategies)
     budget = evaluation_budget(generations)
     out = []
     for name in strategies:
         params = STRATEGIES.get(name).with_budget(budget, {})
-        out.append((name, {"dataset": dataset, "generator": generator, "seeds": seeds,
-                           "seed": seed, "strategy": name, "strategy_params": params,
-                           "name": f"{study} {name}"}))  # fmt: skip
+        out.append(
+            (
+                name,
+                {
+                    "dataset": dataset,
+                    "generator": generator,
+                    "seeds": seeds,
+                    "seed": seed,
+                    "strategy": name,
+                    "strategy_params": params,
+                    "name": f"{study} {name}",
+                },
+            )
+        )
     return out
 
 

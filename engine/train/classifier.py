@@ -62,8 +62,11 @@ def train_classifier(
     folder, root = destination(name, s.out)
     rng, train = start(s.seed, ds)
     test = ds.load("test")
-    params: dict[str, Any] = {"in_channels": ds.shape[0], "num_classes": ds.num_classes,
-                              "side": ds.shape[1]}  # fmt: skip
+    params: dict[str, Any] = {
+        "in_channels": ds.shape[0],
+        "num_classes": ds.num_classes,
+        "side": ds.shape[1],
+    }
     if architecture in WIDTH_DEFAULT:
         params["width"] = width or WIDTH_DEFAULT[architecture]
     elif width is not None:

@@ -36,8 +36,12 @@ def steps_per_epoch(n: int, size: int) -> int:
 #: The bundled MNIST models' shape: its defaults are the original architectures.
 LEGACY_SHAPE = (1, 28, 28)
 #: Per training command: (default for 1x28x28, default for any other shape).
-DEFAULTS = {"classifier": ("convnet", "vgg"), "vae": ("vae", "convvae"),
-            "gan": ("gan", "dcgan"), "dm": ("dm", "dm")}  # fmt: skip
+DEFAULTS = {
+    "classifier": ("convnet", "vgg"),
+    "vae": ("vae", "convvae"),
+    "gan": ("gan", "dcgan"),
+    "dm": ("dm", "dm"),
+}
 
 
 def default_architecture(command: str, shape: tuple[int, ...]) -> str:
@@ -78,8 +82,13 @@ def auto_default(default: bool | None, kind: str, dataset: str, name: str, root)
     generators are measured with)."""
     if default is not None:
         return default
-    return not any(c.get("default") and c.get("kind") == kind and c.get("dataset") == dataset
-                   and c["name"] != name for c in zoo.list_cards(root))  # fmt: skip
+    return not any(
+        c.get("default")
+        and c.get("kind") == kind
+        and c.get("dataset") == dataset
+        and c["name"] != name
+        for c in zoo.list_cards(root)
+    )
 
 
 def family_params(
@@ -98,8 +107,7 @@ def family_params(
             f"--{wrong[0].replace('_', '-')} does not apply to {family}; its sizes are "
             + ", ".join(f"--{k.replace('_', '-')} [{v}]" for k, v in families[family].items())
         )
-    return {k: given.get(k) if given.get(k) is not None else v
-            for k, v in families[family].items()}  # fmt: skip
+    return {k: given.get(k) if given.get(k) is not None else v for k, v in families[family].items()}
 
 
 def data_fields(ds: Any) -> dict[str, Any]:
@@ -142,12 +150,20 @@ def generator_card(
     **extra: Any,
 ) -> dict:
     """A generator card before measurement (bounds, viability and timing come after)."""
-    return {"name": name, "kind": "generator", "family": family, "dataset": ds.name,
-            "default": default, "params": {"image_shape": list(ds.shape),
-                                           "num_classes": ds.num_classes, **params},
-            **data_fields(ds), "latent_shape": list(module.latent_shape),
-            "parameters": sum(p.numel() for p in module.parameters()), **extra,
-            "training": training, **stamp()}  # fmt: skip
+    return {
+        "name": name,
+        "kind": "generator",
+        "family": family,
+        "dataset": ds.name,
+        "default": default,
+        "params": {"image_shape": list(ds.shape), "num_classes": ds.num_classes, **params},
+        **data_fields(ds),
+        "latent_shape": list(module.latent_shape),
+        "parameters": sum(p.numel() for p in module.parameters()),
+        **extra,
+        "training": training,
+        **stamp(),
+    }
 
 
 def save_generator(

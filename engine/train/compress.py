@@ -42,9 +42,12 @@ def prune_(module: torch.nn.Module, amount: float) -> float:
 
 
 def compress_classifier(
-    name: str, amount: float = 0.7, dataset: str = "mnist", out: Path | None = None,
+    name: str,
+    amount: float = 0.7,
+    dataset: str = "mnist",
+    out: Path | None = None,
     twin: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Write the pruned twin of zoo classifier `name`; returns its card."""
     if not 0 < amount < 1:
         raise ConfigError(f"amount={amount}, expected a share of weights in (0, 1), e.g. 0.7")
@@ -56,15 +59,22 @@ def compress_classifier(
     sparsity = prune_(module.eval(), amount)
     twin = twin or f"{name}-pruned{round(amount * 100)}"
     new = {
-        "name": twin, "kind": "classifier", "architecture": card["architecture"],
-        "dataset": card["dataset"], "default": False, "params": card["params"],
+        "name": twin,
+        "kind": "classifier",
+        "architecture": card["architecture"],
+        "dataset": card["dataset"],
+        "default": False,
+        "params": card["params"],
         "parameters": card["parameters"],
         "compressed_from": {"name": name, "sha256": card["sha256"]},
-        "compression": {"method": "global magnitude pruning, no fine-tuning",
-                        "amount": amount, "sparsity": round(sparsity, 4)},
+        "compression": {
+            "method": "global magnitude pruning, no fine-tuning",
+            "amount": amount,
+            "sparsity": round(sparsity, 4),
+        },
         "training": {"command": command_line()},
         **stamp(),
-    }  # fmt: skip
+    }
     folder = zoo.save_model(module, new, out, fp16=True)
     test = get_dataset(dataset).load("test")
     a = zoo.load_classifier(name, dataset, root=out)

@@ -73,9 +73,13 @@ class TrainRun:
     on_step: ClassVar[Callable[[TrainRun], None] | None] = None
 
     def __init__(
-        self, what: str, epochs: int, steps_per_epoch: int, device: torch.device,
+        self,
+        what: str,
+        epochs: int,
+        steps_per_epoch: int,
+        device: torch.device,
         console: Console | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.what, self.epochs_total, self.per_epoch = what, epochs, steps_per_epoch
         self.device = device
         self.console = console or Console(stderr=True)
@@ -123,10 +127,16 @@ class TrainRun:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
         self._bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(bar_width=20), TextColumn("step"),
-            MofNCompleteColumn(), TextColumn("{task.fields[stats]}"), TextColumn("eta"),
-            TimeRemainingColumn(), TimeElapsedColumn(), console=self.console,
-        )  # fmt: skip
+            TextColumn("[bold]{task.description}"),
+            BarColumn(bar_width=20),
+            TextColumn("step"),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+        )
         # What is trained is said once; the bar keeps its width for the figures.
         self.console.print(self.what, markup=False, highlight=False, soft_wrap=True)
         self._bar.start()

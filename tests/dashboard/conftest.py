@@ -27,10 +27,22 @@ def server(home: Path, server_log: Path):
     env = {**os.environ, "LATENTFUZZ_HOME": str(home)}
     with open(server_log, "w") as log:  # the server keeps its own handle
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
-             "--server.port", str(port), "--logger.level", "info"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(REPO / "dashboard" / "app.py"),
+                "--server.port",
+                str(port),
+                "--logger.level",
+                "info",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with socket.socket() as s:

@@ -45,11 +45,14 @@ def test_campaigns_are_listed(app_home: Path):
     assert len(at.dataframe[0].value) == 1
 
 
-@pytest.mark.parametrize("how,says", [
-    ("garbage", "is not a DuckDB database"),
-    ("whole blocks cut", "is damaged (IO Error"),
-    ("newer", "schema version 999"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "how,says",
+    [
+        ("garbage", "is not a DuckDB database"),
+        ("whole blocks cut", "is damaged (IO Error"),
+        ("newer", "schema version 999"),
+    ],
+)
 def test_a_damaged_store_is_named_in_one_line_not_a_traceback(app_home: Path, how, says):
     import duckdb
 

@@ -110,8 +110,21 @@ def test_live_refresh_interval(server: str, home: Path, env, server_log: Path):
     from store.connection import Store
     from tests.helpers import start_cli, wait_for_campaign
 
-    proc = start_cli(["run", "--seeds", "10", "--generations", "2000", "--perturbation", "low",
-                      "--seed", "3", "--quiet"], env)  # fmt: skip
+    proc = start_cli(
+        [
+            "run",
+            "--seeds",
+            "10",
+            "--generations",
+            "2000",
+            "--perturbation",
+            "low",
+            "--seed",
+            "3",
+            "--quiet",
+        ],
+        env,
+    )
     out = REPO / "test-artifacts"
     out.mkdir(exist_ok=True)
     try:
@@ -136,8 +149,13 @@ def test_live_refresh_interval(server: str, home: Path, env, server_log: Path):
         proc.wait(timeout=60)
     gaps = [(b - a) / 1000 for a, b in zip(starts, starts[1:], strict=False)]
     assert still and len(gaps) >= 5, (starts, still)
-    figures = {"target_s": 2.0, "runs": len(starts), "median_s": round(statistics.median(gaps), 2),
-               "max_s": round(max(gaps), 2), "all_s": [round(g, 2) for g in gaps]}  # fmt: skip
+    figures = {
+        "target_s": 2.0,
+        "runs": len(starts),
+        "median_s": round(statistics.median(gaps), 2),
+        "max_s": round(max(gaps), 2),
+        "all_s": [round(g, 2) for g in gaps],
+    }
     (out / "live-refresh.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(figures)
     assert figures["median_s"] <= 2.0 + 2.5
@@ -206,8 +224,21 @@ def test_a_campaign_killed_while_its_page_is_open_shows_as_crashed(
     from store.connection import Store
     from tests.helpers import start_cli, wait_for_campaign
 
-    proc = start_cli(["run", "--seeds", "3", "--generations", "100000", "--perturbation",
-                      "low", "--seed", "3", "--quiet"], env)  # fmt: skip
+    proc = start_cli(
+        [
+            "run",
+            "--seeds",
+            "3",
+            "--generations",
+            "100000",
+            "--perturbation",
+            "low",
+            "--seed",
+            "3",
+            "--quiet",
+        ],
+        env,
+    )
     try:
         cid = wait_for_campaign(Store(home / "latentfuzz.duckdb"), proc)
         with sync_playwright() as p:

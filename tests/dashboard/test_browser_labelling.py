@@ -71,8 +71,10 @@ def test_two_labellers_label_one_study_at_once(server: str, home: Path, server_l
             for page in pages.values():
                 page.get_by_text("Nothing left for you").wait_for(timeout=30_000)
         except PlaywrightTimeout as e:
-            shown = {w: pg.locator("[data-testid=stMetricValue]").first.inner_text()
-                     for w, pg in pages.items()}  # fmt: skip
+            shown = {
+                w: pg.locator("[data-testid=stMetricValue]").first.inner_text()
+                for w, pg in pages.items()
+            }
             stored = ls.judgements(store, sid).groupby("labeller").size().to_dict()
             raise AssertionError(
                 f"{e} at step {step}: answers shown {shown}, stored {stored}"

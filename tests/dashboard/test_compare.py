@@ -23,19 +23,31 @@ from engine.campaign.runner import run_campaign
 
 
 def table(presets=("high", "high", "high")) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
-    t = pd.DataFrame({
-        "campaign": ["a", "b", "c"], "name": ["A", "B", "C"], "dataset": ["mnist"] * 3,
-        "generator": ["vae", "gan", "dm"], "preset": list(presets), "budget": [250] * 3,
-        "seeds": [20, 20, 20], "viable": [20, 19, 10],
-        "viable_pct": [100.0, 95.0, 50.0], "misclassified": [2, 19, 9],
-        "misclassified_pct": [10.0, 100.0, 90.0],
-        "iterations_icst": [120.0, 90.0, 10.0], "iterations_icst_std": [5.0, 60.0, 3.0],
-        "iterations_to_failure": [110.0, 90.0, 9.0],
-        "iterations_to_failure_std": [None, 60.0, 3.0],
-        # human labels: C has no study yet
-        "labelled": [10, 19, 0], "valid": [10, 5, 0], "valid_pct": [100.0, 100 * 5 / 19, None],
-        "preserved": [5, 5, 0], "preserved_pct": [50.0, 100.0, None],
-    })  # fmt: skip
+    t = pd.DataFrame(
+        {
+            "campaign": ["a", "b", "c"],
+            "name": ["A", "B", "C"],
+            "dataset": ["mnist"] * 3,
+            "generator": ["vae", "gan", "dm"],
+            "preset": list(presets),
+            "budget": [250] * 3,
+            "seeds": [20, 20, 20],
+            "viable": [20, 19, 10],
+            "viable_pct": [100.0, 95.0, 50.0],
+            "misclassified": [2, 19, 9],
+            "misclassified_pct": [10.0, 100.0, 90.0],
+            "iterations_icst": [120.0, 90.0, 10.0],
+            "iterations_icst_std": [5.0, 60.0, 3.0],
+            "iterations_to_failure": [110.0, 90.0, 9.0],
+            "iterations_to_failure_std": [None, 60.0, 3.0],
+            # human labels: C has no study yet
+            "labelled": [10, 19, 0],
+            "valid": [10, 5, 0],
+            "valid_pct": [100.0, 100 * 5 / 19, None],
+            "preserved": [5, 5, 0],
+            "preserved_pct": [50.0, 100.0, None],
+        }
+    )
     its = {
         "a": pd.Series([118.0, 122.0]),
         "b": pd.Series(range(30, 160, 7), dtype=float),
@@ -132,18 +144,32 @@ def test_failure_curves_start_at_zero_and_reach_the_last_failure():
 
 def strategy_table(strategies: list[str], eval_budgets: list[int]) -> pd.DataFrame:
     n = len(strategies)
-    return pd.DataFrame({
-        "campaign": list("abcd")[:n], "name": list("ABCD")[:n], "dataset": ["mnist"] * n,
-        "generator": ["mnist-vae"] * n, "preset": ["strong", None, "strong", "strong"][:n],
-        "budget": [250, 124, 150, 250][:n], "strategy": strategies,
-        "eval_budget": eval_budgets, "seeds": [30] * n, "viable": [27] * n,
-        "viable_pct": [90.0] * n, "misclassified": [27, 27, 3, 20][:n],
-        "misclassified_pct": [100.0, 100.0, 11.0, 74.0][:n],
-        "iterations_icst": [12.0, 1.0, 140.0, 50.0][:n],
-        "iterations_icst_std": [5.0] * n, "iterations_to_failure": [12.0] * n,
-        "iterations_to_failure_std": [5.0] * n, "labelled": [0] * n, "valid": [0] * n,
-        "valid_pct": [None] * n, "preserved": [0] * n, "preserved_pct": [None] * n,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "campaign": list("abcd")[:n],
+            "name": list("ABCD")[:n],
+            "dataset": ["mnist"] * n,
+            "generator": ["mnist-vae"] * n,
+            "preset": ["strong", None, "strong", "strong"][:n],
+            "budget": [250, 124, 150, 250][:n],
+            "strategy": strategies,
+            "eval_budget": eval_budgets,
+            "seeds": [30] * n,
+            "viable": [27] * n,
+            "viable_pct": [90.0] * n,
+            "misclassified": [27, 27, 3, 20][:n],
+            "misclassified_pct": [100.0, 100.0, 11.0, 74.0][:n],
+            "iterations_icst": [12.0, 1.0, 140.0, 50.0][:n],
+            "iterations_icst_std": [5.0] * n,
+            "iterations_to_failure": [12.0] * n,
+            "iterations_to_failure_std": [5.0] * n,
+            "labelled": [0] * n,
+            "valid": [0] * n,
+            "valid_pct": [None] * n,
+            "preserved": [0] * n,
+            "preserved_pct": [None] * n,
+        }
+    )
 
 
 def test_one_strategy_keeps_the_icst_blocks():
@@ -216,8 +242,7 @@ def test_a_campaign_without_a_recorded_objective_is_not_called_margin():
     """An imported campaign's config has no fitness: it was grouped as "margin"."""
     from dashboard.compare import by_objective
 
-    camps = pd.DataFrame({"id": ["a", "b", "c"],
-                          "config": [{"fitness": "boundary"}, {}, None]})  # fmt: skip
+    camps = pd.DataFrame({"id": ["a", "b", "c"], "config": [{"fitness": "boundary"}, {}, None]})
     assert by_objective(camps, ["a", "b", "c"]) == {"boundary": ["a"], "not recorded": ["b", "c"]}
 
 
@@ -227,15 +252,25 @@ def test_settings_that_differ_name_a_renamed_campaign_by_its_name_now(home: Path
     from engine.campaign.runner import run_campaign
     from store import Store, admin
 
-    ids = [run_campaign(parse_config({"seeds": 1, "seed": s, "name": f"was {s}",
-                                      "strategy_params": {"generations": 2}}), home).campaign_id
-           for s in (1, 2)]  # fmt: skip
+    ids = [
+        run_campaign(
+            parse_config(
+                {"seeds": 1, "seed": s, "name": f"was {s}", "strategy_params": {"generations": 2}}
+            ),
+            home,
+        ).campaign_id
+        for s in (1, 2)
+    ]
     store = Store(home / "latentfuzz.duckdb")
     admin.rename_campaign(store, ids[0], "is now")
     diff = config_diff(store, ids)
     assert diff.loc["name"].tolist() == ["is now", "was 2"]
-    unnamed = [run_campaign(parse_config({"seeds": 1, "seed": s, "strategy_params": {
-        "generations": 2}}), home).campaign_id for s in (1, 2)]  # fmt: skip
+    unnamed = [
+        run_campaign(
+            parse_config({"seeds": 1, "seed": s, "strategy_params": {"generations": 2}}), home
+        ).campaign_id
+        for s in (1, 2)
+    ]
     assert "name" not in config_diff(store, unnamed).index  # not a row of the ids again
 
 
@@ -248,7 +283,8 @@ def test_one_canonical_model_name_in_the_settings_that_differ(tmp_path):
     home = tmp_path / "home"
     cfg = {"seeds": 1, "seed": 1, "strategy_params": {"generations": 2}}
     a = run_campaign(parse_config({**cfg, "generator": "vae"}), home).campaign_id
-    b = run_campaign(parse_config({**cfg, "generator": "mnist-vae",
-                                   "classifier": "mnist-convnet"}), home).campaign_id  # fmt: skip
+    b = run_campaign(
+        parse_config({**cfg, "generator": "mnist-vae", "classifier": "mnist-convnet"}), home
+    ).campaign_id
     diff = config_diff(Store(home / "latentfuzz.duckdb"), [a, b])
     assert "generator" not in diff.index and "classifier" not in diff.index

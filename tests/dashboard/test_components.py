@@ -10,8 +10,16 @@ def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
     from dashboard.components import convergence_chart
     from engine.search.fitness import BOUNDARY_UNCHANGED
 
-    one = pd.DataFrame({"seed_idx": [0], "generation": [1], "evaluations": [25],
-                        "elapsed_s": [0.1], "best_fitness": [0.5], "best_pred": [3]})  # fmt: skip
+    one = pd.DataFrame(
+        {
+            "seed_idx": [0],
+            "generation": [1],
+            "evaluations": [25],
+            "elapsed_s": [0.1],
+            "best_fitness": [0.5],
+            "best_pred": [3],
+        }
+    )
     spec = convergence_chart(one).to_dict()
     line = spec["layer"][0]
     assert line["mark"]["point"]  # one row still draws a visible mark
@@ -31,14 +39,24 @@ def test_the_failure_line_is_drawn_only_where_a_score_splits_failing_from_passin
 
     from dashboard.components import convergence_chart
 
-    gens = pd.DataFrame({"seed_idx": [0, 0], "generation": [1, 2], "evaluations": [25, 50],
-                         "elapsed_s": [0.1, 0.2], "best_fitness": [0.5, -0.2],
-                         "best_pred": [3, 5]})  # fmt: skip
+    gens = pd.DataFrame(
+        {
+            "seed_idx": [0, 0],
+            "generation": [1, 2],
+            "evaluations": [25, 50],
+            "elapsed_s": [0.1, 0.2],
+            "best_fitness": [0.5, -0.2],
+            "best_pred": [3, 5],
+        }
+    )
 
     def rules(**kw) -> list:
         spec = convergence_chart(gens, **kw).to_dict()
-        return [spec["datasets"][layer["data"]["name"]][0]["y"]
-                for layer in spec["layer"] if layer["mark"].get("type") == "rule"]  # fmt: skip
+        return [
+            spec["datasets"][layer["data"]["name"]][0]["y"]
+            for layer in spec["layer"]
+            if layer["mark"].get("type") == "rule"
+        ]
 
     assert rules() == rules(fitness="targeted") == [0.0]
     assert rules(fitness="margin", criterion="misclassified") == [0.0]

@@ -33,8 +33,13 @@ def script() -> None:
 INTERRUPTED = [("misclassified", 98), ("misclassified", 97), ("interrupted", 60)]
 
 
-RESUMED = [("misclassified", 98), ("misclassified", 97), ("misclassified", 250),
-           ("survived", 250), ("non-viable", 0)]  # fmt: skip
+RESUMED = [
+    ("misclassified", 98),
+    ("misclassified", 97),
+    ("misclassified", 250),
+    ("survived", 250),
+    ("non-viable", 0),
+]
 
 
 def run(at: AppTest, rows) -> AppTest:

@@ -16,5 +16,9 @@ def test_a_range_says_which_bounds_are_exclusive():
 
     said = {k: allowed(i) for k, i in P.model_fields.items()}
     # "at least 0" for a step that must be more than 0 was refused at Launch.
-    assert said == {"n": "from 1 to 100,000", "step": "more than 0",
-                    "decay": "more than 0 and less than 1", "seed": "at least 0"}  # fmt: skip
+    assert said == {
+        "n": "from 1 to 100,000",
+        "step": "more than 0",
+        "decay": "more than 0 and less than 1",
+        "seed": "at least 0",
+    }

@@ -45,8 +45,10 @@ def test_the_time_left_falls_between_saves_and_says_how_old_the_rows_are():
     p = {"generation": 25, "seeds_done": 0, "n_seeds": 10, "saved_s": 10.0}
     texts = [campaign_progress(c, p, start + timedelta(seconds=10 + d))[1] for d in (2, 10, 20)]
     assert [t.split("at most about ")[1] for t in texts] == [
-        "28 s left", "20 s left · saved 10 s ago", "10 s left · saved 20 s ago",
-    ]  # fmt: skip
+        "28 s left",
+        "20 s left · saved 10 s ago",
+        "10 s left · saved 20 s ago",
+    ]
 
 
 def test_a_resumed_campaigns_clock_starts_at_the_resume_and_follows_its_replay():

@@ -42,10 +42,14 @@ def tiny_zoo(tmp_path_factory) -> Path:
             # image; spread the latents as a trained encoder would and drop the output bias.
             torch.nn.init.zeros_(gen.dec2.bias)
             gen.mu.weight.data.mul_(60)
-        card = {"name": f"mnist-{family}", "kind": "generator", "family": family,
-                "dataset": "mnist", "params": {"image_shape": [1, 28, 28], "num_classes": 10,
-                                               **params},
-                "latent_bounds": [-3.0, 3.0]}  # fmt: skip
+        card = {
+            "name": f"mnist-{family}",
+            "kind": "generator",
+            "family": family,
+            "dataset": "mnist",
+            "params": {"image_shape": [1, 28, 28], "num_classes": 10, **params},
+            "latent_bounds": [-3.0, 3.0],
+        }
         zoo.save_model(gen, card, root)
     torch.jit.save(torch.jit.script(LeftIsZero()), str(root / "toy.pt"))
     shutil.copytree(zoo.models_dir() / "mnist-convnet", root / "mnist-convnet")

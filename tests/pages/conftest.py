@@ -64,8 +64,10 @@ def two(tmp_path_factory) -> tuple[Path, list[str]]:
     """Two finished campaigns named "first" and "second" (2 seeds, 5 generations)."""
     home = tmp_path_factory.mktemp("home")
     cfg = {"seeds": 2, "seed": 1, "strategy_params": {"generations": 5}}
-    return home, [run_campaign(parse_config({**cfg, "name": n}), home).campaign_id
-                  for n in ("first", "second")]  # fmt: skip
+    return home, [
+        run_campaign(parse_config({**cfg, "name": n}), home).campaign_id
+        for n in ("first", "second")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -73,19 +75,26 @@ def two_ab(tmp_path_factory) -> tuple[Path, list[str]]:
     """Two finished campaigns named "a" and "b" (3 seeds, 20 generations)."""
     home = tmp_path_factory.mktemp("home")
     cfg = {"seeds": 3, "seed": 1, "strategy_params": {"generations": 20}}
-    return home, [run_campaign(parse_config({**cfg, "name": n}), home).campaign_id
-                  for n in ("a", "b")]  # fmt: skip
+    return home, [
+        run_campaign(parse_config({**cfg, "name": n}), home).campaign_id for n in ("a", "b")
+    ]
 
 
 @pytest.fixture(scope="module")
 def diffed(tmp_path_factory) -> tuple[Path, str]:
     """A differential campaign on the GAN: mnist-convnet (A) against mnist-lenet5 (B), NSGA-II."""
     home = tmp_path_factory.mktemp("home")
-    cfg = parse_config({
-        "generator": "gan", "classifier": "convnet", "classifier_b": "lenet5",
-        "strategy": "nsga2", "seeds": 2, "seed": 1,
-        "strategy_params": {"generations": 4, "population": 16, "cluster_every": 2},
-    })  # fmt: skip
+    cfg = parse_config(
+        {
+            "generator": "gan",
+            "classifier": "convnet",
+            "classifier_b": "lenet5",
+            "strategy": "nsga2",
+            "seeds": 2,
+            "seed": 1,
+            "strategy_params": {"generations": 4, "population": 16, "cluster_every": 2},
+        }
+    )
     return home, run_campaign(cfg, home).campaign_id
 
 
@@ -99,8 +108,9 @@ def diffed_app(diffed, monkeypatch):
 def escaped(tmp_path_factory) -> tuple[Path, str]:
     """A class-escape campaign: one targeted search per class pair."""
     home = tmp_path_factory.mktemp("home")
-    cfg = parse_config({"escape_per_pair": 1, "target_class": 2, "seed": 1,
-                        "strategy_params": {"generations": 20}})  # fmt: skip
+    cfg = parse_config(
+        {"escape_per_pair": 1, "target_class": 2, "seed": 1, "strategy_params": {"generations": 20}}
+    )
     return home, run_campaign(cfg, home).campaign_id
 
 

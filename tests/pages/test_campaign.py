@@ -69,8 +69,9 @@ def test_the_page_of_an_interrupted_campaign_opens(stopped_app, stopped):
     _, cid = stopped
     at = stopped_app("campaign.py", id=cid, tab="Seed detail")
     assert not at.exception, at.exception
-    assert any("final prediction **–**, – iterations, status interrupted" in m.value
-               for m in at.markdown)  # fmt: skip
+    assert any(
+        "final prediction **–**, – iterations, status interrupted" in m.value for m in at.markdown
+    )
     assert len(at.get("download_button")) == 2  # results and downloads stay reachable
 
 
@@ -113,8 +114,11 @@ def test_a_stopped_campaign_says_its_unfinished_seeds_are_not_counted(stopped_ap
     assert f"; {seeds} stopped before finishing: not counted, nor any failure" in line
     assert f"(`latentfuzz resume {cid}` finishes them)" in line
     at = stopped_app("campaign.py", id=cid)
-    assert any(c.value.startswith(f"{seeds} stopped before finishing") and
-               c.value.endswith("Resume finishes them.") for c in at.caption)  # fmt: skip
+    assert any(
+        c.value.startswith(f"{seeds} stopped before finishing")
+        and c.value.endswith("Resume finishes them.")
+        for c in at.caption
+    )
     # A failed campaign's seeds were stopped too, and resume refuses it: no such advice.
     failed = {**s, "status": "failed"}
     assert "nor any failure" in status_line(failed) and "resume" not in status_line(failed)
@@ -223,8 +227,9 @@ def test_campaign_page_shows_the_escape_matrix_beside_the_confusion(escaped_app,
 
 def test_an_ordinary_campaign_has_no_escape_panel(escaped_app, escaped):
     home, _ = escaped
-    cid = run_campaign(parse_config({"seeds": 2, "strategy_params": {"generations": 2}}),
-                       home).campaign_id  # fmt: skip
+    cid = run_campaign(
+        parse_config({"seeds": 2, "strategy_params": {"generations": 2}}), home
+    ).campaign_id
     at = escaped_app("campaign.py", id=cid)
     assert not at.exception
     assert "Class escape" not in [h.value for h in at.subheader]
@@ -235,8 +240,13 @@ def test_campaign_page_of_a_removed_dataset_says_why(pets_app, tmp_path: Path):
     from engine.campaign.runner import run_campaign
     from engine.datasets.specs import remove_spec
 
-    cfg = {"dataset": "pets", "classifier": "pets-convnet", "seeds": 1, "target_class": 0,
-           "strategy_params": {"generations": 1, "population": 4, "best_left": 2}}  # fmt: skip
+    cfg = {
+        "dataset": "pets",
+        "classifier": "pets-convnet",
+        "seeds": 1,
+        "target_class": 0,
+        "strategy_params": {"generations": 1, "population": 4, "best_left": 2},
+    }
     cid = run_campaign(parse_config(cfg), tmp_path / "home").campaign_id
     remove_spec("pets")
     at = pets_app("campaign.py", id=cid)

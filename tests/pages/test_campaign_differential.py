@@ -35,8 +35,11 @@ def test_the_differential_panel_shows_figures_heatmap_front_and_gallery(diffed_a
     # The Pareto front, with a generation slider; its legends in words, not false/true.
     import json
 
-    front = next(json.loads(c.proto.spec) for c in at.get("vega_lite_chart")
-                 if "divergence vs diversity" in c.proto.spec)  # fmt: skip
+    front = next(
+        json.loads(c.proto.spec)
+        for c in at.get("vega_lite_chart")
+        if "divergence vs diversity" in c.proto.spec
+    )
     assert front["encoding"]["color"]["scale"]["domain"] == ["dominated", "on the front"]
     assert front["encoding"]["shape"]["field"] == "labels"  # "A ≠ B" / "A = B"
     slider = at.select_slider[0]
@@ -46,8 +49,9 @@ def test_the_differential_panel_shows_figures_heatmap_front_and_gallery(diffed_a
 
 
 def test_a_single_classifier_campaign_has_no_differential_panel(tmp_path, monkeypatch):
-    cid = run_campaign(parse_config({"seeds": 2, "strategy_params": {"generations": 2}}),
-                       tmp_path).campaign_id  # fmt: skip
+    cid = run_campaign(
+        parse_config({"seeds": 2, "strategy_params": {"generations": 2}}), tmp_path
+    ).campaign_id
     at = page_opener(tmp_path, monkeypatch)("campaign.py", id=cid)
     assert not at.exception
     assert not any(s.value == "Differential testing" for s in at.subheader)
@@ -80,8 +84,9 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
         create_study(store, home, StudyConfig(campaigns=[cid]))
     # A triggering-inputs study of a one-classifier campaign, or with seed images: both
     # were dropped without a word.
-    plain = run_campaign(parse_config({"seeds": 3, "seed": 1, "strategy_params": {
-        "generations": 30}}), home).campaign_id  # fmt: skip
+    plain = run_campaign(
+        parse_config({"seeds": 3, "seed": 1, "strategy_params": {"generations": 30}}), home
+    ).campaign_id
     with pytest.raises(ConfigError, match=rf"\['{plain}'\] test one classifier"):
         create_study(store, home, StudyConfig(campaigns=[cid, plain], triggering=True))
     with pytest.raises(ValueError, match=r"triggering inputs \(--triggering\) has none"):

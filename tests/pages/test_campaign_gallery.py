@@ -74,15 +74,21 @@ def test_a_gallery_filter_whose_statuses_all_went_falls_back_to_the_default(tmp_
     cid = run_campaign(cfg, home).campaign_id
     store = Store(home / "latentfuzz.duckdb")
     with store.write() as con:
-        con.execute("UPDATE seeds SET status = 'interrupted', iterations = NULL "
-                    "WHERE campaign_id = ? AND viable", [cid])  # fmt: skip
+        con.execute(
+            "UPDATE seeds SET status = 'interrupted', iterations = NULL "
+            "WHERE campaign_id = ? AND viable",
+            [cid],
+        )
     at = page_opener(home, monkeypatch)("campaign.py", id=cid)
     show = next(m for m in at.multiselect if m.label == "Show")
     assert show.value == ["interrupted"]
     assert not [n for n in at.number_input if n.label == "At most iterations"]  # none known
     with store.write() as con:  # as the resumed run leaves it
-        con.execute("UPDATE seeds SET status = 'survived', iterations = 15 "
-                    "WHERE campaign_id = ? AND viable", [cid])  # fmt: skip
+        con.execute(
+            "UPDATE seeds SET status = 'survived', iterations = 15 "
+            "WHERE campaign_id = ? AND viable",
+            [cid],
+        )
     at.run()
     assert not at.exception, at.exception
     assert next(m for m in at.multiselect if m.label == "Show").value == ["survived"]

@@ -130,8 +130,10 @@ def test_a_crashed_campaign_says_why_once_beside_its_resume_button(home: Path, m
     cfg = parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 5}})
     cid = run_campaign(cfg, home).campaign_id
     with Store(home / "latentfuzz.duckdb").write() as con:  # as a reader marks a dead one
-        con.execute("UPDATE campaigns SET status = 'crashed', error = ? WHERE id = ?",
-                    [CRASHED_ERROR.format(cid=cid), cid])  # fmt: skip
+        con.execute(
+            "UPDATE campaigns SET status = 'crashed', error = ? WHERE id = ?",
+            [CRASHED_ERROR.format(cid=cid), cid],
+        )
     at = page_opener(home, monkeypatch)("campaign.py", id=cid)
     assert not at.exception, at.exception
     assert at.warning[0].value.startswith(
@@ -155,8 +157,21 @@ def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     st.cache_resource.clear()
     # Long enough to outlast a few of the writer's flushes (2 s apart at least): with the
     # classifier as a graph, 10 seeds x 120 generations ended before its first one.
-    proc = start_cli(["run", "--seeds", "20", "--generations", "400", "--perturbation", "low",
-                      "--seed", "3", "--quiet"], env)  # fmt: skip
+    proc = start_cli(
+        [
+            "run",
+            "--seeds",
+            "20",
+            "--generations",
+            "400",
+            "--perturbation",
+            "low",
+            "--seed",
+            "3",
+            "--quiet",
+        ],
+        env,
+    )
     cid = wait_for_campaign(Store(home / "latentfuzz.duckdb"), proc)
     statuses = []
     while True:

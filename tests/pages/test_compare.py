@@ -98,8 +98,7 @@ def test_compare_with_one_shared_seed_or_none_shows_no_slider_and_no_exception(a
     from store import Store
 
     home, first = seeded
-    cfg = parse_config({"seeds": max(1, shared), "seed": 1,
-                        "strategy_params": {"generations": 5}})  # fmt: skip
+    cfg = parse_config({"seeds": max(1, shared), "seed": 1, "strategy_params": {"generations": 5}})
     other = run_campaign(cfg, home).campaign_id
     if not shared:
         with Store(home / "latentfuzz.duckdb").write() as con:
@@ -133,8 +132,9 @@ def test_compare_colours_campaigns_with_the_okabe_ito_palette(two_ab, monkeypatc
     assert not at.exception, at.exception
     ranges = [
         layer.get("encoding", {}).get("color", {}).get("scale", {}).get("range")
-        for s in specs(at) for layer in [s, *s.get("layer", [])]
-    ]  # fmt: skip
+        for s in specs(at)
+        for layer in [s, *s.get("layer", [])]
+    ]
     assert OKABE_ITO in ranges
 
 
@@ -215,8 +215,12 @@ def test_a_campaign_deleted_while_compared_is_said_to_have_left(home: Path, monk
     from engine.campaign.runner import run_campaign
     from store import Store, admin
 
-    ids = [run_campaign(parse_config({"seeds": 1, "seed": s, "strategy_params": {
-        "generations": 2}}), home).campaign_id for s in (1, 2, 3)]  # fmt: skip
+    ids = [
+        run_campaign(
+            parse_config({"seeds": 1, "seed": s, "strategy_params": {"generations": 2}}), home
+        ).campaign_id
+        for s in (1, 2, 3)
+    ]
     at = page_opener(home, monkeypatch)("compare.py", id=ids)
     assert sorted(at.multiselect[0].value) == sorted(ids)
     admin.delete_campaign(Store(home / "latentfuzz.duckdb"), home, ids[2])
@@ -238,9 +242,12 @@ def test_campaigns_of_different_objectives_get_one_convergence_chart_each(tmp_pa
     ga = run_campaign(
         parse_config({"seeds": 3, "seed": 1, "strategy_params": {"generations": 4}}), tmp_path
     ).campaign_id
-    sinvad = run_campaign(parse_config(
-        {"seeds": 3, "seed": 1, "strategy": "sinvad", "strategy_params": {"generations": 4}}),
-        tmp_path).campaign_id  # fmt: skip
+    sinvad = run_campaign(
+        parse_config(
+            {"seeds": 3, "seed": 1, "strategy": "sinvad", "strategy_params": {"generations": 4}}
+        ),
+        tmp_path,
+    ).campaign_id
     ga2 = run_campaign(
         parse_config({"seeds": 3, "seed": 2, "strategy_params": {"generations": 4}}), tmp_path
     ).campaign_id
@@ -280,8 +287,9 @@ def test_compare_page_blocks_strategies_by_evaluation_budget_and_shows_metrics(
 
 def test_compare_gives_differential_campaigns_their_own_columns(diffed_app, diffed):
     home, cid = diffed
-    other = run_campaign(parse_config({"seeds": 2, "strategy_params": {"generations": 2}}),
-                         home).campaign_id  # fmt: skip
+    other = run_campaign(
+        parse_config({"seeds": 2, "strategy_params": {"generations": 2}}), home
+    ).campaign_id
     at = diffed_app("compare.py")
     at.multiselect[0].set_value([cid, other]).run()
     assert not at.exception, at.exception

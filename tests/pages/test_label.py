@@ -29,8 +29,9 @@ def own_study(study, monkeypatch):
     """(home, a new study of the module's campaign, open(labeller)): tests that use up
     images do not take them from the others."""
     home, cid, _ = study
-    sid = create_study(Store(home / "latentfuzz.duckdb"), home,
-                       StudyConfig(campaigns=[cid], gold_rate=0.2, k=2))  # fmt: skip
+    sid = create_study(
+        Store(home / "latentfuzz.duckdb"), home, StudyConfig(campaigns=[cid], gold_rate=0.2, k=2)
+    )
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
     st.cache_resource.clear()
 
@@ -120,12 +121,37 @@ def test_the_page_is_blind(page, study):
     at = page("dee")
     store = Store(home / "latentfuzz.duckdb")
     item = ls.items(store, sid).set_index("item_id").loc[shown(at, sid, "dee")]
-    texts = [e.value for kind in ("title", "subheader", "markdown", "caption", "info",
-                                  "success", "warning", "error") for e in at.get(kind)]  # fmt: skip
+    texts = [
+        e.value
+        for kind in (
+            "title",
+            "subheader",
+            "markdown",
+            "caption",
+            "info",
+            "success",
+            "warning",
+            "error",
+        )
+        for e in at.get(kind)
+    ]
     texts += [b.label for b in at.button] + [m.label for m in at.metric]
     page_text = " ".join(map(str, texts)).lower()
-    for hidden in (cid, sid, "vae", "gan", "campaign", "generator", "predict", "fitness",
-                   "expected", "iteration", "seed", "gold", str(item.image)):  # fmt: skip
+    for hidden in (
+        cid,
+        sid,
+        "vae",
+        "gan",
+        "campaign",
+        "generator",
+        "predict",
+        "fitness",
+        "expected",
+        "iteration",
+        "seed",
+        "gold",
+        str(item.image),
+    ):
         assert hidden.lower() not in page_text, hidden
     assert not at.dataframe and not at.get("vega_lite_chart")
 
@@ -145,11 +171,20 @@ def test_open_world_dataset_offers_a_different_object(tmp_path, monkeypatch):
     sid = "study-imagenet"
     ls.create_validity_study(
         store,
-        {"id": sid, "name": "pizza", "dataset": "imagenet-pizza", "source": "campaigns",
-         "k": 2, "rule": "icst", "seed": 0, "resamples": 100},
-        pd.DataFrame({"item_id": [0], "kind": ["result"], "image": ["imgs/a.png"],
-                      "expected": [0]}),
-    )  # fmt: skip
+        {
+            "id": sid,
+            "name": "pizza",
+            "dataset": "imagenet-pizza",
+            "source": "campaigns",
+            "k": 2,
+            "rule": "icst",
+            "seed": 0,
+            "resamples": 100,
+        },
+        pd.DataFrame(
+            {"item_id": [0], "kind": ["result"], "image": ["imgs/a.png"], "expected": [0]}
+        ),
+    )
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
     st.cache_resource.clear()
     at = AppTest.from_file(APP, default_timeout=60).run()
@@ -176,8 +211,11 @@ def test_a_key_costs_one_store_transaction_and_shows_the_reserved_image(page, st
     claim, progress) opens the store once, not once per query and page part."""
     home, cid, _ = study
     # A study of its own: the module's study is partly claimed by the other tests' labellers.
-    sid = create_study(Store(home / "latentfuzz.duckdb"), home, StudyConfig(
-        campaigns=[cid], gold_rate=0.5, seed_images=True, k=1, seed=9))  # fmt: skip
+    sid = create_study(
+        Store(home / "latentfuzz.duckdb"),
+        home,
+        StudyConfig(campaigns=[cid], gold_rate=0.5, seed_images=True, k=1, seed=9),
+    )
     monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
     st.cache_resource.clear()
     at = AppTest.from_file(APP, default_timeout=60).run()

@@ -83,7 +83,8 @@ def test_new_campaign_offers_each_dataset_with_its_own_models(pets_app):
     at.selectbox[2].set_value("old-convnet").run()
     (err,) = at.error
     assert "0000000000000000" in err.value and "latentfuzz train classifier --dataset pets" in (
-        err.value.replace("\\", ""))  # fmt: skip
+        err.value.replace("\\", "")
+    )
     assert at.button[0].disabled
 
 
@@ -200,8 +201,11 @@ def test_out_of_model_values_are_named_at_launch_with_what_was_entered(form):
     assert "Seeds must be at least 1 (you entered 0)." in text
     assert "Random seed must be at least 0 (you entered -1)." in text
     assert form.launched == []
-    sentences = problems(CampaignConfig, {"seeds": 0, "seed": -1, "name": "x" * 201},
-                         {"seeds": "Seeds", "seed": "Random seed"})  # fmt: skip
+    sentences = problems(
+        CampaignConfig,
+        {"seeds": 0, "seed": -1, "name": "x" * 201},
+        {"seeds": "Seeds", "seed": "Random seed"},
+    )
     assert sentences == [
         "Name must be at most 200 characters (it has 201).",
         "Seeds must be at least 1 (you entered 0).",
@@ -266,8 +270,11 @@ def test_every_field_of_every_strategy_has_a_widget_with_its_bounds(blank_form, 
     strategy_box(blank_form).set_value(name).run()
     assert not blank_form.exception, blank_form.exception
     Params = STRATEGIES.get(name).Params
-    widgets = {w.label: w for kind in ("number_input", "selectbox", "checkbox")
-               for w in blank_form.get(kind)}  # fmt: skip
+    widgets = {
+        w.label: w
+        for kind in ("number_input", "selectbox", "checkbox")
+        for w in blank_form.get(kind)
+    }
     for field, info in Params.model_fields.items():
         w = widgets[label(field, info)]
         if w.type == "number_input":

@@ -157,8 +157,9 @@ def test_studies_page_says_which_classifier_people_agree_with(diffed_app, diffed
 
     home, cid = diffed
     store = Store(home / "latentfuzz.duckdb")
-    cfg = labelling.StudyConfig(campaigns=[cid], k=1, gold_rate=0.0, triggering=True, sample=3,
-                                name="who is right")  # fmt: skip
+    cfg = labelling.StudyConfig(
+        campaigns=[cid], k=1, gold_rate=0.0, triggering=True, sample=3, name="who is right"
+    )
     sid = labelling.create_study(store, home, cfg)
     items = ls.items(store, sid).set_index("item_id")
     judging.join(store, sid, "ann")
@@ -177,8 +178,9 @@ def test_studies_page_says_which_classifier_people_agree_with(diffed_app, diffed
     from tests.helpers import CLI
 
     env = {"LATENTFUZZ_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([*CLI, "labels", "report", sid], env=env, capture_output=True,
-                         text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [*CLI, "labels", "report", sid], env=env, capture_output=True, text=True, check=True
+    ).stdout
     row = next(line for line in out.splitlines() if cid in line)
     assert "the label people give" in out, out
     assert [c.strip() for c in row.split("│")[4:6]] == ["0", "3"], row
@@ -257,17 +259,29 @@ CROWD = "Image URL,ID,TOOL,MUT_EXT,Expected,ASS 1,ASS 2\nu/1.png,1,VAE,low,7,{an
     ("data", "mapping", "said"),
     [
         # The stored copy's path was cut off badly (", data row 1"), flags named the CLI's.
-        (CROWD.format(answer="banana").encode(), None,
-         "Cannot import f.csv: data row 1 (ID '1'): answer 'banana' is neither"),
-        (CROWD.format(answer="sept").encode("latin-1").replace(b"sept", b"s\xe9pt"), None,
-         "choose Encoding latin-1"),
+        (
+            CROWD.format(answer="banana").encode(),
+            None,
+            "Cannot import f.csv: data row 1 (ID '1'): answer 'banana' is neither",
+        ),
+        (
+            CROWD.format(answer="sept").encode("latin-1").replace(b"sept", b"s\xe9pt"),
+            None,
+            "choose Encoding latin-1",
+        ),
         (b"", None, "Cannot import f.csv: the file is empty"),
-        (CROWD.format(answer="7").encode(), b"image: [1\n", "Cannot use mapping m.yaml: it is "
-         "not valid YAML at line 2"),
-        (CROWD.format(answer="7").encode(), b"assessors: 5\n",
-         "Cannot use mapping m.yaml: assessors: Input should be a valid list"),
+        (
+            CROWD.format(answer="7").encode(),
+            b"image: [1\n",
+            "Cannot use mapping m.yaml: it is not valid YAML at line 2",
+        ),
+        (
+            CROWD.format(answer="7").encode(),
+            b"assessors: 5\n",
+            "Cannot use mapping m.yaml: assessors: Input should be a valid list",
+        ),
     ],
-)  # fmt: skip
+)
 def test_import_errors_name_the_users_files_and_the_forms_fields(
     tmp_path, monkeypatch, data, mapping, said
 ):

@@ -7,8 +7,9 @@ import subprocess
 from tests.helpers import CLI
 
 
-def cli(args: list[str], env: dict[str, str], ok: bool = True, prefix: list[str] | None = None,
-        **kw) -> subprocess.CompletedProcess:  # fmt: skip
+def cli(
+    args: list[str], env: dict[str, str], ok: bool = True, prefix: list[str] | None = None, **kw
+) -> subprocess.CompletedProcess:
     p = subprocess.run(
         [*(prefix or []), *CLI, *args], env=env, capture_output=True, text=True, timeout=300, **kw
     )

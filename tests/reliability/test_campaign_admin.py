@@ -20,8 +20,11 @@ from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
 from tests.reliability.conftest import cli, one_line_error
 from tests.reliability.test_kill_resume import SETTINGS, outcomes
 
-SMALL = {"seeds": 2, "seed": 3, "strategy_params": {"generations": 4, "population": 6,
-                                                     "best_left": 2}}  # fmt: skip
+SMALL = {
+    "seeds": 2,
+    "seed": 3,
+    "strategy_params": {"generations": 4, "population": 6, "best_left": 2},
+}
 
 
 def test_an_interrupted_campaign_resumes_from_the_cli_to_the_same_outcomes(home, env, tmp_path):
@@ -46,8 +49,9 @@ def test_an_interrupted_campaign_resumes_from_the_cli_to_the_same_outcomes(home,
         # test_startup.py) is read while the campaign runs; it stayed in the home for good.
         assert startup.read_replay(home, "stopped") is None
         assert not startup.replay_path(home, "stopped").exists()
-    pd.testing.assert_frame_equal(outcomes(store, "stopped"), outcomes(store, "reference"),
-                                  check_dtype=False)  # fmt: skip
+    pd.testing.assert_frame_equal(
+        outcomes(store, "stopped"), outcomes(store, "reference"), check_dtype=False
+    )
     p = cli(["resume", "stopped"], env, ok=False)
     one_line_error(p, "campaign stopped is finished; only crashed or interrupted campaigns")
     one_line_error(cli(["resume", "nope"], env, ok=False), "no campaign 'nope'")
@@ -87,8 +91,11 @@ def test_doctor_lists_orphans_missing_images_and_short_strips_and_fixes_what_is_
     Image.open(home / searched.seed_image).save(strip)  # one frame left of several
     (home / "campaigns" / "ghost").mkdir()
     kinds = {(f.kind, f.campaign) for f in doctor.check(store, home)}
-    assert kinds == {("missing-images", "c1"), ("dangling-frames", "c1"),
-                     ("orphan-folder", "ghost")}  # fmt: skip
+    assert kinds == {
+        ("missing-images", "c1"),
+        ("dangling-frames", "c1"),
+        ("orphan-folder", "ghost"),
+    }
     p = cli(["doctor"], env, ok=False)
     assert p.returncode == 1 and "orphan-folder\tghost" in p.stdout
     p = cli(["doctor", "--fix"], env, ok=False)
@@ -114,27 +121,36 @@ def test_an_interrupted_campaigns_missing_files_are_found_and_a_file_at_its_fold
     folder = home / "campaigns" / "c1"
     folder.rename(home / "c1.bak")
     folder.write_text("not a folder")
-    one_line_error(cli(["resume", "c1"], env, ok=False), f"{folder} is not a folder",
-                   "move that file aside")  # fmt: skip
+    one_line_error(
+        cli(["resume", "c1"], env, ok=False), f"{folder} is not a folder", "move that file aside"
+    )
 
 
 def test_paths_yaml_and_settings_that_cannot_be_used_get_one_line(home: Path, env, tmp_path):
     """Each of these was a traceback (IsADirectoryError, FileNotFoundError, a six-line
     YAML message, a pydantic dump), and the zip left a stray .part beside the folder."""
     run_campaign(parse_config(SMALL), home, campaign_id="c1")
-    one_line_error(cli(["export", "c1", "--zip", str(tmp_path)], env, ok=False),
-                   f"{tmp_path} is a folder; give the zip's file path")  # fmt: skip
+    one_line_error(
+        cli(["export", "c1", "--zip", str(tmp_path)], env, ok=False),
+        f"{tmp_path} is a folder; give the zip's file path",
+    )
     assert not tmp_path.with_name(tmp_path.name + ".part").exists()
-    one_line_error(cli(["export", "c1", "--zip", str(tmp_path / "no" / "x.zip")], env, ok=False),
-                   f"folder {tmp_path / 'no'} does not exist")  # fmt: skip
+    one_line_error(
+        cli(["export", "c1", "--zip", str(tmp_path / "no" / "x.zip")], env, ok=False),
+        f"folder {tmp_path / 'no'} does not exist",
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_text("seeds: [1\n")
-    one_line_error(cli(["run", "-c", str(bad)], env, ok=False),
-                   f"{bad} is not valid YAML at line 2, column 1")  # fmt: skip
-    one_line_error(cli(["run", "-c", str(tmp_path)], env, ok=False),
-                   f"config file {tmp_path} is a folder")  # fmt: skip
-    one_line_error(cli(["labels", "create", "--campaign", "c1", "--k", "0"], env, ok=False),
-                   "--k: Input should be greater than or equal to 1 (you gave 0)")  # fmt: skip
+    one_line_error(
+        cli(["run", "-c", str(bad)], env, ok=False), f"{bad} is not valid YAML at line 2, column 1"
+    )
+    one_line_error(
+        cli(["run", "-c", str(tmp_path)], env, ok=False), f"config file {tmp_path} is a folder"
+    )
+    one_line_error(
+        cli(["labels", "create", "--campaign", "c1", "--k", "0"], env, ok=False),
+        "--k: Input should be greater than or equal to 1 (you gave 0)",
+    )
     # What reaches the command's top level from a library: one line, the file named.
     from engine.cli.common import one_line
 
@@ -158,9 +174,14 @@ def test_ctrl_c_in_the_start_up_stops_a_background_run_and_says_so(home: Path, e
     from engine.campaign import startup
     from tests.helpers import CLI
 
-    proc = subprocess.Popen([*CLI, "run", "--id", "early", "--seeds", "2", "--generations", "50"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: sig.signal(sig.SIGINT, sig.SIG_IGN))  # fmt: skip
+    proc = subprocess.Popen(
+        [*CLI, "run", "--id", "early", "--seeds", "2", "--generations", "50"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: sig.signal(sig.SIGINT, sig.SIG_IGN),
+    )
     deadline = time.time() + 60
     while not startup.read(home, "early"):  # its first step: the handler is in place
         assert proc.poll() is None and time.time() < deadline
@@ -187,7 +208,7 @@ def test_a_resume_stopped_mid_replay_keeps_the_campaigns_evaluation_count(tmp_pa
             if p.generation == g:
                 raise KeyboardInterrupt
 
-        return progress  # fmt: skip
+        return progress
 
     cut = run_campaign(parse_config(raw), tmp_path, progress=stop_at(20))
     assert cut.status == "interrupted" and cut.evaluations > 0

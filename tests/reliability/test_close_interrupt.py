@@ -29,8 +29,11 @@ from store import metrics as sm
 from tests.helpers import db
 from tests.reliability.conftest import cli
 
-SMALL = {"seeds": 2, "seed": 3, "strategy_params": {"generations": 4, "population": 6,
-                                                     "best_left": 2}}  # fmt: skip
+SMALL = {
+    "seeds": 2,
+    "seed": 3,
+    "strategy_params": {"generations": 4, "population": 6, "best_left": 2},
+}
 #: Another process holding the store as a writer for argv[2] seconds.
 HOLDER = """
 import sys, time
@@ -73,8 +76,11 @@ def signals(*sigs: int):
 
 def hold_store(home: Path, seconds: float, procs: list) -> None:
     """Another process takes the store for `seconds`; returns once it holds it."""
-    p = subprocess.Popen([sys.executable, "-c", HOLDER, str(home / "latentfuzz.duckdb"),
-                          str(seconds)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home / "latentfuzz.duckdb"), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     procs.append(p)
     assert p.stdout.readline().strip() == "held"
 
@@ -192,9 +198,13 @@ def test_a_second_interrupt_during_the_close_stops_at_once_and_the_campaign_resu
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(SMALL))
-    p = subprocess.run([sys.executable, "-c", SECOND_CTRL_C, "run", "--config", str(cfg),
-                        "--id", "c", "--quiet"], env=env, capture_output=True, text=True,
-                       timeout=300)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-c", SECOND_CTRL_C, "run", "--config", str(cfg), "--id", "c", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 130 and "Traceback" not in p.stderr, p.stderr
     assert "stopped while campaign c was closing" in " ".join(p.stderr.split())
     assert "crashed" in cli(["campaigns"], {**env, "COLUMNS": "200"}).stdout

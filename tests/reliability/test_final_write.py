@@ -29,11 +29,18 @@ def start(home: Path, env, tmp_path: Path) -> subprocess.Popen:
     """A small campaign that writes nothing between its first and its last write
     (flush_seconds 600), with a short store timeout."""
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("seeds: 3\nseed: 2\nflush_seconds: 600\nstrategy_params:\n  generations: 40\n"
-                   "  population: 6\n  best_left: 2\n  perturbation: low\n")  # fmt: skip
+    cfg.write_text(
+        "seeds: 3\nseed: 2\nflush_seconds: 600\nstrategy_params:\n  generations: 40\n"
+        "  population: 6\n  best_left: 2\n  perturbation: low\n"
+    )
     env = {**env, "LATENTFUZZ_STORE_TIMEOUT": str(TIMEOUT)}
-    return subprocess.Popen([*CLI, "run", "--config", str(cfg), "--quiet"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [*CLI, "run", "--config", str(cfg), "--quiet"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def hold_until_waiting(home: Path, proc: subprocess.Popen) -> tuple[str, str]:
@@ -84,8 +91,7 @@ def test_interrupted_while_waiting_the_rows_go_to_a_recovery_file(home: Path, en
     all_rows_landed(home, cid)
 
 
-def test_a_full_disk_ends_the_campaign_failed_and_keeps_what_was_written(home: Path,
-                                                                         monkeypatch):  # fmt: skip
+def test_a_full_disk_ends_the_campaign_failed_and_keeps_what_was_written(home: Path, monkeypatch):
     from engine.core.images import ImageSink
 
     calls = {"n": 0}
@@ -104,8 +110,19 @@ def test_a_full_disk_ends_the_campaign_failed_and_keeps_what_was_written(home: P
 
     monkeypatch.setattr(ImageSink, "_write", full_after_a_while(ImageSink._write))
     monkeypatch.setattr(ImageSink, "_append", full_after_a_while(ImageSink._append))
-    cfg = parse_config({"seeds": 3, "seed": 2, "flush_seconds": 0.05, "strategy_params": {
-        "generations": 40, "population": 6, "best_left": 2, "perturbation": "low"}})  # fmt: skip
+    cfg = parse_config(
+        {
+            "seeds": 3,
+            "seed": 2,
+            "flush_seconds": 0.05,
+            "strategy_params": {
+                "generations": 40,
+                "population": 6,
+                "best_left": 2,
+                "perturbation": "low",
+            },
+        }
+    )
     with pytest.raises(LatentfuzzError) as e:
         run_campaign(cfg, home)
     msg = str(e.value)

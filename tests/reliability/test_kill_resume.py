@@ -26,10 +26,23 @@ from tests.reliability.conftest import cli
 # Small: a few seconds of search on a loaded 2-core machine, so ten kills and resumes
 # stay quick. One thread in the campaign processes and here: the same arithmetic, and
 # faster than two on a busy machine.
-SETTINGS = {"seeds": 3, "seed": 7, "flush_seconds": 0.1, "strategy_params": {
-    "generations": 30, "population": 6, "best_left": 2, "perturbation": "high"}}  # fmt: skip
-OUTCOME = ["seed_idx", "viable", "status", "misclassified", "iterations", "evaluations",
-           "final_pred", "final_fitness", "latent_distance"]  # fmt: skip
+SETTINGS = {
+    "seeds": 3,
+    "seed": 7,
+    "flush_seconds": 0.1,
+    "strategy_params": {"generations": 30, "population": 6, "best_left": 2, "perturbation": "high"},
+}
+OUTCOME = [
+    "seed_idx",
+    "viable",
+    "status",
+    "misclassified",
+    "iterations",
+    "evaluations",
+    "final_pred",
+    "final_fitness",
+    "latent_distance",
+]
 
 
 def outcomes(store: Store, cid: str) -> pd.DataFrame:
@@ -37,8 +50,17 @@ def outcomes(store: Store, cid: str) -> pd.DataFrame:
 
 
 def generations(store: Store, cid: str) -> pd.DataFrame:
-    cols = ["seed_idx", "generation", "best_fitness", "mean_fitness", "best_pred", "step",
-            "evaluations", "image", "image_frame"]  # fmt: skip
+    cols = [
+        "seed_idx",
+        "generation",
+        "best_fitness",
+        "mean_fitness",
+        "best_pred",
+        "step",
+        "evaluations",
+        "image",
+        "image_frame",
+    ]
     return sc.generations(store, cid)[cols].reset_index(drop=True)
 
 
@@ -60,9 +82,12 @@ def kill_and_resume(n: int, home: Path, env, tmp_path: Path) -> None:
         if kills == n:
             break
         cid = f"kill{attempt:02d}"
-        proc = subprocess.Popen([*CLI, "run", "--config", str(cfg), "--id", cid, "--quiet"],
-                                env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [*CLI, "run", "--config", str(cfg), "--id", cid, "--quiet"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for_files((home / "campaigns" / cid).exists, proc)
         while sc.campaign(store, cid) is None:
             assert proc.poll() is None, f"{cid} exited before its row appeared"
@@ -95,8 +120,9 @@ def kill_and_resume(n: int, home: Path, env, tmp_path: Path) -> None:
         kept = before.merge(after, how="left", indicator=True, on=list(before.columns))
         assert (kept["_merge"] == "both").all(), cid
         ref_g = generations(store, "reference")
-        pd.testing.assert_frame_equal(after.drop(columns="image"), ref_g.drop(columns="image"),
-                                      check_dtype=False)  # fmt: skip
+        pd.testing.assert_frame_equal(
+            after.drop(columns="image"), ref_g.drop(columns="image"), check_dtype=False
+        )
         assert doctor.check(store, home) == []  # nothing left: no duplicate, no missing file
     assert kills == n
     p = cli(["doctor"], env)

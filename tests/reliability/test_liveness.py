@@ -72,8 +72,9 @@ time.sleep(600)
 
 def test_stop_signals_the_campaign_process_and_never_a_stranger(home: Path):
     # The campaign's own process: holds the lock, stop reaches it.
-    owner = subprocess.Popen([sys.executable, "-c", HOLDER, str(home), "c1"],
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    owner = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home), "c1"], stdout=subprocess.PIPE, text=True
+    )
     assert owner.stdout.readline().strip() == "held"
     assert liveness.alive(home, "c1")
     assert liveness.stop(home, "c1")

@@ -52,14 +52,22 @@ def test_a_pickle_bomb_cifar_batch_does_not_execute(tmp_path: Path):
 def test_a_plain_cifar_batch_with_numpy_arrays_still_reads(tmp_path: Path):
     for name in [f"data_batch_{i}" for i in range(1, 6)]:
         with open(tmp_path / name, "wb") as f:
-            pickle.dump({b"data": np.full((2, 3072), 7, np.uint8), b"labels": [1, 2],
-                         b"filenames": [b"a.png", "b.png"], b"n": np.int64(2)}, f)  # fmt: skip
+            pickle.dump(
+                {
+                    b"data": np.full((2, 3072), 7, np.uint8),
+                    b"labels": [1, 2],
+                    b"filenames": [b"a.png", "b.png"],
+                    b"n": np.int64(2),
+                },
+                f,
+            )
     split = get_dataset("cifar10", tmp_path).load("train")
     assert tuple(split.images.shape) == (10, 3, 32, 32)
 
 
-@pytest.mark.parametrize("name", ["a/../../x.pt", "../../x.pt", "..\\..\\x.pt", "/etc/x.pt",
-                                  "..", "", ".bashrc"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["a/../../x.pt", "../../x.pt", "..\\..\\x.pt", "/etc/x.pt", "..", "", ".bashrc"]
+)
 def test_an_upload_lands_inside_the_home_under_a_safe_name(home: Path, name: str):
     path = save_upload(home, name, b"model bytes")
     assert path.resolve().parent == (home / "uploads").resolve()
@@ -94,22 +102,29 @@ def test_a_rejected_upload_is_not_kept_and_its_error_names_it_as_uploaded(home: 
 
 
 def test_formula_cells_are_neutralised_and_numbers_are_not(tmp_path: Path):
-    df = pd.DataFrame({"who": ["=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)", "bob"],
-                       "score": [-1.5, 2, 3, 4, 5]})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "who": ['=HYPERLINK("http://x")', "+1", "-2+3", "@SUM(A1)", "bob"],
+            "score": [-1.5, 2, 3, 4, 5],
+        }
+    )
     text = to_csv(df)
     back = pd.read_csv(pd.io.common.StringIO(text))
-    assert back["who"].tolist() == ["'=HYPERLINK(\"http://x\")", "'+1", "'-2+3", "'@SUM(A1)",
-                                    "bob"]  # fmt: skip
+    assert back["who"].tolist() == ['\'=HYPERLINK("http://x")', "'+1", "'-2+3", "'@SUM(A1)", "bob"]
     assert back["score"].tolist() == [-1.5, 2, 3, 4, 5]
 
 
 def test_labels_export_neutralises_a_formula_labeller_name(home: Path, env, tmp_path: Path):
     src = tmp_path / "study.csv"
-    src.write_text("Image URL,ID,TOOL,MUT_EXT,Expected,=cmd|' /C calc'!A0,ASS 2\n"
-                   "a.png,1,vae,high,3,3,3\nb.png,2,vae,high,5,5,not a digit\n")  # fmt: skip
+    src.write_text(
+        "Image URL,ID,TOOL,MUT_EXT,Expected,=cmd|' /C calc'!A0,ASS 2\n"
+        "a.png,1,vae,high,3,3,3\nb.png,2,vae,high,5,5,not a digit\n"
+    )
     mapping = tmp_path / "m.yaml"
-    mapping.write_text("assessors: [\"=cmd|' /C calc'!A0\", ASS 2]\ndataset: null\n"
-                       "validity: null\npreservation: null\n")  # fmt: skip
+    mapping.write_text(
+        "assessors: [\"=cmd|' /C calc'!A0\", ASS 2]\ndataset: null\n"
+        "validity: null\npreservation: null\n"
+    )
     cli(["labels", "import", str(src), "--dataset", "mnist", "--mapping", str(mapping)], env)
     from store import labels
 
@@ -123,21 +138,24 @@ def test_labels_export_neutralises_a_formula_labeller_name(home: Path, env, tmp_
 
 # -- config values ------------------------------------------------------------------------
 
-TINY = ["--seeds", "2", "--generations", "3", "--population", "6", "--best-left", "2",
-        "--quiet"]  # fmt: skip
+TINY = ["--seeds", "2", "--generations", "3", "--population", "6", "--best-left", "2", "--quiet"]
 
 
-@pytest.mark.parametrize("args,yaml_text,says", [
-    (["--step", "inf"], None, "strategy_params.step"),
-    (["--step", "nan"], None, "strategy_params.step"),
-    ([], "strategy_params:\n  perturbation: custom\n  step: .inf\n", "strategy_params.step"),
-    ([], "flush_seconds: .nan\n", "config.flush_seconds"),
-    ([], "generator: dm\ngenerator_params:\n  guidance: .inf\n", "generator_params"),
-    ([], "device: banana\n", "device 'banana' is not a torch device"),
-    ([], "strategy_params: 5\n", "strategy_params is 5 (int), expected a mapping"),
-])  # fmt: skip
-def test_a_bad_config_value_is_one_line_and_writes_nothing(home: Path, env, tmp_path: Path,
-                                                           args, yaml_text, says):  # fmt: skip
+@pytest.mark.parametrize(
+    "args,yaml_text,says",
+    [
+        (["--step", "inf"], None, "strategy_params.step"),
+        (["--step", "nan"], None, "strategy_params.step"),
+        ([], "strategy_params:\n  perturbation: custom\n  step: .inf\n", "strategy_params.step"),
+        ([], "flush_seconds: .nan\n", "config.flush_seconds"),
+        ([], "generator: dm\ngenerator_params:\n  guidance: .inf\n", "generator_params"),
+        ([], "device: banana\n", "device 'banana' is not a torch device"),
+        ([], "strategy_params: 5\n", "strategy_params is 5 (int), expected a mapping"),
+    ],
+)
+def test_a_bad_config_value_is_one_line_and_writes_nothing(
+    home: Path, env, tmp_path: Path, args, yaml_text, says
+):
     extra = []
     if yaml_text is not None:
         cfg = tmp_path / "c.yaml"
@@ -148,11 +166,14 @@ def test_a_bad_config_value_is_one_line_and_writes_nothing(home: Path, env, tmp_
     assert list(home.iterdir()) == []
 
 
-@pytest.mark.parametrize("args,says", [
-    (["--generations", "0"], "strategy_params.generations"),
-    (["--step", "inf"], "strategy_params.step"),
-    (["--generator", "foo"], "no generator 'foo'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["--generations", "0"], "strategy_params.generations"),
+        (["--step", "inf"], "strategy_params.step"),
+        (["--generator", "foo"], "no generator 'foo'"),
+    ],
+)
 def test_a_refusal_without_quiet_is_one_line_too(home: Path, env, args, says):
     # The progress bar, on a pipe, left an empty line before the refusal.
     one_line_error(cli(["run", "--seeds", "2", *args], env, ok=False), says)
@@ -172,15 +193,21 @@ class FailsOnLargeBatches(torch.nn.Module):
 def test_a_classifier_failing_on_large_batches_ends_failed_in_one_line(home, env, tmp_path):
     model = tmp_path / "fragile.pt"
     torch.jit.save(torch.jit.script(FailsOnLargeBatches()), str(model))
-    p = cli(["run", *TINY, "--classifier", str(model), "--target-class", "3", "--id", "frag"],
-            env, ok=False)  # fmt: skip
-    line = one_line_error(p, "the classifier failed on a batch of 12 images",
-                          "out of memory: batch too large", "--batch-size")  # fmt: skip
+    p = cli(
+        ["run", *TINY, "--classifier", str(model), "--target-class", "3", "--id", "frag"],
+        env,
+        ok=False,
+    )
+    line = one_line_error(
+        p,
+        "the classifier failed on a batch of 12 images",
+        "out of memory: batch too large",
+        "--batch-size",
+    )
     c = sc.campaign(Store(home / "latentfuzz.duckdb"), "frag")
     assert c["status"] == "failed" and c["error"] == "ModelError: " + line.split("error: ", 1)[1]
     # With batches the model can take, the same campaign runs.
-    cli(["run", *TINY, "--classifier", str(model), "--target-class", "3", "--batch-size", "6"],
-        env)  # fmt: skip
+    cli(["run", *TINY, "--classifier", str(model), "--target-class", "3", "--batch-size", "6"], env)
 
 
 # -- CSV import ---------------------------------------------------------------------------
@@ -195,16 +222,20 @@ def test_a_ragged_csv_row_is_refused_with_its_line_number(tmp_path: Path):
         read_table(f)
 
 
-@pytest.mark.parametrize("encoding,says", [
-    ("binary", "is a binary file"), ("utf-16-le", "looks like UTF-16 without a byte-order mark"),
-    ("latin-1", "pass --encoding latin-1"),
-])  # fmt: skip
-def test_a_csv_in_another_encoding_says_which_it_needs(home: Path, env, tmp_path: Path,
-                                                       encoding, says):  # fmt: skip
+@pytest.mark.parametrize(
+    "encoding,says",
+    [
+        ("binary", "is a binary file"),
+        ("utf-16-le", "looks like UTF-16 without a byte-order mark"),
+        ("latin-1", "pass --encoding latin-1"),
+    ],
+)
+def test_a_csv_in_another_encoding_says_which_it_needs(
+    home: Path, env, tmp_path: Path, encoding, says
+):
     f = tmp_path / "e.csv"
     text = HEADER + "a.png,1,vae,high,3,3,not a digit — é\n"
-    f.write_bytes(os.urandom(2000) if encoding == "binary" else text.encode(encoding,
-                                                                         "replace"))  # fmt: skip
+    f.write_bytes(os.urandom(2000) if encoding == "binary" else text.encode(encoding, "replace"))
     p = cli(["labels", "import", str(f), "--dataset", "mnist"], env, ok=False)
     one_line_error(p, says)
     assert not (home / "latentfuzz.duckdb").exists() or labels_count(home) == 0

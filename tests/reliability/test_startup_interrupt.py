@@ -21,8 +21,11 @@ from store import campaigns as sc
 from store import interrupts
 from tests.helpers import CLI, db
 
-SMALL = {"seeds": 2, "seed": 3, "strategy_params": {"generations": 4, "population": 6,
-                                                     "best_left": 2}}  # fmt: skip
+SMALL = {
+    "seeds": 2,
+    "seed": 3,
+    "strategy_params": {"generations": 4, "population": 6, "best_left": 2},
+}
 
 
 @pytest.fixture
@@ -104,8 +107,13 @@ def test_ctrl_c_at_any_moment_of_the_start_up_is_one_line_and_no_running_campaig
     env = {k: v for k, v in env.items() if k != "LATENTFUZZ_BATCH_SIZE"}
     cfg = tmp_path / "long.yaml"  # searches for minutes: no seed stops at a failure
     cfg.write_text("seeds: 3\nstrategy_params: {generations: 5000, stop_at_failure: false}\n")
-    p = subprocess.Popen([*CLI, "run", "--config", str(cfg), "--id", "c", "--quiet"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    p = subprocess.Popen(
+        [*CLI, "run", "--config", str(cfg), "--id", "c", "--quiet"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
     out, errs = p.communicate(timeout=120)
@@ -144,4 +152,6 @@ def test_a_ctrl_c_while_a_resume_loads_its_models_leaves_the_campaign_as_it_was(
     row = sc.campaign(db(home), "c")
     assert row["status"] == "interrupted"
     assert (row["evaluations"], row["wall_seconds"]) == (
-        before_row["evaluations"], before_row["wall_seconds"])  # fmt: skip
+        before_row["evaluations"],
+        before_row["wall_seconds"],
+    )

@@ -19,8 +19,19 @@ from store import campaigns as sc
 from tests.reliability.conftest import cli, one_line_error
 from tests.store.test_contract import campaign_row
 
-TINY = ["--seeds", "2", "--generations", "3", "--population", "6", "--best-left", "2",
-        "--seed", "1", "--quiet"]  # fmt: skip
+TINY = [
+    "--seeds",
+    "2",
+    "--generations",
+    "3",
+    "--population",
+    "6",
+    "--best-left",
+    "2",
+    "--seed",
+    "1",
+    "--quiet",
+]
 FIX = "restore a backup, or move the file away"
 
 
@@ -49,11 +60,13 @@ def test_an_old_store_with_a_reused_id_gets_its_keys(tmp_path: Path):
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
     con.execute("INSERT INTO meta VALUES ('schema_version', '3')")
-    con.execute("CREATE TABLE campaigns (id VARCHAR NOT NULL, status VARCHAR NOT NULL, "
-                "study VARCHAR)")  # fmt: skip
+    con.execute(
+        "CREATE TABLE campaigns (id VARCHAR NOT NULL, status VARCHAR NOT NULL, study VARCHAR)"
+    )
     con.execute("INSERT INTO campaigns VALUES ('x', 'finished', NULL), ('x', 'running', NULL)")
-    con.execute("CREATE TABLE images (campaign_id VARCHAR, seed_idx INTEGER, kind VARCHAR, "
-                "path VARCHAR)")  # fmt: skip
+    con.execute(
+        "CREATE TABLE images (campaign_id VARCHAR, seed_idx INTEGER, kind VARCHAR, path VARCHAR)"
+    )
     con.execute("INSERT INTO images VALUES ('x', 0, 'seed', 'a'), ('x', 0, 'seed', 'b')")
     con.close()
     store = Store(path)
@@ -62,8 +75,9 @@ def test_an_old_store_with_a_reused_id_gets_its_keys(tmp_path: Path):
         {"id": "x", "status": "finished"}
     ]
     assert store.query("SELECT path FROM images")["path"].tolist() == ["a"]
-    keys = store.query("SELECT table_name FROM duckdb_constraints() "
-                       "WHERE constraint_type = 'PRIMARY KEY'")["table_name"]  # fmt: skip
+    keys = store.query(
+        "SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
+    )["table_name"]
     assert {"campaigns", "seeds", "generations", "images"} <= set(keys)
     assert "individuals" not in set(keys)  # schema 11: the writer keeps its key
 
@@ -129,8 +143,9 @@ def test_a_schema_10_store_loses_the_individuals_index_and_keeps_its_rows(tmp_pa
     assert [
         tuple(r) for r in got.astype(object).where(got.notna(), None).itertuples(index=False)
     ] == rows
-    keys = store.query("SELECT table_name FROM duckdb_constraints() "
-                       "WHERE constraint_type = 'PRIMARY KEY'")["table_name"]  # fmt: skip
+    keys = store.query(
+        "SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
+    )["table_name"]
     assert "individuals" not in set(keys) and "generations" in set(keys)
     with pytest.raises(duckdb.ConstraintException), store.write() as con:  # NOT NULL kept
         con.execute("INSERT INTO individuals VALUES ('c1', 0, 2, 0, NULL, 3, true, NULL, NULL)")
@@ -171,11 +186,16 @@ def _damage(path: Path, how: str) -> None:
         con.close()
 
 
-@pytest.mark.parametrize("how,says", [
-    ("empty", "is empty (0 bytes)"), ("garbage", "is not a DuckDB database"),
-    ("truncated", "is truncated"), ("whole blocks cut", "is damaged (IO Error: Could not read"),
-    ("newer", "schema version 999"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "how,says",
+    [
+        ("empty", "is empty (0 bytes)"),
+        ("garbage", "is not a DuckDB database"),
+        ("truncated", "is truncated"),
+        ("whole blocks cut", "is damaged (IO Error: Could not read"),
+        ("newer", "schema version 999"),
+    ],
+)
 def test_a_damaged_store_is_named_with_the_fix(home: Path, env, how, says):
     path = home / "latentfuzz.duckdb"
     Store(path)  # a healthy, empty store
@@ -207,12 +227,18 @@ def _read_only_env(home: Path, env) -> tuple[list[str], dict[str, str]]:
     without the override still reads what it owns."""
     for p in [home, *home.rglob("*")]:
         mode = p.stat().st_mode
-        p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) | stat.S_IROTH
-                | (stat.S_IXOTH if p.is_dir() else 0))  # fmt: skip
+        p.chmod(
+            mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+            | stat.S_IROTH
+            | (stat.S_IXOTH if p.is_dir() else 0)
+        )
     if os.geteuid() != 0:
         return [], env
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"], {
-        **env, "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
+        **env,
+        "HOME": "/tmp",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def test_a_read_only_home_can_be_listed_shown_and_exported(env):
@@ -255,14 +281,17 @@ def _store_with_data_blocks(path: Path) -> None:
         )
 
 
-@pytest.mark.parametrize("cut,wal,says", [
-    # Blocks of table data gone: the catalog reads, the campaigns' rows do not.
-    (2 * 256 * 1024, None, "is damaged (IO Error: Could not read enough bytes"),
-    # A cut file beside a WAL is not a checkpoint's torn tail: it is shorter than its
-    # header counts, whether the WAL is empty or not.
-    (300_000, b"", "is truncated"),
-    (300_000, b"\x01" * 4096, "is truncated"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "cut,wal,says",
+    [
+        # Blocks of table data gone: the catalog reads, the campaigns' rows do not.
+        (2 * 256 * 1024, None, "is damaged (IO Error: Could not read enough bytes"),
+        # A cut file beside a WAL is not a checkpoint's torn tail: it is shorter than its
+        # header counts, whether the WAL is empty or not.
+        (300_000, b"", "is truncated"),
+        (300_000, b"\x01" * 4096, "is truncated"),
+    ],
+)
 def test_damage_in_data_blocks_or_beside_a_wal_is_named_in_one_line(
     home: Path, env, cut, wal, says
 ):

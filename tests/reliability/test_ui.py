@@ -33,8 +33,14 @@ def listening(port: int) -> set[str]:
 
 def test_ui_from_tmp_listens_on_loopback_only(env, home):
     port = free_port()
-    proc = subprocess.Popen([*CLI, "ui", "--port", str(port)], cwd="/tmp", env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*CLI, "ui", "--port", str(port)],
+        cwd="/tmp",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not listening(port):
@@ -56,9 +62,14 @@ def test_ui_passes_every_setting_and_warns_beyond_loopback(env):
     assert SETTINGS["browser.gatherUsageStats"] == "false"
     assert SETTINGS["server.enableXsrfProtection"] == "true"
     port = free_port()
-    proc = subprocess.Popen([*CLI, "ui", "--port", str(port), "--address", "0.0.0.0"],
-                            cwd="/tmp", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*CLI, "ui", "--port", str(port), "--address", "0.0.0.0"],
+        cwd="/tmp",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()
         assert line.startswith("warning: listening on 0.0.0.0") and "no login" in line

@@ -13,8 +13,10 @@ def test_tags_and_notes_are_stored_and_checked():
     assert an.get(store, "campaign", "c") == {"tags": [], "notes": ""}
     an.annotate(store, "campaign", "c", tags=[" paper ", "low", "paper", ""])
     an.annotate(store, "campaign", "c", notes="rerun with seed 2")
-    assert an.get(store, "campaign", "c") == {"tags": ["paper", "low"],
-                                              "notes": "rerun with seed 2"}  # fmt: skip
+    assert an.get(store, "campaign", "c") == {
+        "tags": ["paper", "low"],
+        "notes": "rerun with seed 2",
+    }
     assert an.table(store, "campaign")["tags"].tolist() == [["paper", "low"]]
     with pytest.raises(StoreError, match="without a comma"):
         an.annotate(store, "campaign", "c", tags=["x" * 41])

@@ -182,10 +182,11 @@ def test_writer_keeps_what_it_was_given_not_what_the_array_became(store: Store):
 
 def test_a_version_1_store_is_migrated(tmp_path: Path):
     path = old_store(
-        tmp_path / "old.duckdb", 1,
+        tmp_path / "old.duckdb",
+        1,
         "CREATE TABLE campaigns (id VARCHAR NOT NULL, status VARCHAR NOT NULL)",
         "INSERT INTO campaigns VALUES ('old', 'finished')",
-    )  # fmt: skip
+    )
     store = Store(path)
     assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     df = store.query("SELECT id, status, study FROM campaigns")

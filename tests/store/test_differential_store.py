@@ -24,10 +24,12 @@ V6_SEEDS = """CREATE TABLE seeds (campaign_id VARCHAR NOT NULL, seed_idx INTEGER
 
 def test_a_version_6_store_gains_the_differential_columns_and_tables(tmp_path: Path):
     path = old_store(
-        tmp_path / "latentfuzz.duckdb", 6, V6_SEEDS,
+        tmp_path / "latentfuzz.duckdb",
+        6,
+        V6_SEEDS,
         "INSERT INTO seeds (campaign_id, seed_idx, seed_label, seed_pred, seed_margin, viable, "
         "status, final_pred) VALUES ('c', 0, 3, 3, 1.5, true, 'failed', 5)",
-    )  # fmt: skip
+    )
     store = Store(path)
     assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     assert SCHEMA_VERSION >= 8
@@ -40,17 +42,26 @@ def test_a_version_6_store_gains_the_differential_columns_and_tables(tmp_path: P
 
 def test_validity_scores_replace_per_filter_and_go_with_the_campaign(tmp_path: Path):
     store = Store(tmp_path / "latentfuzz.duckdb")
-    rows = pd.DataFrame({"kind": ["archive", "archive"], "ref": [0, 1], "validator": "x",
-                         "score": [0.2, 0.9], "threshold": 0.5,
-                         "valid": [False, True]})  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "kind": ["archive", "archive"],
+            "ref": [0, 1],
+            "validator": "x",
+            "score": [0.2, 0.9],
+            "threshold": 0.5,
+            "valid": [False, True],
+        }
+    )
     sd.write_validity(store, "c", rows)
     sd.write_validity(store, "c", rows.assign(score=[0.6, 0.9], valid=[True, True]))
     v = sd.validity(store, "c")
     assert v["score"].tolist() == [0.6, 0.9]  # replaced, never duplicated
     with store.write() as con:
-        con.execute("INSERT INTO campaigns (id, status, created_at, dataset, generator, "
-                    "classifier, strategy, n_seeds, random_seed, config, environment, dir) "
-                    "VALUES ('c', 'finished', now(), 'mnist', 'g', 'a', 'ga', 1, 0, '{}', '{}', "
-                    "'campaigns/c')")  # fmt: skip
+        con.execute(
+            "INSERT INTO campaigns (id, status, created_at, dataset, generator, "
+            "classifier, strategy, n_seeds, random_seed, config, environment, dir) "
+            "VALUES ('c', 'finished', now(), 'mnist', 'g', 'a', 'ga', 1, 0, '{}', '{}', "
+            "'campaigns/c')"
+        )
     delete_campaign(store, tmp_path, "c")
     assert sd.validity(store, "c").empty

@@ -73,8 +73,9 @@ def test_two_stores_written_from_two_threads_keep_their_rows(tmp_path: Path):
         t.join()
     assert errors == []
     for store, tag in zip(stores, "ab", strict=True):
-        values = store.query("SELECT DISTINCT value FROM meta WHERE key LIKE '_%' AND value "
-                             "IN ('a', 'b')")["value"].tolist()  # fmt: skip
+        values = store.query(
+            "SELECT DISTINCT value FROM meta WHERE key LIKE '_%' AND value IN ('a', 'b')"
+        )["value"].tolist()
         assert values == [tag]
 
 
@@ -142,8 +143,9 @@ def test_a_committed_write_whose_checkpoint_fails_is_not_reported_as_failed(tmp_
     repo = str(Path(__file__).resolve().parents[2])
     run = subprocess.run(
         [sys.executable, "-c", FULL_DISK_AT_CHECKPOINT, str(path), repo],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     assert run.stdout.strip() == "written", run.stderr[-500:]
     # The failed checkpoint left part of a block at the file's end, which no header
     # counts: the store still opens (Store's own check once refused it as truncated),

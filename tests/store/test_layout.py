@@ -25,8 +25,9 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("store"):
             if node.module == "store":
-                out |= {f"store.{a.name}" for a in node.names
-                        if (path.parent / f"{a.name}.py").exists()}  # fmt: skip
+                out |= {
+                    f"store.{a.name}" for a in node.names if (path.parent / f"{a.name}.py").exists()
+                }
             else:
                 out.add(node.module)
     return out
@@ -65,11 +66,24 @@ ROW = "('src', 0, 1, 0, 0.5, 3, true, NULL, NULL)"
 
 
 def _campaign(store: Store, cid: str) -> None:
-    create_campaign(store, {
-        "id": cid, "name": cid, "status": "finished", "created_at": now(), "dataset": "mnist",
-        "generator": "vae", "classifier": "lenet5", "strategy": "ga", "n_seeds": 1,
-        "random_seed": 0, "config": {}, "environment": {}, "dir": f"campaigns/{cid}",
-    })  # fmt: skip
+    create_campaign(
+        store,
+        {
+            "id": cid,
+            "name": cid,
+            "status": "finished",
+            "created_at": now(),
+            "dataset": "mnist",
+            "generator": "vae",
+            "classifier": "lenet5",
+            "strategy": "ga",
+            "n_seeds": 1,
+            "random_seed": 0,
+            "config": {},
+            "environment": {},
+            "dir": f"campaigns/{cid}",
+        },
+    )
 
 
 def test_scale_clones_campaigns_with_their_rows():
@@ -80,8 +94,7 @@ def test_scale_clones_campaigns_with_their_rows():
     scale.clone(store, [("src", "x000000", "s"), ("src", "x000001", None)])
     assert scale.clone_count(store) == 2
     assert scale.row_count(store, "individuals") == 6
-    assert scale.individuals_per_campaign(store).to_dict() == {"src": 2, "x000000": 2,
-                                                                "x000001": 2}  # fmt: skip
+    assert scale.individuals_per_campaign(store).to_dict() == {"src": 2, "x000000": 2, "x000001": 2}
     scale.checkpoint(store)
 
 

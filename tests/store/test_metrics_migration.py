@@ -14,11 +14,20 @@ from store.metrics import write_metrics
 from tests.helpers import old_store
 
 ROW = {
-    "evaluations": 100, "failing_evaluations": 7, "error_rate": 0.07, "success_rate": 0.5,
-    "label_diversity": 1.5, "mean_mse": 0.02, "mean_ssim": 0.8, "failures_per_1k": 20.0,
-    "result_gap_median": 0.1, "test_gap_median": 0.99, "result_gaps": [0.1, 0.2],
-    "test_gaps": [0.99], "per_generation": [{"generation": 1, "error_rate": 0.5}],
-}  # fmt: skip
+    "evaluations": 100,
+    "failing_evaluations": 7,
+    "error_rate": 0.07,
+    "success_rate": 0.5,
+    "label_diversity": 1.5,
+    "mean_mse": 0.02,
+    "mean_ssim": 0.8,
+    "failures_per_1k": 20.0,
+    "result_gap_median": 0.1,
+    "test_gap_median": 0.99,
+    "result_gaps": [0.1, 0.2],
+    "test_gaps": [0.99],
+    "per_generation": [{"generation": 1, "error_rate": 0.5}],
+}
 
 
 def test_a_version_4_store_gets_the_metrics_table(tmp_path: Path):
@@ -54,13 +63,15 @@ def test_no_upgrade_under_a_running_campaign(tmp_path: Path):
 
 def test_schema_6_adds_the_target_and_confusion_columns(tmp_path: Path):
     path = old_store(
-        tmp_path / "v5.duckdb", 5,
+        tmp_path / "v5.duckdb",
+        5,
         "CREATE TABLE seeds (campaign_id VARCHAR, seed_idx INTEGER)",
         "CREATE TABLE campaign_metrics (campaign_id VARCHAR PRIMARY KEY)",
         "INSERT INTO seeds VALUES ('old', 0)",
-    )  # fmt: skip
+    )
     store = Store(path)
     assert store.query("SELECT target FROM seeds")["target"].isna().all()
-    cols = store.query("SELECT column_name FROM duckdb_columns() WHERE table_name = "
-                       "'campaign_metrics'")["column_name"].tolist()  # fmt: skip
+    cols = store.query(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'campaign_metrics'"
+    )["column_name"].tolist()
     assert "test_confusion" in cols

@@ -14,13 +14,14 @@ from tests.helpers import old_store
 
 def test_a_version_6_store_gets_the_new_seed_statuses(tmp_path: Path):
     path = old_store(
-        tmp_path / "v6.duckdb", 6,
+        tmp_path / "v6.duckdb",
+        6,
         "CREATE TABLE campaigns (id VARCHAR PRIMARY KEY, status VARCHAR)",
         "CREATE TABLE seeds (campaign_id VARCHAR, seed_idx INTEGER, status VARCHAR)",
         "INSERT INTO campaigns VALUES ('c', 'failed')",
         "INSERT INTO seeds VALUES ('c', 0, 'failed'), ('c', 1, 'non_viable'), "
         "('c', 2, 'survived'), ('c', 3, 'interrupted')",
-    )  # fmt: skip
+    )
     store = Store(path)
     assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION)
     seeds = store.query("SELECT status FROM seeds ORDER BY seed_idx")["status"].tolist()
@@ -37,9 +38,17 @@ def test_a_recovery_folder_from_an_older_version_is_ingested_in_todays_words(tmp
     from store import Store, recovery
 
     store = Store(tmp_path / "latentfuzz.duckdb")
-    seeds = pa.table({"seed_idx": [0, 1], "source_index": [0, 1], "seed_label": [3, 4],
-                      "seed_pred": [3, 4], "seed_margin": [1.0, 1.0], "viable": [True, False],
-                      "status": ["searching", "non_viable"]})  # fmt: skip
+    seeds = pa.table(
+        {
+            "seed_idx": [0, 1],
+            "source_index": [0, 1],
+            "seed_label": [3, 4],
+            "seed_pred": [3, 4],
+            "seed_margin": [1.0, 1.0],
+            "viable": [True, False],
+            "status": ["searching", "non_viable"],
+        }
+    )
     upd = pa.table({"seed_idx": [0], "status": ["failed"], "misclassified": [True]})
     recovery.save(tmp_path, "c", {"seeds": seeds}, upd, {"status": "finished"})
     assert recovery.ingest(store) == ["c"]

@@ -36,11 +36,14 @@ def test_another_process_can_read_during_a_session(tmp_path: Path):
 
     path = tmp_path / "s.duckdb"
     store = Store(path)
-    code = ("from store import Store; import sys; "
-            f"print(Store(r'{path}', timeout=5).query('SELECT 1 AS x')['x'][0])")  # fmt: skip
+    code = (
+        "from store import Store; import sys; "
+        f"print(Store(r'{path}', timeout=5).query('SELECT 1 AS x')['x'][0])"
+    )
     with store.session():
         store.query("SELECT 1")
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=120)  # fmt: skip
+        p = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "1"

@@ -17,9 +17,14 @@ from store import campaigns as sc
 from store.connection import Store as StoreClass
 from tests.helpers import page_opener
 
-TABLES = {"campaigns": "id", "seeds": "campaign_id", "generations": "campaign_id",
-          "individuals": "campaign_id", "images": "campaign_id",
-          "campaign_metrics": "campaign_id"}  # fmt: skip
+TABLES = {
+    "campaigns": "id",
+    "seeds": "campaign_id",
+    "generations": "campaign_id",
+    "individuals": "campaign_id",
+    "images": "campaign_id",
+    "campaign_metrics": "campaign_id",
+}
 
 
 def clone(store: Store, src: str, dst: str) -> None:
@@ -36,8 +41,9 @@ def clone(store: Store, src: str, dst: str) -> None:
 @pytest.fixture(scope="module")
 def many(tmp_path_factory) -> tuple[Path, list[str]]:
     home = tmp_path_factory.mktemp("home")
-    cfg = parse_config({"seeds": 4, "seed": 1, "strategy_params": {
-        "generations": 40, "perturbation": "strong"}})  # fmt: skip
+    cfg = parse_config(
+        {"seeds": 4, "seed": 1, "strategy_params": {"generations": 40, "perturbation": "strong"}}
+    )
     src = run_campaign(cfg, home, campaign_id="c00").campaign_id
     store = Store(home / "latentfuzz.duckdb")
     ids = [src] + [f"c{i:02d}" for i in range(1, 20)]

@@ -42,8 +42,12 @@ from engine.search.strategies.presets import (
 
 #: Where the step returns when the best fitness changes, per preset. GIFTbench resets to
 #: its initial step (2 x step), so its effective mutation step is twice the preset's.
-RESET_DEFAULTS: dict[str, str] = {"low": "initial", "high": "initial", "strong": "step",
-                                  "custom": "step"}  # fmt: skip
+RESET_DEFAULTS: dict[str, str] = {
+    "low": "initial",
+    "high": "initial",
+    "strong": "step",
+    "custom": "step",
+}
 #: GIFTbench's name for the elites, accepted in place of ``elites``.
 OLD_ELITES = "best_left"
 

@@ -57,9 +57,12 @@ def interpolate(seed: torch.Tensor, others: torch.Tensor, lam: float) -> torch.T
 
 
 def draw_others(
-    labels: torch.Tensor, pool_labels: torch.Tensor, k: int, num_classes: int,
+    labels: torch.Tensor,
+    pool_labels: torch.Tensor,
+    k: int,
+    num_classes: int,
     rng: torch.Generator,
-) -> torch.Tensor:  # fmt: skip
+) -> torch.Tensor:
     """Dataset indices (S, (K - 1) x k): k images of every class but the seed's, classes
     in order, drawn without replacement within a class."""
     per_class = []
@@ -108,7 +111,6 @@ class Interpolate(PopulationStrategy):
 
     def evaluation_budget(self) -> int:
         return self.budget(self.params, self.space.num_classes or 10)
-
 
     def attach(self, resolved: Any, labels: torch.Tensor) -> None:
         self.generator, self.dataset, self.labels = resolved.generator, resolved.dataset, labels

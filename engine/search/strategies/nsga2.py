@@ -51,9 +51,10 @@ class NSGA2Params(StrategyParams):
         20.0, gt=0, le=1000, title="Mutation eta", description="polynomial mutation index"
     )
     embedding: Literal["pca", "umap"] = Field(
-        "pca", description="2-D embedding before HDBSCAN clusters the finds (pca, umap)",
+        "pca",
+        description="2-D embedding before HDBSCAN clusters the finds (pca, umap)",
         json_schema_extra={"options": list(EMBEDDINGS)},
-    )  # fmt: skip
+    )
     cluster_every: int = Field(
         5, ge=1, le=1000, description="generations between re-clusterings of the finds"
     )

@@ -65,9 +65,13 @@ def mutate(
 
 
 def breed(
-    pop: torch.Tensor, elite: torch.Tensor, children: int, seed: torch.Tensor,
-    step: torch.Tensor, rng: torch.Generator,
-) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    pop: torch.Tensor,
+    elite: torch.Tensor,
+    children: int,
+    seed: torch.Tensor,
+    step: torch.Tensor,
+    rng: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The elitist GAs' generation: the elites (S, E, D) at indices elite (S, E) of pop
     (S, P, D), and `children` (S, C, D) bred from two distinct elites each by single-point
     crossover, then mutated by step (S,) on the genes that differ from the seed (S, D)."""
@@ -86,8 +90,15 @@ def reset_mask(
     return torch.where(mask, seed[:, None, :], children)
 
 
-def sbx(p1: torch.Tensor, p2: torch.Tensor, low: float, high: float, eta: float, prob: float,
-        rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def sbx(
+    p1: torch.Tensor,
+    p2: torch.Tensor,
+    low: float,
+    high: float,
+    eta: float,
+    prob: float,
+    rng: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Simulated binary crossover (Deb & Agrawal 1995), bounded form as in NSGA-II's C code.
 
     Parents (..., D) -> two children (..., D) within [low, high]. Each pair crosses with
@@ -114,8 +125,9 @@ def sbx(p1: torch.Tensor, p2: torch.Tensor, low: float, high: float, eta: float,
     return torch.where(act, c1, p1), torch.where(act, c2, p2)
 
 
-def polynomial_mutation(x: torch.Tensor, low: float, high: float, eta: float, prob: float,
-                        rng: torch.Generator) -> torch.Tensor:  # fmt: skip
+def polynomial_mutation(
+    x: torch.Tensor, low: float, high: float, eta: float, prob: float, rng: torch.Generator
+) -> torch.Tensor:
     """Bounded polynomial mutation (Deb & Goyal 1996): each gene of x (..., D) mutates with
     probability `prob`; the result stays within [low, high]."""
     u = torch.rand(x.shape, generator=rng)

@@ -22,10 +22,11 @@ CHOICES = (*PRESETS, "custom")
 def perturbation_field() -> Any:
     """The ``perturbation`` field of a strategy with presets (its form offers the choices)."""
     return Field(
-        "strong", title="Step preset",
+        "strong",
+        title="Step preset",
         description=f"step preset ({', '.join(PRESETS)}) or 'custom' with step",
         json_schema_extra={"options": list(CHOICES)},
-    )  # fmt: skip
+    )
 
 
 def check_preset(perturbation: str, step: float | None) -> None:

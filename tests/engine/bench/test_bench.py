@@ -15,8 +15,14 @@ from engine.studies.strategy import check_strategies
 
 def test_bench_reports_every_strategy(tmp_path: Path):
     console = Console(record=True, width=200)
-    out = bench_engine(seeds=2, generations=3, repeats=1, home=tmp_path, console=console,
-                       strategies=("ga", "sinvad", "random"))  # fmt: skip
+    out = bench_engine(
+        seeds=2,
+        generations=3,
+        repeats=1,
+        home=tmp_path,
+        console=console,
+        strategies=("ga", "sinvad", "random"),
+    )
     assert list(out) == ["ga", "sinvad", "random"]
     for figures in out.values():
         # Every batch was paired with a timed bare twin; efficiency is raw / campaign time.
@@ -42,8 +48,16 @@ def test_bench_measures_each_size_against_the_physical_limit(tmp_path: Path):
     from engine.bench.scale import bench_scale
 
     console = Console(record=True, width=250)
-    out = bench_scale((3,), generations=2, large_generations=1, console=console,
-                      help_runs=1, limit_budget_s=2.0, sustain_s=0.2, max_runs=2)  # fmt: skip
+    out = bench_scale(
+        (3,),
+        generations=2,
+        large_generations=1,
+        console=console,
+        help_runs=1,
+        limit_budget_s=2.0,
+        sustain_s=0.2,
+        max_runs=2,
+    )
     assert out["ranked"] == sorted(out["peak"], key=out["peak"].get, reverse=True)[:3]
     assert [r["seeds"] for r in out["sizes"]] == [3]
     for r in out["sizes"]:
@@ -136,11 +150,7 @@ def test_candidates_per_step_add_up_to_the_campaigns_evaluations(tmp_path: Path)
     store = Store(tmp_path / "latentfuzz.duckdb")
     counts = candidates_per_step(store, res.campaign_id)
     # The evaluator's own record of every batch, summed per call: the same steps.
-    assert (
-        sum(counts)
-        == res.evaluations
-        == int(sc.campaign(store, res.campaign_id)["evaluations"])
-    )
+    assert sum(counts) == res.evaluations == int(sc.campaign(store, res.campaign_id)["evaluations"])
     assert counts[0] == 4 and len(counts) == 1 + int(
         sc.generations(store, res.campaign_id)["generation"].max()
     )

@@ -19,12 +19,23 @@ from store import metrics as sm
 
 
 def diff_campaign(home: Path, strategy: str = "ga", **params):
-    cfg = parse_config({
-        "generator": "gan", "classifier": "convnet", "classifier_b": "lenet5",
-        "strategy": strategy, "seeds": 3, "seed": 3,
-        "strategy_params": {"generations": 6, "population": 20, "stop_at_failure": False,
-                            **({"best_left": 5} if strategy == "ga" else {}), **params},
-    })  # fmt: skip
+    cfg = parse_config(
+        {
+            "generator": "gan",
+            "classifier": "convnet",
+            "classifier_b": "lenet5",
+            "strategy": strategy,
+            "seeds": 3,
+            "seed": 3,
+            "strategy_params": {
+                "generations": 6,
+                "population": 20,
+                "stop_at_failure": False,
+                **({"best_left": 5} if strategy == "ga" else {}),
+                **params,
+            },
+        }
+    )
     return run_campaign(cfg, home).campaign_id, Store(home / "latentfuzz.duckdb")
 
 
@@ -109,11 +120,13 @@ def test_single_classifier_campaigns_keep_their_shape(tmp_path: Path):
         ({"strategy": "nsga2"}, "strategy 'nsga2' searches for disagreements of two"),
         ({"classifier": "convnet", "classifier_b": "mnist-convnet"}, "the same model"),
         ({"classifier_b": "lenet5", "validators": {"nope": None}}, "filter 'nope' unknown"),
-        ({"generator": "vae", "classifier_b": "lenet5", "validators": {"discriminator": None}},
-         "needs a GAN with its discriminator"),
+        (
+            {"generator": "vae", "classifier_b": "lenet5", "validators": {"discriminator": None}},
+            "needs a GAN with its discriminator",
+        ),
         ({"classifier_b": "nonesuch"}, "no classifier 'nonesuch'"),
     ],
-)  # fmt: skip
+)
 def test_differential_config_errors_are_one_line(raw: dict, message: str):
     with pytest.raises(ConfigError, match=message) as e:
         resolve(parse_config({"generator": "gan", **raw}))
@@ -137,8 +150,9 @@ def test_discriminator_scores_real_digits_above_noise():
     f = VALIDATORS.get("discriminator")(r.generator, r.dataset)
     test = r.dataset.load("test")
     real = (test.images[:200] * 255).round().to(torch.uint8)
-    noise = torch.randint(0, 256, real.shape, generator=torch.Generator().manual_seed(0),
-                          dtype=torch.uint8)  # fmt: skip
+    noise = torch.randint(
+        0, 256, real.shape, generator=torch.Generator().manual_seed(0), dtype=torch.uint8
+    )
     labels = test.labels[:200]
     s_real, s_noise = f.score(real, labels), f.score(noise, labels)
     assert 0 < f.threshold < 1  # calibrated: 95% of real training digits reach it
@@ -177,29 +191,45 @@ def test_the_cli_names_a_missing_second_classifier_in_one_line(tmp_path: Path):
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "engine.cli.main", "run", "--fitness", "divergence", "--seeds", "1",
-         "--home", str(tmp_path), "--quiet"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "engine.cli.main",
+            "run",
+            "--fitness",
+            "divergence",
+            "--seeds",
+            "1",
+            "--home",
+            str(tmp_path),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "--classifier-b" in lines[0] and "Traceback" not in out.stderr
     bad = subprocess.run(
-        [sys.executable, "-m", "engine.cli.main", "run", "--classifier-b", "lenet5", "--validator",
-         "ssim-nearest=abc", "--home", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "engine.cli.main",
+            "run",
+            "--classifier-b",
+            "lenet5",
+            "--validator",
+            "ssim-nearest=abc",
+            "--home",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "is not a number" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
-
-
-def test_bench_nsga2_reports_its_share_of_a_generation():
-    from engine.bench.nsga2 import bench_nsga2
-
-    (row,) = bench_nsga2(("pca",), seeds=1, generations=3, population=8)
-    assert 0 < row["nsga2_share"] < 1 and 0 < row["model_share"] < 1
-    assert row["nsga2_share"] + row["model_share"] < 1  # both are parts of the wall time
-    assert row["seconds_per_generation"] > 0 and row["triggering"] >= 0
 
 
 def test_an_interrupted_nsga2_campaign_resumes_to_the_same_archive(tmp_path: Path):
@@ -208,10 +238,15 @@ def test_an_interrupted_nsga2_campaign_resumes_to_the_same_archive(tmp_path: Pat
     from engine.campaign.resume import resume_campaign
 
     raw = {
-        "generator": "gan", "classifier": "convnet", "classifier_b": "lenet5",
-        "strategy": "nsga2", "seeds": 2, "seed": 5, "validators": {},
+        "generator": "gan",
+        "classifier": "convnet",
+        "classifier_b": "lenet5",
+        "strategy": "nsga2",
+        "seeds": 2,
+        "seed": 5,
+        "validators": {},
         "strategy_params": {"generations": 6, "population": 12, "cluster_every": 2},
-    }  # fmt: skip
+    }
 
     def stop_at_4(p) -> None:
         if p.generation == 4:
@@ -244,15 +279,6 @@ def test_review_findings_are_refused_in_one_line(raw: dict, message: str):
     assert "\n" not in str(e.value)
 
 
-def test_diff_study_pairs_must_be_pairs():
-    from engine.cli.differential import parse_pairs
-    from engine.core.errors import LatentfuzzError
-
-    assert parse_pairs("a:b, c:d") == [["a", "b"], ["c", "d"]]
-    with pytest.raises(LatentfuzzError, match="'convnet' is not a classifier pair"):
-        parse_pairs("convnet")
-
-
 def test_a_search_with_its_first_finds_gets_representatives_at_once():
     from engine.search.diversity import DiversityArchive
 
@@ -282,9 +308,16 @@ def test_a_campaign_that_searched_nothing_has_no_figures_and_its_page_says_so(
 
     path = tmp_path / "one.pt"
     torch.jit.save(torch.jit.script(One()), str(path))
-    cfg = parse_config({"generator": "gan", "classifier_b": str(path), "strategy": "nsga2",
-                        "seeds": 2, "target_class": 3,
-                        "strategy_params": {"generations": 2, "population": 8}})  # fmt: skip
+    cfg = parse_config(
+        {
+            "generator": "gan",
+            "classifier_b": str(path),
+            "strategy": "nsga2",
+            "seeds": 2,
+            "target_class": 3,
+            "strategy_params": {"generations": 2, "population": 8},
+        }
+    )
     cid = run_campaign(cfg, tmp_path).campaign_id
     store = Store(tmp_path / "latentfuzz.duckdb")
     assert sc.summary(store, cid)["viable"] == 0
@@ -301,10 +334,16 @@ def test_a_wall_clock_campaign_is_not_resumed(tmp_path: Path):
     def stop(p) -> None:
         raise KeyboardInterrupt
 
-    cfg = parse_config({"generator": "gan", "classifier_b": "lenet5", "strategy": "nsga2",
-                        "seeds": 1, "validators": {},
-                        "strategy_params": {"generations": 3, "population": 8,
-                                            "seconds": 600}})  # fmt: skip
+    cfg = parse_config(
+        {
+            "generator": "gan",
+            "classifier_b": "lenet5",
+            "strategy": "nsga2",
+            "seeds": 1,
+            "validators": {},
+            "strategy_params": {"generations": 3, "population": 8, "seconds": 600},
+        }
+    )
     cut = run_campaign(cfg, tmp_path, progress=stop)
     assert cut.status == "interrupted"
     with pytest.raises(LatentfuzzError, match="wall-clock budget"):
@@ -323,8 +362,10 @@ def test_its_export_names_both_answers_and_files_disagreements_apart(ga_diff, tm
     names = zipfile.ZipFile(tmp_path / "d.zip").namelist()
     for r in seeds[seeds["result_image"].notna()].itertuples():
         folder = "disagree" if r.misclassified else "agree"
-        stem = (f"{folder}/seed{r.seed_idx:04d}_expected{r.seed_label}_A{int(r.final_pred)}"
-                f"_B{int(r.final_pred_b)}_iter{int(r.iterations)}")  # fmt: skip
+        stem = (
+            f"{folder}/seed{r.seed_idx:04d}_expected{r.seed_label}_A{int(r.final_pred)}"
+            f"_B{int(r.final_pred_b)}_iter{int(r.iterations)}"
+        )
         assert f"{stem}_result.png" in names, names
     assert not [n for n in names if n.startswith("misclassified/")]
 
@@ -340,49 +381,3 @@ def test_a_validator_with_an_empty_threshold_is_refused():
     }
     with pytest.raises(LatentfuzzError, match="the threshold is empty; give NAME=THRESHOLD"):
         parse_validators(["discriminator="])
-
-
-def interrupted_study(monkeypatch, owner, name: str, nth: int, repetitions: int) -> str:
-    """Run a tiny diff-study with SIGINT sent at the `nth` call of owner.name (Ctrl-C raises
-    KeyboardInterrupt, as in the CLI); the StudyStopped message it ends with."""
-    import os
-    import signal
-
-    from engine.studies.differential import StudyStopped, run_diff_study
-
-    real, calls = getattr(owner, name), []
-
-    def wrapper(*a, **k):
-        calls.append(1)
-        if len(calls) == nth:
-            os.kill(os.getpid(), signal.SIGINT)
-        return real(*a, **k)
-
-    monkeypatch.setattr(owner, name, wrapper)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(StudyStopped) as e:
-            run_diff_study([["mnist-convnet", "mnist-lenet5"]], generator="vae", seeds=1,
-                           evaluations=40, population=8, repetitions=repetitions, name="s",
-                           home=Path(os.environ["LATENTFUZZ_HOME"]))  # fmt: skip
-    finally:
-        signal.signal(signal.SIGINT, old)
-    assert len(calls) == nth  # nothing ran after it
-    return str(e.value)
-
-
-def test_ctrl_c_stops_a_diff_study_and_says_how_far_it_got(home, monkeypatch):
-    # Before, the interrupted campaign was counted and the study ran its other campaigns.
-    from engine.campaign import loop as search_loop
-
-    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
-    said = interrupted_study(monkeypatch, search_loop.Campaign, "run", 2, repetitions=2)
-    assert "stopped by Ctrl-C after 1 of its 4 campaigns" in said
-
-
-def test_ctrl_c_while_a_diff_study_checks_its_campaigns_says_so_too(home, monkeypatch):
-    from engine.studies import grid  # the grid runner checks every cell before any runs
-
-    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
-    said = interrupted_study(monkeypatch, grid, "resolve", 1, repetitions=1)
-    assert "after 0 of its 2 campaigns" in said

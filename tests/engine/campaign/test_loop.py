@@ -14,11 +14,21 @@ def _generation(pop: torch.Tensor, slots: torch.Tensor, images: torch.Tensor) ->
     s, p = pop.shape[:2]
     z = torch.zeros(s, p)
     return Generation(
-        g=1, slots=slots, images=images, pop=pop, scores=z, logits=z[..., None],
-        logits_b=None, state=SearchState(z[:, 0]), best=z[:, 0].long(), best_fit=z[:, 0],
-        improved=z[:, 0].bool(), failed=z[:, 0].bool(), result=z[:, 0].long(),
+        g=1,
+        slots=slots,
+        images=images,
+        pop=pop,
+        scores=z,
+        logits=z[..., None],
+        logits_b=None,
+        state=SearchState(z[:, 0]),
+        best=z[:, 0].long(),
+        best_fit=z[:, 0],
+        improved=z[:, 0].bool(),
+        failed=z[:, 0].bool(),
+        result=z[:, 0].long(),
         done=z[:, 0].bool(),
-    )  # fmt: skip
+    )
 
 
 def test_images_of_takes_evaluated_slots_and_decodes_the_others():

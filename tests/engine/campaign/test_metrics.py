@@ -33,11 +33,16 @@ def test_ssim_matches_scikit_image_with_gaussian_sigma_1_5_and_data_range_1(chan
     ours = ssim(a, b)
     ref = [
         structural_similarity(
-            x.numpy().astype(np.float64), y.numpy().astype(np.float64), data_range=1.0,
-            gaussian_weights=True, sigma=1.5, use_sample_covariance=False, channel_axis=0,
+            x.numpy().astype(np.float64),
+            y.numpy().astype(np.float64),
+            data_range=1.0,
+            gaussian_weights=True,
+            sigma=1.5,
+            use_sample_covariance=False,
+            channel_axis=0,
         )
         for x, y in zip(a, b, strict=True)
-    ]  # fmt: skip
+    ]
     assert ours.tolist() == pytest.approx(ref, abs=1e-6)
     assert min(ref) > 0.2 and max(ref) < 0.99  # a case where a wrong window would show
     assert ssim(a, a).tolist() == pytest.approx([1.0] * 4)
@@ -74,8 +79,13 @@ def test_tracker_counts_evaluations_failures_and_wrong_labels():
 
 
 def test_a_finished_campaign_stores_its_metrics(home: Path):
-    cfg = parse_config({"seeds": 4, "seed": 1, "strategy_params": {
-        "generations": 30, "perturbation": "custom", "step": 0.05}})  # fmt: skip
+    cfg = parse_config(
+        {
+            "seeds": 4,
+            "seed": 1,
+            "strategy_params": {"generations": 30, "perturbation": "custom", "step": 0.05},
+        }
+    )
     res = run_campaign(cfg, home)
     store = Store(home / "latentfuzz.duckdb")
     m = sm.metrics(store, res.campaign_id)

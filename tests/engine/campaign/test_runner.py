@@ -126,9 +126,7 @@ def test_same_config_and_seed_give_identical_results(tmp_path: Path):
         for df, cols in ((s, ["seed_image", "result_image", "improvements_image"]), (g, ["image"])):
             for c in cols:
                 df[c] = df[c].str.replace(cid, "ID")
-        images = [
-            (home / p).read_bytes() for p in sc.seeds(store, cid)["result_image"].dropna()
-        ]
+        images = [(home / p).read_bytes() for p in sc.seeds(store, cid)["result_image"].dropna()]
         return s, g, images
 
     a, b = outcome(tmp_path / "a"), outcome(tmp_path / "b")

@@ -12,8 +12,12 @@ from tests.helpers import CLI
 
 def test_the_cli_reports_its_start_up_steps_for_a_launched_campaign(home: Path, env):
     cid = "startup-test"
-    subprocess.run([*CLI, "run", "--id", cid, "--seeds", "1", "--generations", "1", "--quiet"],
-                   env=env, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*CLI, "run", "--id", cid, "--seeds", "1", "--generations", "1", "--quiet"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     steps = startup.read(home, cid)
     assert [s for _, s in steps] == list(startup.STEPS)
     assert steps[0][0] <= steps[1][0]

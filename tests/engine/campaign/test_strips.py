@@ -21,8 +21,11 @@ FRAME = 28 * 28  # bytes of one MNIST frame
 
 def frames(n: int, start: int = 0) -> torch.Tensor:
     """n distinct uint8 frames (n, 1, 28, 28)."""
-    return (torch.arange(start, start + n, dtype=torch.uint8)[:, None, None, None]
-            .expand(n, 1, 28, 28).clone())  # fmt: skip
+    return (
+        torch.arange(start, start + n, dtype=torch.uint8)[:, None, None, None]
+        .expand(n, 1, 28, 28)
+        .clone()
+    )
 
 
 def test_per_flush_strip_work_does_not_grow_with_the_generation(tmp_path: Path):
@@ -67,8 +70,14 @@ def test_a_campaign_flushing_every_generation_appends_only_new_frames(home: Path
             sinks.append(self)
 
     monkeypatch.setattr(runner, "ImageSink", Counting)
-    cfg = parse_config({"seeds": 4, "seed": 1, "flush_seconds": 1e-6, "strategy_params": {
-        "generations": 60, "perturbation": "custom", "step": 0.01}})  # fmt: skip
+    cfg = parse_config(
+        {
+            "seeds": 4,
+            "seed": 1,
+            "flush_seconds": 1e-6,
+            "strategy_params": {"generations": 60, "perturbation": "custom", "step": 0.01},
+        }
+    )
     res = runner.run_campaign(cfg, home)
     (sink,) = sinks
     gens = sc.generations(Store(home / "latentfuzz.duckdb"), res.campaign_id)

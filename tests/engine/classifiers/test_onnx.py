@@ -59,17 +59,26 @@ def export(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            model, (torch.rand(2, *shape),), str(path), input_names=["input"],
-            output_names=["logits"], dynamic_axes={"input": {0: "batch"}} if dynamic else None,
+            model,
+            (torch.rand(2, *shape),),
+            str(path),
+            input_names=["input"],
+            output_names=["logits"],
+            dynamic_axes={"input": {0: "batch"}} if dynamic else None,
             dynamo=False,
-        )  # fmt: skip
+        )
     if external:
         # The TorchScript exporter keeps small weights inline whatever it is asked; big
         # models (and torch's default exporter) write them to a file beside the model.
         import onnx
 
-        onnx.save_model(onnx.load(str(path)), str(path), save_as_external_data=True,
-                        location=path.name + ".data", size_threshold=0)  # fmt: skip
+        onnx.save_model(
+            onnx.load(str(path)),
+            str(path),
+            save_as_external_data=True,
+            location=path.name + ".data",
+            size_threshold=0,
+        )
     return path
 
 
@@ -158,8 +167,12 @@ def test_external_data_loads_with_its_file_and_is_refused_without(tmp_path: Path
 
 def test_corrupt_file(tmp_path: Path):
     path = tmp_path / "broken.onnx"
-    path.write_bytes(torch.randint(0, 256, (4096,), generator=torch.Generator().manual_seed(3))
-                     .to(torch.uint8).numpy().tobytes())  # fmt: skip
+    path.write_bytes(
+        torch.randint(0, 256, (4096,), generator=torch.Generator().manual_seed(3))
+        .to(torch.uint8)
+        .numpy()
+        .tobytes()
+    )
     with pytest.raises(ModelError, match=r"could not load .*broken.onnx as ONNX .*torch.onnx"):
         load_onnx(path, SHAPE, 10, "mnist")
 

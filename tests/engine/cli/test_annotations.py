@@ -22,8 +22,10 @@ def two(tmp_path_factory) -> tuple[Path, list[str]]:
     """Two finished campaigns named "first" and "second" (2 seeds, 5 generations)."""
     home = tmp_path_factory.mktemp("home")
     cfg = {"seeds": 2, "seed": 1, "strategy_params": {"generations": 5}}
-    return home, [run_campaign(parse_config({**cfg, "name": n}), home).campaign_id
-                  for n in ("first", "second")]  # fmt: skip
+    return home, [
+        run_campaign(parse_config({**cfg, "name": n}), home).campaign_id
+        for n in ("first", "second")
+    ]
 
 
 def test_cli_tags_and_notes_a_campaign(two, monkeypatch):
@@ -44,10 +46,21 @@ def test_cli_tags_and_notes_a_campaign(two, monkeypatch):
     from store import labels as ls
 
     sid = "study-x"
-    ls.create_validity_study(Store(home / "latentfuzz.duckdb"), {
-        "id": sid, "name": "x", "created_at": datetime.now(), "dataset": "mnist",
-        "source": "campaigns", "k": 2, "rule": "icst", "seed": 0, "resamples": 1000,
-        "config": {},
-    }, pd.DataFrame(columns=["item_id", "kind"]))  # fmt: skip
+    ls.create_validity_study(
+        Store(home / "latentfuzz.duckdb"),
+        {
+            "id": sid,
+            "name": "x",
+            "created_at": datetime.now(),
+            "dataset": "mnist",
+            "source": "campaigns",
+            "k": 2,
+            "rule": "icst",
+            "seed": 0,
+            "resamples": 1000,
+            "config": {},
+        },
+        pd.DataFrame(columns=["item_id", "kind"]),
+    )
     r = run(cli, ["tag", sid, "x", "--home", str(home)])
     assert r.exit_code != 0 and "is a label study, not a campaign; add --study" in str(r.exception)

@@ -136,8 +136,25 @@ def test_every_bundled_generator_runs_like_the_vae(home: Path, env):
 
     store = Store(home / "latentfuzz.duckdb")
     for gen in ("gan", "dm"):
-        p = cli(["run", "--generator", gen, "--seeds", "3", "--generations", "4", "--seed", "2",
-                 "--population", "6", "--best-left", "2", "--quiet"], env)  # fmt: skip
+        p = cli(
+            [
+                "run",
+                "--generator",
+                gen,
+                "--seeds",
+                "3",
+                "--generations",
+                "4",
+                "--seed",
+                "2",
+                "--population",
+                "6",
+                "--best-left",
+                "2",
+                "--quiet",
+            ],
+            env,
+        )
         assert "viable seeds" in " ".join(p.stdout.split())
         cid = sc.list_campaigns(store)["id"].iloc[0]
         c = sc.campaign(store, cid)
@@ -150,8 +167,13 @@ def test_every_bundled_generator_runs_like_the_vae(home: Path, env):
 
 def imports(args: list[str], env: dict[str, str]) -> set[str]:
     """Top-level packages that `latentfuzz ARGS` imports (`python -X importtime`)."""
-    p = subprocess.run([sys.executable, "-X", "importtime", *CLI[1:], *args], env=env,
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", *CLI[1:], *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     rows = (x.split("|")[-1].strip() for x in p.stderr.splitlines() if x.startswith("import time:"))
     return {name.split(".")[0] for name in rows}
@@ -161,8 +183,21 @@ def test_fast_start_store_commands_skip_torch_and_a_vae_campaign_skips_diffusers
     """Commands that only read the store start without torch; diffusers loads only for a dm."""
     for args in (["--help"], ["campaigns"], ["doctor"]):
         assert not {"torch", "diffusers"} & imports(args, env), args
-    run = imports(["run", "--seeds", "1", "--generations", "1", "--population", "4",
-                   "--best-left", "2", "--quiet"], env)  # fmt: skip
+    run = imports(
+        [
+            "run",
+            "--seeds",
+            "1",
+            "--generations",
+            "1",
+            "--population",
+            "4",
+            "--best-left",
+            "2",
+            "--quiet",
+        ],
+        env,
+    )
     assert "torch" in run and "diffusers" not in run
 
 
@@ -225,8 +260,21 @@ def test_usage_errors_are_one_line_that_names_the_help(env):
     assert p.returncode == 2 and "--generations: strategy 'interpolate' has no such" in p.stderr
     assert "lambda_steps" in p.stderr and len(p.stderr.strip().splitlines()) == 1
     # --step for SINVAD is its own step: no "perturbation: custom" it has no setting for.
-    cli(["run", "--strategy", "sinvad", "--step", "0.1", "--seeds", "1", "--generations", "1",
-         "--quiet"], env)  # fmt: skip
+    cli(
+        [
+            "run",
+            "--strategy",
+            "sinvad",
+            "--step",
+            "0.1",
+            "--seeds",
+            "1",
+            "--generations",
+            "1",
+            "--quiet",
+        ],
+        env,
+    )
     # A group without a command still shows its help.
     p = cli(["labels"], env, ok=False)
     assert p.returncode == 2 and "import" in p.stdout + p.stderr
@@ -278,19 +326,27 @@ def test_walkthrough_inputs_get_one_line_that_names_the_mistake(home: Path, env,
     """Each was a traceback, a silent run or a misleading line (a walkthrough's findings)."""
     folder = tmp_path / "models"
     folder.mkdir()
-    yaml = {"seeds.yaml": "seeds: true\n", "name.yaml": "name: 123\n",
-            "gens.yaml": "strategy_params: {generations: false}\n"}  # fmt: skip
+    yaml = {
+        "seeds.yaml": "seeds: true\n",
+        "name.yaml": "name: 123\n",
+        "gens.yaml": "strategy_params: {generations: false}\n",
+    }
     for f, text in yaml.items():
         (tmp_path / f).write_text(text)
     cases = {
         ("run", "--strategy", "nosuch"): "strategy 'nosuch' unknown; expected one of ['ga',",
         ("run", "--classifier", str(folder)): f"classifier file {folder} is a folder",
-        ("run", "--generator", "gan", "--guidance", "2"):
-            "generator mnist-gan (gan) has no option guidance (its options: none)",
+        (
+            "run",
+            "--generator",
+            "gan",
+            "--guidance",
+            "2",
+        ): "generator mnist-gan (gan) has no option guidance (its options: none)",
         ("run", "--config", str(tmp_path / "seeds.yaml")): "seeds is true, expected a number",
         ("run", "--config", str(tmp_path / "gens.yaml")): "generations is false, expected a",
         ("run", "--config", str(tmp_path / "name.yaml")): "put a name that is a number in quotes",
-    }  # fmt: skip
+    }
     for args, says in cases.items():
         p = cli([*args, "--seeds", "1"] if "--config" not in args else list(args), env, ok=False)
         err = " ".join(p.stderr.split())
@@ -301,8 +357,25 @@ def test_walkthrough_inputs_get_one_line_that_names_the_mistake(home: Path, env,
 
 def test_names_are_printed_as_given_not_as_markup(home: Path, env, tmp_path: Path):
     name = "ablation [v2] [bold red]lr=0.1[/bold red]"
-    p = cli(["run", "--seeds", "3", "--generations", "60", "--perturbation", "custom", "--step",
-             "0.05", "--seed", "1", "--name", name, "--quiet"], env)  # fmt: skip
+    p = cli(
+        [
+            "run",
+            "--seeds",
+            "3",
+            "--generations",
+            "60",
+            "--perturbation",
+            "custom",
+            "--step",
+            "0.05",
+            "--seed",
+            "1",
+            "--name",
+            name,
+            "--quiet",
+        ],
+        env,
+    )
     cid = re.search(r"campaign (\S+) finished", " ".join(p.stdout.split()))[1]
     assert name in cli(["campaigns"], {**env, "COLUMNS": "250"}).stdout  # the name column shown
     assert repr(name) in cli(["show", cid], env).stdout.splitlines()[0]

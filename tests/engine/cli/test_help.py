@@ -45,8 +45,9 @@ def test_help_loads_neither_torch_nor_duckdb():
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in ('torch', 'duckdb', 'pandas') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    ).stdout
     assert out.strip().endswith("[]"), out[-500:]
 
 
@@ -70,21 +71,39 @@ def test_run_help_lists_the_strategy_settings():
 
 
 def test_the_old_flag_and_p_key_value_reach_the_strategy(home, env):
-    bad = subprocess.run([*CLI, "run", "--seeds", "2", "--best-left", "30", "--quiet"],
-                         env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    bad = subprocess.run(
+        [*CLI, "run", "--seeds", "2", "--best-left", "30", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "best_left=30 must be smaller than population=25" in bad.stderr
-    also = subprocess.run([*CLI, "run", "--seeds", "2", "-p", "elites=30", "--quiet"], env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    also = subprocess.run(
+        [*CLI, "run", "--seeds", "2", "-p", "elites=30", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert also.returncode == 2 and "elites=30 must be smaller than population=25" in also.stderr
-    other = subprocess.run([*CLI, "run", "--strategy", "interpolate", "--generations", "3"],
-                           env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    other = subprocess.run(
+        [*CLI, "run", "--strategy", "interpolate", "--generations", "3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert other.returncode == 2
     assert "--generations: strategy 'interpolate' has no such setting" in other.stderr
 
 
 def test_p_key_value_reads_yaml_scalars_and_refuses_a_missing_equals_sign():
     assert parse_params(["generations=3", "embedding=umap", "step=0.5", "seconds="]) == {
-        "generations": 3, "embedding": "umap", "step": 0.5, "seconds": None,
-    }  # fmt: skip
+        "generations": 3,
+        "embedding": "umap",
+        "step": 0.5,
+        "seconds": None,
+    }
     with pytest.raises(LatentfuzzError, match="expected KEY=VALUE"):
         parse_params(["generations"])

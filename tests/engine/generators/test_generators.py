@@ -20,12 +20,22 @@ from tests.engine.conftest import TINY
 
 @pytest.mark.parametrize("family", sorted(TINY))
 def test_same_campaign_through_every_generator(family: str, tiny_zoo: Path, tmp_path: Path):
-    cfg = parse_config({
-        "generator": family, "classifier": str(tiny_zoo / "toy.pt"), "seeds": 8, "seed": 3,
-        "target_class": 0,
-        "strategy_params": {"generations": 12, "population": 6, "best_left": 2,
-                            "perturbation": "custom", "step": 0.5},
-    })  # fmt: skip
+    cfg = parse_config(
+        {
+            "generator": family,
+            "classifier": str(tiny_zoo / "toy.pt"),
+            "seeds": 8,
+            "seed": 3,
+            "target_class": 0,
+            "strategy_params": {
+                "generations": 12,
+                "population": 6,
+                "best_left": 2,
+                "perturbation": "custom",
+                "step": 0.5,
+            },
+        }
+    )
     res = run_campaign(cfg, tmp_path, models_root=tiny_zoo)
     store = Store(tmp_path / "latentfuzz.duckdb")
     assert res.status == "finished"
@@ -124,10 +134,15 @@ def test_dm_makes_seeds_with_seed_guidance_and_searches_with_search_guidance(
     def campaign(**params) -> tuple[dict, list[bytes]]:
         # The bundled DM: the untrained tiny one's images saturate to the same PNGs. The
         # seed images are the subject, so the search is as small as the GA allows.
-        cfg = parse_config({"generator": "dm", "seeds": 3, "seed": 4,
-                            "generator_params": params,
-                            "strategy_params": {"generations": 1, "population": 3,
-                                                "best_left": 2}})  # fmt: skip
+        cfg = parse_config(
+            {
+                "generator": "dm",
+                "seeds": 3,
+                "seed": 4,
+                "generator_params": params,
+                "strategy_params": {"generations": 1, "population": 3, "best_left": 2},
+            }
+        )
         res = run_campaign(cfg, tmp_path)
         store = Store(tmp_path / "latentfuzz.duckdb")
         seeds = sc.seeds(store, res.campaign_id)

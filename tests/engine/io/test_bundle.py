@@ -112,9 +112,11 @@ def test_tampered_missing_and_extra_files_are_refused(source, tmp_path: Path):
     cases = {
         "tampered": (lambda n, d: d + b"x" if n == png else d, "does not match its sha256"),
         "missing": (lambda n, d: None if n == png else d, "lacks .*which its manifest lists"),
-        "table": (lambda n, d: d[:-9] + b"123456789" if n == "tables/seeds.parquet" else d,
-                  "tables/seeds.parquet does not match"),
-    }  # fmt: skip
+        "table": (
+            lambda n, d: d[:-9] + b"123456789" if n == "tables/seeds.parquet" else d,
+            "tables/seeds.parquet does not match",
+        ),
+    }
     for what, (change, msg) in cases.items():
         bad = tmp_path / f"{what}.lfz"
         _rewrite(bundle, bad, change)
@@ -131,8 +133,9 @@ def test_tampered_missing_and_extra_files_are_refused(source, tmp_path: Path):
         import_bundle(db(tmp_path / "e"), tmp_path / "e", extra)
     # The CLI says it in one line.
     cmd = ["import", str(tmp_path / "tampered.lfz"), "--home", str(tmp_path / "cli")]
-    r = subprocess.run([sys.executable, "-m", "engine.cli.main", *cmd], capture_output=True,
-                       text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "engine.cli.main", *cmd], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "does not match its sha256" in r.stderr
 
@@ -164,11 +167,16 @@ def test_an_older_bundle_is_migrated_and_a_newer_refused(source, tmp_path: Path)
     export_bundle(db(home), home, cid, bundle)
     old = tmp_path / "v6.lfz"
     # Schema 6: no classifier-B columns, and seed statuses in the old words.
-    _with_manifest(bundle, old, {
-        "seeds": "SELECT * EXCLUDE (seed_pred_b, final_pred_b) REPLACE (CASE status WHEN "
-                 "'misclassified' THEN 'failed' ELSE status END AS status) FROM '{f}'",
-        "campaigns": "SELECT * EXCLUDE (classifier_b) FROM '{f}'",
-    }, lambda m: m.update(schema_version=6))  # fmt: skip
+    _with_manifest(
+        bundle,
+        old,
+        {
+            "seeds": "SELECT * EXCLUDE (seed_pred_b, final_pred_b) REPLACE (CASE status WHEN "
+            "'misclassified' THEN 'failed' ELSE status END AS status) FROM '{f}'",
+            "campaigns": "SELECT * EXCLUDE (classifier_b) FROM '{f}'",
+        },
+        lambda m: m.update(schema_version=6),
+    )
     fresh = tmp_path / "fresh"
     import_bundle(db(fresh), fresh, old)
     assert rows(db(fresh), cid) == rows(db(home), cid)  # statuses renamed, columns NULL

@@ -29,8 +29,18 @@ from store import labels as ls
 from store import metrics as sm
 from tests.helpers import page_opener
 
-HEADER = ["File Name", "Generator", "Run", "Initial Perturbation", "Perturbation Size",
-          "Image Number", "Iteration", "Expected", "Predicted", "Classification"]  # fmt: skip
+HEADER = [
+    "File Name",
+    "Generator",
+    "Run",
+    "Initial Perturbation",
+    "Perturbation Size",
+    "Image Number",
+    "Iteration",
+    "Expected",
+    "Predicted",
+    "Classification",
+]
 GEN = "giftbench-vae"
 
 
@@ -49,8 +59,14 @@ def rng_images(seed: int = 0) -> dict[str, np.ndarray]:
 
 
 #: (file, expected, predicted, iteration): four failures, two survivors at the budget.
-ROWS = [("a.npy", 3, 5, 12), ("b.npy", 7, 1, 40), ("c.npy", 0, 6, 3), ("d.npy", 9, 4, 77),
-        ("e.png", 2, 2, 250), ("f.png", 1, 1, 250)]  # fmt: skip
+ROWS = [
+    ("a.npy", 3, 5, 12),
+    ("b.npy", 7, 1, 40),
+    ("c.npy", 0, 6, 3),
+    ("d.npy", 9, 4, 77),
+    ("e.png", 2, 2, 250),
+    ("f.png", 1, 1, 250),
+]
 
 
 def write_folder(folder: Path, images: dict[str, np.ndarray], rows=ROWS, header=HEADER) -> Path:
@@ -64,8 +80,20 @@ def write_folder(folder: Path, images: dict[str, np.ndarray], rows=ROWS, header=
         w = csv.writer(f)
         w.writerow(header)
         for i, (name, exp, pred, it) in enumerate(rows):
-            w.writerow([name, "VAE", 1, 0.0024, 0.0012, i, it, exp, pred,
-                        "misclassified" if exp != pred else "correct"])  # fmt: skip
+            w.writerow(
+                [
+                    name,
+                    "VAE",
+                    1,
+                    0.0024,
+                    0.0012,
+                    i,
+                    it,
+                    exp,
+                    pred,
+                    "misclassified" if exp != pred else "correct",
+                ]
+            )
     return folder
 
 
@@ -80,12 +108,20 @@ def imported(tmp_path_factory):
     """A home with a tiny native campaign and a labelled imported one."""
     root = tmp_path_factory.mktemp("import")
     home = root / "home"
-    native = run_campaign(parse_config({"seeds": 3, "seed": 1,
-                                        "strategy_params": {"generations": 4}}), home)  # fmt: skip
+    native = run_campaign(
+        parse_config({"seeds": 3, "seed": 1, "strategy_params": {"generations": 4}}), home
+    )
     images = rng_images()
     store = Store(home / "latentfuzz.duckdb")
-    res = import_results(store, home, write_folder(root / "gb", images), "mnist", GEN,
-                         builtin_mapping("giftbench"), "giftbench")  # fmt: skip
+    res = import_results(
+        store,
+        home,
+        write_folder(root / "gb", images),
+        "mnist",
+        GEN,
+        builtin_mapping("giftbench"),
+        "giftbench",
+    )
     sid = create_study(store, home, StudyConfig(campaigns=[res.campaign_id], gold_rate=0))
     # Two labellers through the labelling functions: both keep every label, except that
     # the second calls one image invalid (so its validity is undecided under ICST rules).
@@ -151,8 +187,13 @@ def test_a_custom_mapping_reads_another_tools_columns(tmp_path):
     with open(folder / "out.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
-        w.writerows([["x0", "3", "8", "5", "0.1", "s0.npy"], ["x1", "7", "7", "9", "0.1", ""],
-                     ["x2", "1", "2", "", "0.1", ""]])  # fmt: skip
+        w.writerows(
+            [
+                ["x0", "3", "8", "5", "0.1", "s0.npy"],
+                ["x1", "7", "7", "9", "0.1", ""],
+                ["x2", "1", "2", "", "0.1", ""],
+            ]
+        )
     (tmp_path / "m.yaml").write_text(
         "csv: out.csv\nimages: pics\nimage: img\nexpected: truth\npredicted: guess\n"
         "iteration: gens\nseed_image: seed_img\nparams:\n  step: step\n"
@@ -187,19 +228,26 @@ def _bad(folder: Path, case: str) -> Path:
     return write_folder(folder, images, rows, header)
 
 
-@pytest.mark.parametrize("case, message", [
-    ("range", r"a\.npy: values in \[-.*\]; expected \[0, 1\] or \[0, 255\]"),
-    ("shape", r"c\.npy: shape 32x32x3; expected 1x28x28"),
-    ("column", r"columns \['Expected'\] not found; the file has \[.*'Label'.*\], the mapping "
-               r"expects"),
-    ("file", r"data row 7: image file 'gone\.npy' not found in"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("range", r"a\.npy: values in \[-.*\]; expected \[0, 1\] or \[0, 255\]"),
+        ("shape", r"c\.npy: shape 32x32x3; expected 1x28x28"),
+        (
+            "column",
+            r"columns \['Expected'\] not found; the file has \[.*'Label'.*\], the mapping "
+            r"expects",
+        ),
+        ("file", r"data row 7: image file 'gone\.npy' not found in"),
+    ],
+)
 def test_bad_input_is_refused_with_its_own_message_and_nothing_is_written(tmp_path, case, message):
     home = tmp_path / "home"
     store = Store(home / "latentfuzz.duckdb")
     with pytest.raises(ConfigError, match=message) as e:
-        import_results(store, home, _bad(tmp_path / "gb", case), "mnist", GEN,
-                       builtin_mapping("giftbench"))  # fmt: skip
+        import_results(
+            store, home, _bad(tmp_path / "gb", case), "mnist", GEN, builtin_mapping("giftbench")
+        )
     assert "\n" not in str(e.value)
     assert sc.list_campaigns(store).empty
     assert not (home / "campaigns").exists() or not any((home / "campaigns").iterdir())
@@ -208,8 +256,16 @@ def test_bad_input_is_refused_with_its_own_message_and_nothing_is_written(tmp_pa
 def test_cli_imports_and_refuses_in_one_line(tmp_path):
     home, runner = tmp_path / "home", CliRunner()
     folder = write_folder(tmp_path / "gb", rng_images())
-    args = ["import-results", str(folder), "--dataset", "mnist", "--generator-name", GEN,
-            "--home", str(home)]  # fmt: skip
+    args = [
+        "import-results",
+        str(folder),
+        "--dataset",
+        "mnist",
+        "--generator-name",
+        GEN,
+        "--home",
+        str(home),
+    ]
     out = runner.invoke(app, [*args, "--preset", "high", "--name", "past study"])
     assert out.exit_code == 0, out.output
     assert "imported 6 images" in out.output and "4 misclassified, 2 survived" in out.output
@@ -253,9 +309,14 @@ def test_compare_page_shows_an_imported_campaign_beside_a_native_one(page, impor
     icst = np.mean([r[3] for r in ROWS])  # survivors counted at the budget
     to_fail = np.mean([r[3] for r in ROWS if r[1] != r[2]])
     # viable %, misclassified % (#), ICST iterations, to failure, validity, preservation
-    assert [cells[0], cells[1], cells[2].split()[0], cells[3].split()[0], cells[4],
-            cells[5]] == ["100", "67 (4)", f"{icst:.1f}", f"{to_fail:.1f}", "75 (3)",
-                          "100 (3)"]  # fmt: skip
+    assert [cells[0], cells[1], cells[2].split()[0], cells[3].split()[0], cells[4], cells[5]] == [
+        "100",
+        "67 (4)",
+        f"{icst:.1f}",
+        f"{to_fail:.1f}",
+        "75 (3)",
+        "100 (3)",
+    ]
     metrics = next(m.value for m in at.markdown if "failures / 1k evals" in m.value)
     assert f"| {name} | ga | — | —" in metrics  # no search evaluations to measure
 

@@ -23,22 +23,41 @@ from engine.labelling.agreement import (
 )
 
 
-@pytest.mark.parametrize("answers, expected", [
-    ([3, 7], True), ([INVALID, INVALID], False), ([3, INVALID], None), ([3, UNSURE], None),
-    ([OTHER, 3], True), ([OTHER, INVALID], None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "answers, expected",
+    [
+        ([3, 7], True),
+        ([INVALID, INVALID], False),
+        ([3, INVALID], None),
+        ([3, UNSURE], None),
+        ([OTHER, 3], True),
+        ([OTHER, INVALID], None),
+    ],
+)
 def test_icst_validity(answers, expected):
     assert validity(answers) is expected
 
 
 # The study's own files decide preservation "no" whenever both answers differ from the
 # expected class and not both say invalid: one "invalid" plus one other class is "no".
-@pytest.mark.parametrize("answers, expected", [
-    ([7, 7], True), ([1, 2], False), ([7, 1], None), ([1, INVALID], False),
-    ([INVALID, 1], False), ([INVALID, INVALID], None), ([7, INVALID], None),
-    ([7, UNSURE], None), ([1, UNSURE], None), ([OTHER, 1], False), ([OTHER, INVALID], False),
-    ([OTHER, 7], None), ([OTHER, OTHER], False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "answers, expected",
+    [
+        ([7, 7], True),
+        ([1, 2], False),
+        ([7, 1], None),
+        ([1, INVALID], False),
+        ([INVALID, 1], False),
+        ([INVALID, INVALID], None),
+        ([7, INVALID], None),
+        ([7, UNSURE], None),
+        ([1, UNSURE], None),
+        ([OTHER, 1], False),
+        ([OTHER, INVALID], False),
+        ([OTHER, 7], None),
+        ([OTHER, OTHER], False),
+    ],
+)
 def test_icst_label_preservation(answers, expected):
     assert preservation(answers, expected=7) is expected
 

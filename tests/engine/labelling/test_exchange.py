@@ -32,8 +32,11 @@ def study(tmp_path_factory) -> tuple[Store, str]:
     cfg = parse_config({"seeds": 12, "seed": 3, "strategy_params": {"generations": 40}})
     cid = run_campaign(cfg, home).campaign_id
     store = Store(home / "latentfuzz.duckdb")
-    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.25, name="pilot",
-                                                seed_images=True, seed=7))  # fmt: skip
+    sid = create_study(
+        store,
+        home,
+        StudyConfig(campaigns=[cid], gold_rate=0.25, name="pilot", seed_images=True, seed=7),
+    )
     items = ls.items(store, sid).set_index("item_id")
     # They take turns, as labellers working at once do: who answered an image first varies,
     # and Cohen's kappa pairs first with second answers.
@@ -72,7 +75,7 @@ def figures(store: Store, sid: str) -> tuple:
                 "preservation",
                 "adjudicated",
             ]
-        ].reset_index(drop=True),  # fmt: skip
+        ].reset_index(drop=True),
         (s["name"], s["k"], s["rule"], s["seed"], s["resamples"]),
         ls.adjudications(store, sid).drop(columns="study_id"),
     )
@@ -105,8 +108,12 @@ def test_an_export_imports_as_the_same_study(study, tmp_path, shape):
 def test_an_export_without_study_columns_says_what_it_assumed(study, tmp_path):
     store, sid = study
     path = tmp_path / "old.csv"
-    to_csv(wide_export(store, sid).drop(columns=["study_k", "study_seed", "study_resamples",
-                                                 "study_rule"]), path)  # fmt: skip
+    to_csv(
+        wide_export(store, sid).drop(
+            columns=["study_k", "study_seed", "study_resamples", "study_rule"]
+        ),
+        path,
+    )
     res = import_csv(Store(tmp_path / "o.duckdb"), path, "mnist")
     assert res.assumed == "k 2, rule icst, seed 0, resamples 1000"
 
@@ -132,10 +139,16 @@ def test_a_bad_cell_is_refused_with_its_row_and_nothing_is_written(study, tmp_pa
 
 
 def test_only_our_own_headers_are_read_as_exports():
-    assert detect(["item_id", "kind", "generator", "preset", "image", "expected",
-                   "answer 1"]) == "wide"  # fmt: skip
-    assert detect(["item_id", "kind", "generator", "preset", "image", "expected", "labeller",
-                   "answer"]) == "raw"  # fmt: skip
+    assert (
+        detect(["item_id", "kind", "generator", "preset", "image", "expected", "answer 1"])
+        == "wide"
+    )
+    assert (
+        detect(
+            ["item_id", "kind", "generator", "preset", "image", "expected", "labeller", "answer"]
+        )
+        == "raw"
+    )
     assert detect(["Image URL", "ID", "TOOL", "MUT_EXT", "Expected", "ASS 1", "ASS 2"]) is None
 
 
@@ -150,8 +163,9 @@ def test_the_cli_round_trip(study, tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["labels", "export", sid, "--wide", str(out), "--home", str(home)])
     assert r.exit_code == 0, r.output
     other = tmp_path / "home2"
-    r = CliRunner().invoke(app, ["labels", "import", str(out), "--dataset", "mnist",
-                                 "--home", str(other)])  # fmt: skip
+    r = CliRunner().invoke(
+        app, ["labels", "import", str(out), "--dataset", "mnist", "--home", str(other)]
+    )
     assert r.exit_code == 0, r.output
     assert "imported a latentfuzz wide export" in r.output and "agree with ours" in r.output
 
@@ -216,6 +230,7 @@ def test_a_seed_as_large_as_a_study_takes_travels_and_the_dataset_is_checked(stu
     res = import_csv(Store(tmp_path / "o.duckdb"), tmp_path / "w.csv", "mnist")
     assert ls.validity_study(Store(tmp_path / "o.duckdb"), res.study_id)["seed"] == 2**40
     # The answers name mnist's classes: read as another dataset's they would mean others.
-    with pytest.raises(ConfigError, match="made for dataset mnist, not cifar10; import it "
-                       "with --dataset mnist"):  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="made for dataset mnist, not cifar10; import it with --dataset mnist"
+    ):
         import_csv(Store(tmp_path / "p.duckdb"), tmp_path / "w.csv", "cifar10")

@@ -26,8 +26,20 @@ HEADER = (
 ROWS = [
     # url, id, dataset, tool, mut, iter, expected, predicted, ass1, ass2, validity?, pres?
     ("u/1.png", "1", "MNIST", "VAE", "low", "12", "7", "1", "7", "7", "Yes", "Yes"),
-    ("u/2.png", "2", "MNIST", "VAE", "low", "30", "7", "9", "Not a Digit", "not a digit",
-     "No", "N/A"),
+    (
+        "u/2.png",
+        "2",
+        "MNIST",
+        "VAE",
+        "low",
+        "30",
+        "7",
+        "9",
+        "Not a Digit",
+        "not a digit",
+        "No",
+        "N/A",
+    ),
     ("u/3.png", "3", "MNIST", "VAE", "low", "4", "7", "1", "7", "1", "Yes", "N/A"),
     ("u/4.png", "4", "MNIST", "VAE", "high", "2", "3", "5", "3", "3", "Yes", "Yes"),
     ("u/5.png", "5", "MNIST", "VAE", "high", "3", "3", "5", "5", "5", "Yes", "No"),
@@ -36,15 +48,36 @@ ROWS = [
     ("u/8.png", "8", "MNIST", "GAN", "high", "6", "8", "3", "8", "8", "No", "Yes"),
     # One says invalid, one names another class: the study's files say preservation "no".
     ("u/9.png", "9", "MNIST", "GAN", "high", "7", "6", "5", "Not a Digit", "5", "N/A", "no"),
-]  # fmt: skip
+]
 
 
 def write_csv(path: Path, rows=ROWS, trailing_comma: bool = True) -> Path:
     """The study's layout; its MNIST and INPI files end every line with a comma, INTB not."""
     lines = [HEADER if trailing_comma else HEADER.rstrip(",")]
     for url, id_, ds, tool, mut, it, exp, pred, a1, a2, val, pres in rows:
-        lines.append(",".join([url, id_, ds, tool, mut, it, exp, pred, a1, a2, "", "", "", "",
-                               val, pres, *([""] if trailing_comma else [])]))  # fmt: skip
+        lines.append(
+            ",".join(
+                [
+                    url,
+                    id_,
+                    ds,
+                    tool,
+                    mut,
+                    it,
+                    exp,
+                    pred,
+                    a1,
+                    a2,
+                    "",
+                    "",
+                    "",
+                    "",
+                    val,
+                    pres,
+                    *([""] if trailing_comma else []),
+                ]
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -74,8 +107,18 @@ def test_cli_import_and_report(tmp_path, monkeypatch):
     monkeypatch.setattr(cli_labels.console, "width", 200)  # a wide terminal: no cut cells
     home = tmp_path / "home"
     runner = CliRunner()
-    out = runner.invoke(app, ["labels", "import", str(write_csv(tmp_path / "s.csv")),
-                              "--dataset", "mnist", "--home", str(home)])  # fmt: skip
+    out = runner.invoke(
+        app,
+        [
+            "labels",
+            "import",
+            str(write_csv(tmp_path / "s.csv")),
+            "--dataset",
+            "mnist",
+            "--home",
+            str(home),
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "imported 9 images and 17 answers" in out.output
     assert "1 verdicts in the file differ from ours" in out.output
@@ -93,14 +136,15 @@ def test_cli_import_and_report(tmp_path, monkeypatch):
         lo, hi = map(float, c[5].split("-"))
         assert lo <= float(c[4]) <= hi
     # Counted in no column above: said under the table (the page showed them, it did not).
-    assert ("undecided (in no # above): the validity of 2 images, the label preservation "
-            "of 1 valid image;") in " ".join(out.output.split())  # fmt: skip
+    assert (
+        "undecided (in no # above): the validity of 2 images, the label preservation "
+        "of 1 valid image;"
+    ) in " ".join(out.output.split())
 
 
 def test_unknown_answer_text_is_refused_with_the_row_and_nothing_is_written(tmp_path):
     store = Store(tmp_path / "db.duckdb")
-    rows = [*ROWS[:2], ("u/9.png", "9", "MNIST", "DM", "low", "3", "1", "2", "blurry", "1",
-                        "", "")]  # fmt: skip
+    rows = [*ROWS[:2], ("u/9.png", "9", "MNIST", "DM", "low", "3", "1", "2", "blurry", "1", "", "")]
     with pytest.raises(ConfigError, match=r"data row 3 \(ID '9'\): answer 'blurry'.*--mapping"):
         import_csv(store, write_csv(tmp_path / "bad.csv", rows), "mnist")
     assert ls.validity_studies(store).empty
@@ -134,18 +178,78 @@ def test_missing_columns_are_named(tmp_path):
 IMAGENET_ROWS = [
     # url, id, dataset, tool, mut, iter, expected, predicted, ass1, ass2, validity?, pres?
     ("p1", "1", "INPI", "gan", "high", "61", "963", "942", "963", "963", "yes", "yes"),
-    ("p2", "2", "INPI", "gan", "high", "9", "963", "725", "not a real world object", "923",
-     "N/A", "no"),
-    ("p3", "3", "INPI", "gan", "high", "28", "963", "925", "a different real world object",
-     "930", "yes", "no"),
-    ("p4", "4", "INPI", "sd", "high", "5", "963", "964", "a different real world object",
-     "963", "yes", "N/A"),
-    ("p5", "5", "INPI", "sd", "low", "1", "963", "892", "not a real world object",
-     "not a real world object", "no", "N/A"),
-    ("p6", "6", "INPI", "sd", "low", "33", "963", "933", "not a real world object",
-     "a different real world object", "N/A", "no"),
+    (
+        "p2",
+        "2",
+        "INPI",
+        "gan",
+        "high",
+        "9",
+        "963",
+        "725",
+        "not a real world object",
+        "923",
+        "N/A",
+        "no",
+    ),
+    (
+        "p3",
+        "3",
+        "INPI",
+        "gan",
+        "high",
+        "28",
+        "963",
+        "925",
+        "a different real world object",
+        "930",
+        "yes",
+        "no",
+    ),
+    (
+        "p4",
+        "4",
+        "INPI",
+        "sd",
+        "high",
+        "5",
+        "963",
+        "964",
+        "a different real world object",
+        "963",
+        "yes",
+        "N/A",
+    ),
+    (
+        "p5",
+        "5",
+        "INPI",
+        "sd",
+        "low",
+        "1",
+        "963",
+        "892",
+        "not a real world object",
+        "not a real world object",
+        "no",
+        "N/A",
+    ),
+    (
+        "p6",
+        "6",
+        "INPI",
+        "sd",
+        "low",
+        "33",
+        "963",
+        "933",
+        "not a real world object",
+        "a different real world object",
+        "N/A",
+        "no",
+    ),
     ("p7", "7", "INPI", "vae", "low", "40", "963", "121", "963", "", "N/A", "N/A"),
-]  # fmt: skip
+]
 
 
 def write_imagenet_csv(path: Path, rows=IMAGENET_ROWS) -> Path:
@@ -179,10 +283,19 @@ def test_imagenet_answers_outside_the_taxonomy_are_refused(tmp_path):
 
 def test_unknown_dataset_is_one_line_listing_the_known_ones(tmp_path):
     out = subprocess.run(
-        [*CLI, "labels", "import", str(write_imagenet_csv(tmp_path / "s.csv")),
-         "--dataset", "imagenet", "--home", str(tmp_path / "home")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            *CLI,
+            "labels",
+            "import",
+            str(write_imagenet_csv(tmp_path / "s.csv")),
+            "--dataset",
+            "imagenet",
+            "--home",
+            str(tmp_path / "home"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert "unknown dataset 'imagenet'" in out.stderr and "imagenet-pizza" in out.stderr

@@ -80,10 +80,29 @@ def test_sampling_is_seeded_and_bad_configs_are_refused(campaign, tmp_path):
 
 
 def make_study(store: Store, n: int, k: int, expected: int = 3) -> str:
-    items = pd.DataFrame({"item_id": range(n), "kind": "result", "generator": "vae",
-                          "preset": "high", "expected": expected, "image": "x.png"})  # fmt: skip
-    ls.create_validity_study(store, {"id": "s", "dataset": "mnist", "source": "campaigns", "k": k,
-                            "rule": "icst", "seed": 0, "resamples": 200}, items)  # fmt: skip
+    items = pd.DataFrame(
+        {
+            "item_id": range(n),
+            "kind": "result",
+            "generator": "vae",
+            "preset": "high",
+            "expected": expected,
+            "image": "x.png",
+        }
+    )
+    ls.create_validity_study(
+        store,
+        {
+            "id": "s",
+            "dataset": "mnist",
+            "source": "campaigns",
+            "k": k,
+            "rule": "icst",
+            "seed": 0,
+            "resamples": 200,
+        },
+        items,
+    )
     return "s"
 
 
@@ -157,10 +176,12 @@ def test_two_processes_labelling_at_once_lose_nothing_and_never_double(tmp_path)
 
 def test_verdicts_follow_icst_and_adjudication_settles_the_queue():
     items = pd.DataFrame({"item_id": range(5), "kind": "result", "expected": 3})
-    j = pd.DataFrame({
-        "item_id": [0, 0, 1, 1, 2, 2, 3, 3, 4],
-        "answer": [3, 3, INVALID, INVALID, 3, 5, 3, INVALID, 3],
-    })  # fmt: skip
+    j = pd.DataFrame(
+        {
+            "item_id": [0, 0, 1, 1, 2, 2, 3, 3, 4],
+            "answer": [3, 3, INVALID, INVALID, 3, 5, 3, INVALID, 3],
+        }
+    )
     v = verdicts(items, j, pd.DataFrame(), k=2, rule="icst")
     assert v["validity"].tolist() == [True, False, True, None, None]
     assert v["preservation"].tolist() == [True, None, None, None, None]
@@ -175,12 +196,17 @@ def test_verdicts_follow_icst_and_adjudication_settles_the_queue():
 
 def test_group_table_counts_validity_over_all_and_preservation_over_valid():
     n = 10
-    v = pd.DataFrame({
-        "item_id": range(n), "kind": "result", "complete": True,
-        "generator": ["vae"] * 6 + ["gan"] * 4, "preset": "high",
-        "validity": [True, True, True, True, False, None, True, False, False, False],
-        "preservation": [True, True, False, None, None, None, True, None, None, None],
-    })  # fmt: skip
+    v = pd.DataFrame(
+        {
+            "item_id": range(n),
+            "kind": "result",
+            "complete": True,
+            "generator": ["vae"] * 6 + ["gan"] * 4,
+            "preset": "high",
+            "validity": [True, True, True, True, False, None, True, False, False, False],
+            "preservation": [True, True, False, None, None, None, True, None, None, None],
+        }
+    )
     t = group_table(v, ["generator"], seed=0, resamples=500).set_index("generator")
     assert t.loc["vae", ["n", "valid", "preserved"]].tolist() == [6, 4, 2]
     assert t.loc["vae", "valid_pct"] == pytest.approx(100 * 4 / 6)
@@ -250,8 +276,9 @@ def test_unsure_is_a_decided_nothing():
     j = pd.DataFrame({"item_id": [0, 0], "answer": [1, UNSURE]})
     v = verdicts(items, j, pd.DataFrame(), k=2, rule="icst")
     assert v.loc[0, "validity"] is None and v.loc[0, "preservation"] is None
-    assert np.isnan(group_table(v.assign(generator="g"), ["generator"], 0, 100)
-                    .loc[0, "preserved_pct"])  # fmt: skip
+    assert np.isnan(
+        group_table(v.assign(generator="g"), ["generator"], 0, 100).loc[0, "preserved_pct"]
+    )
 
 
 def test_a_study_the_store_refuses_leaves_no_gold_images_behind(campaign, tmp_path, monkeypatch):

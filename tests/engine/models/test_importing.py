@@ -76,8 +76,11 @@ def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp
     home = user_home
     onnx = export(Net(), tmp_path / "mine.onnx", external=True)
     line = models_cli(["import", str(onnx), "--dataset", "mnist", "--name", "my-onnx"], home)
-    m = re.search(r"imported my-onnx \(onnx, with (\S+)\) for mnist: ([\d,]+) parameters, "
-                  r"test accuracy ([\d.]+) on 1000 images", line)  # fmt: skip
+    m = re.search(
+        r"imported my-onnx \(onnx, with (\S+)\) for mnist: ([\d,]+) parameters, "
+        r"test accuracy ([\d.]+) on 1000 images",
+        line,
+    )
     assert m, line
     card = json.loads((home / "models" / "my-onnx" / "card.json").read_text())
     assert card["format"] == "onnx" and card["dataset_fingerprint"]
@@ -88,9 +91,24 @@ def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp
     assert card["inference"]["ms_per_image_b25"] > 0
 
     dec = script(Decoder(), tmp_path / "decoder.pt")  # the name the model folder uses
-    line = models_cli(["import-generator", str(dec), "--dataset", "mnist", "--latent-shape", "8",
-                       "--classes", "10", "--conditional", "--output-range", "-1,1", "--name",
-                       "my-gen"], home)  # fmt: skip
+    line = models_cli(
+        [
+            "import-generator",
+            str(dec),
+            "--dataset",
+            "mnist",
+            "--latent-shape",
+            "8",
+            "--classes",
+            "10",
+            "--conditional",
+            "--output-range",
+            "-1,1",
+            "--name",
+            "my-gen",
+        ],
+        home,
+    )
     assert "imported my-gen (TorchScript decoder, conditional, latent (8,))" in line
     card = json.loads((home / "models" / "my-gen" / "card.json").read_text())
     low, high = card["latent_bounds"]
@@ -100,8 +118,23 @@ def test_import_both_kinds_then_run_a_campaign_on_them(user_home: Path, env, tmp
     assert {"my-onnx", "my-gen"} <= {c["name"] for c in zoo.list_cards()}
     assert not zoo.is_bundled("my-onnx")
 
-    out = cli(["run", "--dataset", "mnist", "--generator", "my-gen", "--classifier", "my-onnx",
-               "--seeds", "3", "--generations", "3", "--quiet"], env)  # fmt: skip
+    out = cli(
+        [
+            "run",
+            "--dataset",
+            "mnist",
+            "--generator",
+            "my-gen",
+            "--classifier",
+            "my-onnx",
+            "--seeds",
+            "3",
+            "--generations",
+            "3",
+            "--quiet",
+        ],
+        env,
+    )
     assert re.search(r"campaign \S+ finished", out.stdout) and "of 3" in out.stdout
 
 
@@ -150,8 +183,10 @@ def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
     # Training under its name replaced its card without a word and left clf.pt behind.
     from engine.train.classifier import train_classifier
 
-    with pytest.raises(LatentfuzzError, match="model name 'clf' is your imported torchscript "
-                       "classifier .*; pick another --name"):  # fmt: skip
+    with pytest.raises(
+        LatentfuzzError,
+        match="model name 'clf' is your imported torchscript classifier .*; pick another --name",
+    ):
         train_classifier(TrainSettings("mnist", epochs=1, batch_size=64, name="clf"))
     assert zoo.load_card("clf")["format"] == "torchscript"
 
@@ -167,8 +202,13 @@ def test_names_bundled_taken_and_replaced(user_home: Path, tmp_path: Path):
     ],
 )
 def test_bad_decoders_are_refused(user_home: Path, tmp_path, module, options, message):
-    kwargs = {"latent_shape": (8,), "classes": 10, "conditional": True,
-              "output_range": (-1.0, 1.0), **options}  # fmt: skip
+    kwargs = {
+        "latent_shape": (8,),
+        "classes": 10,
+        "conditional": True,
+        "output_range": (-1.0, 1.0),
+        **options,
+    }
     with pytest.raises(LatentfuzzError, match=message):
         import_generator(script(module, tmp_path / "d.pt"), "mnist", **kwargs)
     assert left_behind(user_home) == []
@@ -243,8 +283,13 @@ def test_an_imported_model_is_not_bound_to_the_datasets_files():
     from engine.datasets import get_dataset
 
     ds = get_dataset("mnist")
-    card = {"name": "u", "kind": "classifier", "dataset": "mnist", "input_shape": [1, 28, 28],
-            "dataset_fingerprint": "0123456789abcdef"}  # fmt: skip
+    card = {
+        "name": "u",
+        "kind": "classifier",
+        "dataset": "mnist",
+        "input_shape": [1, 28, 28],
+        "dataset_fingerprint": "0123456789abcdef",
+    }
     assert "was trained on mnist data with fingerprint" in zoo.incompatibility(card, ds)
     assert zoo.incompatibility({**card, "format": "onnx"}, ds) is None
 
@@ -261,8 +306,9 @@ def test_models_measure_keeps_the_classifier_the_card_was_measured_with(
     def measured_with() -> str:
         return zoo.load_card("u")["metrics"]["viability_classifier"]
 
-    import_generator(script(Unconditional(), tmp_path / "u.pt"), "mnist", (2, 4), 10,
-                     classifier="clf")  # fmt: skip
+    import_generator(
+        script(Unconditional(), tmp_path / "u.pt"), "mnist", (2, 4), 10, classifier="clf"
+    )
     assert measured_with() == "clf"
     models_cli(["measure", "u"], user_home)
     assert measured_with() == "clf"

@@ -33,9 +33,14 @@ def test_every_strategy_has_a_determinism_case():
 
 def outcome(home: Path, strategy: str, seed: int = 1) -> tuple[pd.DataFrame, ...]:
     cfg = parse_config(
-        {"strategy": strategy, "seeds": 3, "seed": seed, "strategy_params": SMALL[strategy],
-         **EXTRA.get(strategy, {})}
-    )  # fmt: skip
+        {
+            "strategy": strategy,
+            "seeds": 3,
+            "seed": seed,
+            "strategy_params": SMALL[strategy],
+            **EXTRA.get(strategy, {}),
+        }
+    )
     cid = run_campaign(cfg, home).campaign_id
     store = Store(home / "latentfuzz.duckdb")
     s = sc.seeds(store, cid).drop(columns=["elapsed_s"])
@@ -46,9 +51,7 @@ def outcome(home: Path, strategy: str, seed: int = 1) -> tuple[pd.DataFrame, ...
     ind = pd.concat([sc.individuals(store, cid, i) for i in range(3)])
     arch = sd.archive(store, cid).drop(columns=["image"])
     ind = pd.concat([ind, arch])  # NSGA-II's archive of triggering inputs (empty elsewhere)
-    images = tuple(
-        (home / p).read_bytes() for p in sc.seeds(store, cid)["result_image"].dropna()
-    )
+    images = tuple((home / p).read_bytes() for p in sc.seeds(store, cid)["result_image"].dropna())
     return s, g, ind.reset_index(drop=True), images
 
 

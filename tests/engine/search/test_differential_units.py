@@ -121,8 +121,16 @@ def test_archive_keeps_each_distinct_failing_image_once_across_searches():
     assert len(s.saved) == 2 and s.saved[0].endswith("archive/000000.png")
     # The next generation finds one of them again and one new image: only the new is kept.
     img2 = torch.stack([img[3], img[3] + 5])
-    n = arch.add(2, torch.tensor([1, 1]), torch.zeros(2, dtype=torch.long), img2,
-                 logits[:2], None, torch.zeros(2), torch.tensor([True, True]))  # fmt: skip
+    n = arch.add(
+        2,
+        torch.tensor([1, 1]),
+        torch.zeros(2, dtype=torch.long),
+        img2,
+        logits[:2],
+        None,
+        torch.zeros(2),
+        torch.tensor([True, True]),
+    )
     assert n == 1 and arch.count == 3
     assert w.rows[-1]["entry"].tolist() == [2] and w.rows[-1]["pred_b"] is None
 
@@ -167,8 +175,9 @@ def test_representatives_cluster_many_finds_and_keep_outliers():
     reps = representatives(np.concatenate([blobs, far]), "pca", 0)
     assert 60 in reps  # the isolated find represents itself
     assert 2 <= len(reps) <= 10  # the two blobs collapse to few representatives
-    assert image_features(torch.ones(2, 1, 2, 2, dtype=torch.uint8)).norm(dim=-1).tolist() == \
-        pytest.approx([1.0, 1.0])  # fmt: skip
+    assert image_features(torch.ones(2, 1, 2, 2, dtype=torch.uint8)).norm(
+        dim=-1
+    ).tolist() == pytest.approx([1.0, 1.0])
 
 
 def _images(n: int, seed: int) -> torch.Tensor:
@@ -180,10 +189,22 @@ def test_nearest_ssim_matches_scikit_image_and_brute_force():
     refs = _images(40, 0)
     queries = (refs[:6] + 0.2 * _images(6, 1) - 0.1).clamp(0, 1)
     nearest = NearestSSIM(refs, candidates=40)
-    brute = np.array([[structural_similarity(
-        q[0].numpy().astype(np.float64), r[0].numpy().astype(np.float64), data_range=1.0,
-        gaussian_weights=True, sigma=1.5, use_sample_covariance=False) for r in refs]
-        for q in queries])  # fmt: skip
+    brute = np.array(
+        [
+            [
+                structural_similarity(
+                    q[0].numpy().astype(np.float64),
+                    r[0].numpy().astype(np.float64),
+                    data_range=1.0,
+                    gaussian_weights=True,
+                    sigma=1.5,
+                    use_sample_covariance=False,
+                )
+                for r in refs
+            ]
+            for q in queries
+        ]
+    )
     score, where = nearest.best(queries)
     assert score.numpy() == pytest.approx(brute.max(1), abs=1e-6)
     assert where.tolist() == brute.argmax(1).tolist() == list(range(6))

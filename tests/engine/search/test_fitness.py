@@ -124,9 +124,11 @@ def _run(home: Path, **kw):
 
 def test_targeted_campaign_fails_only_by_reaching_the_target(home: Path):
     res, store = _run(
-        home, fitness="targeted", target=3,
+        home,
+        fitness="targeted",
+        target=3,
         strategy_params={"generations": 60, "perturbation": "custom", "step": 0.3},
-    )  # fmt: skip
+    )
     seeds = sc.seeds(store, res.campaign_id)
     camp = sc.campaign(store, res.campaign_id)
     assert (camp["config"]["fitness"], camp["config"]["criterion"]) == ("targeted", "targeted")
@@ -140,9 +142,10 @@ def test_targeted_campaign_fails_only_by_reaching_the_target(home: Path):
 
 def test_boundary_with_the_ga_keeps_refining_and_returns_the_closest_failure(home: Path):
     res, store = _run(
-        home, fitness="boundary",
+        home,
+        fitness="boundary",
         strategy_params={"generations": 12, "perturbation": "custom", "step": 0.3},
-    )  # fmt: skip
+    )
     cid = res.campaign_id
     seeds = sc.seeds(store, cid)
     viable = seeds[seeds["viable"]]
@@ -168,8 +171,9 @@ def test_an_older_campaign_that_stored_an_ignored_target_or_data_dir_still_resol
     rebuild the config from the record."""
     from engine.campaign.config import from_record
 
-    cfg = from_record({"fitness": "margin", "criterion": "misclassified", "target": 3,
-                       "data_dir": "/nowhere"})  # fmt: skip
+    cfg = from_record(
+        {"fitness": "margin", "criterion": "misclassified", "target": 3, "data_dir": "/nowhere"}
+    )
     assert cfg.target is None and cfg.data_dir is None
     objectives(cfg)  # no refusal
     kept = from_record({"fitness": "targeted", "criterion": "targeted", "target": 3})

@@ -133,8 +133,7 @@ def test_new_population_is_clamped_to_the_latent_bounds():
 
 
 def _campaign(home: Path, **params) -> tuple[str, Store]:
-    cfg = parse_config({"seeds": 8, "seed": 3,
-                        "strategy_params": {"generations": 30, **params}})  # fmt: skip
+    cfg = parse_config({"seeds": 8, "seed": 3, "strategy_params": {"generations": 30, **params}})
     res = run_campaign(cfg, home)
     return res.campaign_id, Store(home / "latentfuzz.duckdb")
 

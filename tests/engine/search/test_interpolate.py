@@ -62,8 +62,14 @@ def test_generators_without_an_encoder_are_refused_in_one_line(generator: str):
 
 
 def test_each_lambda_is_one_generation_with_its_error_rate_and_ssim(home: Path):
-    cfg = parse_config({"strategy": "interpolate", "seeds": 4, "seed": 1,
-                        "strategy_params": {"k": 3, "lambda_steps": 4}})  # fmt: skip
+    cfg = parse_config(
+        {
+            "strategy": "interpolate",
+            "seeds": 4,
+            "seed": 1,
+            "strategy_params": {"k": 3, "lambda_steps": 4},
+        }
+    )
     res = run_campaign(cfg, home)
     store = Store(home / "latentfuzz.duckdb")
     gens = sc.generations(store, res.campaign_id)
@@ -104,8 +110,9 @@ def test_the_campaign_page_shows_figures_by_lambda_only_for_interpolation(home, 
         ),
         home,
     ).campaign_id
-    ga = run_campaign(parse_config({"seeds": 2, "seed": 1, "strategy_params": {
-        "generations": 3}}), home).campaign_id  # fmt: skip
+    ga = run_campaign(
+        parse_config({"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}}), home
+    ).campaign_id
     open_page = page_opener(home, monkeypatch)
     for cid, shown in ((interp, True), (ga, False)):
         at = open_page("campaign.py", id=cid)

@@ -25,8 +25,10 @@ def test_every_parameter_is_described_for_generated_flags_and_forms(name: str):
 
 
 def test_strategies_say_what_callers_used_to_test_by_name():
-    flags = {n: (c.has_presets, c.multi_objective, c.step_label)
-             for n, c in ((n, STRATEGIES.get(n)) for n in STRATEGIES.names())}  # fmt: skip
+    flags = {
+        n: (c.has_presets, c.multi_objective, c.step_label)
+        for n, c in ((n, STRATEGIES.get(n)) for n in STRATEGIES.names())
+    }
     assert flags == {
         "ga": (True, False, "mutation step"),
         "random": (True, False, "noise scale"),
@@ -41,8 +43,9 @@ def test_strategies_say_what_callers_used_to_test_by_name():
 
 
 def test_state_is_what_the_loop_records():
-    ga = STRATEGIES.get("ga")(GAParams(population=4, elites=2, perturbation="custom",
-                                       step=0.25), SPACE)  # fmt: skip
+    ga = STRATEGIES.get("ga")(
+        GAParams(population=4, elites=2, perturbation="custom", step=0.25), SPACE
+    )
     ga.start(torch.zeros(3, 6), torch.Generator().manual_seed(0))
     state = ga.state()
     assert state.step.tolist() == [0.25] * 3 and state.objective2 is None
@@ -52,8 +55,9 @@ def test_breed_keeps_the_elites_and_breeds_the_rest():
     pop = torch.arange(2 * 5 * 4, dtype=torch.float32).view(2, 5, 4)
     scores = torch.tensor([[3.0, 0.0, 2.0, 1.0, 9.0], [0.0, 1.0, 2.0, 3.0, 4.0]])
     elite = select_elite(scores, 2)
-    e_pop, kids = breed(pop, elite, 3, torch.zeros(2, 4), torch.zeros(2),
-                        torch.Generator().manual_seed(0))  # fmt: skip
+    e_pop, kids = breed(
+        pop, elite, 3, torch.zeros(2, 4), torch.zeros(2), torch.Generator().manual_seed(0)
+    )
     assert torch.equal(e_pop[0], pop[0, [1, 3]]) and torch.equal(e_pop[1], pop[1, [0, 1]])
     assert kids.shape == (2, 3, 4)
     # Step 0: children are crossovers of the two elites, gene by gene from one or the other.
@@ -74,12 +78,11 @@ def test_best_left_is_read_as_elites_and_named_as_written():
 
 
 def test_a_campaign_configured_with_best_left_stores_elites(tmp_path):
-    cfg = parse_config({"seeds": 2, "strategy_params": {"generations": 2, "population": 6,
-                                                        "best_left": 2}})  # fmt: skip
+    cfg = parse_config(
+        {"seeds": 2, "strategy_params": {"generations": 2, "population": 6, "best_left": 2}}
+    )
     cid = run_campaign(cfg, tmp_path).campaign_id
-    params = sc.campaign(Store(tmp_path / "latentfuzz.duckdb"), cid)["config"][
-        "strategy_params"
-    ]
+    params = sc.campaign(Store(tmp_path / "latentfuzz.duckdb"), cid)["config"]["strategy_params"]
     assert params["elites"] == 2 and "best_left" not in params
 
 
@@ -89,8 +92,16 @@ def test_a_campaign_stored_with_best_left_resumes_to_the_same_results(tmp_path):
 
     from engine.campaign.resume import resume_campaign
 
-    raw = {"seeds": 3, "seed": 2, "strategy_params": {
-        "generations": 6, "population": 6, "best_left": 2, "stop_at_failure": False}}
+    raw = {
+        "seeds": 3,
+        "seed": 2,
+        "strategy_params": {
+            "generations": 6,
+            "population": 6,
+            "best_left": 2,
+            "stop_at_failure": False,
+        },
+    }
 
     def stop_at_3(p) -> None:
         if p.generation == 3:
@@ -104,8 +115,9 @@ def test_a_campaign_stored_with_best_left_resumes_to_the_same_results(tmp_path):
     params = old["strategy_params"]
     old["strategy_params"] = {("best_left" if k == "elites" else k): v for k, v in params.items()}
     with store.write() as con:
-        con.execute("UPDATE campaigns SET config = ? WHERE id = ?",
-                    [json.dumps(old), cut.campaign_id])  # fmt: skip
+        con.execute(
+            "UPDATE campaigns SET config = ? WHERE id = ?", [json.dumps(old), cut.campaign_id]
+        )
     assert resume_campaign(tmp_path / "b", cut.campaign_id).status == "finished"
     a = sc.generations(Store(tmp_path / "a" / "latentfuzz.duckdb"), whole)
     b = sc.generations(store, cut.campaign_id)
@@ -117,8 +129,9 @@ def test_a_grid_with_a_best_left_axis_still_checks_and_compares_as_elites():
     from engine.studies.grid import check_cells
     from engine.studies.spec import parse_grid
 
-    spec = parse_grid({"name": "g", "base": {"seeds": 2},
-                       "axes": {"strategy_params.best_left": [2, 3]}})  # fmt: skip
+    spec = parse_grid(
+        {"name": "g", "base": {"seeds": 2}, "axes": {"strategy_params.best_left": [2, 3]}}
+    )
     cells = spec.cells()
     check_cells(cells, None)  # resolves every cell, as `latentfuzz grid` does first
     stored = {"strategy": "ga", "strategy_params": {**GAParams().model_dump(), "elites": 2}}

@@ -63,8 +63,15 @@ def test_same_seed_reproduces_the_table(tiny_zoo: Path, tmp_path: Path):
         "iterations_to_failure",
     ]
     tables = [
-        run_study(tmp_path / name, seeds=3, generations=6, seed=2, generators=["mnist-gan"],
-                  presets=("strong",), models_root=tiny_zoo)[1][cols]
+        run_study(
+            tmp_path / name,
+            seeds=3,
+            generations=6,
+            seed=2,
+            generators=["mnist-gan"],
+            presets=("strong",),
+            models_root=tiny_zoo,
+        )[1][cols]
         for name in ("a", "b")
-    ]  # fmt: skip
+    ]
     assert tables[0].equals(tables[1])

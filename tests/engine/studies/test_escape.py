@@ -59,10 +59,17 @@ def test_ordinary_campaigns_keep_their_seed_plan():
         r.config, r.generator, test.images, test.labels, 10, torch.Generator().manual_seed(0)
     )
     assert targets.tolist() == [2] * 5 and set(seeds.labels.tolist()) == {1}
-    assert plan_seeds(
-        _resolved(seeds=5).config, r.generator, test.images, test.labels, 10,
-        torch.Generator().manual_seed(0),
-    )[1] is None  # fmt: skip
+    assert (
+        plan_seeds(
+            _resolved(seeds=5).config,
+            r.generator,
+            test.images,
+            test.labels,
+            10,
+            torch.Generator().manual_seed(0),
+        )[1]
+        is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -80,8 +87,9 @@ def test_escape_config_errors_say_what_to_change(raw, message):
 
 
 def test_an_escape_campaign_stores_its_matrix_and_the_confusion(home: Path):
-    cfg = parse_config({"escape_per_pair": 2, "target_class": 3, "seed": 1,
-                        "strategy_params": {"generations": 30}})  # fmt: skip
+    cfg = parse_config(
+        {"escape_per_pair": 2, "target_class": 3, "seed": 1, "strategy_params": {"generations": 30}}
+    )
     res = run_campaign(cfg, home)
     store = Store(home / "latentfuzz.duckdb")
     seeds = sc.seeds(store, res.campaign_id)
@@ -120,10 +128,25 @@ def test_confusion_rates_and_grid():
 def test_escape_cli_prints_the_matrix_and_writes_the_csv(home: Path, env, tmp_path: Path):
     out = tmp_path / "escape.csv"
     run = subprocess.run(
-        [*CLI, "escape", "--per-pair", "1", "--source", "5", "--generations", "20", "--csv",
-         str(out), "--home", str(home), "-q"],
-        env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            *CLI,
+            "escape",
+            "--per-pair",
+            "1",
+            "--source",
+            "5",
+            "--generations",
+            "20",
+            "--csv",
+            str(out),
+            "--home",
+            str(home),
+            "-q",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     assert "class escape: success rate, from source (rows) to target" in run.stdout
     assert "median iterations of the successful searches" in run.stdout
@@ -132,16 +155,25 @@ def test_escape_cli_prints_the_matrix_and_writes_the_csv(home: Path, env, tmp_pa
     assert list(df.columns[:4]) == ["source", "source_name", "target", "target_name"]
     assert len(df) == 9 and (df["source"] == 5).all()
     cid = sc.list_campaigns(Store(home / "latentfuzz.duckdb"))["id"].iloc[0]
-    again = subprocess.run([*CLI, "escape", "--campaign", cid, "--home", str(home)],
-                           env=env, capture_output=True, text=True)  # fmt: skip
+    again = subprocess.run(
+        [*CLI, "escape", "--campaign", cid, "--home", str(home)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert again.returncode == 0 and "class escape" in again.stdout
     assert run.stdout.endswith(again.stdout)  # the same matrix, read back from the store
 
 
 def test_escape_of_a_campaign_without_targets_is_one_line(home: Path, env):
-    cid = run_campaign(parse_config({"seeds": 2, "strategy_params": {"generations": 2}}),
-                       home).campaign_id  # fmt: skip
-    run = subprocess.run([*CLI, "escape", "--campaign", cid, "--home", str(home)],
-                         env=env, capture_output=True, text=True)  # fmt: skip
+    cid = run_campaign(
+        parse_config({"seeds": 2, "strategy_params": {"generations": 2}}), home
+    ).campaign_id
+    run = subprocess.run(
+        [*CLI, "escape", "--campaign", cid, "--home", str(home)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and "has no per-seed targets" in run.stderr

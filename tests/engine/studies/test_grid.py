@@ -52,17 +52,22 @@ def test_cells_come_in_a_stable_order_with_ids_from_their_values():
     assert {c.id for c in cells} < {c.id for c in more}
 
 
-@pytest.mark.parametrize("change, msg", [
-    ({"axes": {"colour": [1]}}, "axis 'colour' is not a config field"),
-    ({"axes": {"seed": 3}}, "axis seed is 3, expected a non-empty list"),
-    ({"name": "../x"}, "grid name '../x' is not allowed"),
-    ({"workers": 2}, r"grid keys \['workers'\] unknown"),
-    ({"axes": {"seeds": [0]}}, r"cell \w+ \(seeds=0\): config.seeds: Input should be greater"),
-    ({"resources": {"gpu": True}}, r"grid resources.gpu is True, expected a number >= 0"),
-    ({"axes": {"seeds": [True]}}, r"\(seeds=true\): config: seeds is true, expected a number"),
-    ({"axes": {"validators": [{"ssim-nearest": True}]}},
-     r"config: validators.ssim-nearest is true, expected a number"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change, msg",
+    [
+        ({"axes": {"colour": [1]}}, "axis 'colour' is not a config field"),
+        ({"axes": {"seed": 3}}, "axis seed is 3, expected a non-empty list"),
+        ({"name": "../x"}, "grid name '../x' is not allowed"),
+        ({"workers": 2}, r"grid keys \['workers'\] unknown"),
+        ({"axes": {"seeds": [0]}}, r"cell \w+ \(seeds=0\): config.seeds: Input should be greater"),
+        ({"resources": {"gpu": True}}, r"grid resources.gpu is True, expected a number >= 0"),
+        ({"axes": {"seeds": [True]}}, r"\(seeds=true\): config: seeds is true, expected a number"),
+        (
+            {"axes": {"validators": [{"ssim-nearest": True}]}},
+            r"config: validators.ssim-nearest is true, expected a number",
+        ),
+    ],
+)
 def test_bad_grids_are_refused_in_one_line(change, msg):
     with pytest.raises(ConfigError, match=msg):
         parse_grid({**GRID, **change}).cells()
@@ -77,8 +82,9 @@ def test_a_2x2_grid_on_a_process_pool_records_a_failure_and_resumes(
     seen = []
     run = run_grid(spec, home, workers=2, on_status=lambda c, s, r: seen.append((c.id, s)))
     assert sorted(run.ran) == sorted(c.id for c in cells)
-    assert run.failed == {cells[2].id: f"RuntimeError: cell {cells[2].id} failed on purpose "
-                                       f"(${FAIL_ENV})"}  # fmt: skip
+    assert run.failed == {
+        cells[2].id: f"RuntimeError: cell {cells[2].id} failed on purpose (${FAIL_ENV})"
+    }
     assert [s for c, s in seen if c == cells[0].id] == ["running", "done"]
     state = load_state(run.folder)["cells"]
     assert state[cells[2].id]["status"] == "failed" and "on purpose" in state[cells[2].id]["error"]
@@ -102,10 +108,24 @@ def test_a_killed_grid_reruns_only_the_missing_cells(home: Path, tmp_path: Path,
     # The driver kills itself and its worker (SIGKILL to its process group) right after
     # the first import, while the worker runs the second cell.
     p = subprocess.run(
-        [sys.executable, "-m", "engine.cli.main", "grid", str(spec_file), "--workers", "1", "-q",
-         "--home", str(home)], env={**env, KILL_ENV: "1"}, start_new_session=True,
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "engine.cli.main",
+            "grid",
+            str(spec_file),
+            "--workers",
+            "1",
+            "-q",
+            "--home",
+            str(home),
+        ],
+        env={**env, KILL_ENV: "1"},
+        start_new_session=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == -signal.SIGKILL, p.stderr
     spec = load_grid(spec_file)
     cells = spec.cells()
@@ -155,16 +175,16 @@ def test_the_same_grid_on_a_local_ray_instance(home: Path):
     assert set(run.status.values()) == {"done"}, run.errors
     rows = grid_rows(home, "tiny")
     assert len(rows) == 4 and (rows["status"] == "finished").all()
-    devices = db(home).query("SELECT DISTINCT json_extract_string(config, '$.device') AS d "
-                             "FROM campaigns")  # fmt: skip
+    devices = db(home).query(
+        "SELECT DISTINCT json_extract_string(config, '$.device') AS d FROM campaigns"
+    )
     assert devices["d"].tolist() == ["cpu"]  # no GPU given: the cells ran on the CPU
 
 
 @pytest.fixture
 def ctrl_c():
     """SIGINT and SIGTERM raise KeyboardInterrupt, as `latentfuzz grid` sets them."""
-    old = {s: signal.signal(s, signal.default_int_handler) for s in (signal.SIGINT,
-                                                                     signal.SIGTERM)}  # fmt: skip
+    old = {s: signal.signal(s, signal.default_int_handler) for s in (signal.SIGINT, signal.SIGTERM)}
     yield
     for s, h in old.items():
         signal.signal(s, h)
@@ -216,16 +236,34 @@ def test_ctrl_c_or_stop_stops_a_grid_on_a_process_pool(
 
     spec_file = tmp_path / "stop.yaml"
     # The second cell searches for minutes (its seeds never stop at a failure).
-    spec_file.write_text(yaml.safe_dump({
-        "name": "stop",
-        "base": {"seeds": 2, "seed": 1, "strategy_params": {"stop_at_failure": False}},
-        "axes": {"strategy_params.generations": [3, 100000, 4]},
-    }))  # fmt: skip
+    spec_file.write_text(
+        yaml.safe_dump(
+            {
+                "name": "stop",
+                "base": {"seeds": 2, "seed": 1, "strategy_params": {"stop_at_failure": False}},
+                "axes": {"strategy_params.generations": [3, 100000, 4]},
+            }
+        )
+    )
     p = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli.main", "grid", str(spec_file), "--workers", str(workers),
-         "-q", "--home", str(home)], env=env, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "engine.cli.main",
+            "grid",
+            str(spec_file),
+            "--workers",
+            str(workers),
+            "-q",
+            "--home",
+            str(home),
+        ],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     folder, cells = home / "grids" / "stop", load_grid(spec_file).cells()
     # Two workers: the short cells finish beside the long one, and a worker waits idle.
     short_done = ["done", "queued", "done"] if workers == 2 else ["done", "queued", "queued"]
@@ -287,9 +325,11 @@ def test_a_grid_rerun_with_other_settings_is_refused_not_reused(home: Path):
     refused = {
         "seeds: 1 -> 2": {"seeds": 2, "strategy_params": {"generations": 2}},
         "strategy_params.generations: 2 -> 250": {"seeds": 1},
-        "strategy_params.perturbation: strong -> low":
-            {**base, "strategy_params": {"generations": 2, "perturbation": "low"}},
-    }  # fmt: skip
+        "strategy_params.perturbation: strong -> low": {
+            **base,
+            "strategy_params": {"generations": 2, "perturbation": "low"},
+        },
+    }
     for change, other in refused.items():
         says = rf"grid rebased has 1 done cell run with other settings \({change}\); give the"
         with pytest.raises(LatentfuzzError, match=says):

@@ -33,9 +33,21 @@ def test_every_strategy_gets_the_largest_budget_within_the_gas(name: str, genera
 def test_unknown_strategies_are_rejected_in_one_line(tmp_path: Path):
     with pytest.raises(ConfigError, match=r"unknown \['nope'\]; expected a comma-separated"):
         strategy_configs(["ga", "nope"], 3, 1, 10, "mnist", "vae", "s")
-    r = subprocess.run([sys.executable, "-m", "engine.cli.main", "study", "--strategies", "ga,nope",
-                        "--home", str(tmp_path / "h")],
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine.cli.main",
+            "study",
+            "--strategies",
+            "ga,nope",
+            "--home",
+            str(tmp_path / "h"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and "unknown ['nope']" in r.stderr
     assert not (tmp_path / "h" / "latentfuzz.duckdb").exists()

@@ -78,21 +78,57 @@ def train(kind: str, dataset: str, data: Path | None, home: Path, *extra: str) -
 
     where = [] if data is None else ["--data-dir", str(data)]
     tiny = TINY_28 if get_dataset(dataset, data).shape == (1, 28, 28) else TINY
-    cli("train", kind, "--dataset", dataset, *where, "--home", str(home),
-        "--epochs", "1", "--batch-size", "8", *tiny[kind], *extra)  # fmt: skip
+    cli(
+        "train",
+        kind,
+        "--dataset",
+        dataset,
+        *where,
+        "--home",
+        str(home),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        *tiny[kind],
+        *extra,
+    )
     newest = max((home / "models").glob(f"*/{zoo.CARD}"), key=lambda p: p.stat().st_mtime_ns)
     return json.loads(newest.read_text())
 
 
-def campaign(dataset: str, data: Path | None, home: Path, generator: str, classifier: str,
-             *extra: str) -> str:  # fmt: skip
+def campaign(
+    dataset: str, data: Path | None, home: Path, generator: str, classifier: str, *extra: str
+) -> str:
     """Run a short campaign through `latentfuzz run`; returns its id."""
     before = {p.name for p in (home / "campaigns").glob("*")}
     where = [] if data is None else ["--data-dir", str(data)]
-    cli("run", "--dataset", dataset, *where, "--generator", generator,
-        "--classifier", classifier, "--seeds", "3", "--generations", "3", "--population", "6",
-        "--best-left", "2", "--perturbation", "custom", "--step", "0.5", "--quiet",
-        "--home", str(home), *extra)  # fmt: skip
+    cli(
+        "run",
+        "--dataset",
+        dataset,
+        *where,
+        "--generator",
+        generator,
+        "--classifier",
+        classifier,
+        "--seeds",
+        "3",
+        "--generations",
+        "3",
+        "--population",
+        "6",
+        "--best-left",
+        "2",
+        "--perturbation",
+        "custom",
+        "--step",
+        "0.5",
+        "--quiet",
+        "--home",
+        str(home),
+        *extra,
+    )
     (cid,) = {p.name for p in (home / "campaigns").glob("*")} - before
     return cid
 
@@ -151,8 +187,22 @@ def test_ctrl_c_keeps_the_last_step(cifar: Path, home: Path, monkeypatch):
 
     monkeypatch.setattr(TrainRun, "on_step", interrupt_at_step_7)
     before = signal.getsignal(signal.SIGINT)
-    out = cli("train", "classifier", "--dataset", "cifar10", "--data-dir", str(cifar), "--home",
-              str(home), "--epochs", "3", "--batch-size", "8", "--width", "4")  # fmt: skip
+    out = cli(
+        "train",
+        "classifier",
+        "--dataset",
+        "cifar10",
+        "--data-dir",
+        str(cifar),
+        "--home",
+        str(home),
+        "--epochs",
+        "3",
+        "--batch-size",
+        "8",
+        "--width",
+        "4",
+    )
     assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
     card = json.loads((home / "models" / "cifar10-vgg" / zoo.CARD).read_text())
     t = card["training"]
@@ -166,14 +216,46 @@ def test_ctrl_c_keeps_the_last_step(cifar: Path, home: Path, monkeypatch):
 def test_refusals(cifar: Path, home: Path):
     msg = fails("train", "vae", "--home", str(home), "--epochs", "1")  # mnist-vae is bundled
     assert "mnist-vae" in msg and "bundled" in msg and "--name" in msg
-    msg = fails("train", "classifier", "--dataset", "cifar10", "--data-dir", str(cifar),
-                "--device", "cuda", "--home", str(home))  # fmt: skip
+    msg = fails(
+        "train",
+        "classifier",
+        "--dataset",
+        "cifar10",
+        "--data-dir",
+        str(cifar),
+        "--device",
+        "cuda",
+        "--home",
+        str(home),
+    )
     assert "--device cuda" in msg and "--device cpu" in msg
-    msg = fails("train", "vae", "--dataset", "cifar10", "--data-dir", str(cifar), "--family",
-                "convvae", "--hidden", "10", "--home", str(home))  # fmt: skip
+    msg = fails(
+        "train",
+        "vae",
+        "--dataset",
+        "cifar10",
+        "--data-dir",
+        str(cifar),
+        "--family",
+        "convvae",
+        "--hidden",
+        "10",
+        "--home",
+        str(home),
+    )
     assert "--hidden does not apply to convvae" in msg
-    msg = fails("train", "dm", "--dataset", "cifar10", "--data-dir", str(cifar),
-                "--resolution", "10", "--home", str(home))  # fmt: skip
+    msg = fails(
+        "train",
+        "dm",
+        "--dataset",
+        "cifar10",
+        "--data-dir",
+        str(cifar),
+        "--resolution",
+        "10",
+        "--home",
+        str(home),
+    )
     assert "--resolution 10" in msg and "divisible by 4" in msg
     assert not (home / "models").exists() or not any((home / "models").iterdir())
 
@@ -182,8 +264,12 @@ def test_shapes_refused_with_the_sides_that_work():
     from engine.core.errors import ConfigError
     from engine.generators import GENERATORS
 
-    for shape, why in (((3, 32, 28), "not square"), ((3, 30, 30), "side 30"),
-                       ((3, 12, 12), "side 12"), ((5, 32, 32), "5 channels")):  # fmt: skip
+    for shape, why in (
+        ((3, 32, 28), "not square"),
+        ((3, 30, 30), "side 30"),
+        ((3, 12, 12), "side 12"),
+        ((5, 32, 32), "5 channels"),
+    ):
         with pytest.raises(ConfigError, match=why):
             GENERATORS.get("dcgan")(shape, 10)
 
@@ -235,8 +321,11 @@ def test_every_family_on_every_format(fmt: str, tmp_path: Path, home: Path):
     legacy = shape == [1, 28, 28]
     assert clf["architecture"] == ("convnet" if legacy else "vgg")
     check_card(clf, ds.fingerprint(), shape)
-    families = {"vae": "vae", "gan": "gan", "dm": "dm"} if legacy else {
-        "vae": "convvae", "gan": "dcgan", "dm": "dm"}  # fmt: skip
+    families = (
+        {"vae": "vae", "gan": "gan", "dm": "dm"}
+        if legacy
+        else {"vae": "convvae", "gan": "dcgan", "dm": "dm"}
+    )
     for kind, family in families.items():
         card = train(kind, fmt, data, home)
         assert card["family"] == family and card["name"] == f"{fmt}-{kind}"
