@@ -54,7 +54,8 @@ def import_form(store: Store, home: Path) -> str | None:
         "A file from **Download one row per image** or **Download raw judgements** (of this "
         "or another home) comes back as the same study. A crowd study's CSV is read with the "
         "ICST header (`Image URL, ID, TOOL, MUT_EXT, Expected, ASS 1, ASS 2`, ...) or the "
-        "columns a mapping file names (README, *Import a study run elsewhere*)."
+        "columns a mapping file names (the docs' Validity studies guide, *Import a study run "
+        "elsewhere*)."
     )
     with st.form("import_study", enter_to_submit=False):
         a, b = st.columns(2)

@@ -24,6 +24,7 @@ from engine.cli.strategy_flags import (
     check_flags,
     has_presets,
     lazy_flags,
+    merge_settings,
     parse_params,
     with_strategy_flags,
 )
@@ -149,8 +150,9 @@ def run(
             "settings, e.g. strategy_params: {generations: 100, population: 25}"
         )
     strategy = raw.get("strategy") or "ga"
-    flagged = {**parse_params(param), **(strategy_params or {})}
-    check_flags(strategy, flagged)
+    pairs = parse_params(param)
+    flagged = merge_settings(strategy_params or {}, pairs)
+    check_flags(strategy, flagged, tuple(pairs))
     raw["strategy_params"] = {**given, **flagged}
     if "step" in flagged and "perturbation" not in flagged and has_presets(strategy):
         raw["strategy_params"]["perturbation"] = "custom"  # a step given is a custom preset

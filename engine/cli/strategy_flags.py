@@ -55,6 +55,14 @@ def settings_of(strategy: str) -> list[str] | None:
     return [*params.model_fields, *params.renamed]
 
 
+def params_of(strategy: str) -> Any:
+    """The Params model of a registered strategy."""
+    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
+    from engine.search.strategies import STRATEGIES
+
+    return STRATEGIES.get(strategy).Params
+
+
 def has_presets(strategy: str) -> bool:
     """Whether `strategy` has step presets (so a step given alone means a custom one)."""
     # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
@@ -112,23 +120,41 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        if not sep or not key.strip() or not value.strip():
             raise LatentfuzzError(
                 f"-p {item!r}: expected KEY=VALUE, e.g. -p generations=100 (a strategy setting)"
             )
-        out[key.strip()] = yaml.safe_load(value) if value.strip() else None
+        if key.strip() in out:
+            raise LatentfuzzError(f"-p {key.strip()} is given twice; give each setting once")
+        out[key.strip()] = yaml.safe_load(value)
     return out
 
 
-def check_flags(strategy: str, flagged: dict[str, Any]) -> None:
-    """A strategy flag that the chosen strategy has no setting for, named as the flag
-    ("--generations: strategy 'interpolate' has no such setting")."""
+def merge_settings(flags: dict[str, Any], pairs: dict[str, Any]) -> dict[str, Any]:
+    """The settings given as flags and as -p KEY=VALUE, one mapping; a setting given both
+    ways is refused rather than one silently winning."""
+    if both := [k for k in flags if k in pairs]:
+        k = both[0]
+        raise LatentfuzzError(
+            f"--{k.replace('_', '-')} {flags[k]} and -p {k}={pairs[k]} name one setting; "
+            "give it once"
+        )
+    return {**pairs, **flags}
+
+
+def check_flags(strategy: str, flagged: dict[str, Any], pairs: tuple[str, ...] = ()) -> None:
+    """A strategy setting that the chosen strategy has no setting for, named as it was
+    given ("--generations: strategy 'interpolate' has no such setting"; "-p nope: ..." for
+    one of `pairs`, the keys given with -p)."""
     known = settings_of(strategy)
     if known is not None and (extra := [k for k in flagged if k not in known]):
-        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
+        given = ", ".join(f"-p {k}" if k in pairs else "--" + k.replace("_", "-") for k in extra)
+        # Old names are accepted but not offered.
+        current = list(params_of(strategy).model_fields)
         raise LatentfuzzError(
-            f"{flags}: strategy {strategy!r} has no such setting; its settings are "
-            f"{', '.join(known)} (give them under strategy_params in a --config YAML file)"
+            f"{given}: strategy {strategy!r} has no such setting; its settings are "
+            f"{', '.join(current)} (as flags, -p KEY=VALUE, or strategy_params in a --config "
+            "file)"
         )
 
 

@@ -99,7 +99,7 @@ def test_the_old_flag_and_p_key_value_reach_the_strategy(home, env):
 
 
 def test_p_key_value_reads_yaml_scalars_and_refuses_a_missing_equals_sign():
-    assert parse_params(["generations=3", "embedding=umap", "step=0.5", "seconds="]) == {
+    assert parse_params(["generations=3", "embedding=umap", "step=0.5", "seconds=null"]) == {
         "generations": 3,
         "embedding": "umap",
         "step": 0.5,
@@ -107,3 +107,19 @@ def test_p_key_value_reads_yaml_scalars_and_refuses_a_missing_equals_sign():
     }
     with pytest.raises(LatentfuzzError, match="expected KEY=VALUE"):
         parse_params(["generations"])
+
+
+def test_a_setting_given_as_a_flag_and_with_p_is_refused_not_overridden(home, env):
+    p = subprocess.run(
+        [*CLI, "run", "--seeds", "1", "--generations", "3", "-p", "generations=2", "--quiet"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 2 and "--generations 3 and -p generations=2 name one setting" in p.stderr
+    unknown = subprocess.run([*CLI, "run", "-p", "nope=3", "--quiet"], env=env,
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert (
+        unknown.returncode == 2 and "-p nope: strategy 'ga' has no such setting" in unknown.stderr
+    )
+    assert "best_left" not in unknown.stderr  # an old name is accepted, not offered
+    with pytest.raises(LatentfuzzError, match="expected KEY=VALUE"):
+        parse_params(["generations="])
