@@ -249,7 +249,9 @@ def block_title(key: tuple, cols: list[str] | None = None) -> str:
         return ", ".join(parts) or "all cells"
     if cols == STRATEGY_BLOCK:
         dataset, generator, budget = key
-        return f"{dataset}, {generator}, {budget} evaluations per seed at most"
+        # An imported campaign has no budget; the others' then read as floats ("170.0").
+        shown = "an unknown number of" if pd.isna(budget) else f"{int(budget)}"
+        return f"{dataset}, {generator}, {shown} evaluations per seed at most"
     dataset, preset, budget = key
     return f"{dataset}, {preset} perturbation, {budget} generations"
 

@@ -288,3 +288,16 @@ def test_one_canonical_model_name_in_the_settings_that_differ(tmp_path):
     ).campaign_id
     diff = config_diff(Store(home / "latentfuzz.duckdb"), [a, b])
     assert "generator" not in diff.index and "classifier" not in diff.index
+
+
+def test_a_strategy_block_without_a_budget_says_so_and_whole_numbers_stay_whole():
+    from dashboard.compare import STRATEGY_BLOCK, block_title
+
+    # An imported campaign has no evaluation budget: "nan evaluations" before, and a
+    # missing value turned the others' column into floats ("170.0 evaluations").
+    assert block_title(("mnist", "gb-vae", float("nan")), STRATEGY_BLOCK) == (
+        "mnist, gb-vae, an unknown number of evaluations per seed at most"
+    )
+    assert block_title(("mnist", "mnist-vae", 170.0), STRATEGY_BLOCK) == (
+        "mnist, mnist-vae, 170 evaluations per seed at most"
+    )
