@@ -32,19 +32,6 @@ from engine.labelling.validity import answer_text
 from store import Store
 from store import labels as label_store
 
-ITEM_COLUMNS = [
-    "kind",
-    "campaign_id",
-    "seed_idx",
-    "generator",
-    "preset",
-    "image",
-    "expected",
-    "predicted",
-    "iterations",
-    "external_id",
-    "predicted_b",
-]
 STUDY_COLUMNS = ["study_rule", "study_k", "study_seed", "study_resamples"]
 MAX_RESAMPLES = 100_000  # a bootstrap of more takes minutes at every report
 _BIG = 2**31  # the store's INTEGER columns
