@@ -116,3 +116,14 @@ def test_every_import_inside_a_function_says_why() -> None:
         if (lines := _function_imports_without_reason(p))
     }
     assert not missing, missing
+
+
+def test_the_formatter_is_not_switched_off_anywhere() -> None:
+    # `ruff format --check` runs in make lint; a marker would exempt the code it marks.
+    marked = [
+        str(p.relative_to(ROOT))
+        for package in ("engine", "store", "dashboard", "pages", "tests", "docs")
+        for p in sorted((ROOT / package).rglob("*.py"))
+        if "fmt: " + "skip" in p.read_text() or "fmt: " + "off" in p.read_text()
+    ]
+    assert not marked, marked

@@ -71,9 +71,8 @@ def study(
         )
     table = ss.study_table(_store(home), show)
     if table.empty:
-        raise LatentfuzzError(
-            f"no study {show!r}; studies: {list(ss.campaign_studies(_store(home))['study'])}"
-        )
+        known = ", ".join(ss.campaign_studies(_store(home))["study"]) or "none yet"
+        raise LatentfuzzError(f"no study {show!r}; the studies are: {known}")
     console.print(
         study_table(
             table, show, seeds=int(table["seeds"].iloc[0]), seed=seed, generations=generations

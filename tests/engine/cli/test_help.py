@@ -112,14 +112,30 @@ def test_p_key_value_reads_yaml_scalars_and_refuses_a_missing_equals_sign():
 def test_a_setting_given_as_a_flag_and_with_p_is_refused_not_overridden(home, env):
     p = subprocess.run(
         [*CLI, "run", "--seeds", "1", "--generations", "3", "-p", "generations=2", "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 2 and "--generations 3 and -p generations=2 name one setting" in p.stderr
-    unknown = subprocess.run([*CLI, "run", "-p", "nope=3", "--quiet"], env=env,
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    unknown = subprocess.run(
+        [*CLI, "run", "-p", "nope=3", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert (
         unknown.returncode == 2 and "-p nope: strategy 'ga' has no such setting" in unknown.stderr
     )
     assert "best_left" not in unknown.stderr  # an old name is accepted, not offered
     with pytest.raises(LatentfuzzError, match="expected KEY=VALUE"):
         parse_params(["generations="])
+
+
+def test_study_show_of_an_unknown_study_lists_the_studies_as_words(home, env):
+    p = subprocess.run(
+        [*CLI, "study", "--show", "nope"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert p.returncode == 2
+    assert "no study 'nope'; the studies are: none yet" in p.stderr and "[" not in p.stderr
