@@ -3,9 +3,12 @@ table cells."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
+import inspect
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -139,25 +142,40 @@ def one_line(e: BaseException, flags: bool = False) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def interruptible_start_up() -> Iterator[None]:
+    """Ctrl-C and SIGTERM (the dashboard's stop) during a campaign command's start-up: they
+    are deferred to checkpoints where nothing is half done (store/interrupts.py: raised
+    inside an import or a DuckDB query they were tracebacks); one before the campaign's row
+    says so in one line and exits 130."""
+    # First: a Ctrl-C in the seconds of imports before was lost.
+    interrupts.stop_raises()
+    try:
+        with interrupts.start_up_deferred(lambda m: err.print(m, markup=False)):
+            yield
+    except KeyboardInterrupt:
+        err.print("interrupted before the search began", markup=False)
+        raise typer.Exit(130) from None
+
+
 def start_up_interruptible(command):
-    """Ctrl-C and SIGTERM (the dashboard's stop) stop a campaign command cleanly. Until its
-    search starts they are deferred to checkpoints where nothing is half done
-    (store/interrupts.py: raised inside an import or a DuckDB query they were tracebacks);
-    one before the campaign's row says so in one line and exits 130."""
+    """`command`, stopped cleanly by a Ctrl-C in its start-up (interruptible_start_up)."""
 
     @functools.wraps(command)
     def wrapped(*args, **kwargs):
-
-        # First: a Ctrl-C in the seconds of imports before was lost.
-        interrupts.stop_raises()
-        try:
-            with interrupts.start_up_deferred(lambda m: err.print(m, markup=False)):
-                return command(*args, **kwargs)
-        except KeyboardInterrupt:
-            err.print("interrupted before the search began", markup=False)
-            raise typer.Exit(130) from None
+        with interruptible_start_up():
+            return command(*args, **kwargs)
 
     return wrapped
+
+
+def typer_signature(wrapper: Callable[..., Any], params: list[inspect.Parameter]) -> None:
+    """Make typer read `params` as `wrapper`'s options (a command whose options are built,
+    not written): typer reads the signature and the annotations, never the wrapped
+    function's own."""
+    wrapper.__dict__.pop("__wrapped__", None)
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
 
 
 def received(e: Exception, argv: list[str]) -> str | None:

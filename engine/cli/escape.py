@@ -70,11 +70,7 @@ def escape(
             home=home,
             quiet=quiet,
             no_individuals=True,
-            strategy_params={
-                k: v
-                for k, v in (("perturbation", perturbation), ("generations", generations))
-                if v is not None
-            },
+            strategy_params={"perturbation": perturbation, "generations": generations},
         ).campaign_id
     show_matrix(campaign, home, csv)
 

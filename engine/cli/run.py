@@ -151,7 +151,8 @@ def run(
         )
     strategy = raw.get("strategy") or "ga"
     pairs = parse_params(param)
-    flagged = merge_settings(strategy_params or {}, pairs)
+    given_flags = {k: v for k, v in (strategy_params or {}).items() if v is not None}
+    flagged = merge_settings(given_flags, pairs)
     check_flags(strategy, flagged, tuple(pairs))
     raw["strategy_params"] = {**given, **flagged}
     if "step" in flagged and "perturbation" not in flagged and has_presets(strategy):

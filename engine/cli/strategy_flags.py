@@ -14,7 +14,7 @@ import typer
 import yaml
 from typer.core import TyperCommand
 
-from engine.cli.common import err, escape_help
+from engine.cli.common import escape_help, interruptible_start_up, typer_signature
 from engine.core.errors import LatentfuzzError
 from store import interrupts
 
@@ -43,32 +43,26 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+def _strategies() -> dict[str, Any]:
+    """name -> strategy class, for every registered strategy."""
+    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
+    from engine.search.strategies import STRATEGIES
+
+    return {name: STRATEGIES.get(name) for name in STRATEGIES.names()}
+
+
 def settings_of(strategy: str) -> list[str] | None:
-    """The setting names (and their accepted aliases) of `strategy`; None for an unknown one
-    (the config's check names it)."""
-    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
-    from engine.search.strategies import STRATEGIES
-
-    if strategy not in STRATEGIES.names():
+    """The setting names (and their accepted old names) of `strategy`; None for an unknown
+    one (the config's check names it)."""
+    if (cls := _strategies().get(strategy)) is None:
         return None
-    params = STRATEGIES.get(strategy).Params
-    return [*params.model_fields, *params.renamed]
-
-
-def params_of(strategy: str) -> Any:
-    """The Params model of a registered strategy."""
-    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
-    from engine.search.strategies import STRATEGIES
-
-    return STRATEGIES.get(strategy).Params
+    return [*cls.Params.model_fields, *cls.Params.renamed]
 
 
 def has_presets(strategy: str) -> bool:
     """Whether `strategy` has step presets (so a step given alone means a custom one)."""
-    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
-    from engine.search.strategies import STRATEGIES
-
-    return strategy in STRATEGIES.names() and STRATEGIES.get(strategy).has_presets
+    cls = _strategies().get(strategy)
+    return cls is not None and cls.has_presets
 
 
 def strategy_options(taken: set[str]) -> dict[str, tuple[type, Any]]:
@@ -78,12 +72,9 @@ def strategy_options(taken: set[str]) -> dict[str, tuple[type, Any]]:
     A setting's help is its description and its default per strategy ("[ga 250, nsga2
     30]"). A setting's old names (``Params.renamed``) become hidden flags, so a renamed
     setting's old flag keeps working."""
-    # Deferred: the strategies import torch and pymoo (seconds), which --help must not wait for.
-    from engine.search.strategies import STRATEGIES
-
     found: dict[str, dict[str, Any]] = {}
-    for sname in STRATEGIES.names():
-        params = STRATEGIES.get(sname).Params
+    for sname, cls in _strategies().items():
+        params = cls.Params
         for name, field in params.model_fields.items():
             kind = _scalar(field.annotation)
             if kind is None or name in taken:
@@ -150,7 +141,7 @@ def check_flags(strategy: str, flagged: dict[str, Any], pairs: tuple[str, ...] =
     if known is not None and (extra := [k for k in flagged if k not in known]):
         given = ", ".join(f"-p {k}" if k in pairs else "--" + k.replace("_", "-") for k in extra)
         # Old names are accepted but not offered.
-        current = list(params_of(strategy).model_fields)
+        current = list(_strategies()[strategy].Params.model_fields)
         raise LatentfuzzError(
             f"{given}: strategy {strategy!r} has no such setting; its settings are "
             f"{', '.join(current)} (as flags, -p KEY=VALUE, or strategy_params in a --config "
@@ -167,16 +158,14 @@ def with_strategy_flags(command: Callable[..., Any], flags: bool = True) -> Call
 
     def wrapped(**kwargs: Any) -> Any:
         settings = {k: kwargs.pop(k) for k in extra if k in kwargs}
-        given = {k: v for k, v in settings.items() if v is not None}
-        return command(**kwargs, strategy_params=given)
+        return command(**kwargs, strategy_params=settings)
 
     params = fixed + [
         inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=a, default=d)
         for n, (a, d) in extra.items()
     ]
     wrapped.__name__, wrapped.__doc__ = command.__name__, command.__doc__
-    wrapped.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    wrapped.__annotations__ = {p.name: p.annotation for p in params}
+    typer_signature(wrapped, params)
     return wrapped
 
 
@@ -191,18 +180,13 @@ def lazy_flags(command: Callable[..., Any]) -> type[TyperCommand]:
         def _load(self) -> None:
             if self._loaded:
                 return
-            # The strategies' imports take seconds: a Ctrl-C in them is deferred, as in
-            # the command's own start-up, and ends in one line, not a traceback in an import.
-            interrupts.stop_raises()
-            try:
-                with interrupts.start_up_deferred(lambda m: err.print(m, markup=False)):
-                    one = typer.Typer(add_completion=False)
-                    one.command(self.name)(with_strategy_flags(command))
-                    full = typer.main.get_command(one)
-                    interrupts.checkpoint()
-            except KeyboardInterrupt:
-                err.print("interrupted before the search began", markup=False)
-                raise typer.Exit(130) from None
+            # The strategies' imports take seconds: a Ctrl-C in them is the command's
+            # start-up's, one line and exit 130, not a traceback in an import.
+            with interruptible_start_up():
+                one = typer.Typer(add_completion=False)
+                one.command(self.name)(with_strategy_flags(command))
+                full = typer.main.get_command(one)
+                interrupts.checkpoint()
             escape_help(full)
             self.params, self.callback = full.params, full.callback
             self._loaded = True

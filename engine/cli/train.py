@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import HomeOpt, console
+from engine.cli.common import HomeOpt, console, typer_signature
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 from engine.train.settings import TrainSettings
@@ -94,10 +94,7 @@ def shared_options(
             settings = TrainSettings(**{k: given.pop(k) for k in list(given) if k in names})
             command(settings, **given)
 
-        # What typer reads: these parameters, not the command's own signature.
-        del wrapper.__wrapped__
-        wrapper.__signature__ = inspect.Signature(params, return_annotation=None)
-        wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        typer_signature(wrapper, params)
         return wrapper
 
     return deco

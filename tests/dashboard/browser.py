@@ -7,16 +7,10 @@ import shutil
 import socket
 from pathlib import Path
 
+from dashboard.screenshots import ARGS  # Chromium's flags: the same for the screenshots
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 # Streamlit marks its root with the script state; "notRunning" once a run has finished.

@@ -14,7 +14,7 @@ from engine.cli.main import PANELS, app, arrange
 from engine.cli.strategy_flags import parse_params, strategy_options
 from engine.core.errors import LatentfuzzError
 from engine.search.strategies import STRATEGIES
-from tests.helpers import CLI
+from tests.engine.cli.test_cli import cli
 
 runner = CliRunner()
 
@@ -71,29 +71,11 @@ def test_run_help_lists_the_strategy_settings():
 
 
 def test_the_old_flag_and_p_key_value_reach_the_strategy(home, env):
-    bad = subprocess.run(
-        [*CLI, "run", "--seeds", "2", "--best-left", "30", "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    bad = cli(["run", "--seeds", "2", "--best-left", "30", "--quiet"], env, ok=False)
     assert bad.returncode == 2 and "best_left=30 must be smaller than population=25" in bad.stderr
-    also = subprocess.run(
-        [*CLI, "run", "--seeds", "2", "-p", "elites=30", "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    also = cli(["run", "--seeds", "2", "-p", "elites=30", "--quiet"], env, ok=False)
     assert also.returncode == 2 and "elites=30 must be smaller than population=25" in also.stderr
-    other = subprocess.run(
-        [*CLI, "run", "--strategy", "interpolate", "--generations", "3"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    other = cli(["run", "--strategy", "interpolate", "--generations", "3"], env, ok=False)
     assert other.returncode == 2
     assert "--generations: strategy 'interpolate' has no such setting" in other.stderr
 
@@ -110,21 +92,13 @@ def test_p_key_value_reads_yaml_scalars_and_refuses_a_missing_equals_sign():
 
 
 def test_a_setting_given_as_a_flag_and_with_p_is_refused_not_overridden(home, env):
-    p = subprocess.run(
-        [*CLI, "run", "--seeds", "1", "--generations", "3", "-p", "generations=2", "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    p = cli(
+        ["run", "--seeds", "1", "--generations", "3", "-p", "generations=2", "--quiet"],
+        env,
+        ok=False,
     )
     assert p.returncode == 2 and "--generations 3 and -p generations=2 name one setting" in p.stderr
-    unknown = subprocess.run(
-        [*CLI, "run", "-p", "nope=3", "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    unknown = cli(["run", "-p", "nope=3", "--quiet"], env, ok=False)
     assert (
         unknown.returncode == 2 and "-p nope: strategy 'ga' has no such setting" in unknown.stderr
     )
@@ -134,8 +108,6 @@ def test_a_setting_given_as_a_flag_and_with_p_is_refused_not_overridden(home, en
 
 
 def test_study_show_of_an_unknown_study_lists_the_studies_as_words(home, env):
-    p = subprocess.run(
-        [*CLI, "study", "--show", "nope"], env=env, capture_output=True, text=True, timeout=300
-    )
+    p = cli(["study", "--show", "nope"], env, ok=False)
     assert p.returncode == 2
     assert "no study 'nope'; the studies are: none yet" in p.stderr and "[" not in p.stderr
