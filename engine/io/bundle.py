@@ -14,8 +14,14 @@ temporary name and renamed, so a bundle is whole or absent. It holds:
 Import checks every hash and the file list, brings an older schema's rows up to date with
 the store's own migrations (run on the rows in a scratch database), refuses a newer
 schema and a duplicate id (``--as NEW_ID`` rewrites the id in rows and paths), and writes
-the rows in one transaction, the images extracted to a temporary folder first and renamed
+the rows in one transaction, the images extracted to a staging folder first and renamed
 into place inside that transaction: nothing is half-written on failure.
+
+A bundle comes from someone else, so it is checked as data, not trusted as rows: sizes
+before anything is inflated (engine/io/bundle_zip.py), exactly the schema's columns,
+every row its own campaign's, values in range (store/bundles.py), and every path its
+rows name inside the campaign's own folder (engine/core/untrusted.py); export refuses a
+stored path outside that folder too.
 """
 
 from __future__ import annotations
@@ -32,22 +38,33 @@ from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from engine.core.errors import LatentfuzzError
 from engine.core.files import sha256
-from engine.core.ids import check_id_syntax
+from engine.core.ids import ID_PATTERN, check_id_syntax
+from engine.core.untrusted import inside, quote
+from engine.io.bundle_zip import (
+    BUNDLE_VERSION,
+    FORMAT,
+    MANIFEST,
+    BundleError,
+    check_space,
+    extract,
+    read_manifest,
+    staging,
+)
 from store import SCHEMA_VERSION, Store
 from store import bundles as sb
 from store import campaigns as sc
 from store.liveness import alive
 from store.writer import campaign_exists
 
-BUNDLE_VERSION = 1
-FORMAT = "latentfuzz-bundle"
-MANIFEST = "manifest.json"
+__all__ = ["BundleError", "export_bundle", "import_bundle", "read_manifest"]
 
 
-class BundleError(LatentfuzzError):
-    """A bundle that cannot be written or imported (one line, with the fix)."""
+def _inside_folder(home: Path, cid: str, rel: str, field: str, source: str) -> Path:
+    """`rel` (a path relative to the home, as rows hold them) resolved, when it lies in
+    campaign `cid`'s folder; else UntrustedFileError naming `field`."""
+    folder = home / "campaigns" / cid
+    return inside(folder, home / rel, field, source=source)
 
 
 def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, Any]:
@@ -61,12 +78,16 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
         raise BundleError(f"campaign {cid} is running; export it once it has finished")
     if out.is_dir():
         raise BundleError(f"{out} is a folder, expected the bundle file to write (a zip)")
+    # A store may hold rows imported before their paths were checked: such a path is
+    # refused here, not packed (nor carried to the next home, whose import refuses it).
+    for field, rel in sb.stored_paths(store, cid):
+        _inside_folder(home, cid, rel, field, f"campaign {cid}'s rows")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
         tables, referenced = sb.export_rows(store, cid, Path(tmp))
         files = {f"tables/{t}.parquet": Path(tmp) / f"{t}.parquet" for t in tables}
         for rel in sorted(referenced):
-            src = home / rel
+            src = _inside_folder(home, cid, rel, "a path", f"campaign {cid}'s rows")
             if not src.is_file():
                 # A strip of a seed that never finished is still its raw frame file.
                 side = src.with_suffix(".frames")
@@ -88,6 +109,8 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
             "environment": c["environment"],
             "rows": tables,
             "files": {name: sha256(p) for name, p in files.items()},
+            # Checked against the zip's own sizes on import, before anything is inflated.
+            "sizes": {name: p.stat().st_size for name, p in files.items()},
         }
         part = Path(tmp) / "bundle.zip"
         # Stored, not deflated: PNG and Parquet are compressed already.
@@ -96,41 +119,6 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
             for name, p in files.items():
                 zf.write(p, name)
         os.replace(part, out)
-    return manifest
-
-
-def read_manifest(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
-    """The manifest, checked against the zip's file list (refused: one line)."""
-    try:
-        manifest = json.loads(zf.read(MANIFEST))
-    except KeyError:
-        raise BundleError(f"{path} has no {MANIFEST}; not a latentfuzz bundle") from None
-    except ValueError as e:
-        raise BundleError(f"{path}: {MANIFEST} is not valid JSON ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise BundleError(f"{path}: {MANIFEST} is not a latentfuzz bundle manifest")
-    types = {"bundle_version": int, "schema_version": int, "campaign_id": str, "files": dict}
-    for key, kind in types.items():
-        if not isinstance(manifest.get(key), kind):
-            raise BundleError(
-                f"{path}: {MANIFEST} has {key} = {manifest.get(key)!r}, expected a "
-                f"{kind.__name__}; the bundle is damaged"
-            )
-    if int(manifest.get("bundle_version", 0)) > BUNDLE_VERSION:
-        raise BundleError(
-            f"{path} is bundle format {manifest['bundle_version']}, this latentfuzz reads "
-            f"up to {BUNDLE_VERSION}; upgrade latentfuzz to import it"
-        )
-    listed = set(manifest.get("files", {}))
-    held = {n for n in zf.namelist() if not n.endswith("/")} - {MANIFEST}
-    for name in sorted(held - listed):
-        raise BundleError(f"{path} holds {name}, which its manifest does not list; refused")
-    for name in sorted(listed - held):
-        raise BundleError(f"{path} lacks {name}, which its manifest lists; refused")
-    for name in sorted(listed):
-        p = PurePosixPath(name)
-        if p.is_absolute() or ".." in p.parts or p.parts[0] not in ("tables", "files"):
-            raise BundleError(f"{path} holds an unsafe file name {name!r}; refused")
     return manifest
 
 
@@ -152,7 +140,10 @@ def _bundle_rows(tmp: Path, manifest: dict[str, Any], path: Path, cid: str) -> d
     if "campaigns" not in files:
         raise BundleError(f"{path} holds no campaign row; refused")
     old = manifest["campaign_id"]
-    ids, rows = sb.bundle_rows(files, version, old, cid)
+    try:
+        ids, rows = sb.bundle_rows(files, version, old, cid)
+    except sb.BundleRowsError as e:
+        raise BundleError(f"{path}: {e}") from None
     if ids != [old]:
         raise BundleError(f"{path} holds campaign rows {ids}, its manifest names {old!r}")
     return rows
@@ -187,31 +178,34 @@ def import_bundle(
     store.require_writable()
     try:
         zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
-        raise BundleError(f"{path} is not a zip file; not a latentfuzz bundle") from None
-    (home / "campaigns").mkdir(parents=True, exist_ok=True)
-    with zf, tempfile.TemporaryDirectory(dir=home / "campaigns", prefix=".import-") as t:
-        tmp = Path(t)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise BundleError(f"{path} is not a zip file ({e}); not a latentfuzz bundle") from None
+    with zf, staging(home / "campaigns") as tmp:
         manifest = read_manifest(zf, path)
-        for name, digest in manifest["files"].items():
-            zf.extract(name, tmp)
-            if sha256(tmp / name) != digest:
-                raise BundleError(
-                    f"{path}: {name} does not match its sha256 in the manifest (changed or "
-                    "damaged); refused"
-                )
         old = manifest["campaign_id"]
+        # The bundle's own id names the folder its images are moved from: `../..` moved
+        # another campaign's folder.
+        if not ID_PATTERN.fullmatch(old):
+            raise BundleError(
+                f"{path}: {MANIFEST} has campaign_id {quote(old)}, expected 1-100 letters, "
+                "digits, '.', '_' or '-'; the bundle was altered: refused"
+            )
         cid = old if new_id is None else new_id  # `--as ""` is checked, not ignored
         check_id_syntax(cid, flag="--as")
         _refuse_duplicate(home, cid, new_id, sc.campaign(store, cid) is not None)
-        rows = _bundle_rows(tmp, manifest, path, cid)
-        images = tmp / "files" / "campaigns" / old
-        inside = f"files/{sb.folder_prefix(old)}"
+        inside_old = f"files/{sb.folder_prefix(old)}"
         stray = [
-            n for n in manifest["files"] if n.startswith("files/") and not n.startswith(inside)
+            n for n in manifest["files"] if n.startswith("files/") and not n.startswith(inside_old)
         ]
         if stray:
             raise BundleError(f"{path} holds {stray[0]}, outside campaign {old}'s folder")
+        check_space(zf, manifest, tmp, path)
+        for name, digest in manifest["files"].items():
+            extract(zf, name, str(digest), tmp / name, path)
+        rows = _bundle_rows(tmp, manifest, path, cid)
+        for field, rel in sb.path_values(rows):
+            _inside_folder(home, cid, rel, field, str(path))
+        images = tmp / "files" / "campaigns" / old
         images.mkdir(parents=True, exist_ok=True)
         final = home / "campaigns" / cid
         moved = False

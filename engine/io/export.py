@@ -11,6 +11,7 @@ import pandas as pd
 
 from engine.core.csv_io import to_csv
 from engine.core.errors import LatentfuzzError
+from engine.core.untrusted import UntrustedFileError, inside, quote
 from store import Store
 from store import campaigns as sc
 
@@ -51,7 +52,7 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
             rel = r[col]
             if not isinstance(rel, str):  # an imported campaign's tool kept no seed image
                 continue
-            src = home / rel
+            src = _stored_image(home, r, col, rel)
             if not src.exists():
                 if kind == "improvements":  # a strip is extra: a missing one is left out
                     continue
@@ -61,6 +62,21 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
         n += 1
     zf.writestr("seeds.csv", to_csv(table))  # formula cells neutralised
     return n
+
+
+def _stored_image(home: Path, row, col: str, rel: str) -> Path:
+    """The image file a seed row names, when it lies inside the home. A store may hold
+    rows imported before bundles' paths were checked: one naming /etc/passwd is refused,
+    not packed (the dashboard's download shows the refusal instead)."""
+    try:
+        return inside(home, home / rel, f"seeds.{col}")
+    except UntrustedFileError:
+        cid = row.get("campaign_id", "?")
+        raise UntrustedFileError(
+            f"seed {row.seed_idx} of campaign {cid} names {col} {quote(rel)}, outside the "
+            f"home {home}; not exported: `latentfuzz delete {cid}`, then import its bundle "
+            "again (imports now refuse such paths)"
+        ) from None
 
 
 def _seeds(store: Store, campaign_id: str):

@@ -110,7 +110,8 @@ def test_tampered_missing_and_extra_files_are_refused(source, tmp_path: Path):
     export_bundle(db(home), home, cid, bundle)
     png = next(n for n in zipfile.ZipFile(bundle).namelist() if n.endswith("result.png"))
     cases = {
-        "tampered": (lambda n, d: d + b"x" if n == png else d, "does not match its sha256"),
+        # Same length (a longer one is refused by the manifest's sizes, before inflating).
+        "tampered": (lambda n, d: d[:-1] + b"x" if n == png else d, "does not match its sha256"),
         "missing": (lambda n, d: None if n == png else d, "lacks .*which its manifest lists"),
         "table": (
             lambda n, d: d[:-9] + b"123456789" if n == "tables/seeds.parquet" else d,
@@ -154,6 +155,8 @@ def _with_manifest(bundle: Path, out: Path, edit_tables, edit_manifest) -> None:
     m = json.loads((tmp / "manifest.json").read_text())
     edit_manifest(m)
     m["files"] = {n: sha256(tmp / n) for n in m["files"]}
+    if "sizes" in m:  # (bundles written before sizes were recorded have none)
+        m["sizes"] = {n: (tmp / n).stat().st_size for n in m["files"]}
     (tmp / "manifest.json").write_text(json.dumps(m))
     with zipfile.ZipFile(out, "w") as zf:
         for p in sorted(tmp.rglob("*")):
@@ -175,7 +178,7 @@ def test_an_older_bundle_is_migrated_and_a_newer_refused(source, tmp_path: Path)
             "'misclassified' THEN 'failed' ELSE status END AS status) FROM '{f}'",
             "campaigns": "SELECT * EXCLUDE (classifier_b) FROM '{f}'",
         },
-        lambda m: m.update(schema_version=6),
+        lambda m: (m.update(schema_version=6), m.pop("sizes")),
     )
     fresh = tmp_path / "fresh"
     import_bundle(db(fresh), fresh, old)
