@@ -87,7 +87,7 @@ def export_bundle(store: Store, home: Path, cid: str, out: Path) -> dict[str, An
         tables, referenced = sb.export_rows(store, cid, Path(tmp))
         files = {f"tables/{t}.parquet": Path(tmp) / f"{t}.parquet" for t in tables}
         for rel in sorted(referenced):
-            src = _inside_folder(home, cid, rel, "a path", f"campaign {cid}'s rows")
+            src = _inside_folder(home, cid, rel, "a column", f"campaign {cid}'s rows")
             if not src.is_file():
                 # A strip of a seed that never finished is still its raw frame file.
                 side = src.with_suffix(".frames")
