@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from store.admin import CAMPAIGN_TABLES
 from store.connection import Store
-from store.schema import DDL, MIGRATIONS, SCHEMA_VERSION, SEED_STATUSES
+from store.schema import DDL, KEYS, MIGRATIONS, SCHEMA_VERSION, SEED_STATUSES, UNINDEXED
 
 #: Every table holding a campaign's rows, with the condition that selects them.
 TABLES: dict[str, str] = {
@@ -248,6 +248,17 @@ def _check(con, old: str) -> None:
             raise BundleRowsError(
                 f"tables/{table}.parquet holds {hit[1]:,} rows of campaign {_short(hit[0])}, "
                 f"expected only campaign {old!r}'s (its manifest's): refused"
+            )
+    for table in sorted(UNINDEXED):  # no index refuses a second copy of a row (schema.py)
+        keys = ", ".join(map(ident, (k.strip() for k in KEYS[table].split(","))))
+        dup = con.execute(
+            f"SELECT count(*) FROM (SELECT {keys} FROM {ident(table)} GROUP BY ALL "
+            "HAVING count(*) > 1)"
+        ).fetchone()[0]
+        if dup:
+            raise BundleRowsError(
+                f"tables/{table}.parquet holds {dup:,} keys ({KEYS[table]}) more than once, "
+                "expected each once; the bundle was altered: refused"
             )
     for table, checks in RANGES.items():
         for col, cond, words in checks:

@@ -5,7 +5,7 @@ A bundle is always a zip file (the name is free; `.lfz` by convention), written 
 temporary name and renamed, so a bundle is whole or absent. It holds:
 
 - ``manifest.json``: bundle format version, store schema version, the campaign id, its
-  config and environment, and the sha256 of every other file;
+  config and environment, and the sha256 and size of every other file;
 - ``tables/<table>.parquet``: the campaign's rows of every campaign table, all columns
   (all columns: store/bundles.py), written by DuckDB;
 - ``files/campaigns/<id>/...``: the files of the campaign folder that its rows name,

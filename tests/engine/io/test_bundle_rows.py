@@ -122,6 +122,13 @@ def test_columns_and_types_are_the_schemas(honest, tmp_path, sql, match):
     assert "seeds" in counts(home)  # (the table is still there)
 
 
+def test_individuals_given_twice_are_refused(honest, tmp_path):
+    """No index keeps a second copy of an individual out (store/schema.py UNINDEXED)."""
+    twice = "SELECT * FROM '{f}' UNION ALL SELECT * FROM '{f}' WHERE seed_idx = 0"
+    bad = craft(honest, tmp_path / "b.lfz", {"individuals": twice})
+    refused(tmp_path / "home", bad, r"tables/individuals\.parquet holds \d+ keys .*more than once")
+
+
 def test_a_table_that_is_not_parquet_is_refused(honest, tmp_path):
     bad = craft(honest, tmp_path / "b.lfz", raw={"tables/generations.parquet": b"id,x\n1,2\n"})
     refused(tmp_path / "home", bad, r"tables/generations\.parquet is not a Parquet table")
