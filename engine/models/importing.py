@@ -23,6 +23,7 @@ from engine.classifiers import FORMATS, format_of
 from engine.classifiers.onnx import external_data_files, parameter_count
 from engine.core.errors import ConfigError, ModelError
 from engine.core.files import sha256
+from engine.core.untrusted import inside
 from engine.datasets import get_dataset
 from engine.datasets.base import DatasetError
 from engine.generators.torchscript import DECODER, TorchScriptGenerator, load_decoder
@@ -89,11 +90,17 @@ def _copy(src: Path, stage: Path, extra: list[str], as_name: str | None = None) 
     """Copy the model file (as ``as_name`` if given) and its companion files, which keep
     their paths relative to it; returns each copied file's sha256."""
     hashes = {}
-    for rel, dest_rel in [(src.name, as_name or src.name), *((e, e) for e in extra)]:
-        dest = stage / dest_rel
+    shutil.copyfile(src, stage / (as_name or src.name))
+    hashes[as_name or src.name] = sha256(stage / (as_name or src.name))
+    for rel in extra:
+        # Checked on both sides: a companion file is read only from the model's folder
+        # and written only into the staging folder, however its name is spelt.
+        field = f"external data file {rel!r}"
+        origin = inside(src.absolute().parent, rel, field, source=str(src))
+        dest = inside(stage, rel, field, source=str(src))
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src.parent / rel, dest)
-        hashes[dest_rel] = sha256(dest)
+        shutil.copyfile(origin, dest)
+        hashes[rel] = sha256(dest)
     return hashes
 
 
