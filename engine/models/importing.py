@@ -9,6 +9,7 @@ and only then rename the folder into place: a failure leaves nothing behind.
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import shutil
@@ -23,7 +24,7 @@ from engine.classifiers import FORMATS, format_of
 from engine.classifiers.onnx import external_data_files, parameter_count
 from engine.core.errors import ConfigError, ModelError
 from engine.core.files import sha256
-from engine.core.untrusted import inside
+from engine.core.untrusted import bounded, inside, quote
 from engine.datasets import get_dataset
 from engine.datasets.base import DatasetError
 from engine.generators.torchscript import DECODER, TorchScriptGenerator, load_decoder
@@ -37,6 +38,10 @@ from engine.models.measure import (
     viability,
 )
 from engine.models.provenance import command_line, stamp
+
+#: Values in one latent at most: N_LATENTS of them (4 GB) are drawn to measure the bounds,
+#: and 3 x 512 x 512 image-sized noise still fits.
+MAX_LATENT_ELEMENTS = 1 << 20
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -186,6 +191,31 @@ def parse_floats(text: str, what: str, count: int | None = None) -> list[float]:
     return values
 
 
+def check_latent_shape(shape: tuple[int, ...]) -> None:
+    """Refuse, before a latent is drawn, a shape that is empty, not positive, or too big
+    to measure: the card's bounds take N_LATENTS latents at once (100000000000 asked the
+    allocator for 1.2 TB and died with its traceback)."""
+    if not shape or any(d < 1 for d in shape):
+        raise ConfigError(f"--latent-shape {list(shape)}: expected positive sizes")
+    bounded(
+        math.prod(shape),
+        MAX_LATENT_ELEMENTS,
+        f"--latent-shape {quote(list(shape))}: one latent",
+        unit="values",
+        fix="give the decoder's real latent shape (e.g. 100 or 4,8,8)",
+    )
+
+
+def parse_latent_shape(text: str) -> tuple[int, ...]:
+    """--latent-shape as whole positive sizes of a latent that can be measured."""
+    shape = parse_floats(text, "--latent-shape")
+    if any(not math.isfinite(d) or d != int(d) for d in shape):
+        raise ConfigError(f"--latent-shape {quote(text)}: sizes must be whole numbers")
+    sizes = tuple(int(d) for d in shape)
+    check_latent_shape(sizes)
+    return sizes
+
+
 def import_generator(
     file: str | Path,
     dataset: str,
@@ -211,8 +241,7 @@ def import_generator(
             f"--classes {classes}, but dataset {dataset} has {ds.num_classes} classes; import "
             f"the decoder for the dataset it was trained on"
         )
-    if not latent_shape or any(d < 1 for d in latent_shape):
-        raise ConfigError(f"--latent-shape {list(latent_shape)}: expected positive sizes")
+    check_latent_shape(latent_shape)
     params = {
         "image_shape": list(ds.shape),
         "num_classes": ds.num_classes,
