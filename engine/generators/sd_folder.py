@@ -55,14 +55,19 @@ def read_index(folder: Path) -> dict[str, Any]:
     return index
 
 
-def _file_values(config: Any, key: str = "") -> list[tuple[str, str]]:
-    """(key, value) of every string under a ``*_file`` or ``*_files`` key, at any depth."""
-    if isinstance(config, dict):
-        return [kv for k, v in config.items() for kv in _file_values(v, str(k))]
-    if isinstance(config, list):
-        return [kv for v in config for kv in _file_values(v, key)]
-    named = key.endswith(("_file", "_files")) and key not in NOT_OPENED
-    return [(key, config)] if named and isinstance(config, str) else []
+def _file_values(config: Any) -> list[tuple[str, str]]:
+    """(key, value) of every string under a ``*_file`` or ``*_files`` key, at any depth
+    (walked with a stack: a config nested thousands deep is no recursion error)."""
+    found, stack = [], [("", config)]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((key, v) for v in value)
+        elif isinstance(value, str) and key.endswith(("_file", "_files")) and key not in NOT_OPENED:
+            found.append((key, value))
+    return found
 
 
 def check_folder(folder: Path) -> dict[str, Any]:
@@ -94,7 +99,7 @@ def check_folder(folder: Path) -> dict[str, Any]:
 def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None  # not a config we can read: diffusers says so when it loads it
 
 
