@@ -18,6 +18,7 @@ import torch
 
 from engine.classifiers.base import Classifier, check_probe, refuse_empty, register_format
 from engine.core.errors import ModelError, cause, refuse_not_file
+from engine.core.untrusted import UntrustedFileError, inside, quote
 
 EXPORT = (
     "torch.onnx.export(model.eval(), torch.rand(1, C, H, W), 'model.onnx', "
@@ -26,84 +27,68 @@ EXPORT = (
 CUDA = "CUDAExecutionProvider"
 
 
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    """The varint at offset i and the offset after it."""
-    shift = value = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i
-        shift += 7
+def _model(path: Path):
+    """The ModelProto of an ONNX file, its external weights not read. ModelError (one line)
+    when the file is not one: the protobuf parser is the one onnxruntime uses."""
+    # Deferred (start-up time: loads onnx and protobuf).
+    import onnx
 
-
-def _wire(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
-    """(field number, wire type, value) of one protobuf message: ints for varints, bytes
-    for length-delimited fields (nested messages, packed arrays); fixed-size ones skipped.
-
-    ONNX files are protobuf: reading the few fields that size the weights and name their
-    external data files needs this much, not the `onnx` package."""
-    i = 0
-    while i < len(data):
-        key, i = _varint(data, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(data, i)
-            yield field, wire, value
-        elif wire == 2:
-            size, i = _varint(data, i)
-            yield field, wire, data[i : i + size]
-            i += size
-        elif wire in (1, 5):
-            i += 8 if wire == 1 else 4
-        else:
-            raise ValueError(f"protobuf wire type {wire}")
-
-
-def _packed(data: bytes) -> Iterator[int]:
-    i = 0
-    while i < len(data):
-        value, i = _varint(data, i)
-        yield value
-
-
-def _initializers(path: Path) -> list[tuple[int, str | None]]:
-    """(element count, external data file or None) of each weight tensor of the graph.
-
-    ModelProto.graph = 7, GraphProto.initializer = 5; TensorProto.dims = 1 (int64, packed
-    or not), external_data = 13 (StringStringEntryProto: key 1, value 2). Empty when the
-    file is not protobuf: onnxruntime then says so, in its own words."""
-    found: list[tuple[int, str | None]] = []
     try:
-        for f, w, graph in _wire(path.read_bytes()):
-            if f != 7 or w != 2:
+        return onnx.load_model(str(path), load_external_data=False)
+    except Exception as e:  # noqa: BLE001 - protobuf raises its own types for bad bytes
+        raise ModelError(
+            f"could not load {path} as ONNX ({cause(e)}); expected a model written by "
+            f"torch.onnx.export, tf2onnx or jax2onnx"
+        ) from e
+
+
+def _tensors(message) -> Iterator:
+    """Every TensorProto anywhere under a protobuf message: initializers, sparse ones,
+    node attributes, subgraphs (If, Loop, Scan) and functions alike, found by type rather
+    than by field, so that no place a tensor can hide is missed."""
+    for field, value in message.ListFields():
+        if field.type != field.TYPE_MESSAGE:
+            continue
+        # A single message has ListFields; a repeated field is a container of them.
+        for item in (value,) if hasattr(value, "ListFields") else value:
+            if type(item).__name__ == "TensorProto":
+                yield item
+            yield from _tensors(item)
+
+
+def _locations(path: Path, model) -> list[str]:
+    """Each external data location the model names, once checked to lie inside its folder.
+
+    Every tensor counts, used or not: onnxruntime checks only those it loads, while an
+    import copies every location it is given (an unused initializer pointing at
+    ../../../.bashrc overwrote the file beside the home)."""
+    folder = path.absolute().parent
+    found: set[str] = set()
+    for tensor in _tensors(model):
+        for entry in tensor.external_data:
+            if entry.key != "location":
                 continue
-            for g, gw, tensor in _wire(graph):
-                if g != 5 or gw != 2:
-                    continue
-                numel, location = 1, None
-                for t, tw, value in _wire(tensor):
-                    if t == 1:
-                        numel *= value if tw == 0 else math.prod(_packed(value))
-                    elif t == 13 and tw == 2:
-                        kv = {k: v for k, kw, v in _wire(value) if kw == 2}
-                        if kv.get(1) == b"location" and 2 in kv:
-                            location = kv[2].decode("utf-8", "replace")
-                found.append((numel, location))
-    except (IndexError, ValueError):
-        return []
-    return found
+            field = f"external_data location of tensor {quote(tensor.name)}"
+            if Path(entry.value).is_absolute():
+                raise UntrustedFileError(
+                    f"{field} in {path} is {quote(entry.value)}, an absolute path; ONNX names "
+                    f"external data relative to the model's folder: ask its author for a "
+                    f"copy saved with onnx.save_model(..., location='<name>.data')"
+                )
+            inside(folder, entry.value, field, source=str(path))
+            found.add(entry.value)
+    return sorted(found)
 
 
 def external_data_files(path: Path) -> list[str]:
-    """File names, relative to the model's folder, that hold its external weights."""
-    return sorted({loc for _, loc in _initializers(path) if loc is not None})
+    """File names, relative to the model's folder, that hold its external weights, each
+    checked to lie inside that folder (UntrustedFileError otherwise)."""
+    return _locations(path, _model(path))
 
 
 def parameter_count(path: Path) -> int:
     """How many weights the ONNX graph holds (its initializers' elements)."""
-    return sum(n for n, _ in _initializers(path))
+    return sum(math.prod(t.dims) for t in _model(path).graph.initializer)
 
 
 def _session(path: Path, providers: list[str]):

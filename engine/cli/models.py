@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from engine.cli.common import HomeOpt, console
-from engine.core.errors import ConfigError
 from engine.core.home import resolve_home
 
 NameOpt = Annotated[str | None, typer.Option(help="model name [the file's name]")]
@@ -83,17 +82,15 @@ def register(zoo_app: typer.Typer) -> None:
         """Validate a TorchScript decoder and add it as a generator, measuring its latent
         bounds, viability and timing into its card."""
         # torch: not for `--help`
-        from engine.models.importing import import_generator, parse_floats
+        from engine.models.importing import import_generator, parse_floats, parse_latent_shape
 
         resolve_home(home)
-        shape = parse_floats(latent_shape, "--latent-shape")
-        if any(d != int(d) for d in shape):
-            raise ConfigError(f"--latent-shape {latent_shape!r}: sizes must be whole numbers")
+        shape = parse_latent_shape(latent_shape)
         lo, hi = parse_floats(output_range, "--output-range", 2)
         card = import_generator(
             file,
             dataset,
-            tuple(int(d) for d in shape),
+            shape,
             classes,
             conditional,
             (lo, hi),

@@ -18,7 +18,6 @@ and converted to grey (ITU-R 601 luma, as PIL's "L") when the dataset has one ch
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,12 @@ from pydantic import Field
 from safetensors.torch import load_file
 
 from engine.core.errors import ModelError
+from engine.core.untrusted import bounded
 from engine.generators.base import GENERATORS, GeneratorOptions, GuidedGenerator
+from engine.generators.sd_folder import PIPELINE_INDEX, check_folder
 
 EMBEDS = "prompt_embeds.safetensors"
 LORA = "lora.safetensors"
-#: Files a diffusers pipeline folder has; `model_index.json` names its components.
-PIPELINE_INDEX = "model_index.json"
 LUMA = (0.299, 0.587, 0.114)
 
 
@@ -80,14 +79,12 @@ def load_pipeline(path: str | Path, text_encoder: bool = False) -> Any:
         raise ModelError(
             f"Stable Diffusion pipelines need the [sd] extra: pip install 'latentfuzz[sd]' ({e})"
         ) from None
-    try:
-        index = json.loads((path / PIPELINE_INDEX).read_text())
-    except (OSError, ValueError) as e:
-        raise ModelError(f"{path / PIPELINE_INDEX}: not readable JSON ({e})") from None
+    index = check_folder(path)
     skip: dict[str, Any] = {"safety_checker": None, "feature_extractor": None}
     for part in ("text_encoder", "tokenizer"):
         # A folder saved without them records [null, null]; asking for them would fail.
-        if not text_encoder or not (index.get(part) or [None])[0]:
+        entry = index.get(part)
+        if not text_encoder or not (isinstance(entry, list) and entry and entry[0]):
             skip[part] = None
     # Quiet: "you have disabled the safety checker" and loading bars on every load.
     for lib in (dlogging, tlogging):
@@ -161,6 +158,8 @@ class SDPipeline(GuidedGenerator):
         self.scale = int(self.pipe.vae_scale_factor)
         size = self.unet.config.sample_size
         self.native = int(size if isinstance(size, int) else size[0]) * self.scale
+        # SDOptions' largest resolution: a VAE with many blocks scales even a small UNet up.
+        bounded(self.native, 4096, f"{pipeline}: the UNet's sample_size x the VAE's scale factor")
         self.configure(
             steps=steps, guidance=guidance, seed_guidance=seed_guidance, resolution=resolution
         )

@@ -1,41 +1,42 @@
 """`latentfuzz models import` and `import-generator`: a user's model file becomes a model
 of their zoo (``$LATENTFUZZ_HOME/models/<name>/``), with a card like the bundled ones.
 
-Both validate the file against the dataset before anything is written, copy it (with an
-ONNX file's external weights) into a hidden staging folder, validate the copy, measure it,
-and only then rename the folder into place: a failure leaves nothing behind.
+Both check what can be checked without running the file (its name, an ONNX file's
+external data locations, the declared latent shape), copy it (with an ONNX file's external
+weights) into a hidden staging folder, validate and measure the copy in a child process
+under a time limit (engine/models/import_checks.py), and only then rename the folder into
+place: a failure leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from engine.classifiers import FORMATS, format_of
-from engine.classifiers.onnx import external_data_files, parameter_count
-from engine.core.errors import ConfigError, ModelError
+from engine.classifiers import format_of
+from engine.classifiers.base import refuse_empty
+from engine.classifiers.onnx import external_data_files
+from engine.core.errors import ConfigError, ModelError, refuse_not_file
 from engine.core.files import sha256
+from engine.core.untrusted import bounded, inside, quote
 from engine.datasets import get_dataset
 from engine.datasets.base import DatasetError
-from engine.generators.torchscript import DECODER, TorchScriptGenerator, load_decoder
+from engine.generators.torchscript import DECODER, TorchScriptGenerator
 from engine.models import zoo
-from engine.models.measure import (
-    accuracy,
-    inference_ms,
-    latent_bounds,
-    ms_per_image,
-    reference_seeds,
-    viability,
-)
+from engine.models.import_checks import check_classifier, check_generator
+from engine.models.limited import run_limited
 from engine.models.provenance import command_line, stamp
+
+#: Values in one latent at most: N_LATENTS of them (4 GB) are drawn to measure the bounds,
+#: and 3 x 512 x 512 image-sized noise still fits.
+MAX_LATENT_ELEMENTS = 1 << 20
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -89,21 +90,18 @@ def _copy(src: Path, stage: Path, extra: list[str], as_name: str | None = None) 
     """Copy the model file (as ``as_name`` if given) and its companion files, which keep
     their paths relative to it; returns each copied file's sha256."""
     hashes = {}
-    for rel, dest_rel in [(src.name, as_name or src.name), *((e, e) for e in extra)]:
-        dest = stage / dest_rel
+    shutil.copyfile(src, stage / (as_name or src.name))
+    hashes[as_name or src.name] = sha256(stage / (as_name or src.name))
+    for rel in extra:
+        # Checked on both sides: a companion file is read only from the model's folder
+        # and written only into the staging folder, however its name is spelt.
+        field = f"external data file {rel!r}"
+        origin = inside(src.absolute().parent, rel, field, source=str(src))
+        dest = inside(stage, rel, field, source=str(src))
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src.parent / rel, dest)
-        hashes[dest_rel] = sha256(dest)
+        shutil.copyfile(origin, dest)
+        hashes[rel] = sha256(dest)
     return hashes
-
-
-def _test_metrics(ds, predict: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, Any]:
-    """Test accuracy where the dataset's test split loads; otherwise why not."""
-    try:
-        test = ds.load("test")
-    except (DatasetError, OSError) as e:
-        return {"test_accuracy_skipped": f"the {ds.name} test split did not load: {e}"}
-    return {"test_accuracy": accuracy(predict, test.images, test.labels), "test_images": len(test)}
 
 
 def import_classifier(
@@ -128,17 +126,15 @@ def import_classifier(
     name = name or src.stem
     check_name(name, replace)
     ds, fingerprint = _dataset(dataset, data_dir)
-    load = FORMATS.get(fmt)
-    load(src, ds.shape, ds.num_classes, dataset)  # refuse before anything is written
+    refuse_empty(src, "ONNX" if fmt == "onnx" else "TorchScript")
+    # Parsed, not run: where its external data lies is checked before anything is copied.
     extra = external_data_files(src) if fmt == "onnx" else []
     with staged(name) as stage:
         hashes = _copy(src, stage, extra)
-        clf = load(stage / src.name, ds.shape, ds.num_classes, dataset)
-        if fmt == "onnx":
-            parameters = parameter_count(stage / src.name)
-        else:
-            parameters = sum(p.numel() for p in clf.module.parameters())
-        probe = torch.rand((25, *ds.shape), generator=torch.Generator().manual_seed(0))
+        # Loaded and run only in a child process, under a time limit: the file is code.
+        measured = run_limited(
+            check_classifier, (stage / src.name, fmt, dataset, data_dir), f"classifier {src.name}"
+        )
         card = {
             "name": name,
             "kind": "classifier",
@@ -151,16 +147,13 @@ def import_classifier(
             "input_shape": list(ds.shape),
             "classes": ds.num_classes,
             "class_names": list(ds.class_names),
-            "parameters": int(parameters),
+            "parameters": measured["parameters"],
             "default": False,
             "imported_from": str(src.resolve()),
             "command": command_line(),
             **stamp(),
-            "metrics": _test_metrics(ds, clf.logits),
-            "inference": {
-                f"ms_per_image_b{b}": round(ms_per_image(lambda n: clf.logits(probe[:n]), b), 4)
-                for b in (1, 25)
-            },
+            "metrics": measured["metrics"],
+            "inference": measured["inference"],
         }
         (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card
@@ -177,6 +170,31 @@ def parse_floats(text: str, what: str, count: int | None = None) -> list[float]:
         n = f"{count} numbers" if count else "numbers"
         raise ConfigError(f"{what} {text!r} is not {n} separated by commas, e.g. -1,1 or 4,8,8")
     return values
+
+
+def check_latent_shape(shape: tuple[int, ...]) -> None:
+    """Refuse, before a latent is drawn, a shape that is empty, not positive, or too big
+    to measure: the card's bounds take N_LATENTS latents at once (100000000000 asked the
+    allocator for 1.2 TB and died with its traceback)."""
+    if not shape or any(d < 1 for d in shape):
+        raise ConfigError(f"--latent-shape {list(shape)}: expected positive sizes")
+    bounded(
+        math.prod(shape),
+        MAX_LATENT_ELEMENTS,
+        f"--latent-shape {quote(list(shape))}: one latent",
+        unit="values",
+        fix="give the decoder's real latent shape (e.g. 100 or 4,8,8)",
+    )
+
+
+def parse_latent_shape(text: str) -> tuple[int, ...]:
+    """--latent-shape as whole positive sizes of a latent that can be measured."""
+    shape = parse_floats(text, "--latent-shape")
+    if any(not math.isfinite(d) or d != int(d) for d in shape):
+        raise ConfigError(f"--latent-shape {quote(text)}: sizes must be whole numbers")
+    sizes = tuple(int(d) for d in shape)
+    check_latent_shape(sizes)
+    return sizes
 
 
 def import_generator(
@@ -204,8 +222,7 @@ def import_generator(
             f"--classes {classes}, but dataset {dataset} has {ds.num_classes} classes; import "
             f"the decoder for the dataset it was trained on"
         )
-    if not latent_shape or any(d < 1 for d in latent_shape):
-        raise ConfigError(f"--latent-shape {list(latent_shape)}: expected positive sizes")
+    check_latent_shape(latent_shape)
     params = {
         "image_shape": list(ds.shape),
         "num_classes": ds.num_classes,
@@ -214,38 +231,35 @@ def import_generator(
         "output_range": list(output_range),
         "file": DECODER,
     }
-    gen = TorchScriptGenerator(**params)
-    gen.decoder = load_decoder(src)
-    gen.check()  # refuse before anything is written
+    TorchScriptGenerator(**params)  # refuses an empty output range before anything is copied
+    refuse_not_file(src, "decoder file", "a TorchScript (.pt) file")
     clf_name = zoo.resolve("classifier", dataset, classifier)
-    clf = zoo.load_classifier(clf_name, dataset)
     with staged(name) as stage:
         hashes = _copy(src, stage, [], as_name=DECODER)
-        gen.load_weights(stage)
-        gen.check()
-        z, labels = reference_seeds(gen, dataset)
+        # Loaded and run only in a child process, under a time limit: the file is code.
+        measured = run_limited(
+            check_generator, (params, stage, dataset, clf_name), f"decoder {src.name}"
+        )
         card = {
             "name": name,
             "kind": "generator",
-            "family": gen.family,
+            "family": TorchScriptGenerator.family,
             "format": "torchscript",
             "dataset": dataset,
             "dataset_fingerprint": fingerprint,
             "default": False,
             "params": params,
             "latent_shape": list(latent_shape),
-            "parameters": sum(p.numel() for p in gen.parameters()),
+            "parameters": measured["parameters"],
             "files": hashes,
             "sha256": hashes[DECODER],
             "imported_from": str(src.resolve()),
             "command": command_line(),
             **stamp(),
-            **latent_bounds(z),
+            **measured["bounds"],
         }
-        with gen.seeding():
-            share = viability(gen, z, labels, clf)
         card["metrics"] = {
-            "viability": share,
+            "viability": measured["viability"],
             "viability_how": "conditional samples (100 per class) the classifier assigns to "
             "their conditioning label"
             if conditional
@@ -253,8 +267,8 @@ def import_generator(
             "class label) the classifier assigns to that label: a campaign draws each seed's "
             "label at random, so about 1 in K is viable",
             "viability_classifier": clf_name,
-            "viability_seeds": len(z),
+            "viability_seeds": measured["viability_seeds"],
         }
-        card["inference"] = inference_ms(gen)
+        card["inference"] = measured["inference"]
         (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card

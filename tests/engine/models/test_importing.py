@@ -242,7 +242,7 @@ def test_a_failure_while_measuring_leaves_no_folder(user_home: Path, tmp_path, m
     def broken(*args, **kwargs):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr("engine.models.importing.ms_per_image", broken)
+    monkeypatch.setattr("engine.models.importing.run_limited", broken)
     with pytest.raises(RuntimeError, match="interrupted"):
         import_classifier(ts, "mnist", replace=True)
     assert left_behind(user_home) == ["clf"]  # the model it was to replace is kept
