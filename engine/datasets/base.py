@@ -34,6 +34,22 @@ DATA_ENV_VAR = "LATENTFUZZ_DATA"
 CLASSES_FILE = "classes.txt"
 
 
+def printable(path: str | os.PathLike[str]) -> str:
+    """A path as text that prints and stores: bytes that are not UTF-8 (a name from a
+    Latin-1 disk, which Python holds as surrogates) shown as \\xNN. Printing or storing
+    the surrogates themselves raised UnicodeEncodeError."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def is_text(name: str) -> bool:
+    """Whether a file name is UTF-8 text (no surrogates standing for other bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_class_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """A class-names file: one name per line; blank lines and surrounding spaces ignored."""
     path = Path(path)

@@ -11,6 +11,9 @@ from typing import Literal
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from engine.core.images import open_image
+from engine.core.untrusted import UntrustedFileError
+
 Fit = Literal["crop", "stretch"]
 
 
@@ -34,7 +37,9 @@ def _eight_bit(a: np.ndarray) -> Image.Image | None:
 
 def decode(path: Path, side: int, channels: int, fit: Fit = "crop") -> Decoded:
     try:
-        with Image.open(path) as im:
+        # The header's size is checked before a pixel is decoded (a 440 KB PNG can declare
+        # 60000 x 60000 pixels, 3.6 GB once decoded).
+        with open_image(path, "image") as im:
             size, mode = im.size, im.mode
             if im.format == "JPEG":
                 im.draft("L" if channels == 1 else "RGB", (side, side))
@@ -53,8 +58,8 @@ def decode(path: Path, side: int, channels: int, fit: Fit = "crop") -> Decoded:
             im = im.convert("L" if channels == 1 else "RGB")  # also loads: truncation shows
     except UnidentifiedImageError:
         return Decoded(None, why="not an image (Pillow cannot identify it)")
-    except Image.DecompressionBombError as e:
-        return Decoded(None, why=f"too large to decode safely ({e})")
+    except UntrustedFileError as e:
+        return Decoded(None, why=str(e))
     except (OSError, SyntaxError, ValueError) as e:
         return Decoded(None, why=f"corrupt or unreadable ({e})")
     if fit == "crop":

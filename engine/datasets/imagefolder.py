@@ -32,7 +32,15 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.home import current_home
-from engine.datasets.base import CLASSES_FILE, Dataset, DatasetError, Split, read_class_names
+from engine.datasets.base import (
+    CLASSES_FILE,
+    Dataset,
+    DatasetError,
+    Split,
+    is_text,
+    printable,
+    read_class_names,
+)
 from engine.datasets.decoding import Fit, decode
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -68,6 +76,12 @@ def scan(root: Path, what: str = "image folder") -> Scan:
             if p.name != CLASSES_FILE:
                 out.rejected.append((p, "file at the top level: put it in a class folder"))
             continue
+        if not is_text(p.name):
+            # Its name would be the class's, which the store, cards and specs hold as text.
+            raise DatasetError(
+                f"class folder '{printable(p.name)}' in {printable(root)} is not named in "
+                "UTF-8 text (class names are stored as text); rename the folder"
+            )
         files: list[Path] = []
         for f in sorted(p.rglob("*")):
             if f.name.startswith(".") or not f.is_file():
@@ -233,7 +247,7 @@ class ImageFolder(Dataset):
             test = set()
             if self.test_dir is None and len(files) >= 2:
                 k = min(len(files) - 1, max(1, round(self.holdout * len(files))))
-                rng = np.random.default_rng([self.split_seed, zlib.crc32(folder.encode())])
+                rng = np.random.default_rng([self.split_seed, zlib.crc32(os.fsencode(folder))])
                 test = set(rng.permutation(len(files))[:k].tolist())
             for i, f in enumerate(files):
                 out["test" if i in test else "train"].append((f, label[folder]))
@@ -262,8 +276,9 @@ class ImageFolder(Dataset):
         for split, files in self.split_files().items():
             base = self.root if split == "train" or self.test_dir is None else self.test_dir
             for f, y in files:
-                rel = f.relative_to(base).as_posix()
-                h.update(f"{split}\t{rel}\t{y}\t{f.stat().st_size}\n".encode())
+                # As bytes: a file name that is not UTF-8 crashed str.encode.
+                rel = os.fsencode(f.relative_to(base).as_posix())
+                h.update(f"{split}\t".encode() + rel + f"\t{y}\t{f.stat().st_size}\n".encode())
         return h.hexdigest()[:16]
 
     def inspect(self, write_cache: bool = True) -> Report:

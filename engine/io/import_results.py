@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 from collections import Counter
@@ -36,7 +35,7 @@ from engine.core.home import campaign_dir, seed_dir
 from engine.core.ids import check_new_id, timestamped_id
 from engine.core.untrusted import UntrustedFileError, inside, quote
 from engine.core.yaml_io import read_mapping
-from engine.datasets import Dataset, get_dataset
+from engine.datasets import Dataset, get_dataset, printable
 from engine.io.result_images import find_image, image_to_pil, read_image
 from store import Store
 from store import campaigns as sc
@@ -202,12 +201,6 @@ def _csv_files(folder: Path, m: ResultsMapping) -> list[Path]:
     return found
 
 
-def _text(path: str | os.PathLike[str]) -> str:
-    """A path as text the store can hold: bytes that are not UTF-8 (a Latin-1 folder's
-    name) written as \\xNN, where they crashed the insert of the campaign's JSON."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
 def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = MAX_ROWS):
     """The CSV rows as per-image records (labels parsed, image paths resolved) and the
     CSV columns the mapping does not use. Raises ConfigError naming file and row."""
@@ -254,7 +247,7 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
                     else None,
                     "preset": r[col["preset"]].strip() if "preset" in col else None,
                     "params": {k: _value(r[col[f"params.{k}"]]) for k in m.params}
-                    | {"file": r[col["image"]].strip(), "csv": _text(path.name)},
+                    | {"file": r[col["image"]].strip(), "csv": printable(path.name)},
                 }
             except (ConfigError, ValueError) as e:
                 # A path outside the folder stays an UntrustedFileError, with its row.
@@ -343,8 +336,8 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
     failed = expected != predicted
     cfg: dict[str, Any] = {
         "kind": "imported",
-        "format": None if fmt is None else _text(fmt),
-        "source": _text(folder.resolve()),
+        "format": None if fmt is None else printable(fmt),
+        "source": printable(folder.resolve()),
         "dataset": ds.name,
         "generator": generator,
         "mapping": m.model_dump(),
@@ -353,9 +346,9 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
         cfg["strategy_params"] = {"generations": m.constants.generations}
 
     env = {
-        "imported_from": _text(folder.resolve()),
+        "imported_from": printable(folder.resolve()),
         "latentfuzz": version("latentfuzz"),
-        "files": {_text(f.name): sha256(f) for f in files},
+        "files": {printable(f.name): sha256(f) for f in files},
     }
     t = now()
     campaign = pa.table(
