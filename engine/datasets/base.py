@@ -187,7 +187,8 @@ class Dataset(ABC):
                 rel = path.relative_to(self.root)
             except ValueError:
                 rel = Path(path.name)
-            h.update(f"{rel.as_posix()}\t{path.stat().st_size}\n".encode())
+            # As bytes: a file name that is not UTF-8 crashed str.encode.
+            h.update(os.fsencode(rel.as_posix()) + f"\t{path.stat().st_size}\n".encode())
         return h.hexdigest()[:16]
 
     def require(self, *names: str) -> list[Path]:
