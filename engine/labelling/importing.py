@@ -25,7 +25,7 @@ from engine.core.csv_io import MAX_ROWS, read_table
 from engine.core.errors import ConfigError
 from engine.core.untrusted import inside
 from engine.core.yaml_io import read_mapping
-from engine.datasets import Dataset, get_dataset
+from engine.datasets import Dataset, get_dataset, printable
 from engine.labelling import agreement
 from engine.labelling import exchange as label_exchange
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
@@ -179,7 +179,8 @@ def import_csv(
     two studies of one file count its answers twice in every report that pools them.
     The study is named `name`, else (our exports) the exported study's name, else
     `file_name` (the name an upload had), else the file's."""
-    file_name = file_name or Path(path).name
+    # A name that is not UTF-8 (a Latin-1 disk's) as \xNN: the store holds text only.
+    file_name = printable(file_name or Path(path).name)
     home = Path(home) if home is not None else Path(store.path).parent
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
@@ -289,7 +290,7 @@ def import_csv(
         "rule": "icst",
         "seed": seed,
         "resamples": 1000,
-        "config": {"file": str(path), "mapping": m.model_dump(), "import_key": key},
+        "config": {"file": printable(path), "mapping": m.model_dump(), "import_key": key},
     }
     label_store.create_validity_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
@@ -342,7 +343,7 @@ def _import_own(store, path, df, shape, ds, name, file_name, key, home) -> Impor
         "rule": x.rule,
         "seed": x.seed,
         "resamples": x.resamples,
-        "config": {"file": str(path), "format": f"latentfuzz {shape}", "import_key": key},
+        "config": {"file": printable(path), "format": f"latentfuzz {shape}", "import_key": key},
     }
     label_store.create_validity_study(store, study, x.items, x.judgements, x.adjudications)
     return ImportResult(

@@ -105,3 +105,15 @@ def test_the_cli_refuses_in_one_line(home: Path, tmp_path: Path):
     assert isinstance(out.exception, UntrustedFileError), out.output
     assert "'/etc/hostname', which lies outside" in str(out.exception)
     assert ls.validity_studies(Store(home / "latentfuzz.duckdb")).empty
+
+
+def test_a_study_file_named_in_another_encoding_imports(home: Path, tmp_path: Path):
+    """A CSV from a Latin-1 disk: its name is the study's, which the store holds as text
+    (it crashed the insert)."""
+    import os
+
+    f = Path(os.fsdecode(os.fsencode(tmp_path) + b"/\xe9tude.csv"))
+    store = Store(home / "latentfuzz.duckdb")
+    res = import_csv(store, write_csv(f), "mnist")
+    study = ls.validity_studies(store).set_index("id").loc[res.study_id]
+    assert study["name"] == "\\xe9tude.csv"
