@@ -12,6 +12,7 @@ import streamlit as st
 from PIL import Image
 
 from dashboard.palette import categorical
+from engine.api import LatentfuzzError, open_image
 from store import Store, liveness
 from store import campaigns as sc
 from store.failures import failed_as
@@ -156,12 +157,23 @@ def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:
     )
 
 
+#: Longest side an image is enlarged to: a large stored image is shown at its own size.
+SHOWN_SIDE = 2048
+
+
 def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | None:
-    """A stored image, enlarged without smoothing so that pixels stay visible."""
-    if not isinstance(rel, str) or not (home / rel).exists():
+    """A stored image, enlarged without smoothing so that pixels stay visible; None when
+    it is missing, unreadable, declares too many pixels, or lies outside `home`. Stores
+    hold paths that came from files users shared (study CSVs, bundles): one that leaves the
+    home (absolute, `..`, a symlink) is never opened, whatever let it in."""
+    if not isinstance(rel, str) or not rel.strip():
         return None
-    img = Image.open(home / rel)
-    return img.resize((img.width * scale, img.height * scale), Image.NEAREST)
+    try:
+        with open_image(rel, "image", root=home) as img:
+            scale = max(1, min(scale, SHOWN_SIDE // max(img.width, img.height, 1)))
+            return img.resize((img.width * scale, img.height * scale), Image.NEAREST)
+    except (LatentfuzzError, OSError, SyntaxError, ValueError):
+        return None
 
 
 def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> pd.DataFrame:

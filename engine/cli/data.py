@@ -70,16 +70,19 @@ def _options(size, channels, fit, test_dir, holdout, split_seed, classes) -> dic
 def print_report(root: Path, r: Report, bases: tuple[Path, ...] = (), warn: bool = True) -> None:
     """The report of `data check` and `data add`; rejected files shown relative to `bases`
     (the folders read)."""
+    # Deferred (start-up time: loads torch).
+    from engine.datasets import printable  # names that are not UTF-8 print as \xNN
+
     n = {s: sum(c) for s, c in r.counts.items()}
     console.print(
-        f"{root}: {len(r.class_names)} classes, {n['train'] + n['test']} images "
+        f"{printable(root)}: {len(r.class_names)} classes, {n['train'] + n['test']} images "
         f"({n['train']} train, {n['test']} test), each becomes "
         f"{' x '.join(map(str, r.shape))} (C x H x W)",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
-    console.print(f"how: {r.split_rule}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"how: {printable(r.split_rule)}", markup=False, highlight=False, soft_wrap=True)
     t = Table("label", "class", "folder", "train", "test")
     for i, (name, folder) in enumerate(zip(r.class_names, r.folders, strict=True)):
         t.add_row(str(i), name, folder, str(r.counts["train"][i]), str(r.counts["test"][i]))
@@ -104,7 +107,9 @@ def print_report(root: Path, r: Report, bases: tuple[Path, ...] = (), warn: bool
     console.print(f"rejected ({len(r.rejected)}):")
     for path, why in r.rejected:
         shown = next((path.relative_to(b) for b in bases if path.is_relative_to(b)), path)
-        console.print(f"  {shown}: {why}", markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"  {printable(shown)}: {printable(why)}", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 @data_app.command("check")
@@ -160,7 +165,7 @@ def add(
     """Name a folder of images (one sub-folder per class) as a dataset: decodes and caches
     every image, then writes $LATENTFUZZ_HOME/datasets/NAME.json."""
     # Deferred (start-up time: loads torch, numpy, PIL).
-    from engine.datasets import DatasetError, specs  # torch: not for `--help`
+    from engine.datasets import DatasetError, printable, specs  # torch: not for `--help`
 
     resolve_home(home)
     opts = _options(size, channels, fit, test_dir, holdout, split_seed, classes)
@@ -170,8 +175,8 @@ def add(
     ds = specs.open_spec(spec)
     if ds.num_classes < 2:
         raise DatasetError(
-            f"{folder}: {ds.num_classes} class ({', '.join(ds.class_names)}); a classifier "
-            "tells classes apart, so give at least two class folders"
+            f"{printable(folder)}: {ds.num_classes} class ({', '.join(ds.class_names)}); a "
+            "classifier tells classes apart, so give at least two class folders"
         )
     if fmt == specs.IMAGEFOLDER:
         # Decoded once here: campaigns then read the cache.
@@ -180,13 +185,15 @@ def add(
         if empty := report.without_training():
             # Added, trained on and searched before: a class a classifier never saw.
             raise DatasetError(
-                f"{folder}: no training image in class {empty}; add images to it, or move "
-                "its folder out (rejected files, listed above, count in the split)"
+                f"{printable(folder)}: no training image in class {empty}; add images to it, or "
+                "move its folder out (rejected files, listed above, count in the split)"
             )
         ds.save_cache()
     else:
         n = len(ds.load("test"))
-        console.print(f"{folder}: {fmt} files, {n} test images", markup=False, highlight=False)
+        console.print(
+            f"{printable(folder)}: {fmt} files, {n} test images", markup=False, highlight=False
+        )
     path = specs.save_spec(spec, replace=replace)
     console.print(
         f"added {spec.name}: {' x '.join(map(str, ds.shape))}, {ds.num_classes} classes, "
@@ -224,7 +231,7 @@ def remove(name: str, home: HomeOpt = None) -> None:
 def list_datasets(home: HomeOpt = None) -> None:
     """Bundled and your datasets: shape, classes, fingerprint and how many models use each."""
     # Here, not at the top: they import torch, which `latentfuzz --help` never loads.
-    from engine.datasets import DatasetError, dataset_names, get_dataset
+    from engine.datasets import DatasetError, dataset_names, get_dataset, printable
     from engine.datasets.specs import user_dataset_names
     from engine.models import zoo
 
@@ -243,7 +250,7 @@ def list_datasets(home: HomeOpt = None) -> None:
             where = (
                 "data in the package"
                 if not ds.reads_files
-                else f"data in {ds.root}"
+                else f"data in {printable(ds.root)}"
                 if files
                 else f"no files found (give --data-dir, or `data add NAME DIR --format {name}`)"
             )

@@ -126,7 +126,15 @@ def import_cmd(
         raise LatentfuzzError(f"no file {file}")
     m = ImportMapping.from_yaml(mapping) if mapping else None
     res = import_csv(
-        _store(home), file, dataset, m, name, encoding=encoding, max_rows=max_rows, again=again
+        _store(home),
+        file,
+        dataset,
+        m,
+        name,
+        encoding=encoding,
+        max_rows=max_rows,
+        again=again,
+        home=resolve_home(home),
     )
     if res.shape is None:
         console.print(

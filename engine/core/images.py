@@ -16,6 +16,8 @@ the sidecar while it exists, so a running seed's frames are readable as before.
 
 from __future__ import annotations
 
+import os
+import re
 import struct
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -24,11 +26,53 @@ from typing import TYPE_CHECKING
 import numpy as np
 from PIL import Image
 
+from engine.core.untrusted import UntrustedFileError, inside, quote
+
 if TYPE_CHECKING:  # `doctor` reads strips without importing torch (fast start)
     import torch
 
 _MAGIC = b"LFFR"
 _HEADER = struct.Struct("<4sHHH")  # magic, C, H, W
+
+#: Most pixels an image from a user's file may declare: Pillow's own warning threshold
+#: (about 89 million). A 440 KB PNG can declare 60000 x 60000, 3.6 GB once decoded.
+MAX_PIXELS = 89_478_485
+
+
+def open_image(
+    path: str | os.PathLike[str],
+    field: str = "image",
+    *,
+    root: str | os.PathLike[str] | None = None,
+    source: str = "",
+    max_pixels: int = MAX_PIXELS,
+) -> Image.Image:
+    """An image from a file the user did not write, opened but not decoded: its declared
+    size (read from the header) is at most `max_pixels`, and with `root` the path (taken
+    from `root` when relative) lies inside `root`. Else UntrustedFileError in one line;
+    OSError when the file is missing or no image Pillow reads. Close it (`with`)."""
+    if root is not None:
+        path = inside(root, path, field, source=source)
+    try:
+        im = Image.open(path)
+    except Image.DecompressionBombError as e:
+        # Pillow refuses at twice its limit already, before its size can be asked.
+        n = re.search(r"\((\d+) pixels\)", str(e))
+        big = f"{int(n[1]):,}" if n else f"over {2 * Image.MAX_IMAGE_PIXELS:,}"
+        raise UntrustedFileError(_too_big(path, field, big)) from None
+    w, h = im.size
+    if w * h > max_pixels:
+        im.close()
+        raise UntrustedFileError(_too_big(path, field, f"{w:,} x {h:,}", max_pixels))
+    return im
+
+
+def _too_big(path: object, field: str, size: str, limit: int = MAX_PIXELS) -> str:
+    return (
+        f"{field} {quote(os.fsdecode(path))} declares {size} pixels, more than the "
+        f"{limit:,} an image may have; it may be damaged, or made to exhaust memory: "
+        "resize it"
+    )
 
 
 def to_uint8(x: torch.Tensor) -> torch.Tensor:

@@ -34,6 +34,22 @@ DATA_ENV_VAR = "LATENTFUZZ_DATA"
 CLASSES_FILE = "classes.txt"
 
 
+def printable(path: str | os.PathLike[str]) -> str:
+    """A path as text that prints and stores: bytes that are not UTF-8 (a name from a
+    Latin-1 disk, which Python holds as surrogates) shown as \\xNN. Printing or storing
+    the surrogates themselves raised UnicodeEncodeError."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def is_text(name: str) -> bool:
+    """Whether a file name is UTF-8 text (no surrogates standing for other bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_class_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """A class-names file: one name per line; blank lines and surrounding spaces ignored."""
     path = Path(path)
@@ -171,7 +187,8 @@ class Dataset(ABC):
                 rel = path.relative_to(self.root)
             except ValueError:
                 rel = Path(path.name)
-            h.update(f"{rel.as_posix()}\t{path.stat().st_size}\n".encode())
+            # As bytes: a file name that is not UTF-8 crashed str.encode.
+            h.update(os.fsencode(rel.as_posix()) + f"\t{path.stat().st_size}\n".encode())
         return h.hexdigest()[:16]
 
     def require(self, *names: str) -> list[Path]:

@@ -28,17 +28,23 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 
 from engine.core.home import current_home
-from engine.datasets.base import CLASSES_FILE, Dataset, DatasetError, Split, read_class_names
+from engine.datasets.base import (
+    CLASSES_FILE,
+    Dataset,
+    DatasetError,
+    Split,
+    is_text,
+    printable,
+    read_class_names,
+)
+from engine.datasets.decoding import Fit, decode
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
 HEX = frozenset("0123456789abcdef")
-Fit = Literal["crop", "stretch"]
 
 
 @dataclass
@@ -70,6 +76,12 @@ def scan(root: Path, what: str = "image folder") -> Scan:
             if p.name != CLASSES_FILE:
                 out.rejected.append((p, "file at the top level: put it in a class folder"))
             continue
+        if not is_text(p.name):
+            # Its name would be the class's, which the store, cards and specs hold as text.
+            raise DatasetError(
+                f"class folder '{printable(p.name)}' in {printable(root)} is not named in "
+                "UTF-8 text (class names are stored as text); rename the folder"
+            )
         files: list[Path] = []
         for f in sorted(p.rglob("*")):
             if f.name.startswith(".") or not f.is_file():
@@ -106,16 +118,6 @@ def has_split_folders(root: Path) -> bool:
     }
 
 
-@dataclass
-class Decoded:
-    """An image decoded to uint8 (C, size, size), or why not, plus what the file held."""
-
-    array: np.ndarray | None
-    size: tuple[int, int] | None = None  # (width, height) as stored
-    mode: str | None = None
-    why: str | None = None
-
-
 def cached_files(folder: Path, name: str) -> list[Path]:
     """The decoded-image caches of dataset `name` in `folder` (`NAME-<fingerprint>.npz`;
     not another dataset's whose name starts alike)."""
@@ -124,48 +126,6 @@ def cached_files(folder: Path, name: str) -> list[Path]:
         for p in folder.glob(f"{name}-*.npz")
         if len(rest := p.stem[len(name) + 1 :]) == 16 and set(rest) <= HEX
     ]
-
-
-def _eight_bit(a: np.ndarray) -> Image.Image | None:
-    """16-bit grey as 8-bit (65535 -> 255), not saturated: Pillow's convert("L") clipped
-    every value above 255, and a 16-bit scan read as white."""
-    if a.size and (a.min() < 0 or a.max() > 65535):
-        return None
-    return Image.fromarray(np.round(a.astype(np.float64) / 257).astype(np.uint8), "L")
-
-
-def decode(path: Path, side: int, channels: int, fit: Fit = "crop") -> Decoded:
-    try:
-        with Image.open(path) as im:
-            size, mode = im.size, im.mode
-            if im.format == "JPEG":
-                im.draft("L" if channels == 1 else "RGB", (side, side))
-            if mode == "F":
-                return Decoded(
-                    None,
-                    size,
-                    mode,
-                    "32-bit float pixels, whose range is "
-                    "unknown; save the image with 8- or 16-bit pixels",
-                )
-            if mode.startswith("I"):  # 16-bit PNG (I;16, or I): convert() clips to 255
-                im = _eight_bit(np.asarray(im))
-                if im is None:
-                    return Decoded(None, size, mode, "integer pixels beyond 0..65535")
-            im = im.convert("L" if channels == 1 else "RGB")  # also loads: truncation shows
-    except UnidentifiedImageError:
-        return Decoded(None, why="not an image (Pillow cannot identify it)")
-    except Image.DecompressionBombError as e:
-        return Decoded(None, why=f"too large to decode safely ({e})")
-    except (OSError, SyntaxError, ValueError) as e:
-        return Decoded(None, why=f"corrupt or unreadable ({e})")
-    if fit == "crop":
-        s = min(im.size)
-        left, top = (im.width - s) // 2, (im.height - s) // 2
-        im = im.crop((left, top, left + s, top + s))
-    im = im.resize((side, side), Image.Resampling.BILINEAR)
-    a = np.asarray(im, dtype=np.uint8)
-    return Decoded(a[None] if a.ndim == 2 else a.transpose(2, 0, 1), size, mode)
 
 
 @dataclass
@@ -287,7 +247,7 @@ class ImageFolder(Dataset):
             test = set()
             if self.test_dir is None and len(files) >= 2:
                 k = min(len(files) - 1, max(1, round(self.holdout * len(files))))
-                rng = np.random.default_rng([self.split_seed, zlib.crc32(folder.encode())])
+                rng = np.random.default_rng([self.split_seed, zlib.crc32(os.fsencode(folder))])
                 test = set(rng.permutation(len(files))[:k].tolist())
             for i, f in enumerate(files):
                 out["test" if i in test else "train"].append((f, label[folder]))
@@ -316,8 +276,9 @@ class ImageFolder(Dataset):
         for split, files in self.split_files().items():
             base = self.root if split == "train" or self.test_dir is None else self.test_dir
             for f, y in files:
-                rel = f.relative_to(base).as_posix()
-                h.update(f"{split}\t{rel}\t{y}\t{f.stat().st_size}\n".encode())
+                # As bytes: a file name that is not UTF-8 crashed str.encode.
+                rel = os.fsencode(f.relative_to(base).as_posix())
+                h.update(f"{split}\t".encode() + rel + f"\t{y}\t{f.stat().st_size}\n".encode())
         return h.hexdigest()[:16]
 
     def inspect(self, write_cache: bool = True) -> Report:

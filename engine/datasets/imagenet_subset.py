@@ -18,22 +18,32 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from engine.datasets.base import DATASETS, Dataset, DatasetError, Split
+from engine.core.errors import LatentfuzzError
+from engine.core.images import open_image
+from engine.datasets.base import DATASETS, Dataset, DatasetError, Split, printable
 
 SIDE = 224
 SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
 def load_square(path: Path, side: int = SIDE) -> np.ndarray:
-    """An image file as uint8 (3, side, side): shorter side to `side`, centre crop."""
-    with Image.open(path) as im:
-        im = im.convert("RGB")
-        scale = side / min(im.size)
-        w, h = max(side, round(im.width * scale)), max(side, round(im.height * scale))
-        im = im.resize((w, h), Image.Resampling.BICUBIC)
-        left, top = (w - side) // 2, (h - side) // 2
-        im = im.crop((left, top, left + side, top + side))
-        return np.asarray(im, dtype=np.uint8).transpose(2, 0, 1)
+    """An image file as uint8 (3, side, side): shorter side to `side`, centre crop. Its
+    declared size is checked before it is decoded; a damaged file is named in one line."""
+    try:
+        with open_image(path, "image") as im:
+            im = im.convert("RGB")
+    except LatentfuzzError:
+        raise
+    except (OSError, SyntaxError, ValueError) as e:
+        raise DatasetError(
+            f"{printable(path)}: not a readable image ({e}); remove or replace it"
+        ) from None
+    scale = side / min(im.size)
+    w, h = max(side, round(im.width * scale)), max(side, round(im.height * scale))
+    im = im.resize((w, h), Image.Resampling.BICUBIC)
+    left, top = (w - side) // 2, (h - side) // 2
+    im = im.crop((left, top, left + side, top + side))
+    return np.asarray(im, dtype=np.uint8).transpose(2, 0, 1)
 
 
 class ImageNetSubset(Dataset):

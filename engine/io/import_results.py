@@ -14,6 +14,7 @@ written; the PNGs go to a temporary folder, and the rows into the store in one t
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from collections import Counter
@@ -32,15 +33,17 @@ from engine.core.errors import ConfigError
 from engine.core.files import sha256
 from engine.core.home import campaign_dir, seed_dir
 from engine.core.ids import check_new_id, timestamped_id
+from engine.core.untrusted import UntrustedFileError, inside, quote
 from engine.core.yaml_io import read_mapping
-from engine.datasets import Dataset, get_dataset
-from engine.io.result_images import image_to_pil, read_image
+from engine.datasets import Dataset, get_dataset, printable
+from engine.io.result_images import find_image, image_to_pil, read_image
 from store import Store
 from store import campaigns as sc
 from store.writer import now
 
 FORMATS_DIR = Path(__file__).resolve().parent / "formats"
-IMAGE_SUFFIXES = (".npy", ".png")
+#: Most generations an imported image may say it took (the seeds' column is 32-bit).
+MAX_ITERATIONS = 1_000_000_000
 
 
 class Constants(BaseModel):
@@ -165,29 +168,50 @@ def _value(text: str) -> Any:
     return int(f) if f.is_integer() and re.fullmatch(r"[+-]?\d+", t) else f
 
 
-def _resolve(folder: Path, name: str, what: str) -> Path:
-    """An image named by the CSV, inside `folder`; a name without suffix tries .npy, .png."""
-    rel = Path(name.strip())
-    if not name.strip() or rel.is_absolute() or ".." in rel.parts:
-        raise ConfigError(f"{what} {name!r} is not a file name inside {folder}")
-    candidates = [rel] if rel.suffix else [rel.with_suffix(s) for s in IMAGE_SUFFIXES]
-    for c in candidates:
-        if (folder / c).is_file():
-            return folder / c
-    raise ConfigError(f"{what} {name!r} not found in {folder}")
+def _count(text: str, col: str) -> int | None:
+    """An iteration count; None when empty. inf, NaN, fractions and negatives refused."""
+    t = text.strip()
+    if not t:
+        return None
+    try:
+        f = float(t)
+    except ValueError:
+        f = math.nan
+    if not (math.isfinite(f) and f.is_integer() and 0 <= f <= MAX_ITERATIONS):
+        raise ConfigError(
+            f"{col} {quote(t)} is not a count of generations; expected a whole number "
+            f"from 0 to {MAX_ITERATIONS:,}, or an empty cell"
+        )
+    return int(f)
+
+
+def _csv_files(folder: Path, m: ResultsMapping) -> list[Path]:
+    """The files the mapping's `csv` pattern matches, each inside `folder`."""
+    field = "the mapping's csv pattern"
+    inside(folder, m.csv, field)  # "../x/*.csv", "/etc/*"
+    try:
+        found = sorted(p for p in folder.glob(m.csv) if p.is_file())
+    except (NotImplementedError, ValueError) as e:  # an absolute or empty pattern
+        raise ConfigError(
+            f"{field} is {quote(m.csv)} ({e}); expected a pattern relative to {folder}, "
+            "such as *.csv"
+        ) from None
+    for p in found:
+        inside(folder, p.relative_to(folder), "results file", source=field)
+    return found
 
 
 def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = MAX_ROWS):
     """The CSV rows as per-image records (labels parsed, image paths resolved) and the
     CSV columns the mapping does not use. Raises ConfigError naming file and row."""
-    files = sorted(p for p in folder.glob(m.csv) if p.is_file())
+    files = _csv_files(folder, m)
     if not files:
         found = sorted(p.name for p in folder.iterdir())[:10]
         raise ConfigError(
             f"no file matching {m.csv!r} in {folder} (found {found}); "
             "expected the tool's results CSV there"
         )
-    images = folder / m.images
+    inside(folder, m.images, "the mapping's images folder")
     records, ignored = [], []
     for path in files:
         df = read_table(path, None, max_rows)
@@ -210,21 +234,25 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
         for line, r in df.iterrows():
             where = f"{path.name}, data row {line + 1}"
             try:
-                it = r[col["iteration"]].strip() if "iteration" in col else ""
+                it = r[col["iteration"]] if "iteration" in col else ""
                 rec = {
                     "expected": class_index(r[col["expected"]], ds, "expected label"),
                     "predicted": class_index(r[col["predicted"]], ds, "predicted label"),
-                    "iterations": int(float(it)) if it else None,
-                    "image": _resolve(images, r[col["image"]], "image file"),
-                    "seed_image": _resolve(images, r[col["seed_image"]], "seed image file")
+                    "iterations": _count(it, col.get("iteration", "")),
+                    "image": find_image(folder, m.images, r[col["image"]], "image file"),
+                    "seed_image": find_image(
+                        folder, m.images, r[col["seed_image"]], "seed image file"
+                    )
                     if "seed_image" in col and r[col["seed_image"]].strip()
                     else None,
                     "preset": r[col["preset"]].strip() if "preset" in col else None,
                     "params": {k: _value(r[col[f"params.{k}"]]) for k in m.params}
-                    | {"file": r[col["image"]].strip(), "csv": path.name},
+                    | {"file": r[col["image"]].strip(), "csv": printable(path.name)},
                 }
             except (ConfigError, ValueError) as e:
-                raise ConfigError(f"{where}: {e}") from e
+                # A path outside the folder stays an UntrustedFileError, with its row.
+                kind = type(e) if isinstance(e, UntrustedFileError) else ConfigError
+                raise kind(f"{where}: {e}") from e
             records.append(rec)
     if not records:
         raise ConfigError(f"{', '.join(map(str, files))}: a header but no rows")
@@ -308,8 +336,8 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
     failed = expected != predicted
     cfg: dict[str, Any] = {
         "kind": "imported",
-        "format": fmt,
-        "source": str(folder.resolve()),
+        "format": None if fmt is None else printable(fmt),
+        "source": printable(folder.resolve()),
         "dataset": ds.name,
         "generator": generator,
         "mapping": m.model_dump(),
@@ -318,9 +346,9 @@ def _write(store, cid, records, files, ds, generator, m, fmt, name, preset, fold
         cfg["strategy_params"] = {"generations": m.constants.generations}
 
     env = {
-        "imported_from": str(folder.resolve()),
+        "imported_from": printable(folder.resolve()),
         "latentfuzz": version("latentfuzz"),
-        "files": {f.name: sha256(f) for f in files},
+        "files": {printable(f.name): sha256(f) for f in files},
     }
     t = now()
     campaign = pa.table(

@@ -23,8 +23,9 @@ from pydantic import BaseModel, Field
 
 from engine.core.csv_io import MAX_ROWS, read_table
 from engine.core.errors import ConfigError
+from engine.core.untrusted import inside
 from engine.core.yaml_io import read_mapping
-from engine.datasets import Dataset, get_dataset
+from engine.datasets import Dataset, get_dataset, printable
 from engine.labelling import agreement
 from engine.labelling import exchange as label_exchange
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
@@ -169,13 +170,18 @@ def import_csv(
     max_rows: int = MAX_ROWS,
     again: bool = False,
     file_name: str | None = None,
+    home: Path | None = None,
 ) -> ImportResult:
     """Create a study from an external CSV; everything is checked before anything is written.
+    Its image paths must lie inside `home` (default: the store's folder), which the pages
+    show them from.
     The same file, dataset and mapping imported a second time is refused unless `again`:
     two studies of one file count its answers twice in every report that pools them.
     The study is named `name`, else (our exports) the exported study's name, else
     `file_name` (the name an upload had), else the file's."""
-    file_name = file_name or Path(path).name
+    # A name that is not UTF-8 (a Latin-1 disk's) as \xNN: the store holds text only.
+    file_name = printable(file_name or Path(path).name)
+    home = Path(home) if home is not None else Path(store.path).parent
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
     key = import_key(path, ds.name, m, encoding)
@@ -189,7 +195,7 @@ def import_csv(
     # A trailing comma in the header gives an unnamed, empty column: drop it.
     df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
     if mapping is None and (shape := label_exchange.detect(list(df.columns))):
-        return _import_own(store, path, df, shape, ds, name, file_name, key)
+        return _import_own(store, path, df, shape, ds, name, file_name, key, home)
     needed = [m.image, m.id, m.generator, m.perturbation, m.expected, *m.assessors]
     missing = [c for c in needed if c not in df.columns]
     if missing:
@@ -227,6 +233,7 @@ def import_csv(
                 f"{path}, data rows {was} and {line + 1} have the same {m.id} "
                 f"{r[m.id].strip()!r}; give each image one row"
             )
+        inside(home, r[m.image].strip(), f"{m.image} of data row {line + 1}", source=str(path))
         try:
             expected = label(m.expected, r)
             if expected is None or expected < 0:
@@ -283,13 +290,13 @@ def import_csv(
         "rule": "icst",
         "seed": seed,
         "resamples": 1000,
-        "config": {"file": str(path), "mapping": m.model_dump(), "import_key": key},
+        "config": {"file": printable(path), "mapping": m.model_dump(), "import_key": key},
     }
     label_store.create_validity_study(store, study, items_df, j)
     return ImportResult(sid, len(items_df), len(j), empty, disagreements)
 
 
-def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResult:
+def _import_own(store, path, df, shape, ds, name, file_name, key, home) -> ImportResult:
     """A latentfuzz export read back as the study it was (engine/labelling/exchange.py); the
     study's own seed and resamples, so that its intervals come out the same."""
     df = df[df.ne("").any(axis=1)]
@@ -320,6 +327,9 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
         x = label_exchange.read(df, shape, ds, parse)
     except ConfigError as e:
         raise ConfigError(f"{path}, a latentfuzz {shape} export: {e}") from None
+    for item, image in zip(x.items["item_id"], x.items["image"], strict=True):
+        if isinstance(image, str):
+            inside(home, image, f"image of item {item}", source=str(path))
     v = agreement.verdicts(x.items, x.judgements, x.adjudications, x.k, x.rule)
     own = ImportMapping(id="item_id", validity="validity", preservation="preservation")
     disagreements = cross_check(x.verdict_rows, v, own)
@@ -333,7 +343,7 @@ def _import_own(store, path, df, shape, ds, name, file_name, key) -> ImportResul
         "rule": x.rule,
         "seed": x.seed,
         "resamples": x.resamples,
-        "config": {"file": str(path), "format": f"latentfuzz {shape}", "import_key": key},
+        "config": {"file": printable(path), "format": f"latentfuzz {shape}", "import_key": key},
     }
     label_store.create_validity_study(store, study, x.items, x.judgements, x.adjudications)
     return ImportResult(

@@ -63,3 +63,39 @@ def test_the_failure_line_is_drawn_only_where_a_score_splits_failing_from_passin
     assert rules(fitness="divergence") == rules(fitness="boundary") == []
     # A margin searched under another criterion: 0 is not where that criterion fails.
     assert rules(fitness="margin", criterion="disagree") == []
+
+
+def test_load_image_never_opens_a_path_outside_the_home(tmp_path):
+    """A store may hold a path from a shared file (a study CSV imported before the gate):
+    absolute, `..` or a symlink out of the home is not shown, whatever let it in."""
+    import numpy as np
+    from PIL import Image
+
+    from dashboard.components import load_image
+
+    home = tmp_path / "home"
+    (home / "u").mkdir(parents=True)
+    secret = tmp_path / "secret.png"
+    Image.fromarray(np.full((4, 4), 200, np.uint8)).save(secret)
+    (home / "u" / "mine.png").write_bytes(secret.read_bytes())
+    (home / "u" / "link.png").symlink_to(secret)
+    assert load_image(home, "u/mine.png", scale=2).size == (8, 8)  # inside: shown, enlarged
+    assert load_image(home, str(home / "u" / "mine.png")).size == (16, 16)
+    for rel in (str(secret), "../secret.png", "u/../../secret.png", "u/link.png"):
+        assert load_image(home, rel) is None, rel
+
+
+def test_load_image_refuses_a_decompression_bomb_and_bounds_the_enlargement(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from dashboard.components import SHOWN_SIDE, load_image
+    from tests.crafted_files import png_bomb
+
+    png_bomb(tmp_path / "bomb.png")  # 440 KB, 3.6 GB decoded
+    assert load_image(tmp_path, "bomb.png") is None
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not an image")
+    assert load_image(tmp_path, "broken.png") is None
+    Image.fromarray(np.zeros((600, 300), np.uint8)).save(tmp_path / "big.png")
+    shown = load_image(tmp_path, "big.png", scale=8)  # 4800 px high: kept under the bound
+    assert max(shown.size) <= SHOWN_SIDE and shown.size == (900, 1800)
