@@ -39,6 +39,7 @@ from store import CampaignWriter, Store, interrupts, recovery
 from store import campaigns as sc
 from store.campaigns import reap
 from store.liveness import RESUMABLE, CampaignLock
+from store.maintenance import require_sound
 
 
 @dataclass
@@ -152,6 +153,7 @@ def resume_campaign(
     """Continue a crashed or interrupted campaign to the end it would have had."""
     store = Store(db_path(home))
     store.require_writable()
+    require_sound(store)
     recovery.ingest(store)
     reap(store)
     c = sc.campaign(store, cid)

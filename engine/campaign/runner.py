@@ -35,6 +35,7 @@ from engine.core.images import ImageSink
 from engine.core.malloc import keep_freed_memory
 from store import CampaignWriter, Store, create_campaign, interrupts, recovery
 from store.liveness import CampaignLock
+from store.maintenance import require_sound
 from store.writer import now
 
 
@@ -126,6 +127,7 @@ def run_campaign(
     cfg = r.config  # with what resolve derives (an escape campaign's seed count)
     store = Store(db_path(home))
     store.require_writable()
+    require_sound(store)  # a damaged store is not written to, not even its recovery rows
     recovery.ingest(store)  # rows an earlier campaign saved when its user stopped it waiting
     cid = campaign_id or new_campaign_id()
     check_new_id(cid, store, home)

@@ -76,6 +76,9 @@ def check(store: Store, home: Path) -> list[Finding]:
         n = sm.duplicated_keys(store, table)
         if n:
             out.append(Finding("duplicate-keys", None, f"{table}: {n} keys appear twice"))
+    # The store's own damage, for the commands that write campaigns: they refuse a
+    # damaged store, and check a large one through this record (store/maintenance.py).
+    sm.record_damage(store, [f.detail for f in out])
     for folder in recovery.pending(home):
         out.append(Finding("recovery", None, f"{folder} holds rows not yet written"))
     for cid in smx.missing_metrics(store):
