@@ -197,7 +197,7 @@ def resume_campaign(
 
 
 #: The campaign row's closing fields that a replay for the metrics leaves as they were.
-KEPT = ("finished_at", "wall_seconds", "evaluations", "store_seconds", "error")
+KEPT = ("finished_at", "wall_seconds", "evaluations", "store_seconds")
 
 
 def _plain(v: Any) -> Any:

@@ -196,8 +196,8 @@ def execute(
     holds; releases the lock. `wrap` puts a filter between the search and the writer (a
     resumed campaign's replay, engine/campaign/resume.py); `evaluations_before`: the count a
     resumed campaign had, which its replay evaluates again; `kept`: closing fields of the
-    campaign row that the close writes as they were (a finished campaign replayed for its
-    metrics keeps its own time and end)."""
+    campaign row that a finished close writes as they were (a finished campaign replayed
+    for its metrics keeps its own time and end)."""
     cfg = r.config
     keep_freed_memory()  # a resumed campaign comes here directly
     rng = torch.Generator().manual_seed(cfg.seed)
@@ -264,7 +264,9 @@ def execute(
                         "wall_seconds": wall,
                         "evaluations": evals,
                         "store_seconds": store_seconds,
-                        **(kept or {}),
+                        # Only over a close like the one it had: a replay that failed
+                        # says so with its own figures.
+                        **(kept if kept and status == "finished" else {}),
                     },
                     error,
                     row,
