@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.connection import Store
 from store.rows import marks
-from store.tables import frame
+from store.tables import frame, insert_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -16,17 +16,37 @@ if TYPE_CHECKING:
 JSON_COLS = ("result_gaps", "test_gaps", "per_generation", "test_confusion")
 
 
-def write_metrics(store: Store, campaign_id: str, row: dict[str, Any]) -> None:
-    """Insert (or replace) the campaign's metrics in one short transaction."""
-    row = {"campaign_id": campaign_id, **row}
+def metrics_frame(row: dict[str, Any]):
+    """The metrics row as a one-row Arrow table, JSON columns as text, without the campaign
+    id (the insert binds it): the shape both the close and a recovery folder write."""
+    row = dict(row)
     for c in JSON_COLS:
         row[c] = None if row.get(c) is None else json.dumps(row[c])
-    table = frame([{k: [v] for k, v in row.items()}])
+    return frame([{k: [v] for k, v in row.items()}])
+
+
+def put_metrics(con, campaign_id: str, table) -> None:
+    """Inside a write: replace the campaign's metrics with `table` (metrics_frame)."""
+    con.execute("DELETE FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
+    insert_table(con, "campaign_metrics", table, campaign_id)
+
+
+def write_metrics(store: Store, campaign_id: str, row: dict[str, Any]) -> None:
+    """Insert (or replace) the campaign's metrics in one short transaction."""
+    table = metrics_frame(row)
     with store.write() as con:
-        con.register("new_metrics", table)
-        con.execute("DELETE FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
-        con.execute("INSERT INTO campaign_metrics BY NAME SELECT * FROM new_metrics")
-        con.unregister("new_metrics")
+        put_metrics(con, campaign_id, table)
+
+
+def missing_metrics(store: Store) -> list[str]:
+    """Finished campaigns of this tool (not imported results, which have none) without a
+    metrics row: a close that stopped between its two writes, before they were one."""
+    df = store.query(
+        "SELECT c.id FROM campaigns c LEFT JOIN campaign_metrics m ON m.campaign_id = c.id "
+        "WHERE c.status = 'finished' AND coalesce(c.kind, 'native') = 'native' "
+        "AND m.campaign_id IS NULL ORDER BY c.created_at, c.id"
+    )
+    return df["id"].tolist()
 
 
 #: Per-campaign metrics (engine/campaign/metrics.py), in display order with their labels.

@@ -25,6 +25,7 @@ from store import interrupts, recovery
 from store.connection import Store
 from store.errors import StoreBusy
 from store.locks import holders
+from store.metrics import metrics_frame, put_metrics
 from store.tables import SEED_UPDATE_COLS, Columns, apply_seed_updates, columns, frame, insert_table
 
 TABLES = ("seeds", "generations", "individuals", "images", "archive")
@@ -206,11 +207,19 @@ class CampaignWriter:
             self._thread = None
 
     def finish(
-        self, status: str, fields: dict[str, Any] | None = None, error: str | None = None
+        self,
+        status: str,
+        fields: dict[str, Any] | None = None,
+        error: str | None = None,
+        metrics: dict[str, Any] | None = None,
     ) -> None:
         """Stop the thread, then write the rest and mark the campaign in one transaction
-        (and checkpoint), so a reader sees either the running or the finished campaign."""
+        (and checkpoint), so a reader sees either the running or the finished campaign.
+        `metrics` (a finished campaign's row, store/metrics.py) goes into that transaction:
+        a kill between two writes left `finished` campaigns without metrics, which `resume`
+        refused (5 kills of 20)."""
         self.close()
+        table = None if metrics is None else metrics_frame(metrics)
         t0 = time.perf_counter()
         with self._lock:
             pending, updates = self._pending, self._seed_updates
@@ -226,6 +235,8 @@ class CampaignWriter:
                     "AND status = 'searching'",
                     [self.campaign_id],
                 )
+            if table is not None:
+                put_metrics(con, self.campaign_id, table)
             con.execute(
                 f"UPDATE campaigns SET {sets} WHERE id = ?", [*cols.values(), self.campaign_id]
             )
@@ -234,14 +245,14 @@ class CampaignWriter:
             with interrupts.giving_way():
                 self._write_until_it_lands(close_campaign)
         except KeyboardInterrupt:
-            self._save_recovery(pending, updates, cols)
+            self._save_recovery(pending, updates, cols, table)
             raise
         except Exception:
             if interrupts.forced() is None:
                 raise
             # A second Ctrl-C inside a query, which DuckDB turns into an error of its own:
             # the transaction rolled back, so the rows are saved as for the first kind.
-            self._save_recovery(pending, updates, cols)
+            self._save_recovery(pending, updates, cols, table)
             raise KeyboardInterrupt from None
         self.seconds += time.perf_counter() - t0
 
@@ -274,11 +285,14 @@ class CampaignWriter:
                 interrupts.pause(delay)  # a Ctrl-C held back by the close ends the wait
                 delay = min(delay * 2, 5.0)
 
-    def _save_recovery(self, pending, updates, cols) -> None:
+    def _save_recovery(self, pending, updates, cols, metrics=None) -> None:
+        tables = {t: frame(chunks) for t, chunks in pending.items() if chunks}
+        if metrics is not None:  # ingested with the status, in one transaction as here
+            tables["campaign_metrics"] = metrics
         path = recovery.save(
             Path(self.store.path).parent,
             self.campaign_id,
-            {t: frame(chunks) for t, chunks in pending.items() if chunks},
+            tables,
             frame(updates) if updates else None,
             cols,
         )

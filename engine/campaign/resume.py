@@ -29,7 +29,7 @@ import numpy as np
 from engine.campaign.config import from_record
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.loop import Progress
-from engine.campaign.resolve import resolve
+from engine.campaign.resolve import Resolved, resolve
 from engine.campaign.runner import CampaignResult, execute
 from engine.campaign.startup import ReplayReport
 from engine.classifiers import inference
@@ -39,6 +39,7 @@ from store import CampaignWriter, Store, interrupts, recovery
 from store import campaigns as sc
 from store.campaigns import reap
 from store.liveness import RESUMABLE, CampaignLock
+from store.maintenance import require_sound
 
 
 @dataclass
@@ -118,27 +119,10 @@ def _released_on_error(lock: CampaignLock) -> Iterator[None]:
         raise
 
 
-def resume_campaign(
-    home: Path,
-    cid: str,
-    progress: Callable[[Progress], None] | None = None,
-    models_root: Path | None = None,
-    evaluator: type[Evaluator] | None = None,
-) -> CampaignResult:
-    """Continue a crashed or interrupted campaign to the end it would have had."""
-    store = Store(db_path(home))
-    store.require_writable()
-    recovery.ingest(store)
-    reap(store)
-    c = sc.campaign(store, cid)
-    if c is None:
-        raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
-    if c["status"] not in RESUMABLE:
-        hint = "; stop it first" if c["status"] == "running" else ""
-        raise LatentfuzzError(
-            f"campaign {cid} is {c['status']}; only {' or '.join(RESUMABLE)} campaigns can "
-            f"be resumed{hint}"
-        )
+def _replayable(c: dict[str, Any], models_root: Path | None) -> Resolved:
+    """The campaign row `c` resolved for a replay; refused when a replay cannot reach the
+    state it had (a wall-clock budget, other models)."""
+    cid = c["id"]
     r = resolve(from_record(c["config"]), models_root)
     if (why := r.strategy.termination().unreplayable()) is not None:
         raise LatentfuzzError(
@@ -150,6 +134,38 @@ def resume_campaign(
             f"campaign {cid} ran with models {c['environment'].get('model_sha256')}, now "
             f"{r.model_hashes}; a resumed run would not match. Start a new campaign"
         )
+    return r
+
+
+def _eager(c: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
+    """A campaign of the eager way replays eagerly: graphs differ in the logits' last bits."""
+    eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
+    return inference.eager_only() if eager else contextlib.nullcontext()
+
+
+def resume_campaign(
+    home: Path,
+    cid: str,
+    progress: Callable[[Progress], None] | None = None,
+    models_root: Path | None = None,
+    evaluator: type[Evaluator] | None = None,
+) -> CampaignResult:
+    """Continue a crashed or interrupted campaign to the end it would have had."""
+    store = Store(db_path(home))
+    store.require_writable()
+    require_sound(store)
+    recovery.ingest(store)
+    reap(store)
+    c = sc.campaign(store, cid)
+    if c is None:
+        raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
+    if c["status"] not in RESUMABLE:
+        hint = "; stop it first" if c["status"] == "running" else ""
+        raise LatentfuzzError(
+            f"campaign {cid} is {c['status']}; only {' or '.join(RESUMABLE)} campaigns can "
+            f"be resumed{hint}"
+        )
+    r = _replayable(c, models_root)
     # A Ctrl-C deferred while the models loaded stops here, before the row is touched.
     interrupts.checkpoint()
     lock = CampaignLock(home, cid).acquire()
@@ -161,9 +177,7 @@ def resume_campaign(
     try:
         with _released_on_error(lock), store.write() as con:
             sc.mark_resumed(con, cid, os.getpid())
-        # A campaign of the eager way replays eagerly: graphs differ in the logits' last bits.
-        eager = int(c["environment"].get("inference", 1)) < inference.GRAPHS
-        with inference.eager_only() if eager else contextlib.nullcontext():
+        with _eager(c):
             return execute(
                 r,
                 store,
@@ -180,3 +194,59 @@ def resume_campaign(
         # Read only while the campaign runs (it stayed in the home for good), also when the
         # resume failed before it began.
         report.remove()
+
+
+#: The campaign row's closing fields that a replay for the metrics leaves as they were.
+KEPT = ("finished_at", "wall_seconds", "evaluations", "store_seconds")
+
+
+def _plain(v: Any) -> Any:
+    """A pandas cell as a value DuckDB binds: NaN and NaT as NULL, numpy and pandas scalars
+    as Python's."""
+    if v is None or v != v:  # NaN and NaT are not equal to themselves
+        return None
+    if hasattr(v, "to_pydatetime"):
+        return v.to_pydatetime()
+    return v.item() if hasattr(v, "item") else v
+
+
+def recompute_metrics(home: Path, cid: str, models_root: Path | None = None) -> dict[str, Any]:
+    """Write the metrics of a finished campaign that has none (`latentfuzz doctor --fix`):
+    its search is replayed against its rows, as `resume` does (each generation checked
+    against the stored one, nothing written again), and closed by the close's own code,
+    which commits the metrics with the campaign row's own status, time and end. Returns
+    the metrics row."""
+    store = Store(db_path(home))
+    store.require_writable()
+    c = sc.campaign(store, cid)
+    if c is None or c["status"] != "finished":
+        got = "absent" if c is None else c["status"]
+        raise LatentfuzzError(
+            f"campaign {cid} is {got}; only a finished campaign's metrics are recomputed "
+            "(`latentfuzz resume` closes a crashed or interrupted one with its metrics)"
+        )
+    r = _replayable(c, models_root)
+    lock = CampaignLock(home, cid).acquire()
+    with _released_on_error(lock):
+        committed = Committed.load(store, cid)
+    with _eager(c):
+        res = execute(
+            r,
+            store,
+            home,
+            cid,
+            lock,
+            time.perf_counter(),
+            wrap=lambda w: ReplayWriter(w, committed),
+            evaluations_before=int(c.get("evaluations") or 0),
+            kept={k: _plain(c.get(k)) for k in KEPT},
+        )
+    if res.status != "finished":
+        raise LatentfuzzError(
+            f"campaign {cid}: the replay for its metrics ended {res.status}; "
+            f"`latentfuzz resume {cid}` finishes it"
+        )
+    # Deferred (start-up time: loads pandas).
+    from store.metrics import metrics
+
+    return metrics(store, cid)

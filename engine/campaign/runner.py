@@ -35,7 +35,7 @@ from engine.core.images import ImageSink
 from engine.core.malloc import keep_freed_memory
 from store import CampaignWriter, Store, create_campaign, interrupts, recovery
 from store.liveness import CampaignLock
-from store.metrics import write_metrics
+from store.maintenance import require_sound
 from store.writer import now
 
 
@@ -127,6 +127,7 @@ def run_campaign(
     cfg = r.config  # with what resolve derives (an escape campaign's seed count)
     store = Store(db_path(home))
     store.require_writable()
+    require_sound(store)  # a damaged store is not written to, not even its recovery rows
     recovery.ingest(store)  # rows an earlier campaign saved when its user stopped it waiting
     cid = campaign_id or new_campaign_id()
     check_new_id(cid, store, home)
@@ -189,11 +190,14 @@ def execute(
     evaluator: type[Evaluator] | None = None,
     wrap: Callable[[CampaignWriter], Any] | None = None,
     evaluations_before: int = 0,
+    kept: dict[str, Any] | None = None,
 ) -> CampaignResult:
     """Search and close the campaign `cid`, whose row exists and whose lock this process
     holds; releases the lock. `wrap` puts a filter between the search and the writer (a
     resumed campaign's replay, engine/campaign/resume.py); `evaluations_before`: the count a
-    resumed campaign had, which its replay evaluates again."""
+    resumed campaign had, which its replay evaluates again; `kept`: closing fields of the
+    campaign row that a finished close writes as they were (a finished campaign replayed
+    for its metrics keeps its own time and end)."""
     cfg = r.config
     keep_freed_memory()  # a resumed campaign comes here directly
     rng = torch.Generator().manual_seed(cfg.seed)
@@ -241,11 +245,31 @@ def execute(
             # The store's time within `wall`: the final write lands after it, so it is in
             # neither (the row and the result give the same pair).
             store_seconds = writer.seconds
+            row = None
+            if status == "finished" and failure is None:
+                # Before the closing write, which commits it with the status: a campaign
+                # is never `finished` without its metrics, which `resume` could not mend.
+                try:
+                    row = close_metrics(r, campaign)
+                except Exception as e:
+                    if interrupts.forced() is not None:
+                        # A second Ctrl-C inside the reference pass: the campaign stays
+                        # `running` (crashed, resumable), as for one anywhere in the close.
+                        raise KeyboardInterrupt from e
+                    status, error, failure = "failed", describe(e), e
             try:
                 writer.finish(
                     status,
-                    {"wall_seconds": wall, "evaluations": evals, "store_seconds": store_seconds},
+                    {
+                        "wall_seconds": wall,
+                        "evaluations": evals,
+                        "store_seconds": store_seconds,
+                        # Only over a close like the one it had: a replay that failed
+                        # says so with its own figures.
+                        **(kept if kept and status == "finished" else {}),
+                    },
                     error,
+                    row,
                 )
             except Exception as e:
                 # A full disk can refuse the closing write too: the rows written so far stay,
@@ -255,21 +279,14 @@ def execute(
                 lock.release()
         if failure is not None:
             raise user_error(failure, cid) from failure
-        if status == "finished":
-            # Still holding the lock: the campaign cannot be deleted while its metrics and
-            # validity scores are written (a differential campaign's take seconds).
+        if status == "finished" and (r.archive or r.validators) and row["evaluations"]:
+            # Still holding the lock: the campaign cannot be deleted while its validity
+            # scores are written (a differential campaign's take seconds).
             try:
-                with torch.inference_mode():
-                    # An eager replay (engine/campaign/resume.py) is not served a graph's figures.
-                    key = (cfg.dataset, r.model_hashes[r.classifier_name], inference.eager_forced())
-                    gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
-                row = campaign.metrics.row(gaps, confusion)
-                write_metrics(store, cid, row)
-                if (r.archive or r.validators) and row["evaluations"]:
-                    # Deferred (start-up time: loads pandas).
-                    from engine.campaign import triggering as differential
+                # Deferred (start-up time: loads pandas).
+                from engine.campaign import triggering as differential
 
-                    differential.close(r, store, home, cid, row["evaluations"])
+                differential.close(r, store, home, cid, row["evaluations"])
             except Exception as e:
                 if interrupts.forced() is not None:
                     # A second Ctrl-C inside a query: DuckDB raised its own error for it.
@@ -277,6 +294,8 @@ def execute(
                 raise
             finally:
                 lock.release()
+        elif status == "finished":
+            lock.release()
         # Here, not at the top: pandas costs 0.4 s of start-up and is needed only once the
         # search is over.
         from store import campaigns as sc
@@ -300,6 +319,17 @@ def execute(
         # now, as it did for an interrupt in the search; the CLI prints the result.
         raise StoppedAfterClose(result)
     return result
+
+
+def close_metrics(r: Resolved, campaign: Campaign) -> dict[str, Any]:
+    """A finished campaign's metrics row: its tracker's figures beside the classifier's on
+    the dataset's test images."""
+    cfg = r.config
+    with torch.inference_mode():
+        # An eager replay (engine/campaign/resume.py) is not served a graph's figures.
+        key = (cfg.dataset, r.model_hashes[r.classifier_name], inference.eager_forced())
+        gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
+    return campaign.metrics.row(gaps, confusion)
 
 
 def _disk_full(e: BaseException) -> bool:

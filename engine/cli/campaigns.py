@@ -168,7 +168,8 @@ def doctor(
     home: HomeOpt = None,
 ) -> None:
     """Check the store and the home: keys, dead campaigns, orphan folders, missing images,
-    dangling strip frames. Exit code 1 while anything is found."""
+    dangling strip frames, finished campaigns without metrics. Exit code 1 while anything
+    is found."""
     # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from engine.io import doctor as doc
     from store import Store
@@ -177,7 +178,8 @@ def doctor(
     store = Store(h / "latentfuzz.duckdb")  # not open_store: doctor reports before it fixes
     if fix:
         for line in doc.fix(store, h):
-            console.print(f"fixed: {line}", markup=False, soft_wrap=True)  # paths stay whole
+            said = line if line.startswith(doc.NOT_FIXED) else f"fixed: {line}"
+            console.print(said, markup=False, soft_wrap=True)  # paths stay whole
     findings = doc.check(store, h)
     for f in findings:
         typer.echo(f"{f.kind}\t{f.campaign or '-'}\t{f.detail}")  # tab-separated, for scripts

@@ -55,6 +55,7 @@ from store import SCHEMA_VERSION, Store
 from store import bundles as sb
 from store import campaigns as sc
 from store.liveness import alive
+from store.maintenance import require_sound
 from store.writer import campaign_exists
 
 __all__ = ["BundleError", "export_bundle", "import_bundle", "read_manifest"]
@@ -176,6 +177,7 @@ def import_bundle(
     if not path.is_file():
         raise BundleError(f"no bundle file {path}; expected a zip written by `export --bundle`")
     store.require_writable()
+    require_sound(store)
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as e:

@@ -4,9 +4,12 @@ Checks: the store file opens (done by Store) and no campaign table holds two row
 key; dead campaigns (`running` with no live process) and crashed ones; campaign folders
 without a campaign row (orphans); images the store names that are missing on disk; strip
 frames that generation rows point to beyond the end of their strip; recovery folders not
-yet written. A crashed or interrupted campaign's missing files are reported with the
-advice to resume it, as `resume` rewrites them. ``fix`` does only the safe repairs: mark
-dead campaigns crashed, write recovery folders, move orphan folders to ``<home>/orphans/``.
+yet written; finished campaigns without their metrics row. A crashed or interrupted
+campaign's missing files are reported with the advice to resume it, as `resume` rewrites
+them. ``fix`` does only the safe repairs: mark dead campaigns crashed, write recovery
+folders, move orphan folders to ``<home>/orphans/``, and recompute missing metrics by
+replaying the campaign's search against its rows (engine/campaign/resume.py), closed by
+the campaign close's own code.
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ from pathlib import Path
 
 from PIL import Image
 
+from engine.core.errors import LatentfuzzError
 from engine.core.images import frame_count
-from store import Store, StoreBusy, liveness, recovery
+from store import Store, StoreBusy, StoreError, liveness, recovery
 from store import campaigns as sc
 from store import maintenance as sm
+from store import metrics as smx
 from store.schema import KEYS, UNINDEXED
+
+#: How `fix` begins a line for a repair it tried and could not make.
+NOT_FIXED = "not fixed: "
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,21 @@ def check(store: Store, home: Path) -> list[Finding]:
         n = sm.duplicated_keys(store, table)
         if n:
             out.append(Finding("duplicate-keys", None, f"{table}: {n} keys appear twice"))
+    # The store's own damage, for the commands that write campaigns: they refuse a
+    # damaged store, and check a large one through this record (store/maintenance.py).
+    sm.record_damage(store, [f.detail for f in out])
     for folder in recovery.pending(home):
         out.append(Finding("recovery", None, f"{folder} holds rows not yet written"))
+    for cid in smx.missing_metrics(store):
+        if not liveness.alive(home, cid):  # not being mended now
+            out.append(
+                Finding(
+                    "missing-metrics",
+                    cid,
+                    "finished without its metrics row; `latentfuzz doctor --fix` recomputes "
+                    "them (a replay of its search, with its models)",
+                )
+            )
     camps = sc.list_campaigns(store)
     for r in camps.itertuples():
         status = liveness.status(home, r.id, r.status)
@@ -127,6 +148,25 @@ def check(store: Store, home: Path) -> list[Finding]:
     return out
 
 
+def _mend_metrics(store: Store, home: Path) -> list[str]:
+    """Recompute the metrics of finished campaigns that lack them; a campaign that cannot
+    be replayed (its models changed or are gone) keeps its finding, with the reason."""
+    # Deferred (start-up time: the replay loads torch and the campaign's models).
+    from engine.campaign.resume import recompute_metrics
+
+    done = []
+    for cid in smx.missing_metrics(store):
+        if liveness.alive(home, cid):
+            continue
+        try:
+            recompute_metrics(home, cid)
+        except (LatentfuzzError, StoreError, StoreBusy) as e:
+            done.append(f"{NOT_FIXED}the metrics of {cid}: {e}")
+            continue
+        done.append(f"recomputed the metrics of {cid} (replayed against its rows)")
+    return done
+
+
 def fix(store: Store, home: Path) -> list[str]:
     """The safe repairs; returns what was done, one line each."""
     done = [f"wrote the recovery rows of {c}" for c in recovery.ingest(store, timeout=30)]
@@ -140,6 +180,8 @@ def fix(store: Store, home: Path) -> list[str]:
             n = sm.drop_duplicate_rows(con, table)
             done.append(f"dropped {n} duplicated {table} rows")
     done += [f"marked {c} crashed" for c in sc.reap(store, timeout=30)]
+    if store.writable:
+        done += _mend_metrics(store, home)
     known = set(sc.list_campaigns(store)["id"])
     root = home / "campaigns"
     for folder in sorted(root.iterdir()) if root.is_dir() else []:

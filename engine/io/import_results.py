@@ -39,6 +39,7 @@ from engine.datasets import Dataset, get_dataset, printable
 from engine.io.result_images import find_image, image_to_pil, read_image
 from store import Store
 from store import campaigns as sc
+from store.maintenance import require_sound
 from store.writer import now
 
 FORMATS_DIR = Path(__file__).resolve().parent / "formats"
@@ -286,6 +287,7 @@ def import_results(
     ds = get_dataset(dataset)
     records, files, ignored = read_results(folder, mapping, ds, max_rows)
     store.require_writable()
+    require_sound(store)
     cid = campaign_id or timestamped_id()
     check_new_id(cid, store, home)
     final = campaign_dir(home, cid)

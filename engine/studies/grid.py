@@ -39,6 +39,7 @@ from engine.studies.spec import Cell, GridSpec, parse_config
 from store import Store, recovery
 from store import campaigns as sc
 from store import studies as ss
+from store.maintenance import require_sound
 
 STATUSES = ("queued", "running", "done", "failed")
 #: Test hook: the driver kills itself (and its workers) after this many imports.
@@ -105,6 +106,7 @@ def run_grid(
     check_cells(cells, models_root)
     store = Store(db_path(home))
     store.require_writable()
+    require_sound(store)
     recovery.ingest(store)
     folder = Path(out) if out else Path(home) / "grids" / spec.name
     stored = sc.campaigns_by_id(store, [c.campaign_id(spec.name) for c in cells])
