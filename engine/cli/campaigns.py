@@ -168,8 +168,8 @@ def doctor(
     home: HomeOpt = None,
 ) -> None:
     """Check the store and the home: keys, dead campaigns, orphan folders, missing images,
-    dangling strip frames, finished campaigns without metrics. Exit code 1 while anything
-    is found."""
+    dangling strip frames, finished campaigns without metrics, folders left by killed
+    imports. Exit code 1 while anything is found."""
     # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from engine.io import doctor as doc
     from store import Store

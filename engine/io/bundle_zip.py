@@ -164,10 +164,10 @@ def extract(zf: zipfile.ZipFile, name: str, digest: str, dest: Path, path: Path)
         )
 
 
-def clean_staging(root: Path) -> list[Path]:
-    """Remove the staging folders under `root` whose importer is gone (killed: its lock
-    on OWNER died with it); returns them."""
-    gone = []
+def stale_staging(root: Path) -> list[Path]:
+    """The staging folders under `root` whose importer is gone (killed: its lock on OWNER
+    died with it); a live import's folder is not among them."""
+    stale = []
     for folder in sorted(Path(root).glob(f"{STAGING_PREFIX}*")):
         if folder.is_symlink() or not folder.is_dir():
             continue
@@ -178,8 +178,15 @@ def clean_staging(root: Path) -> list[Path]:
             with contextlib.suppress(OSError):
                 dead = time.time() - folder.stat().st_mtime > UNOWNED_GRACE
         if dead:
-            shutil.rmtree(folder, ignore_errors=True)
-            gone.append(folder)
+            stale.append(folder)
+    return stale
+
+
+def clean_staging(root: Path) -> list[Path]:
+    """Remove the staging folders of killed imports under `root`; returns them."""
+    gone = stale_staging(root)
+    for folder in gone:
+        shutil.rmtree(folder, ignore_errors=True)
     return gone
 
 

@@ -23,6 +23,7 @@ from PIL import Image
 
 from engine.core.errors import LatentfuzzError
 from engine.core.images import frame_count
+from engine.io.bundle_zip import STAGING_PREFIX, clean_staging, stale_staging
 from store import Store, StoreBusy, StoreError, liveness, recovery
 from store import campaigns as sc
 from store import maintenance as sm
@@ -35,7 +36,7 @@ NOT_FIXED = "not fixed: "
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # duplicate-keys | crashed | orphan-folder | missing-images | dangling-frames | ...
+    kind: str  # duplicate-keys | crashed | orphan-folder | stale-import | missing-images | ...
     campaign: str | None
     detail: str
 
@@ -136,8 +137,16 @@ def check(store: Store, home: Path) -> list[Finding]:
             )
     known = set(camps["id"])
     root = home / "campaigns"
+    for folder in stale_staging(root):
+        out.append(
+            Finding(
+                "stale-import",
+                folder.name,
+                f"{folder} was left by a killed import (removed by --fix)",
+            )
+        )
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        if folder.is_dir() and folder.name not in known and not liveness.alive(home, folder.name):
+        if _orphan(home, folder, known):
             out.append(
                 Finding(
                     "orphan-folder",
@@ -146,6 +155,15 @@ def check(store: Store, home: Path) -> list[Finding]:
                 )
             )
     return out
+
+
+def _orphan(home: Path, folder: Path, known: set[str]) -> bool:
+    """A campaign folder without a campaign row, whose campaign is not starting; an
+    import's staging folder is not one (a live import's is its own, a dead one's is
+    named `stale-import`)."""
+    if folder.name.startswith(STAGING_PREFIX) or not folder.is_dir():
+        return False
+    return folder.name not in known and not liveness.alive(home, folder.name)
 
 
 def _mend_metrics(store: Store, home: Path) -> list[str]:
@@ -184,8 +202,9 @@ def fix(store: Store, home: Path) -> list[str]:
         done += _mend_metrics(store, home)
     known = set(sc.list_campaigns(store)["id"])
     root = home / "campaigns"
+    done += [f"removed {f}, left by a killed import" for f in clean_staging(root)]
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        if folder.is_dir() and folder.name not in known and not liveness.alive(home, folder.name):
+        if _orphan(home, folder, known):
             dest = home / "orphans" / folder.name
             dest.parent.mkdir(exist_ok=True)
             shutil.move(str(folder), str(dest))
