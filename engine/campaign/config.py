@@ -12,25 +12,36 @@ from pydantic import Field, ValidationError, field_validator
 
 from engine.core.errors import ConfigError
 from engine.core.settings import Settings
+from engine.core.untrusted import quote
 from engine.core.yaml_io import read_mapping
 from engine.datasets import DatasetError, get_dataset
 from engine.search.fitness import CRITERIA, FITNESS, Criterion, Fitness
 from engine.search.strategies import STRATEGIES
 
+#: Longest name, and longest path, a config may give: a config is shared, and a 100 MB
+#: name was read, validated and echoed whole.
+NAME_LIMIT = 200
+PATH_LIMIT = 4096
+
 
 class CampaignConfig(Settings):
     """Everything that defines a campaign. Same config and seed, same stored results."""
 
-    name: str | None = Field(None, max_length=200)
-    dataset: str = "mnist"
-    data_dir: str | None = None
-    generator: str = Field("vae", description="zoo name or family, e.g. 'vae' -> mnist-vae")
+    name: str | None = Field(None, max_length=NAME_LIMIT)
+    dataset: str = Field("mnist", max_length=NAME_LIMIT)
+    data_dir: str | None = Field(None, max_length=PATH_LIMIT)
+    generator: str = Field(
+        "vae", max_length=PATH_LIMIT, description="zoo name or family, e.g. 'vae' -> mnist-vae"
+    )
     generator_params: dict[str, Any] = Field(
         default_factory=dict, description="generator options, e.g. {steps: 8} for a dm"
     )
-    classifier: str | None = Field(None, description="zoo name, or a TorchScript file path")
+    classifier: str | None = Field(
+        None, max_length=PATH_LIMIT, description="zoo name, or a TorchScript file path"
+    )
     classifier_b: str | None = Field(
         None,
+        max_length=PATH_LIMIT,
         description="a second classifier under test (differential testing): zoo name "
         "or TorchScript file; every image is classified by both",
     )
@@ -45,13 +56,17 @@ class CampaignConfig(Settings):
         "campaign ends, each with its threshold (null: the filter's default), e.g. "
         "{ssim-nearest: 0.4}; default: every applicable one for differential campaigns",
     )
-    strategy: str = "ga"
+    strategy: str = Field("ga", max_length=NAME_LIMIT)
     strategy_params: dict[str, Any] = Field(default_factory=dict)
     fitness: str | None = Field(
-        None, description="objective (margin, targeted, boundary); default: the strategy's"
+        None,
+        max_length=NAME_LIMIT,
+        description="objective (margin, targeted, boundary); default: the strategy's",
     )
     criterion: str | None = Field(
-        None, description="failure criterion; default: the one that goes with the fitness"
+        None,
+        max_length=NAME_LIMIT,
+        description="failure criterion; default: the one that goes with the fitness",
     )
     target: int | None = Field(
         None, ge=0, description="class a targeted search must reach (fitness 'targeted')"
@@ -76,7 +91,7 @@ class CampaignConfig(Settings):
     batch_memory_mb: int = Field(
         1024, ge=16, le=1 << 20, description="memory cap of one batch when the size is measured"
     )
-    device: str = "cpu"
+    device: str = Field("cpu", max_length=NAME_LIMIT)
     record_individuals: bool = True
     flush_seconds: float = Field(
         2.0, gt=0, le=600, description="how often the store is written (live view latency)"
@@ -92,7 +107,7 @@ class CampaignConfig(Settings):
             torch.device(v)
         except (RuntimeError, ValueError):
             raise ValueError(
-                f"device {v!r} is not a torch device; expected cpu, cuda, cuda:N or mps"
+                f"device {quote(v)} is not a torch device; expected cpu, cuda, cuda:N or mps"
             ) from None
         return v
 
@@ -105,7 +120,7 @@ def format_validation(
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"]) or where
         got = err.get("input")
-        got_txt = "" if isinstance(got, dict) else f" (got {got!r})"
+        got_txt = "" if isinstance(got, dict) else f" (got {quote(got)})"
         if err["type"] == "extra_forbidden" and known is not None:
             lines.append(f"{where}.{loc}: not a setting here{got_txt}; expected one of {known}")
             continue
@@ -158,7 +173,7 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     the config: an objective that reads the target class needs ``target``."""
     if cfg.strategy not in STRATEGIES:
         raise ConfigError(
-            f"strategy {cfg.strategy!r} unknown; expected one of {STRATEGIES.names()} "
+            f"strategy {quote(cfg.strategy)} unknown; expected one of {STRATEGIES.names()} "
             "(--strategy, or strategy: in the config)"
         )
     strategy_cls = STRATEGIES.get(cfg.strategy)
@@ -167,19 +182,21 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     default = "divergence" if cfg.classifier_b is not None else strategy_cls.default_fitness
     fitness = cfg.fitness or ("targeted" if escape else default)
     if fitness not in FITNESS:
-        raise ConfigError(f"fitness {fitness!r} unknown; expected one of {FITNESS.names()}")
+        raise ConfigError(f"fitness {quote(fitness)} unknown; expected one of {FITNESS.names()}")
     fitness_cls = FITNESS.get(fitness)
     criterion = cfg.criterion or fitness_cls.criterion
     if criterion not in CRITERIA:
-        raise ConfigError(f"criterion {criterion!r} unknown; expected one of {CRITERIA.names()}")
+        raise ConfigError(
+            f"criterion {quote(criterion)} unknown; expected one of {CRITERIA.names()}"
+        )
     criterion_cls = CRITERIA.get(criterion)
     reads = (*fitness_cls.requires, *criterion_cls.requires)
     if "logits_b" in reads and cfg.classifier_b is None:
         # The strategy's own default, not a fitness the user never gave, is what to name.
         why = (
-            f"fitness {fitness!r} with criterion {criterion!r} compares"
+            f"fitness {quote(fitness)} with criterion {quote(criterion)} compares"
             if cfg.fitness or cfg.criterion
-            else f"strategy {cfg.strategy!r} searches for disagreements of"
+            else f"strategy {quote(cfg.strategy)} searches for disagreements of"
         )
         raise ConfigError(
             f"{why} two classifiers; name the second one with classifier_b (--classifier-b)"
@@ -193,20 +210,20 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
             )
         if not needs_target:
             raise ConfigError(
-                f"escape_per_pair needs a targeted objective, got fitness {fitness!r} with "
-                f"criterion {criterion!r}; use fitness 'targeted' (the default)"
+                f"escape_per_pair needs a targeted objective, got fitness {quote(fitness)} with "
+                f"criterion {quote(criterion)}; use fitness 'targeted' (the default)"
             )
         return fitness_cls, criterion_cls
     if cfg.target is not None and not needs_target:
         # It was stored and ignored: a margin search ran under a config that said target 3.
         raise ConfigError(
             f"target={cfg.target} is read only by a targeted objective, but fitness "
-            f"{fitness!r} with criterion {criterion!r} is in force; add fitness: targeted "
-            "(--fitness targeted), or drop target (--target)"
+            f"{quote(fitness)} with criterion {quote(criterion)} is in force; add fitness: "
+            "targeted (--fitness targeted), or drop target (--target)"
         )
     if needs_target and cfg.target is None:
         raise ConfigError(
-            f"fitness {fitness!r} with criterion {criterion!r} needs a target class; "
+            f"fitness {quote(fitness)} with criterion {quote(criterion)} needs a target class; "
             "give target=<class> (--target C)"
         )
     if needs_target and cfg.target == cfg.target_class:

@@ -24,6 +24,7 @@ from engine.cli.common import (
 from engine.cli.common import open_store as _store
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
+from engine.core.untrusted import quote
 from store.failures import failed_as
 
 
@@ -33,7 +34,7 @@ def _campaign(store, cid: str) -> dict:
 
     c = sc.campaign(store, cid)
     if c is None:
-        raise LatentfuzzError(f"no campaign {cid!r}; `latentfuzz campaigns` lists them")
+        raise LatentfuzzError(f"no campaign {quote(cid)}; `latentfuzz campaigns` lists them")
     return c
 
 
@@ -116,7 +117,7 @@ def _target(store, id_: str, study: bool) -> str:
         return "campaign"
 
     if labels.validity_study(store, id_) is None:
-        raise LatentfuzzError(f"no study {id_!r}; `latentfuzz labels list` lists them")
+        raise LatentfuzzError(f"no study {quote(id_)}; `latentfuzz labels list` lists them")
     return "study"
 
 
@@ -249,7 +250,9 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
     store = _store(home)
     c = sc.campaign(store, campaign_id)
     if c is None:
-        raise LatentfuzzError(f"no campaign {campaign_id!r}; `latentfuzz campaigns` lists them")
+        raise LatentfuzzError(
+            f"no campaign {quote(campaign_id)}; `latentfuzz campaigns` lists them"
+        )
     # Names are the user's text: "[v2]" in one was read as markup and vanished.
     console.print(
         Text.assemble(

@@ -8,24 +8,41 @@ import errno
 import functools
 import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table as _RichTable
 from rich.text import Text
 
 from engine.core.errors import yaml_problem
 from engine.core.home import ENV_VAR, db_path, resolve_home
+from engine.core.untrusted import quote
 from store import interrupts
 from store.failures import failed_as
 from store.liveness import RESUMABLE, status
 
 #: The width of output that goes to a file or a pipe.
 PIPED_WIDTH = 400
+
+#: Control characters (C0, DEL, C1), each as its visible escape: a campaign name holding
+#: "\x1b]0;pwned\x07" retitled the terminal of whoever listed campaigns, and "\x1b[2J"
+#: cleared it. Names, notes and errors come from the store, which bundles fill.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROLS.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+#: What the consoles escape: all but line ends, which rich writes itself (and which it
+#: strips from a Text, so a name cannot bring them).
+_UNLESS_LINE_END = {k: v for k, v in _CONTROLS.items() if k not in (ord("\n"), ord("\r"))}
+
+
+def visible(text: str) -> str:
+    """`text` with every control character written as its escape (an ESC as `\\x1b`): for a
+    value that must stay on its line, such as a table cell."""
+    return text.translate(_CONTROLS)
 
 
 class CliConsole(Console):
@@ -41,6 +58,14 @@ class CliConsole(Console):
 
     size = property(_size, Console.size.fset)
 
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # Every text this console writes, whatever printed it: the escapes a style or a
+        # progress bar needs are rich's own control segments, or rendered from a style.
+        shown = (
+            s if s.control else Segment(s.text.translate(_UNLESS_LINE_END), *s[1:]) for s in buffer
+        )
+        return super()._render_buffer(shown)
+
 
 console = CliConsole()
 err = CliConsole(stderr=True)
@@ -48,11 +73,12 @@ err = CliConsole(stderr=True)
 
 class Table(_RichTable):
     """A rich table whose text cells are printed as they are: rich read "[red]" or "[x]" in
-    a campaign, study or folder name as markup and dropped it from the row. A cell meant
-    to be styled is given as a `Text`."""
+    a campaign, study or folder name as markup and dropped it from the row. Control
+    characters in them are made visible (a line break in a name broke its row). A cell
+    meant to be styled is given as a `Text`."""
 
     def add_row(self, *cells: Any, **kwargs: Any) -> None:
-        super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **kwargs)
+        super().add_row(*(Text(visible(c)) if isinstance(c, str) else c for c in cells), **kwargs)
 
 
 HomeOpt = Annotated[
@@ -136,7 +162,7 @@ def one_line(e: BaseException, flags: bool = False) -> str | None:
             if flags:  # named as the command's option
                 field = "--" + str(err["loc"][0]).replace("_", "-")
             got = err.get("input")
-            given = "" if isinstance(got, dict) else f" (you gave {got!r})"
+            given = "" if isinstance(got, dict) else f" (you gave {quote(got)})"
             said.append(f"{field}: {msg}{given}")
         return "invalid settings: " + "; ".join(said)
     return None

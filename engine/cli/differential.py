@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
-from engine.cli.common import HomeOpt, Table, console, err, fmt
+from engine.cli.common import HomeOpt, Table, console, err, fmt, visible
 from engine.cli.common import open_store as _store
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
@@ -155,7 +156,8 @@ def print_study(df: Any) -> None:
     )
     for _, r in df.iterrows():
         t.add_row(
-            f"{r['classifier']}\nvs {r['classifier_b']}",
+            # Two lines on purpose (a str cell's line break is escaped as the names' are).
+            Text(f"{visible(str(r['classifier']))}\nvs {visible(str(r['classifier_b']))}"),
             r["strategy"],
             str(r["runs"]),
             f"{r['triggering_mean']:.0f} ± {fmt(r['triggering_sd'], '.0f')}",

@@ -28,6 +28,7 @@ from engine.cli import (
 )
 from engine.cli.common import err, escape_help, one_line, received
 from engine.core.errors import LatentfuzzError
+from engine.core.untrusted import quote
 
 try:
     from typer._click import exceptions as click_errors
@@ -144,7 +145,7 @@ def main() -> None:
         where = getattr(getattr(e, "ctx", None), "command_path", None) or "latentfuzz"
         err.print("[red]error:[/] ", end="")
         got = received(e, sys.argv[1:])
-        got = f"got {got!r}; " if got is not None else ""
+        got = f"got {quote(got)}; " if got is not None else ""
         err.print(
             f"{' '.join(e.format_message().split())} ({got}`{where} --help` lists what it takes)",
             markup=False,

@@ -31,6 +31,7 @@ from engine.cli.strategy_flags import (
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 from engine.core.ids import check_id_syntax
+from engine.core.untrusted import quote
 from store import interrupts
 from store.failures import failed_as
 
@@ -146,7 +147,7 @@ def run(
     given = raw.get("strategy_params", {})
     if not isinstance(given, dict):
         raise LatentfuzzError(
-            f"strategy_params is {given!r} ({type(given).__name__}), expected a mapping of "
+            f"strategy_params is {quote(given)} ({type(given).__name__}), expected a mapping of "
             "settings, e.g. strategy_params: {generations: 100, population: 25}"
         )
     strategy = raw.get("strategy") or "ga"

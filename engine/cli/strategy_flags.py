@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import typer
-import yaml
 from typer.core import TyperCommand
 
 from engine.cli.common import escape_help, interruptible_start_up, typer_signature
 from engine.core.errors import LatentfuzzError
+from engine.core.yaml_io import load_text
 from store import interrupts
 
 #: Click types a flag can carry; a setting of another type (a list, a mapping) is given
@@ -117,7 +117,7 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
             )
         if key.strip() in out:
             raise LatentfuzzError(f"-p {key.strip()} is given twice; give each setting once")
-        out[key.strip()] = yaml.safe_load(value)
+        out[key.strip()] = load_text(value, f"-p {key.strip()}")
     return out
 
 

@@ -12,6 +12,7 @@ from engine.cli.common import HomeOpt, Table, console, err, fmt, status_line
 from engine.cli.common import open_store as _store
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
+from engine.core.untrusted import quote
 
 
 def study(
@@ -72,7 +73,7 @@ def study(
     table = ss.study_table(_store(home), show)
     if table.empty:
         known = ", ".join(ss.campaign_studies(_store(home))["study"]) or "none yet"
-        raise LatentfuzzError(f"no study {show!r}; the studies are: {known}")
+        raise LatentfuzzError(f"no study {quote(show)}; the studies are: {known}")
     console.print(
         study_table(
             table, show, seeds=int(table["seeds"].iloc[0]), seed=seed, generations=generations

@@ -9,19 +9,26 @@ latentfuzz has no login, and whoever reaches the port can run campaigns and read
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 from typing import Annotated
 
 import typer
 
 from engine.cli.common import HomeOpt, err
+from engine.core.errors import LatentfuzzError
 from engine.core.home import ENV_VAR, REPO_ROOT, resolve_home
+from engine.core.untrusted import quote
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: What `.streamlit/config.toml` says, passed explicitly (server.headless: no browser
-#: opened, no e-mail prompt).
+#: opened, no e-mail prompt). A flag outranks every config file, also the one streamlit
+#: reads from the directory `ui` is started in: there `developmentMode = true` crashed
+#: it with a traceback (it conflicts with a port given).
 SETTINGS = {
+    "global.developmentMode": "false",
     "server.headless": "true",
     "server.enableXsrfProtection": "true",
     "server.enableCORS": "true",
@@ -50,6 +57,33 @@ def command(address: str, port: int) -> list[str]:
     return args
 
 
+def check_address(address: str, port: int) -> None:
+    """LatentfuzzError in one line unless this machine can listen on `address`:`port`.
+    Streamlit found out only once started, and `--address 999.1.1.1` ended in its
+    traceback (socket.gaierror)."""
+    try:
+        infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError, ValueError):
+        raise LatentfuzzError(
+            f"--address {quote(address)} is neither an IP address nor a host name that "
+            "resolves; give one of this machine's addresses, e.g. 127.0.0.1 (this machine "
+            "only) or 0.0.0.0 (every interface)"
+        ) from None
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as streamlit's server
+        try:
+            probe.bind(where)
+        except OSError as e:
+            why = {
+                errno.EADDRINUSE: f"port {port} is in use; give another --port",
+                errno.EADDRNOTAVAIL: "it is not an address of this machine; give one that is, "
+                "e.g. 127.0.0.1",
+                errno.EACCES: f"port {port} needs privileges; give a port above 1023",
+            }.get(e.errno, f"{e.strerror or e}; give another --address or --port")
+            raise LatentfuzzError(f"cannot listen on {quote(address)}:{port}: {why}") from None
+
+
 def ui(
     port: Annotated[int, typer.Option(help="port", min=1, max=65535)] = 8501,
     address: Annotated[
@@ -58,6 +92,7 @@ def ui(
     home: HomeOpt = None,
 ) -> None:
     """Open the dashboard (loopback only unless --address says otherwise)."""
+    check_address(address, port)
     if address not in LOOPBACK:
         err.print(
             f"warning: listening on {address}:{port}, beyond this machine. latentfuzz has no "

@@ -20,6 +20,10 @@ from engine.core.settings import Settings
 from engine.search.strategies.operators import draw
 from engine.search.termination import AtFailure, Generations, Termination
 
+#: Largest step, spread or noise scale a strategy takes, in latent units: latents span a
+#: few units, and `--step 1e308` overflowed float32 into a traceback mid-campaign.
+MAX_STEP = 1e6
+
 
 class StrategyParams(Settings):
     """Base of every strategy's parameter model: frozen, no unknown keys."""

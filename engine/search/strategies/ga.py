@@ -24,6 +24,7 @@ import torch
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 from engine.search.strategies.base import (
+    MAX_STEP,
     STRATEGIES,
     ElitistBudget,
     PopulationStrategy,
@@ -70,12 +71,22 @@ class GAParams(StrategyParams):
     )
     perturbation: str = perturbation_field()
     step: float | None = Field(
-        None, gt=0, title="Custom step", description="mutation step when perturbation=custom"
+        None,
+        gt=0,
+        le=MAX_STEP,
+        title="Custom step",
+        description="mutation step when perturbation=custom",
     )
     init_step: float | None = Field(
-        None, gt=0, title="Initial step", description="initial spread; default 2 x step"
+        None,
+        gt=0,
+        le=MAX_STEP,
+        title="Initial step",
+        description="initial spread; default 2 x step",
     )
-    max_step: float | None = Field(None, gt=0, description="cap on doubling; default latent range")
+    max_step: float | None = Field(
+        None, gt=0, le=MAX_STEP, description="cap on doubling; default latent range"
+    )
     reset_to: Literal["initial", "step"] | None = Field(
         None,
         title="Reset to",

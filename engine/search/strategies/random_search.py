@@ -13,6 +13,7 @@ import torch
 from pydantic import Field, model_validator
 
 from engine.search.strategies.base import (
+    MAX_STEP,
     STRATEGIES,
     EveryGenerationBudget,
     PopulationStrategy,
@@ -35,7 +36,9 @@ class RandomParams(StrategyParams):
     )
     population: int = Field(25, ge=1, le=10_000, description="candidates per seed and generation")
     perturbation: str = perturbation_field()
-    step: float | None = Field(None, gt=0, description="noise scale when perturbation=custom")
+    step: float | None = Field(
+        None, gt=0, le=MAX_STEP, description="noise scale when perturbation=custom"
+    )
     stop_at_failure: bool = Field(True, description="stop a seed at its first failure")
 
     @model_validator(mode="after")

@@ -21,6 +21,7 @@ import torch
 from pydantic import Field, model_validator
 
 from engine.search.strategies.base import (
+    MAX_STEP,
     STRATEGIES,
     ElitistBudget,
     PopulationStrategy,
@@ -40,10 +41,16 @@ class SinvadParams(StrategyParams):
     )
     population: int = Field(50, ge=3, le=10_000, description="individuals per seed")
     elites: int = Field(20, ge=2, description="best individuals kept each generation")
-    init_noise: float = Field(0.7, gt=0, description="initial population: seed + this x N(0,1)")
-    step: float = Field(0.1, gt=0, description="mutation step, and the step after improvement")
+    init_noise: float = Field(
+        0.7, gt=0, le=MAX_STEP, description="initial population: seed + this x N(0,1)"
+    )
+    step: float = Field(
+        0.1, gt=0, le=MAX_STEP, description="mutation step, and the step after improvement"
+    )
     decay: float = Field(0.7, gt=0, lt=1, description="step factor when the best is unchanged")
-    min_step: float = Field(1e-3, gt=0, description="a seed stops when its step falls below")
+    min_step: float = Field(
+        1e-3, gt=0, le=MAX_STEP, description="a seed stops when its step falls below"
+    )
     mask_p: float = Field(
         0.5, ge=0, le=1, description="probability that a child's gene is reset to the seed's"
     )

@@ -137,3 +137,23 @@ def test_a_grid_with_a_best_left_axis_still_checks_and_compares_as_elites():
     stored = {"strategy": "ga", "strategy_params": {**GAParams().model_dump(), "elites": 2}}
     assert cells[0].differs_from(stored) == []
     assert cells[1].differs_from(stored) == ["strategy_params.elites: 2 -> 3"]
+
+
+@pytest.mark.parametrize(
+    ("name", "setting", "extra"),
+    [
+        ("ga", "step", {"perturbation": "custom"}),
+        ("ga", "init_step", {}),
+        ("ga", "max_step", {}),
+        ("random", "step", {"perturbation": "custom"}),
+        ("sinvad", "step", {}),
+        ("sinvad", "init_noise", {}),
+        ("sinvad", "min_step", {}),
+    ],
+)
+def test_steps_are_bounded_before_they_overflow_a_float32(name: str, setting: str, extra: dict):
+    # `--step 1e308` passed validation and overflowed in torch.full mid-campaign.
+    params = STRATEGIES.get(name).Params
+    for huge in (1e308, 3.5e38, 1e7):
+        with pytest.raises(ValidationError, match="less than or equal to"):
+            params(**{setting: huge, **extra})

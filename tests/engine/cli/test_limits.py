@@ -1,0 +1,167 @@
+"""The command line under hostile input: YAML bombs, huge values, bad addresses, a
+stray streamlit config, and names that carry terminal escape sequences. Each ends in
+one line (or a served dashboard), never a traceback, a hang or a raw escape."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.cli.common import CliConsole, Table
+from tests.engine.core.test_yaml_io import billion_laughs
+from tests.helpers import CLI
+
+#: Terminal escapes an attacker would put in a name: retitle the window, clear the screen.
+TITLE, CLEAR, CSI = "\x1b]0;pwned\x07", "\x1b[2J", "\x9b31m"
+
+
+def cli(args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 300):
+    """The CLI run to its end; `timeout` kills it (subprocess.run does) on a hang."""
+    return subprocess.run(
+        [*CLI, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def refused(p: subprocess.CompletedProcess) -> str:
+    """The one `error:` line of a refusal (exit 2, no traceback)."""
+    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr[:2000]
+    return lines[0]
+
+
+def nothing_written(home: Path) -> None:
+    assert not (home / "campaigns").exists() or not any((home / "campaigns").iterdir())
+
+
+def test_a_yaml_bomb_config_is_refused_in_one_line(home: Path, env, tmp_path: Path):
+    bomb = tmp_path / "laughs.yaml"
+    bomb.write_text(billion_laughs())
+    # The report's run grew past 830 MB and never ended; the timeout ends it here.
+    line = refused(cli(["run", "--config", str(bomb)], env, timeout=120))
+    assert str(bomb) in line and "billion laughs" in line
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("name: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert "levels deep" in refused(cli(["run", "--config", str(deep)], env, timeout=120))
+    nothing_written(home)
+
+
+def test_a_long_name_is_refused_without_being_echoed(home: Path, env, tmp_path: Path):
+    cfg = tmp_path / "long.yaml"
+    cfg.write_text("name: " + "A" * 1_000_000 + "\n")
+    line = refused(cli(["run", "--config", str(cfg)], env))
+    assert len(line) < 400 and "at most 200 characters" in line
+    line = refused(cli(["run", "--name", "B" * 100_000, "--seeds", "1"], env))
+    assert len(line) < 400
+    line = refused(cli(["run", "--seeds", "9" * 100_000 + "x"], env))  # click's refusal
+    assert len(line) < 400 and "--seeds" in line
+    nothing_written(home)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--perturbation", "custom", "--step", "1e308"],
+        ["-p", "perturbation=custom", "-p", "step=1e308"],
+        ["--init-step", "1e300"],
+        ["--max-step", "inf"],
+        ["--strategy", "sinvad", "--step", "1e308"],
+    ],
+)
+def test_huge_and_infinite_steps_are_refused_before_the_search(home: Path, env, flags):
+    line = refused(cli(["run", "--seeds", "1", "--generations", "1", "--quiet", *flags], env))
+    assert "step" in line or "noise" in line
+    nothing_written(home)
+
+
+def test_an_address_that_is_no_address_is_one_line(env):
+    line = refused(cli(["ui", "--address", "999.1.1.1", "--port", str(free_port())], env))
+    assert "'999.1.1.1'" in line and "127.0.0.1" in line
+    line = refused(cli(["ui", "--address", "192.0.2.1", "--port", str(free_port())], env))
+    assert "not an address of this machine" in line
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ui_serves_whatever_streamlit_config_its_working_directory_holds(env, tmp_path: Path):
+    work = tmp_path / "work"
+    (work / ".streamlit").mkdir(parents=True)
+    (work / ".streamlit" / "config.toml").write_text("[global]\ndevelopmentMode = true\n")
+    log = tmp_path / "ui.log"
+    with log.open("w") as out:
+        # Its own process group: the dashboard and anything it starts end with the test.
+        proc = subprocess.Popen(
+            [*CLI, "ui", "--port", str(free_port())],
+            env=env,
+            cwd=work,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "URL:" not in log.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        said = log.read_text()
+        assert proc.poll() is None and "Traceback" not in said, said[-2000:]
+    finally:
+        with_group_ended(proc)
+
+
+def with_group_ended(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=15)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait(timeout=15)
+
+
+def test_names_with_terminal_escapes_are_listed_with_the_escapes_visible(home: Path, env):
+    name = f"a{TITLE}b{CLEAR}c{CSI}d"
+    run = cli(["run", "--seeds", "1", "--generations", "1", "--quiet", "--name", name], env)
+    assert run.returncode == 0, run.stderr
+    cid = re.search(r"campaign (\S+) finished", run.stdout)[1]
+    for args in (["campaigns"], ["show", cid]):
+        for columns in ("250", "80"):
+            p = cli(args, {**env, "COLUMNS": columns})
+            assert p.returncode == 0, p.stderr
+            out = p.stdout + p.stderr
+            assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out, repr(out)
+    wide = cli(["campaigns"], {**env, "COLUMNS": "250"}).stdout
+    assert r"a\x1b]0;pwned\x07b\x1b[2Jc\x9b31md" in wide
+
+
+def test_the_consoles_escape_control_characters_but_keep_their_own_styles():
+    buf = io.StringIO()
+    console = CliConsole(file=buf, force_terminal=True, color_system="standard", width=200)
+    console.print(f"[bold]campaign[/] {TITLE}{CLEAR}", markup=True, highlight=False)
+    console.print("error:", f"x{CSI}y", markup=False)
+    t = Table("name")
+    t.add_row(f"line\nbreak\t{TITLE}")
+    console.print(t)
+    out = buf.getvalue()
+    assert "\x1b[1m" in out  # rich's own bold
+    assert TITLE not in out and CLEAR not in out and "\x9b" not in out and "\x07" not in out
+    # (rich drops the bell itself; the ESC that opened the title is what must not pass)
+    assert r"\x1b]0;pwned\x1b[2J" in out and r"x\x9b31my" in out
+    assert r"line\nbreak\t\x1b]0;pwned\x07" in out  # a cell stays on its line
