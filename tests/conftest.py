@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from pathlib import Path
 
 import pytest
 import torch
 
 from engine.core.home import MODELS_DIR
+from tests import helpers
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -65,3 +68,62 @@ def env(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def zoo_root() -> Path:
     return Path(MODELS_DIR)
+
+
+@pytest.fixture(autouse=True)
+def _end_started_processes():
+    """Every process a test started through tests/helpers.py (spawn, start_cli) ends with
+    the test, with what it started in turn, also when the test failed: a failed start-up
+    test had left campaigns running for 20 minutes."""
+    yield
+    helpers.end_started()
+
+
+#: Helpers of the test process's own that end with it and may outlive the last test:
+#: multiprocessing's resource tracker and fork server (spawned pools and workers use them).
+OWN_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of every live, non-zombie process below `pid` (Linux /proc)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z":  # a zombie has ended; only its reaping is late
+            parent[int(d.name)] = int(fields[1])
+    found, frontier = [], {pid}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier}
+        for p in frontier:
+            try:
+                cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            found.append((p, cmd.strip()))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_outlives_the_suite():
+    """Fails the run (an error in the last test's teardown; per xdist worker) if a process
+    this test process started is still alive once every test and fixture is done; kills
+    them and names them. Set up first, so torn down last."""
+    yield
+    if not Path("/proc/self/stat").exists():
+        return  # not Linux: nothing to scan
+    left = [(p, c) for p, c in descendants(os.getpid()) if not any(h in c for h in OWN_HELPERS)]
+    for p, _ in left:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+    if left:
+        pytest.fail(
+            f"{len(left)} process(es) outlived the suite (killed now): "
+            + "; ".join(f"pid {p}: {c[:200]}" for p, c in left),
+            pytrace=False,
+        )
