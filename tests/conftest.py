@@ -84,31 +84,6 @@ def _end_started_processes():
 OWN_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
 
-def descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, command line) of every live, non-zombie process below `pid` (Linux /proc)."""
-    parent: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] != "Z":  # a zombie has ended; only its reaping is late
-            parent[int(d.name)] = int(fields[1])
-    found, frontier = [], {pid}
-    while frontier:
-        frontier = {p for p, pp in parent.items() if pp in frontier}
-        for p in frontier:
-            try:
-                cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            found.append((p, cmd.strip()))
-    return found
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _no_process_outlives_the_suite():
     """Fails the run (an error in the last test's teardown; per xdist worker) if a process
@@ -117,7 +92,8 @@ def _no_process_outlives_the_suite():
     yield
     if not Path("/proc/self/stat").exists():
         return  # not Linux: nothing to scan
-    left = [(p, c) for p, c in descendants(os.getpid()) if not any(h in c for h in OWN_HELPERS)]
+    below = [(p, helpers.command_line(p)) for p in helpers.descendants(os.getpid())]
+    left = [(p, c) for p, c in below if not any(h in c for h in OWN_HELPERS)]
     for p, _ in left:
         with contextlib.suppress(OSError):
             os.kill(p, signal.SIGKILL)

@@ -57,6 +57,43 @@ def end_started() -> None:
         end_group(STARTED.pop())
 
 
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields from the third on (state, ppid, ...), None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """{pid: start time} of every live, non-zombie process below `pid` (Linux /proc): the
+    start time tells a process from a later one given the same pid."""
+    parent, start = {}, {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and (f := _stat(int(d.name))) and f[0] != "Z":
+            parent[int(d.name)], start[int(d.name)] = int(f[1]), f[19]
+    found: dict[int, str] = {}
+    frontier = {pid}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier}
+        found.update({p: start[p] for p in frontier})
+    return found
+
+
+def alive(pid: int, start: str) -> bool:
+    """Whether process `pid`, started at `start` (descendants), still runs (a zombie has
+    ended: only its reaping is late)."""
+    f = _stat(pid)
+    return f is not None and f[0] != "Z" and f[19] == start
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "?"
+
+
 @contextlib.contextmanager
 def running(command: list[str], **kw) -> Iterator[subprocess.Popen]:
     """spawn() for a with-block: the group ends when the block does."""
