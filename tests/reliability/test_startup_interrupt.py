@@ -74,8 +74,8 @@ def test_a_second_ctrl_c_in_the_start_up_raises_at_once(deferred):
     t = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(5)
-    assert time.monotonic() - t < 1
+        time.sleep(60)
+    assert time.monotonic() - t < 30  # the sleep was cut short; generous under load
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
