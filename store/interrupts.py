@@ -66,14 +66,23 @@ def _cli_signal(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def cli_start_up(begun: Callable[[FrameType | None], bool]) -> None:
+def cli_start_up(begun: Callable[[FrameType | None], bool]) -> Callable[[], None]:
     """The CLI's first instruction: Ctrl-C and SIGTERM end the process at once, with one
     line and exit 130, until `begun(frame)` says the command's own code is running (the
     frame the signal landed in); after, they raise KeyboardInterrupt. Inherited dispositions
-    (SIGINT ignored) do not count: the user's stop is never lost."""
+    (SIGINT ignored) do not count: the user's stop is never lost. Returns what undoes it
+    (for a caller that goes on in this process: a test)."""
+    before = {s: signal.getsignal(s) for s in SIGNALS}
     _cli[:] = [begun]
     for s in SIGNALS:
         signal.signal(s, _cli_signal)
+
+    def undo() -> None:
+        _cli.clear()
+        for s, h in before.items():
+            signal.signal(s, h)
+
+    return undo
 
 
 #: The handlers that raise KeyboardInterrupt (the CLI's also ends the start-up at once).
