@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
 PORT   ?= 8501
 
-.PHONY: run test test-slow test-browser test-all lint bench models install dev clean chromium
+.PHONY: run test test-loaded test-slow test-browser test-all lint bench models install dev clean chromium stress-ng
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,20 @@ run: install
 # store lock, the other runs. `pytest -q` alone runs the same tests one at a time.
 test: dev chromium
 	$(BIN)/python -m pytest -q -n 2
+
+# The suite beside a CPU-bound load (Debian's stress-ng: four busy workers, so that with
+# the suite's two the 2-core CI machine runs at a load average of about 8, as a shared one
+# does). The load runs in its own session (setsid), and its whole group is killed when the
+# suite ends, passed, failed or interrupted; make's exit status is the suite's.
+LOAD_CPUS ?= 4
+test-loaded: dev chromium stress-ng
+	@setsid stress-ng --cpu $(LOAD_CPUS) --quiet & load=$$!; \
+	  trap 'kill -- -$$load 2>/dev/null; wait $$load 2>/dev/null' EXIT INT TERM; \
+	  $(BIN)/python -m pytest -q -n 2
+
+stress-ng:
+	@command -v stress-ng >/dev/null || (apt-get update -q && apt-get install -y -q stress-ng) \
+	  || (echo "make: Debian's stress-ng is needed for test-loaded; install it as root" && false)
 
 test-slow: dev
 	$(BIN)/python -m pytest -q -m slow

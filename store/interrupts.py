@@ -22,10 +22,13 @@ thread, a test's) runs as before.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import NoReturn
 
 #: The signals the CLI turns into KeyboardInterrupt (engine/cli/main.py): Ctrl-C and the stop.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -34,12 +37,74 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GIVE_WAY_AFTER = 1.0
 
 
+# The CLI's process, from the first instruction of its entry point (engine/entry.py) on.
+# A signal can land while Python is still importing the CLI, typer, torch (seconds on a
+# loaded machine), where no handler of the command's is set yet: a process started from
+# one that ignores SIGINT (a shell's background job, a pytest-xdist worker) inherits it
+# ignored, and Python installs its KeyboardInterrupt only over SIGINT's default, so such
+# a Ctrl-C was lost and the campaign ran on for 20 minutes. Nothing needs cleaning up
+# before the command's own code begins, nor before a campaign lock is taken (the store is
+# kill-safe), so there the process prints one line and exits at once; later a signal
+# raises KeyboardInterrupt, or is deferred to a checkpoint (below), as before.
+_cli: list[Callable[[FrameType | None], bool]] = []  # whether the command's code has begun
+_locks_held = [0]  # campaign locks this process holds (store/liveness.py)
+#: What a campaign command says when a signal stops its start-up (engine/cli/common.py).
+BEFORE_SEARCH = "interrupted before the search began"
+
+
+def exit_now(line: str) -> NoReturn:
+    """One line on stderr, exit 130 at once: no cleanup to run, no traceback. os.write,
+    not sys.stderr: the signal may have landed inside a write to sys.stderr."""
+    with contextlib.suppress(OSError):
+        os.write(2, f"{line}\n".encode())
+    os._exit(130)
+
+
+def _cli_signal(signum: int, frame: FrameType | None) -> None:
+    if _cli and not _locks_held[0] and not _cli[0](frame):
+        exit_now("interrupted")
+    raise KeyboardInterrupt
+
+
+def cli_start_up(begun: Callable[[FrameType | None], bool]) -> Callable[[], None]:
+    """The CLI's first instruction: Ctrl-C and SIGTERM end the process at once, with one
+    line and exit 130, until `begun(frame)` says the command's own code is running (the
+    frame the signal landed in); after, they raise KeyboardInterrupt. Inherited dispositions
+    (SIGINT ignored) do not count: the user's stop is never lost. Returns what undoes it
+    (for a caller that goes on in this process: a test)."""
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    _cli[:] = [begun]
+    for s in SIGNALS:
+        signal.signal(s, _cli_signal)
+
+    def undo() -> None:
+        _cli.clear()
+        for s, h in before.items():
+            signal.signal(s, h)
+
+    return undo
+
+
+#: The handlers that raise KeyboardInterrupt (the CLI's also ends the start-up at once).
+RAISING = (signal.default_int_handler, _cli_signal)
+
+
 def stop_raises() -> None:
     """Ctrl-C and SIGTERM (the dashboard's stop, `kill`) raise KeyboardInterrupt from now
     on, for a command that stops cleanly. Set explicitly: a process started in the
     background inherits SIGINT as ignored."""
     for s in SIGNALS:
-        signal.signal(s, signal.default_int_handler)
+        signal.signal(s, _cli_signal if _cli else signal.default_int_handler)
+
+
+def lock_taken() -> None:
+    """A campaign lock is held (store/liveness.py): a row may read `running`, so an
+    interrupt from now on closes the campaign instead of ending the process at once."""
+    _locks_held[0] += 1
+
+
+def lock_released() -> None:
+    _locks_held[0] = max(0, _locks_held[0] - 1)
 
 
 def _take_signals(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
@@ -47,12 +112,12 @@ def _take_signals(first: Callable[[], None], second: Callable[[], None]) -> Call
     first time; the next one calls `second`, puts the handlers back and raises. Returns
     what puts the handlers back. A handler of the caller's own (or a SIGTERM left to kill
     the process) is not ours to change."""
-    ours = [s for s in SIGNALS if signal.getsignal(s) is signal.default_int_handler]
+    ours = {s: h for s in SIGNALS if (h := signal.getsignal(s)) in RAISING}
     seen = [False]
 
     def restore() -> None:
-        for s in ours:
-            signal.signal(s, signal.default_int_handler)
+        for s, h in ours.items():
+            signal.signal(s, h)
 
     def on_signal(signum: int, frame: object) -> None:
         if seen[0]:
@@ -161,6 +226,7 @@ def pause(seconds: float) -> None:
 # `interrupted` like any stopped search.
 class _Deferral:
     noted = False
+    final = False  # past the last checkpoint: the campaign's folder, lock and row come next
     restore: Callable[[], None]
 
 
@@ -176,6 +242,8 @@ def defer_start_up(notify: Callable[[str], None] | None = None) -> None:
     d = _Deferral()
 
     def first() -> None:
+        if _cli and not _locks_held[0] and not d.final:
+            exit_now(BEFORE_SEARCH)  # the CLI's: nothing to clean up yet (see cli_start_up)
         d.noted = True
         if notify is not None:  # the step under way (a diffusion model's load) can last
             notify(
@@ -206,11 +274,16 @@ def start_up_deferred(notify: Callable[[str], None] | None = None) -> Iterator[N
         end_start_up()
 
 
-def checkpoint() -> None:
-    """Raise a Ctrl-C the start-up deferred, if any (the deferral goes on otherwise)."""
-    if _deferral and _deferral[0].noted and _on_main_thread():
-        end_start_up()
-        raise KeyboardInterrupt
+def checkpoint(final: bool = False) -> None:
+    """Raise a Ctrl-C the start-up deferred, if any (the deferral goes on otherwise).
+    `final`: the last before the campaign's folder, lock and row are made; from here a
+    signal in the CLI is deferred to the search even before the lock (an exit at once
+    between the folder and the lock had left a folder without a campaign)."""
+    if _deferral and _on_main_thread():
+        if _deferral[0].noted:
+            end_start_up()
+            raise KeyboardInterrupt
+        _deferral[0].final = _deferral[0].final or final
 
 
 def start_search() -> None:

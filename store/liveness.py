@@ -20,6 +20,7 @@ import os
 import signal
 from pathlib import Path
 
+from store import interrupts
 from store.errors import StoreError
 
 LOCK_NAME = "campaign.lock"
@@ -85,12 +86,14 @@ class CampaignLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{pid} {process_start(pid) or '-'}\n".encode())
         self.fd = fd
+        interrupts.lock_taken()  # from here an interrupt closes the campaign, not the process
         return self
 
     def release(self) -> None:
         if self.fd is not None:
             os.close(self.fd)  # drops the flock
             self.fd = None
+            interrupts.lock_released()
 
 
 def holder_of(path: Path) -> tuple[int, str | None] | None:

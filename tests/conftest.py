@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from pathlib import Path
 
 import pytest
 import torch
 
 from engine.core.home import MODELS_DIR
+from tests import helpers
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -65,3 +68,38 @@ def env(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def zoo_root() -> Path:
     return Path(MODELS_DIR)
+
+
+@pytest.fixture(autouse=True)
+def _end_started_processes():
+    """Every process a test started through tests/helpers.py (spawn, start_cli) ends with
+    the test, with what it started in turn, also when the test failed: a failed start-up
+    test had left campaigns running for 20 minutes."""
+    yield
+    helpers.end_started()
+
+
+#: Helpers of the test process's own that end with it and may outlive the last test:
+#: multiprocessing's resource tracker and fork server (spawned pools and workers use them).
+OWN_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_outlives_the_suite():
+    """Fails the run (an error in the last test's teardown; per xdist worker) if a process
+    this test process started is still alive once every test and fixture is done; kills
+    them and names them. Set up first, so torn down last."""
+    yield
+    if not Path("/proc/self/stat").exists():
+        return  # not Linux: nothing to scan
+    below = [(p, helpers.command_line(p)) for p in helpers.descendants(os.getpid())]
+    left = [(p, c) for p, c in below if not any(h in c for h in OWN_HELPERS)]
+    for p, _ in left:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+    if left:
+        pytest.fail(
+            f"{len(left)} process(es) outlived the suite (killed now): "
+            + "; ".join(f"pid {p}: {c[:200]}" for p, c in left),
+            pytrace=False,
+        )

@@ -2,23 +2,106 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
 from store import Store, judging
 from store import campaigns as sc
 
-CLI = [sys.executable, "-m", "engine.cli.main"]
+#: The installed `latentfuzz` script's entry point, which takes Ctrl-C and SIGTERM from its
+#: first instruction (engine/entry.py); `-m engine.cli.main` takes them only once imported.
+CLI = [sys.executable, "-m", "engine.entry"]
+
+#: Processes the running test started (spawn, start_cli): tests/conftest.py ends each one's
+#: process group after the test, passed or failed.
+STARTED: list[subprocess.Popen] = []
 
 
-def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+def spawn(command: list[str], **kw) -> subprocess.Popen:
+    """subprocess.Popen in a process group of its own (what it starts in turn, a grid's
+    workers say, is in it too), ended after the test whatever happens (end_group). Pipes
+    for stdout and stderr, as text, unless given."""
+    kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kw}
+    p = subprocess.Popen(command, start_new_session=True, **kw)
+    STARTED.append(p)
+    return p
+
+
+def start_cli(args: list[str], env: dict[str, str], **kw) -> subprocess.Popen:
+    return spawn([*CLI, *args], env=env, **kw)
+
+
+def end_group(p: subprocess.Popen, timeout: float = 30) -> None:
+    """Kill `p`'s process group (p and what it started, even once p has ended), reap p and
+    close its pipes."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        p.wait(timeout)
+    for f in (p.stdin, p.stdout, p.stderr):
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+def end_started() -> None:
+    """End every process the test started (tests/conftest.py calls it after each test)."""
+    while STARTED:
+        end_group(STARTED.pop())
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields from the third on (state, ppid, ...), None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """{pid: start time} of every live, non-zombie process below `pid` (Linux /proc): the
+    start time tells a process from a later one given the same pid."""
+    parent, start = {}, {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and (f := _stat(int(d.name))) and f[0] != "Z":
+            parent[int(d.name)], start[int(d.name)] = int(f[1]), f[19]
+    found: dict[int, str] = {}
+    frontier = {pid}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier}
+        found.update({p: start[p] for p in frontier})
+    return found
+
+
+def alive(pid: int, start: str) -> bool:
+    """Whether process `pid`, started at `start` (descendants), still runs (a zombie has
+    ended: only its reaping is late)."""
+    f = _stat(pid)
+    return f is not None and f[0] != "Z" and f[19] == start
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "?"
+
+
+@contextlib.contextmanager
+def running(command: list[str], **kw) -> Iterator[subprocess.Popen]:
+    """spawn() for a with-block: the group ends when the block does."""
+    p = spawn(command, **kw)
+    try:
+        yield p
+    finally:
+        end_group(p)
 
 
 def wait_for_files(ready: Callable[[], bool], proc: subprocess.Popen, timeout: float = 60) -> None:

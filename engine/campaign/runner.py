@@ -134,7 +134,7 @@ def run_campaign(
     # The measured batch size goes into the stored config, so `resume` replays the search
     # with the very batches it ran with (results can differ in the last bit between sizes).
     batch = choose_batch(r, home, cfg.batch_memory_mb)
-    interrupts.checkpoint()  # the last before the campaign's row: after it, the search's own
+    interrupts.checkpoint(final=True)  # the last before the row: after it, the search's own
     r.config = cfg = cfg.model_copy(update={"batch_size": batch.batch_size})
     campaign_dir(home, cid).mkdir(parents=True, exist_ok=False)
     # Held for the campaign's life, taken before its row exists: a reader that finds the

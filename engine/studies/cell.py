@@ -9,10 +9,13 @@ carries a failure as one line, so one bad cell never stops the others.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,9 +26,18 @@ from engine.core.home import db_path, resolve_home
 FAIL_ENV = "LATENTFUZZ_GRID_FAIL_CELLS"
 
 
-def init_worker(threads: int) -> None:
-    """A pool worker's start: its share of the cores, so N workers do not oversubscribe
-    (fewer when $OMP_NUM_THREADS says so: on a busy machine, spinning OpenMP threads)."""
+#: prctl(2)'s option: the signal the kernel sends this process when its parent ends.
+PR_SET_PDEATHSIG = 1
+#: How often a worker without prctl looks whether its driver is still its parent.
+WATCH_S = 0.5
+
+
+def init_worker(threads: int, driver: int | None = None) -> None:
+    """A pool worker's start: it dies with `driver` (the pid of the grid's driver), and
+    takes its share of the cores, so N workers do not oversubscribe (fewer when
+    $OMP_NUM_THREADS says so: on a busy machine, spinning OpenMP threads)."""
+    if driver is not None:
+        die_with(driver)  # first: torch's import below takes seconds
     # Deferred (start-up time: loads torch).
     import torch
 
@@ -36,6 +48,24 @@ def init_worker(threads: int) -> None:
     # printed a traceback; one that only the driver's signal would reach ran on.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_stop)
+
+
+def die_with(driver: int) -> None:
+    """End this process as soon as `driver`, its parent, ends, however it ends (kill -9
+    too): a killed driver's two workers and the pool's resource tracker had run on for
+    minutes, ignoring SIGTERM. Nothing of a cell is worth finishing then: it runs in a
+    private home that the grid's next run starts again. On Linux the kernel sends SIGKILL
+    at once (prctl PR_SET_PDEATHSIG); elsewhere, and if the driver was gone before that,
+    a thread sees the parent change within WATCH_S."""
+    with contextlib.suppress(AttributeError, OSError):  # no prctl: not Linux
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    threading.Thread(target=_watch, args=(driver,), name="driver-watch", daemon=True).start()
+
+
+def _watch(driver: int) -> None:
+    while os.getppid() == driver:
+        time.sleep(WATCH_S)
+    os.kill(os.getpid(), signal.SIGKILL)  # not SIGTERM: this worker's handler passes it
 
 
 _busy = [False]  # this worker is running a cell

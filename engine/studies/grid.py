@@ -218,9 +218,8 @@ def _execute(
     queue: Iterable[dict[str, Any]] = iter(tasks)
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch
     pending: dict[Any, dict[str, Any]] = {}
-    pool = ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=init_worker, initargs=(threads,)
-    )
+    init = (threads, os.getpid())  # the workers die with this driver (cell.die_with)
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker, initargs=init)
     try:
         while True:
             while len(pending) < workers and (t := next(queue, None)) is not None:
@@ -247,7 +246,7 @@ def _execute(
                     )
                     pool.shutdown(wait=False, cancel_futures=True)
                     pool = ProcessPoolExecutor(
-                        workers, mp_context=ctx, initializer=init_worker, initargs=(threads,)
+                        workers, mp_context=ctx, initializer=init_worker, initargs=init
                     )
             # The next cells start before this driver imports the finished ones.
             while len(pending) < workers and (t := next(queue, None)) is not None:

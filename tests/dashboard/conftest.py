@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.dashboard.browser import REPO, free_port
+from tests.helpers import spawn
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def server(home: Path, server_log: Path):
     port = free_port()
     env = {**os.environ, "LATENTFUZZ_HOME": str(home)}
     with open(server_log, "w") as log:  # the server keeps its own handle
-        proc = subprocess.Popen(
+        proc = spawn(
             [
                 sys.executable,
                 "-m",

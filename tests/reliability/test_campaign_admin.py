@@ -169,17 +169,13 @@ def test_ctrl_c_in_the_start_up_stops_a_background_run_and_says_so(home: Path, e
     seconds was lost (the campaign ran to the end), and one a little later said the last
     rows were in a recovery file, which was not so."""
     import signal as sig
-    import subprocess
 
     from engine.campaign import startup
-    from tests.helpers import CLI
+    from tests.helpers import start_cli
 
-    proc = subprocess.Popen(
-        [*CLI, "run", "--id", "early", "--seeds", "2", "--generations", "50"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = start_cli(
+        ["run", "--id", "early", "--seeds", "2", "--generations", "50"],
+        env,
         preexec_fn=lambda: sig.signal(sig.SIGINT, sig.SIG_IGN),
     )
     deadline = time.time() + 60

@@ -26,7 +26,7 @@ from engine.core.images import ImageSink
 from store import CampaignWriter, interrupts, recovery
 from store import campaigns as sc
 from store import metrics as sm
-from tests.helpers import db
+from tests.helpers import db, spawn
 from tests.reliability.conftest import cli
 
 SMALL = {
@@ -76,10 +76,9 @@ def signals(*sigs: int):
 
 def hold_store(home: Path, seconds: float, procs: list) -> None:
     """Another process takes the store for `seconds`; returns once it holds it."""
-    p = subprocess.Popen(
+    p = spawn(
         [sys.executable, "-c", HOLDER, str(home / "latentfuzz.duckdb"), str(seconds)],
-        stdout=subprocess.PIPE,
-        text=True,
+        stderr=None,
     )
     procs.append(p)
     assert p.stdout.readline().strip() == "held"
@@ -249,8 +248,8 @@ def test_held_interrupts_end_a_pause_only_where_the_close_gives_way(ctrl_c):
         interrupts.pause(0.1)  # not giving way: an ordinary sleep
         t = time.monotonic()
         with interrupts.giving_way(), pytest.raises(KeyboardInterrupt):
-            interrupts.pause(30)
-        assert time.monotonic() - t < 1
+            interrupts.pause(60)
+        assert time.monotonic() - t < 30  # ended by the interrupt; generous under load
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     interrupts.honour()  # outside a hold: nothing to raise
     # A handler of the caller's own is left alone.

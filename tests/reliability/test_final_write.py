@@ -19,7 +19,7 @@ from engine.campaign.runner import run_campaign
 from engine.core.errors import LatentfuzzError
 from store import campaigns as sc
 from store import recovery
-from tests.helpers import CLI, db, wait_for_campaign
+from tests.helpers import db, start_cli, wait_for_campaign
 from tests.reliability.conftest import cli
 
 TIMEOUT = 1.0  # the store's timeout in these tests; the holder keeps it 3 times as long
@@ -34,13 +34,7 @@ def start(home: Path, env, tmp_path: Path) -> subprocess.Popen:
         "  population: 6\n  best_left: 2\n  perturbation: low\n"
     )
     env = {**env, "LATENTFUZZ_STORE_TIMEOUT": str(TIMEOUT)}
-    return subprocess.Popen(
-        [*CLI, "run", "--config", str(cfg), "--quiet"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_cli(["run", "--config", str(cfg), "--quiet"], env)
 
 
 def hold_until_waiting(home: Path, proc: subprocess.Popen) -> tuple[str, str]:

@@ -20,7 +20,7 @@ from engine.campaign.runner import run_campaign
 from engine.io import doctor
 from store import Store
 from store import campaigns as sc
-from tests.helpers import CLI, wait_for_files
+from tests.helpers import start_cli, wait_for_files
 from tests.reliability.conftest import cli
 
 # Small: a few seconds of search on a loaded 2-core machine, so ten kills and resumes
@@ -82,9 +82,9 @@ def kill_and_resume(n: int, home: Path, env, tmp_path: Path) -> None:
         if kills == n:
             break
         cid = f"kill{attempt:02d}"
-        proc = subprocess.Popen(
-            [*CLI, "run", "--config", str(cfg), "--id", cid, "--quiet"],
-            env=env,
+        proc = start_cli(
+            ["run", "--config", str(cfg), "--id", cid, "--quiet"],
+            env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from store import campaigns as sc
 from store import liveness
 from store.liveness import CampaignLock, lock_path
-from tests.helpers import db, start_cli, wait_for_campaign, wait_for_generation
+from tests.helpers import db, spawn, start_cli, wait_for_campaign, wait_for_generation
 from tests.reliability.conftest import cli
 
 # Stopped or killed early; long enough that its first flush (2 s) comes well before its end:
@@ -72,16 +71,14 @@ time.sleep(600)
 
 def test_stop_signals_the_campaign_process_and_never_a_stranger(home: Path):
     # The campaign's own process: holds the lock, stop reaches it.
-    owner = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(home), "c1"], stdout=subprocess.PIPE, text=True
-    )
+    owner = spawn([sys.executable, "-c", HOLDER, str(home), "c1"], stderr=None)
     assert owner.stdout.readline().strip() == "held"
     assert liveness.alive(home, "c1")
     assert liveness.stop(home, "c1")
     assert owner.wait(timeout=30) == -signal.SIGTERM
     assert not liveness.alive(home, "c1")
     # The process is gone and its pid now belongs to a stranger: nobody holds the lock.
-    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    stranger = spawn([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         lock_path(home, "c1").write_text(f"{stranger.pid} {liveness.process_start(stranger.pid)}")
         assert not liveness.stop(home, "c1")

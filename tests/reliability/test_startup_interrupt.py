@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +17,7 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from store import campaigns as sc
 from store import interrupts
-from tests.helpers import CLI, db
+from tests.helpers import db
 
 SMALL = {
     "seeds": 2,
@@ -76,8 +74,8 @@ def test_a_second_ctrl_c_in_the_start_up_raises_at_once(deferred):
     t = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(5)
-    assert time.monotonic() - t < 1
+        time.sleep(60)
+    assert time.monotonic() - t < 30  # the sleep was cut short; generous under load
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
@@ -95,34 +93,8 @@ def test_the_batch_sweep_stops_at_a_deferred_ctrl_c(deferred):
     assert len(calls) <= 5  # stopped at the next size, not at the end of a 60 s budget
 
 
-# From 0.6 s: before typer has parsed the command (0.15 to 0.3 s here, under load) nothing
-# of latentfuzz runs yet, and Python's own KeyboardInterrupt ends it (README).
-@pytest.mark.parametrize("delay", [0.6, 0.9, 1.1, 1.3, 1.6, 2.0])
-def test_ctrl_c_at_any_moment_of_the_start_up_is_one_line_and_no_running_campaign(
-    home, env, tmp_path: Path, delay
-):
-    # The helper's walkthrough saw, between 0.3 and 1.1 s: tracebacks from an import and
-    # from a DuckDB query, an abort, and a row left `running` after "interrupted before the
-    # search began". The batch sweep runs here too (the suite pins the size elsewhere).
-    env = {k: v for k, v in env.items() if k != "LATENTFUZZ_BATCH_SIZE"}
-    cfg = tmp_path / "long.yaml"  # searches for minutes: no seed stops at a failure
-    cfg.write_text("seeds: 3\nstrategy_params: {generations: 5000, stop_at_failure: false}\n")
-    p = subprocess.Popen(
-        [*CLI, "run", "--config", str(cfg), "--id", "c", "--quiet"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(delay)
-    p.send_signal(signal.SIGINT)
-    out, errs = p.communicate(timeout=120)
-    assert p.returncode == 130 and "Traceback" not in errs, errs
-    c = sc.campaign(db(home), "c") if (home / "latentfuzz.duckdb").exists() else None
-    if c is None:
-        assert "interrupted before the search began" in errs
-    else:
-        assert c["status"] == "interrupted" and "campaign c interrupted" in out
+# The CLI's start-up, end to end (a process, at several moments, under load, SIGINT
+# inherited ignored): tests/reliability/test_signals_under_load.py.
 
 
 def test_a_ctrl_c_while_a_resume_loads_its_models_leaves_the_campaign_as_it_was(

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
 import time
 import urllib.request
 
 from engine.cli.ui import SETTINGS, command
-from tests.helpers import CLI
+from tests.helpers import start_cli
 
 
 def free_port() -> int:
@@ -33,14 +32,7 @@ def listening(port: int) -> set[str]:
 
 def test_ui_from_tmp_listens_on_loopback_only(env, home):
     port = free_port()
-    proc = subprocess.Popen(
-        [*CLI, "ui", "--port", str(port)],
-        cwd="/tmp",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(["ui", "--port", str(port)], env, cwd="/tmp")
     try:
         deadline = time.monotonic() + 120
         while not listening(port):
@@ -62,14 +54,7 @@ def test_ui_passes_every_setting_and_warns_beyond_loopback(env):
     assert SETTINGS["browser.gatherUsageStats"] == "false"
     assert SETTINGS["server.enableXsrfProtection"] == "true"
     port = free_port()
-    proc = subprocess.Popen(
-        [*CLI, "ui", "--port", str(port), "--address", "0.0.0.0"],
-        cwd="/tmp",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(["ui", "--port", str(port), "--address", "0.0.0.0"], env, cwd="/tmp")
     try:
         line = proc.stderr.readline()
         assert line.startswith("warning: listening on 0.0.0.0") and "no login" in line

@@ -118,16 +118,36 @@ def test_writer_batches_and_finish(store: Store):
     assert s["iterations_to_failure"] == s["iterations_icst"] == 3.0
 
 
-def test_flushes_are_spaced_to_keep_the_store_under_its_share(store: Store):
+class Clock:
+    """store.writer's clock, moved by the test alone: each reading of the store's time
+    (perf_counter) moves it 10 ms, so every flush costs exactly 10 ms, whatever the load."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        self.now += 0.01
+        return self.now
+
+
+def test_flushes_are_spaced_to_keep_the_store_under_its_share(store: Store, monkeypatch):
     """The rule, not a timing: after a flush, the next waits until the writer's time so
     far, the next flush counted at the last one's cost, is STORE_SHARE of the time
-    elapsed, never less than flush_seconds and never more than MAX_SPACING of them."""
+    elapsed, never less than flush_seconds and never more than MAX_SPACING of them. On
+    the machine's clock a loaded machine's slow flush or late start moved the numbers
+    (the share rule then decided where the test expected the bound, or the reverse)."""
     create_campaign(store, campaign_row())
+    clock = Clock()
+    monkeypatch.setattr("store.writer.time", clock)
     w = CampaignWriter(store, "c1", flush_seconds=2.0, background=False)
     w.append("generations", **gen_rows("c1", 1, 2))
     w.flush()
-    if w.seconds < 0.04:  # a quiet flush of milliseconds: the usual cadence
-        assert w._interval == 2.0
+    assert w.last_flush_seconds == pytest.approx(0.01)
+    assert w._interval == 2.0  # a quiet flush of milliseconds: the usual cadence
+    clock.now += 1.0  # a second of search
     w.seconds = 0.1  # as if the store had already taken 100 ms (a loaded machine)
     w.append("generations", **gen_rows("c1", 2, 2))
     w.flush()
@@ -142,8 +162,12 @@ def test_flushes_are_spaced_to_keep_the_store_under_its_share(store: Store):
     w.flush()
     assert w._interval == MAX_SPACING * 2.0  # a live view is at most 10 s old
     w.append("generations", **gen_rows("c1", 4, 2))
-    w.maybe_flush()  # not due for 10 s: stays pending
+    clock.now += 9.0  # not due for 10 s: stays pending
+    w.maybe_flush()
     assert w.flushes == 3
+    clock.now += 1.0  # due now
+    w.maybe_flush()
+    assert w.flushes == 4
     w.finish("finished")
     assert len(sc.generations(store, "c1")) == 8
 

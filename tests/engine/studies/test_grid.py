@@ -17,6 +17,7 @@ from engine.studies.cell import FAIL_ENV
 from engine.studies.grid import KILL_ENV, load_state, run_grid
 from engine.studies.spec import load_grid, parse_grid
 from store import Store
+from tests.helpers import start_cli
 
 GRID = {
     "name": "tiny",
@@ -245,24 +246,8 @@ def test_ctrl_c_or_stop_stops_a_grid_on_a_process_pool(
             }
         )
     )
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "engine.cli.main",
-            "grid",
-            str(spec_file),
-            "--workers",
-            str(workers),
-            "-q",
-            "--home",
-            str(home),
-        ],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    p = start_cli(
+        ["grid", str(spec_file), "--workers", str(workers), "-q", "--home", str(home)], env
     )
     folder, cells = home / "grids" / "stop", load_grid(spec_file).cells()
     # Two workers: the short cells finish beside the long one, and a worker waits idle.
