@@ -63,7 +63,7 @@ def _start(home: Path, cid: str, args: list[str], mode: str) -> None:
     log_path(home, cid).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path(home, cid), mode) as log:
         subprocess.Popen(
-            [sys.executable, "-m", "engine.cli.main", *args, "--home", str(home), "--quiet"],
+            [sys.executable, "-m", "engine.entry", *args, "--home", str(home), "--quiet"],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

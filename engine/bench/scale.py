@@ -50,7 +50,7 @@ from engine.core.malloc import keep_freed_memory
 FIRST_GENERATION_ENV = "LATENTFUZZ_FIRST_GENERATION_FILE"
 #: Sizes below the campaign sweep's smallest, for the shape bound.
 SMALL_SIZES = (1, 2, 4, 8)
-CLI = [sys.executable, "-m", "engine.cli.main"]
+CLI = [sys.executable, "-m", "engine.entry"]  # signals taken from its first line
 
 
 def limit_forward(generator: str = "vae", device: str = "cpu"):
