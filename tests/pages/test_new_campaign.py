@@ -56,7 +56,7 @@ def test_valid_campaign_is_launched_in_another_process(app, monkeypatch):
     at.button[0].click().run()
     assert not at.exception, at.exception
     ((args, kwargs),) = launched
-    assert args[1:4] == ["-m", "engine.cli.main", "run"] and kwargs["start_new_session"]
+    assert args[1:4] == ["-m", "engine.entry", "run"] and kwargs["start_new_session"]
     cid = args[args.index("--id") + 1]
     assert at.query_params["id"] == [cid] or at.query_params["id"] == cid
     cfg = yaml.safe_load(Path(args[args.index("--config") + 1]).read_text())

@@ -12,29 +12,16 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from engine.campaign.config import parse_config
-from engine.campaign.runner import run_campaign
 from engine.core.errors import ConfigError
 from engine.core.files import sha256
 from engine.io.bundle import BundleError, export_bundle, import_bundle
-from store import SCHEMA_VERSION, Store, annotations
+from store import SCHEMA_VERSION, Store
 from store import campaigns as sc
 from store.bundles import TABLES
 
 
 def db(home: Path) -> Store:
     return Store(home / "latentfuzz.duckdb")
-
-
-@pytest.fixture(scope="module")
-def source(tmp_path_factory) -> tuple[Path, str]:
-    """A finished campaign (a few seeds and generations, archive on) with a tag."""
-    home = tmp_path_factory.mktemp("src")
-    sp = {"generations": 10, "perturbation": "strong"}
-    cfg = parse_config({"seeds": 3, "seed": 2, "archive": True, "strategy_params": sp})
-    cid = run_campaign(cfg, home).campaign_id
-    annotations.annotate(db(home), "campaign", cid, tags=["shared"], notes="from a colleague")
-    return home, cid
 
 
 def rows(store: Store, cid: str, drop_id: bool = False, was: str = "") -> dict[str, list[tuple]]:

@@ -18,19 +18,12 @@ from pathlib import Path
 import pytest
 
 from engine.io import bundle_zip
-from engine.io.bundle import BundleError, export_bundle, import_bundle
+from engine.io.bundle import BundleError, import_bundle
 from engine.io.doctor import check
-from tests.engine.io.test_bundle import db, source  # noqa: F401
+from tests.engine.io.test_bundle import db
 from tests.engine.io.test_bundle_rows import counts
 
 MiB = 2**20
-
-
-@pytest.fixture
-def honest(source, tmp_path: Path) -> Path:  # noqa: F811
-    home, cid = source
-    export_bundle(db(home), home, cid, tmp_path / "c.lfz")
-    return tmp_path / "c.lfz"
 
 
 @pytest.fixture
@@ -157,7 +150,7 @@ def staging_folders(home: Path) -> list[Path]:
     return sorted((home / "campaigns").glob(".import-*"))
 
 
-def test_a_killed_imports_staging_is_removed_by_the_next(source, honest, tmp_path):  # noqa: F811
+def test_a_killed_imports_staging_is_removed_by_the_next(source, honest, tmp_path):
     _, cid = source
     home = tmp_path / "home"
     child = subprocess.Popen(

@@ -14,7 +14,7 @@ from engine.core.errors import LatentfuzzError
 from engine.io.bundle import export_bundle, import_bundle
 from engine.io.export import export_zip, zip_bytes
 from store.bundles import TABLES
-from tests.engine.io.test_bundle import _with_manifest, db, source  # noqa: F401
+from tests.engine.io.test_bundle import _with_manifest, db
 
 #: (column, value) an attacker writes into the first seed's row, with the file it reads.
 OUTSIDE = {
@@ -44,7 +44,7 @@ def _seed_path(bundle: Path, out: Path, col: str, value: str) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(OUTSIDE))
-def test_a_bundle_naming_a_file_outside_is_refused(source, tmp_path: Path, kind: str):  # noqa: F811
+def test_a_bundle_naming_a_file_outside_is_refused(source, tmp_path: Path, kind: str):
     home, cid = source
     bundle = tmp_path / "c.lfz"
     export_bundle(db(home), home, cid, bundle)
@@ -90,7 +90,7 @@ def _stored_outside(home: Path, cid: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(OUTSIDE))
-def test_export_refuses_a_stored_path_outside(source, tmp_path: Path, kind: str):  # noqa: F811
+def test_export_refuses_a_stored_path_outside(source, tmp_path: Path, kind: str):
     src, cid = source
     bundle = tmp_path / "c.lfz"
     export_bundle(db(src), src, cid, bundle)

@@ -16,9 +16,9 @@ import pytest
 
 from engine.core.errors import LatentfuzzError
 from engine.core.files import sha256
-from engine.io.bundle import export_bundle, import_bundle
+from engine.io.bundle import import_bundle
 from store.bundles import TABLES
-from tests.engine.io.test_bundle import db, source  # noqa: F401
+from tests.engine.io.test_bundle import db
 
 SEMICOLON = 'x"; DROP TABLE seeds; --'
 
@@ -65,13 +65,6 @@ def folders(home: Path) -> list[str]:
 
 
 @pytest.fixture
-def honest(source, tmp_path: Path) -> Path:  # noqa: F811
-    home, cid = source
-    export_bundle(db(home), home, cid, tmp_path / "c.lfz")
-    return tmp_path / "c.lfz"
-
-
-@pytest.fixture
 def victim(honest, tmp_path: Path) -> Path:
     """A home that already holds a campaign, `victim` (the honest bundle, imported)."""
     home = tmp_path / "victim-home"
@@ -89,7 +82,7 @@ def refused(home: Path, bad: Path, match: str, new_id: str | None = None) -> Non
 
 
 @pytest.mark.parametrize("table", ["individuals", "generations", "seeds", "annotations"])
-def test_rows_of_another_campaign_are_refused(source, honest, victim, tmp_path, table):  # noqa: F811
+def test_rows_of_another_campaign_are_refused(source, honest, victim, tmp_path, table):
     _, cid = source
     idc = "id" if table == "annotations" else "campaign_id"
     bad = craft(
@@ -157,7 +150,7 @@ def test_values_out_of_range_are_refused(honest, tmp_path, case):
     refused(tmp_path / "home", bad, rf"tables/{table}\.parquet has {match}")
 
 
-def test_a_manifest_id_that_climbs_out_is_refused(source, honest, victim, tmp_path):  # noqa: F811
+def test_a_manifest_id_that_climbs_out_is_refused(source, honest, victim, tmp_path):
     """`../../../victim` named the folder the import moved into place: the victim's."""
     _, cid = source
     climb = "../../../victim"
