@@ -43,7 +43,7 @@ test: dev chromium
 # suite ends, passed, failed or interrupted; make's exit status is the suite's.
 LOAD_CPUS ?= 4
 test-loaded: dev chromium stress-ng
-	@setsid stress-ng --cpu $(LOAD_CPUS) --quiet & load=$$!; \
+	@setsid stress-ng --cpu $(LOAD_CPUS) --quiet 2>/dev/null & load=$$!; \
 	  trap 'kill -- -$$load 2>/dev/null; wait $$load 2>/dev/null' EXIT INT TERM; \
 	  $(BIN)/python -m pytest -q -n 2
 
