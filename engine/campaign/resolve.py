@@ -5,6 +5,7 @@ engine/campaign/parts.py."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,11 @@ from engine.generators import Generator
 from engine.search.fitness import Criterion, Fitness
 from engine.search.strategies import STRATEGIES, SearchSpace, Strategy
 from engine.validators import default_validators
+
+#: Most latent values a search may hold at once (seeds x population x latent size), 4 GiB
+#: as float32: `--seeds 1000 --population 10000` drew 15 GB in one call before the first
+#: generation, on a machine with less, and left a `failed` campaign with a traceback.
+MAX_SEARCH_VALUES = 2**30
 
 
 @dataclass
@@ -109,7 +115,22 @@ def make_strategy(cfg: CampaignConfig, gen: Generator, gen_name: str, ds: Datase
             f"run `latentfuzz models measure {gen_name}`"
         )
     space = SearchSpace(gen.latent_shape, float(low), float(high), ds.num_classes)
+    check_search_size(cfg.seeds, getattr(params, "population", 1), space.latent_shape)
     why = strategy_cls.check_generator(gen)
     if why is not None:
         raise ConfigError(why)
     return strategy_cls(params, space)
+
+
+def check_search_size(seeds: int, population: int, latent_shape: tuple[int, ...]) -> None:
+    """ConfigError (one line) when the search would hold more than MAX_SEARCH_VALUES
+    latent values: checked before the store is touched, as the population is drawn whole."""
+    latent = math.prod(latent_shape)
+    n = seeds * population * latent
+    if n > MAX_SEARCH_VALUES:
+        raise ConfigError(
+            f"{seeds:,} seeds x {population:,} individuals x {latent:,} latent values is "
+            f"{n:,} values ({n * 4 / 2**30:,.1f} GiB) held at once, expected at most "
+            f"{MAX_SEARCH_VALUES:,} (4 GiB); lower --seeds or --population, or split the "
+            "seeds over several campaigns"
+        )

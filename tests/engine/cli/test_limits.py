@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -80,6 +81,42 @@ def test_a_long_name_is_refused_without_being_echoed(home: Path, env, tmp_path: 
 def test_huge_and_infinite_steps_are_refused_before_the_search(home: Path, env, flags):
     line = refused(cli(["run", "--seeds", "1", "--generations", "1", "--quiet", *flags], env))
     assert "step" in line or "noise" in line
+    nothing_written(home)
+
+
+def capped(gib: int = 6):
+    """A preexec_fn capping the child's address space: a command that allocates what it
+    was asked for fails there, not by taking the machine's memory from the suite."""
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (gib * 2**30, gib * 2**30))
+
+
+def test_a_grid_of_a_billion_cells_is_refused_before_one_is_built(home: Path, env, tmp_path):
+    grid = tmp_path / "bomb.yaml"
+    axes = "".join(f"  strategy_params.k{i}: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n" for i in range(9))
+    grid.write_text(f"name: bomb\nbase: {{seeds: 2}}\naxes:\n{axes}")
+    # 300 bytes: the grid expanded its cells for 40 s, past 1 GB, and never started one.
+    p = subprocess.run(
+        [*CLI, "grid", str(grid), "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=capped(),
+    )
+    line = refused(p)
+    assert "1,000,000,000 cells" in line and "at most 10,000" in line
+    assert not (home / "grids").exists()
+    nothing_written(home)
+
+
+def test_a_search_too_big_to_hold_is_refused_before_the_campaign(home: Path, env):
+    args = ["run", "--seeds", "1000", "--population", "10000", "--generations", "1", "-q"]
+    # It drew 15 GB of noise in one call, then a traceback and a `failed` campaign.
+    p = subprocess.run(
+        [*CLI, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=capped()
+    )
+    line = refused(p)
+    assert "1,000 seeds x 10,000 individuals" in line and "lower --seeds or --population" in line
     nothing_written(home)
 
 
