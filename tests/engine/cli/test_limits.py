@@ -120,6 +120,14 @@ def test_a_search_too_big_to_hold_is_refused_before_the_campaign(home: Path, env
     nothing_written(home)
 
 
+def test_a_csv_header_is_not_echoed_whole(home: Path, env, tmp_path: Path):
+    study = tmp_path / "wide.csv"
+    study.write_text(",".join(f"column {i}" for i in range(3000)) + "\n" + "1," * 2999 + "1\n")
+    # The refusal listed all 3,000 names: a 40 KB line.
+    line = refused(cli(["labels", "import", str(study), "--dataset", "mnist"], env))
+    assert "not found" in line and "characters)" in line and len(line) < 600
+
+
 def test_an_address_that_is_no_address_is_one_line(env):
     line = refused(cli(["ui", "--address", "999.1.1.1", "--port", str(free_port())], env))
     assert "'999.1.1.1'" in line and "127.0.0.1" in line
