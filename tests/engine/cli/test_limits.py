@@ -116,8 +116,24 @@ def test_a_search_too_big_to_hold_is_refused_before_the_campaign(home: Path, env
         [*CLI, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=capped()
     )
     line = refused(p)
-    assert "1,000 seeds x 10,000 individuals" in line and "lower --seeds or --population" in line
+    assert "1,000 seeds x 10,000 latents each" in line and "lower --seeds or --population" in line
     nothing_written(home)
+
+
+def test_interpolations_too_many_to_hold_or_to_draw_are_one_line(home: Path, env):
+    def run(*flags: str) -> subprocess.CompletedProcess:
+        args = ["run", "--strategy", "interpolate", "--lambda-steps", "1", "-q", *flags]
+        return subprocess.run(
+            [*CLI, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=capped()
+        )
+
+    # k=100 of 9 other classes for 1,000 seeds: 5.5 GB in one call, then a traceback.
+    line = refused(run("--seeds", "1000", "-p", "k=100"))
+    assert "900 latents each" in line and "(interpolate: k)" in line
+    nothing_written(home)
+    # More images per class than the test set has: a ValueError traceback.
+    line = refused(run("--seeds", "1", "-p", "k=1000"))
+    assert "test images, k=1000 asked; lower k" in line
 
 
 def test_a_csv_header_is_not_echoed_whole(home: Path, env, tmp_path: Path):
