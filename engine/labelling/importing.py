@@ -184,6 +184,13 @@ def import_csv(
     home = Path(home) if home is not None else Path(store.path).parent
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
+    if Path(path).exists() and not (Path(path).is_file() or Path(path).is_dir()):
+        # Hashed, then read: /dev/zero was hashed for ever, and a pipe (`<(gunzip -c x)`)
+        # is empty the second time. A folder keeps the error reading it gives.
+        raise ConfigError(
+            f"{path} is no regular file (a pipe or a device); expected a CSV file: save it "
+            "to a file first (e.g. `gunzip -c study.csv.gz > study.csv`)"
+        )
     key = import_key(path, ds.name, m, encoding)
     if not again and (earlier := label_store.imported_validity_study(store, key)) is not None:
         raise ConfigError(

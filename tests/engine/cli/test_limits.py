@@ -144,6 +144,16 @@ def test_a_csv_header_is_not_echoed_whole(home: Path, env, tmp_path: Path):
     assert "not found" in line and "characters)" in line and len(line) < 600
 
 
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_a_study_that_is_no_regular_file_is_one_line(home: Path, env, tmp_path: Path, kind):
+    path = Path("/dev/zero") if kind == "device" else tmp_path / "study.csv"
+    if kind == "pipe":
+        os.mkfifo(path)  # no writer: opening it waits for ever
+    # /dev/zero was hashed for ever, the pipe waited for a writer: both ran until killed.
+    line = refused(cli(["labels", "import", str(path), "--dataset", "mnist"], env, timeout=60))
+    assert "is no regular file (a pipe or a device)" in line
+
+
 def test_an_address_that_is_no_address_is_one_line(env):
     line = refused(cli(["ui", "--address", "999.1.1.1", "--port", str(free_port())], env))
     assert "'999.1.1.1'" in line and "127.0.0.1" in line
