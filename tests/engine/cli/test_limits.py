@@ -18,6 +18,7 @@ import pytest
 
 from engine.cli.common import CliConsole, Table
 from tests.engine.core.test_yaml_io import billion_laughs
+from tests.engine.io.test_import_results import GEN, ROWS, rng_images, write_folder
 from tests.helpers import CLI
 
 #: Terminal escapes an attacker would put in a name: retitle the window, clear the screen.
@@ -152,6 +153,15 @@ def test_a_study_that_is_no_regular_file_is_one_line(home: Path, env, tmp_path: 
     # /dev/zero was hashed for ever, the pipe waited for a writer: both ran until killed.
     line = refused(cli(["labels", "import", str(path), "--dataset", "mnist"], env, timeout=60))
     assert "is no regular file (a pipe or a device)" in line
+
+
+def test_a_file_name_too_long_from_a_results_csv_is_not_echoed_whole(home: Path, env, tmp_path):
+    rows = [("a" * 5000 + ".npy", 3, 5, 12), *ROWS[1:]]
+    folder = write_folder(tmp_path / "gb", rng_images(), rows=rows)
+    args = ["import-results", str(folder), "--dataset", "mnist", "--generator-name", GEN]
+    line = refused(cli(args, env))  # the OS's "File name too long", with the whole name
+    assert "File name too long" in line and "characters)" in line and len(line) < 600
+    nothing_written(home)
 
 
 def test_an_address_that_is_no_address_is_one_line(env):
