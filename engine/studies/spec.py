@@ -86,6 +86,16 @@ class GridSpec:
     #: parameters at an equal budget), applied to each cell's config after its values.
     derive: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
+    def __post_init__(self) -> None:
+        # Counted before a cell is built: `cells()` expands them all, checking each config.
+        if (n := math.prod(len(v) for v in self.axes.values())) > MAX_CELLS:
+            sizes = " x ".join(f"{len(v):,}" for v in self.axes.values())
+            raise ConfigError(
+                f"grid {self.name} has {n:,} cells ({sizes} values on its axes), expected at "
+                f"most {MAX_CELLS:,}; each cell is a campaign: split the grid, or shorten its "
+                "axes"
+            )
+
     def cells(self) -> list[Cell]:
         """Every cell, first axis outermost; each config checked (one line per error)."""
         out, names = [], list(self.axes)
@@ -195,13 +205,6 @@ def parse_grid(data: dict[str, Any], default_name: str = "grid") -> GridSpec:
         ids = [cell_id({path: v}) for v in values]
         if len(set(ids)) != len(ids):
             raise ConfigError(f"axis {quote(path)} lists a value twice: {quote(values)}")
-    # Counted before a cell is built: `cells()` expands them all, checking each config.
-    if (n := math.prod(len(v) for v in axes.values())) > MAX_CELLS:
-        sizes = " x ".join(f"{len(v):,}" for v in axes.values())
-        raise ConfigError(
-            f"grid {name} has {n:,} cells ({sizes} values on its axes), expected at most "
-            f"{MAX_CELLS:,}; each cell is a campaign: split the grid, or shorten its axes"
-        )
     resources = data.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - set(RESOURCES):
         raise ConfigError(f"grid resources {resources!r}; expected a mapping of {RESOURCES}")

@@ -110,6 +110,17 @@ def test_a_grid_of_a_billion_cells_is_refused_before_one_is_built(home: Path, en
     nothing_written(home)
 
 
+@pytest.mark.parametrize("repetitions", ["1000000000", "0"])
+def test_a_diff_study_repeated_too_often_or_never_is_one_line(home: Path, env, repetitions):
+    args = ["diff-study", "--repetitions", repetitions, "--seeds", "1", "--evaluations", "10"]
+    # 10^9: a MemoryError building the axis; 0: a KeyError once nothing ran.
+    p = subprocess.run(
+        [*CLI, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=capped()
+    )
+    assert f"--repetitions is {repetitions}, expected 1 to 10,000" in refused(p)
+    nothing_written(home)
+
+
 def test_a_search_too_big_to_hold_is_refused_before_the_campaign(home: Path, env):
     args = ["run", "--seeds", "1000", "--population", "10000", "--generations", "1", "-q"]
     # It drew 15 GB of noise in one call, then a traceback and a `failed` campaign.
