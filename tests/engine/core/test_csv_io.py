@@ -34,9 +34,9 @@ def test_a_line_too_long_is_refused_before_csv_splits_it(tmp_path: Path):
 
 @pytest.mark.timeout(60)
 def test_repeated_names_are_numbered_as_pandas_does_and_in_linear_time():
-    assert _names(["x", "x", "x.1", "", "x", " ", "x.1", "Unnamed: 3"]) == [
-        "x", "x.1", "x.1.1", "Unnamed: 3", "x.2", "Unnamed: 5", "x.1.2", "Unnamed: 3.1"
-    ]  # fmt: skip
+    header = ["x", "x", "x.1", "", "x", " ", "x.1", "Unnamed: 3"]
+    numbered = ["x", "x.1", "x.1.1", "Unnamed: 3", "x.2", "Unnamed: 5", "x.1.2"]
+    assert _names(header) == [*numbered, "Unnamed: 3.1"]
     # 10,000 repeats of one name: cubic before (each name tried every earlier suffix).
     names = _names(["x"] * MAX_COLUMNS)
     assert names[-1] == f"x.{MAX_COLUMNS - 1}" and len(set(names)) == MAX_COLUMNS
