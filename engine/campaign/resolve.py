@@ -5,6 +5,7 @@ engine/campaign/parts.py."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,12 @@ from engine.generators import Generator
 from engine.search.fitness import Criterion, Fitness
 from engine.search.strategies import STRATEGIES, SearchSpace, Strategy
 from engine.validators import default_validators
+
+#: Most values a search may hold at once (seeds x population x latent size; interpolate's
+#: encoded images), 1 GiB as float32, which the search copies as it works: `--seeds 1000
+#: --population 10000` drew 15 GB in one call before the first generation, on a machine
+#: with less, and left a `failed` campaign with a traceback.
+MAX_SEARCH_VALUES = 2**28
 
 
 @dataclass
@@ -112,4 +119,20 @@ def make_strategy(cfg: CampaignConfig, gen: Generator, gen_name: str, ds: Datase
     why = strategy_cls.check_generator(gen)
     if why is not None:
         raise ConfigError(why)
-    return strategy_cls(params, space)
+    strategy = strategy_cls(params, space)
+    check_search_size(cfg.seeds, *strategy.held_per_seed(math.prod(ds.shape)))
+    return strategy
+
+
+def check_search_size(seeds: int, vectors: int, values: int) -> None:
+    """ConfigError (one line) when the search would hold more than MAX_SEARCH_VALUES
+    values at once (`vectors` of `values` for each seed): checked before the store is
+    touched, as a population is drawn whole."""
+    n = seeds * vectors * values
+    if n > MAX_SEARCH_VALUES:
+        raise ConfigError(
+            f"{seeds:,} seeds x {vectors:,} latents each x {values:,} values is {n:,} values "
+            f"({n * 4 / 2**30:,.1f} GiB) held at once, expected at most {MAX_SEARCH_VALUES:,} "
+            "(1 GiB, copied as the search works); lower --seeds or --population "
+            "(interpolate: k), or split the seeds over several campaigns"
+        )

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from engine.core.errors import yaml_problem
 from engine.core.home import ENV_VAR, db_path, resolve_home
-from engine.core.untrusted import quote
+from engine.core.untrusted import QUOTE_LIMIT, quote
 from store import interrupts
 from store.failures import failed_as
 from store.liveness import RESUMABLE, status
@@ -148,7 +148,10 @@ def one_line(e: BaseException, flags: bool = False) -> str | None:
             errno.EPERM: "permission denied; pick a path you may read and write",
             errno.ENOSPC: "no space left on the device; free some space",
         }.get(e.errno, f"{e.strerror or e}; check the path")
-        return f"cannot use {e.filename}: {fix}"
+        # A name from a shared file (a results CSV's 5,000-character image name) is cut.
+        name = os.fsdecode(e.filename) if isinstance(e.filename, (str, bytes)) else e.filename
+        shown = quote(name) if len(str(name)) > QUOTE_LIMIT else name
+        return f"cannot use {shown}: {fix}"
     if type(e).__module__.startswith("yaml"):
         return yaml_problem(e)
     if type(e).__name__ == "ValidationError" and hasattr(e, "errors"):

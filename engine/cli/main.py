@@ -157,6 +157,12 @@ def main() -> None:
         err.print("aborted", markup=False, highlight=False)
         sys.exit(1)
     except Exception as e:  # noqa: BLE001 - a bug's traceback is re-raised below
+        if str(e) == "Query interrupted" or type(e).__name__ == "InterruptException":
+            # DuckDB's word for a Ctrl-C or SIGTERM that lands inside a query (and for an
+            # interrupted connection): a bundle import stopped in its closing CHECKPOINT
+            # ended in a traceback. Its transaction was rolled back, or had committed.
+            err.print("interrupted", markup=False, highlight=False)
+            sys.exit(130)
         said = str(e) if isinstance(e, (LatentfuzzError, StoreError, StoreBusy)) else one_line(e)
         if said is None:
             raise

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import codecs
 import csv
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
@@ -24,6 +26,11 @@ from engine.core.errors import ConfigError
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: Rows read by default; `--max-rows` raises it.
 MAX_ROWS = 100_000
+#: Most columns a header may have: a 0.9 MB header of 100,000 names kept `labels import`
+#: busy for minutes, and one line of a billion commas is a billion cells.
+MAX_COLUMNS = 10_000
+#: Longest physical line read (characters): checked before csv splits it into cells.
+MAX_LINE = 16 * 2**20
 
 
 def neutralise_cell(v: object) -> object:
@@ -91,14 +98,30 @@ def _encoding(path: Path, given: str | None) -> str:
 def _names(header: list[str]) -> list[str]:
     """Column names as pandas gives them: 'Unnamed: i' for empty ones, 'X.1' for repeats."""
     out: list[str] = []
+    taken: set[str] = set()
+    tried: dict[str, int] = {}  # the last suffix each repeated name reached
     for i, h in enumerate(header):
         name = h if h.strip() else f"Unnamed: {i}"
-        base, k = name, 0
-        while name in out:
+        base, k = name, tried.get(name, 0)
+        while name in taken:
             k += 1
             name = f"{base}.{k}"
+        tried[base] = k
         out.append(name)
+        taken.add(name)
     return out
+
+
+def _lines(f: TextIO, path: Path) -> Iterator[str]:
+    """f's lines, refused (one line) when one is longer than MAX_LINE: csv holds a whole
+    record in memory, a gigabyte of commas as that many cells."""
+    while line := f.readline(MAX_LINE + 1):
+        if len(line) > MAX_LINE:
+            raise ConfigError(
+                f"{path} has a line longer than {MAX_LINE:,} characters; expected a CSV "
+                "table: check that it is one (it may be damaged, or made to exhaust memory)"
+            )
+        yield line
 
 
 def read_table(
@@ -116,10 +139,15 @@ def read_table(
     line = 0
     try:
         with open(path, encoding=enc, newline="") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(_lines(f, path))
             for cells in reader:
                 line = reader.line_num
                 if header is None:
+                    if len(cells) > MAX_COLUMNS:
+                        raise ConfigError(
+                            f"{path} has {len(cells):,} columns, expected at most "
+                            f"{MAX_COLUMNS:,}; check that it is the study's table"
+                        )
                     header = cells
                     continue
                 if not cells or not any(c.strip() for c in cells):

@@ -16,6 +16,7 @@ the sidecar while it exists, so a running seed's frames are readable as before.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import struct
@@ -53,6 +54,9 @@ def open_image(
     OSError when the file is missing or no image Pillow reads. Close it (`with`)."""
     if root is not None:
         path = inside(root, path, field, source=source)
+    if os.path.exists(path) and not os.path.isfile(path):
+        # Opening a FIFO waits for a writer for ever: a page showing one never finished.
+        raise OSError(errno.EINVAL, "not a regular file (a pipe, a device or a folder)", path)
     try:
         im = Image.open(path)
     except Image.DecompressionBombError as e:

@@ -27,6 +27,8 @@ MAX_SAMPLE_SIZE = 512
 #: Config keys transformers records but never opens: their values are often the author's
 #: own absolute cache paths, which refusing would turn away real pipelines.
 NOT_OPENED = {"special_tokens_map_file", "name_or_path", "_name_or_path"}
+#: Largest model_index.json read: real ones are under 1 KB (a component per line).
+MAX_INDEX_BYTES = 2**20
 
 
 def allowed_roots(folder: Path) -> list[Path]:
@@ -40,12 +42,28 @@ def allowed_roots(folder: Path) -> list[Path]:
 
 
 def read_index(folder: Path) -> dict[str, Any]:
-    """model_index.json as an object; ModelError in one line when it is not one."""
-    path = folder / PIPELINE_INDEX
+    """model_index.json as an object; ModelError in one line when it is not one. A link
+    is judged by where it leads, and the size bounded, before a byte of it is read."""
+    roots = allowed_roots(folder)
+    path = roots[0] / PIPELINE_INDEX
+    if path.is_symlink():
+        target = Path(os.readlink(path))
+        lead = target if target.is_absolute() else path.parent / target
+        inside_any(roots, lead, f"symlink {quote(PIPELINE_INDEX)}", source=str(folder))
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise ModelError(f"{path}: not readable ({e})") from None
+    if size > MAX_INDEX_BYTES:
+        raise ModelError(
+            f"{path} is {size:,} bytes, expected at most {MAX_INDEX_BYTES:,} (a component "
+            "per line); the folder is damaged or not a diffusers pipeline"
+        )
     try:
         index = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ModelError(f"{path}: not readable JSON ({e})") from None
+    except (OSError, ValueError, RecursionError) as e:
+        # RecursionError: 200,000 nested brackets, a traceback from json's decoder.
+        raise ModelError(f"{path}: not readable JSON ({(str(e).splitlines() or [e])[0]})") from None
     if not isinstance(index, dict):
         raise ModelError(
             f"{path} holds a JSON {type(index).__name__}, expected an object mapping each "

@@ -224,7 +224,7 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
         missing = [col for col in wanted.values() if _norm(col) not in by_norm]
         if missing:
             raise ConfigError(
-                f"{path}: columns {missing} not found; the file has {list(df.columns)}, the "
+                f"{path}: columns {missing} not found; the file has {quote(list(df.columns))}, the "
                 f"mapping expects {list(wanted.values())}. Pass a mapping file (--mapping) "
                 "naming the right columns."
             )

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from engine.core.csv_io import MAX_ROWS, read_table
 from engine.core.errors import ConfigError
-from engine.core.untrusted import inside
+from engine.core.untrusted import inside, quote
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset, printable
 from engine.labelling import agreement
@@ -184,6 +184,13 @@ def import_csv(
     home = Path(home) if home is not None else Path(store.path).parent
     m = mapping or ImportMapping()
     ds = get_dataset(dataset)
+    if Path(path).exists() and not (Path(path).is_file() or Path(path).is_dir()):
+        # Hashed, then read: /dev/zero was hashed for ever, and a pipe (`<(gunzip -c x)`)
+        # is empty the second time. A folder keeps the error reading it gives.
+        raise ConfigError(
+            f"{path} is no regular file (a pipe or a device); expected a CSV file: save it "
+            "to a file first (e.g. `gunzip -c study.csv.gz > study.csv`)"
+        )
     key = import_key(path, ds.name, m, encoding)
     if not again and (earlier := label_store.imported_validity_study(store, key)) is not None:
         raise ConfigError(
@@ -200,7 +207,7 @@ def import_csv(
     missing = [c for c in needed if c not in df.columns]
     if missing:
         raise ConfigError(
-            f"{path}: columns {missing} not found; the file has {list(df.columns)}. "
+            f"{path}: columns {missing} not found; the file has {quote(list(df.columns))}. "
             "Pass a mapping file (--mapping) naming the right columns."
         )
     df = df[df.ne("").any(axis=1)]  # blank lines at the end of a spreadsheet export

@@ -24,9 +24,10 @@ import pandas as pd
 from engine.core.errors import ConfigError, LatentfuzzError
 from engine.core.home import db_path, resolve_home
 from engine.core.ids import ID_PATTERN, timestamped_id
+from engine.core.untrusted import quote
 from engine.search.strategies import STRATEGIES
 from engine.studies.grid import run_grid
-from engine.studies.spec import MAX_NAME, GridSpec
+from engine.studies.spec import MAX_CELLS, MAX_NAME, GridSpec
 from store import Store
 from store.differential import differential_table
 
@@ -55,6 +56,12 @@ def study_grid(
     study: str,
 ) -> GridSpec:
     """The study as a grid: pair x repetition x method, in the order they run."""
+    if isinstance(repetitions, bool) or not 1 <= repetitions <= MAX_CELLS:
+        # 0 ended in a KeyError traceback; 10^9 in a MemoryError building the axis.
+        raise ConfigError(
+            f"--repetitions is {quote(repetitions)}, expected 1 to {MAX_CELLS:,} "
+            "(campaigns per method and pair)"
+        )
     base = {"generator": generator, "fitness": "divergence", "seeds": seeds}
     axes = {
         PAIR: [list(p) for p in pairs],

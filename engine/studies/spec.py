@@ -20,6 +20,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,15 @@ from typing import Any
 from engine.campaign.config import CampaignConfig, load_yaml, parse_config
 from engine.core.errors import ConfigError
 from engine.core.ids import ID_PATTERN
+from engine.core.untrusted import quote
 from engine.search.strategies import STRATEGIES
 
 KEYS = ("name", "base", "axes", "resources")
 RESOURCES = ("gpu", "cpu")
 MAX_NAME = 60  # a cell's campaign id is "<name>-<cell id>", at most 100 characters
+#: Most cells a grid may expand to: each is a campaign, and nine axes of ten values in a
+#: 300-byte YAML asked for a billion, expanded in memory before the first one ran.
+MAX_CELLS = 10_000
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,16 @@ class GridSpec:
     #: Programmatic grids only: settings that follow from a cell's values (a strategy's
     #: parameters at an equal budget), applied to each cell's config after its values.
     derive: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        # Counted before a cell is built: `cells()` expands them all, checking each config.
+        if (n := math.prod(len(v) for v in self.axes.values())) > MAX_CELLS:
+            sizes = " x ".join(f"{len(v):,}" for v in self.axes.values())
+            raise ConfigError(
+                f"grid {self.name} has {n:,} cells ({sizes} values on its axes), expected at "
+                f"most {MAX_CELLS:,}; each cell is a campaign: split the grid, or shorten its "
+                "axes"
+            )
 
     def cells(self) -> list[Cell]:
         """Every cell, first axis outermost; each config checked (one line per error)."""
@@ -173,21 +188,23 @@ def parse_grid(data: dict[str, Any], default_name: str = "grid") -> GridSpec:
     base = data.get("base") or {}
     axes = data.get("axes") or {}
     if not isinstance(base, dict):
-        raise ConfigError(f"grid base is {base!r}, expected a mapping of config settings")
+        raise ConfigError(f"grid base is {quote(base)}, expected a mapping of config settings")
     if not isinstance(axes, dict) or not axes:
         raise ConfigError(
-            f"grid axes are {axes!r}, expected a mapping of config field -> list of values, "
+            f"grid axes are {quote(axes)}, expected a mapping of config field -> list of values, "
             "e.g. axes: {generator: [vae, gan]}"
         )
     fields = list(CampaignConfig.model_fields)
     for path, values in axes.items():
         if str(path).split(".")[0] not in fields:
-            raise ConfigError(f"axis {path!r} is not a config field; expected one of {fields}")
+            raise ConfigError(f"axis {quote(path)} is not a config field; expected one of {fields}")
         if not isinstance(values, list) or not values:
-            raise ConfigError(f"axis {path} is {values!r}, expected a non-empty list of values")
+            raise ConfigError(
+                f"axis {quote(path)} is {quote(values)}, expected a non-empty list of values"
+            )
         ids = [cell_id({path: v}) for v in values]
         if len(set(ids)) != len(ids):
-            raise ConfigError(f"axis {path} lists a value twice: {values}")
+            raise ConfigError(f"axis {quote(path)} lists a value twice: {quote(values)}")
     resources = data.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - set(RESOURCES):
         raise ConfigError(f"grid resources {resources!r}; expected a mapping of {RESOURCES}")

@@ -3,6 +3,10 @@ failure line drawn only where a score splits failing from passing."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 
 def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
     import pandas as pd
@@ -83,6 +87,17 @@ def test_load_image_never_opens_a_path_outside_the_home(tmp_path):
     assert load_image(home, str(home / "u" / "mine.png")).size == (16, 16)
     for rel in (str(secret), "../secret.png", "u/../../secret.png", "u/link.png"):
         assert load_image(home, rel) is None, rel
+
+
+@pytest.mark.timeout(60)
+def test_load_image_never_waits_on_a_pipe_in_the_home(tmp_path):
+    from dashboard.components import load_image
+
+    home = tmp_path / "home"
+    home.mkdir()
+    os.mkfifo(home / "study.png")  # no writer: opening it for reading waits for ever
+    assert load_image(home, "study.png") is None
+    assert load_image(home, ".") is None  # the home itself, a folder
 
 
 def test_load_image_refuses_a_decompression_bomb_and_bounds_the_enlargement(tmp_path):

@@ -9,6 +9,7 @@ per-individual Python loops.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -163,6 +164,11 @@ class Strategy(ABC):
     def evaluation_budget(self) -> int:
         """The most evaluations one seed can cost in this campaign."""
         return type(self).budget(self.params)
+
+    def held_per_seed(self, image_values: int) -> tuple[int, int]:
+        """(vectors, values in each) held at once for each seed, for images of
+        `image_values` values: bounds the search's memory before it starts."""
+        return int(getattr(self.params, "population", 1)), math.prod(self.space.latent_shape)
 
 
 STRATEGIES: Registry[type[Strategy]] = Registry("search strategy")

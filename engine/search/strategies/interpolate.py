@@ -12,11 +12,13 @@ the error rate and SSIM per lambda. It needs an encoder generator (a VAE).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from pydantic import Field, model_validator
 
+from engine.core.errors import ConfigError
 from engine.search.strategies.base import (
     STRATEGIES,
     PopulationStrategy,
@@ -69,7 +71,10 @@ def draw_others(
     for c in range(num_classes):  # a loop over classes, not individuals
         pool = torch.nonzero(pool_labels == c).flatten()
         if len(pool) < k:
-            raise ValueError(f"class {c} has {len(pool)} test images, k={k} asked")
+            raise ConfigError(
+                f"class {c} has {len(pool)} test images, k={k} asked; lower k (-p k=N) to "
+                f"at most {len(pool)}"
+            )
         order = torch.rand((len(labels), len(pool)), generator=rng).argsort(1)[:, :k]
         per_class.append(pool[order])  # (S, k)
     idx = torch.stack(per_class, 1)  # (S, K, k)
@@ -111,6 +116,11 @@ class Interpolate(PopulationStrategy):
 
     def evaluation_budget(self) -> int:
         return self.budget(self.params, self.space.num_classes or 10)
+
+    def held_per_seed(self, image_values: int) -> tuple[int, int]:
+        # Every other class's k images, then their latents: (S, (K - 1) x k, ...).
+        vectors = ((self.space.num_classes or 10) - 1) * self.params.k
+        return vectors, max(image_values, math.prod(self.space.latent_shape))
 
     def attach(self, resolved: Any, labels: torch.Tensor) -> None:
         self.generator, self.dataset, self.labels = resolved.generator, resolved.dataset, labels

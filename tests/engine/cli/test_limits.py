@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from engine.cli.common import CliConsole, Table
 from tests.engine.core.test_yaml_io import billion_laughs
+from tests.engine.io.test_import_results import GEN, ROWS, rng_images, write_folder
 from tests.helpers import CLI
 
 #: Terminal escapes an attacker would put in a name: retitle the window, clear the screen.
@@ -80,6 +82,96 @@ def test_a_long_name_is_refused_without_being_echoed(home: Path, env, tmp_path: 
 def test_huge_and_infinite_steps_are_refused_before_the_search(home: Path, env, flags):
     line = refused(cli(["run", "--seeds", "1", "--generations", "1", "--quiet", *flags], env))
     assert "step" in line or "noise" in line
+    nothing_written(home)
+
+
+def capped(gib: int = 6):
+    """A preexec_fn capping the child's address space: a command that allocates what it
+    was asked for fails there, not by taking the machine's memory from the suite."""
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (gib * 2**30, gib * 2**30))
+
+
+def test_a_grid_of_a_billion_cells_is_refused_before_one_is_built(home: Path, env, tmp_path):
+    grid = tmp_path / "bomb.yaml"
+    axes = "".join(f"  strategy_params.k{i}: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n" for i in range(9))
+    grid.write_text(f"name: bomb\nbase: {{seeds: 2}}\naxes:\n{axes}")
+    # 300 bytes: the grid expanded its cells for 40 s, past 1 GB, and never started one.
+    p = subprocess.run(
+        [*CLI, "grid", str(grid), "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=capped(),
+    )
+    line = refused(p)
+    assert "1,000,000,000 cells" in line and "at most 10,000" in line
+    assert not (home / "grids").exists()
+    nothing_written(home)
+
+
+@pytest.mark.parametrize("repetitions", ["1000000000", "0"])
+def test_a_diff_study_repeated_too_often_or_never_is_one_line(home: Path, env, repetitions):
+    args = ["diff-study", "--repetitions", repetitions, "--seeds", "1", "--evaluations", "10"]
+    # 10^9: a MemoryError building the axis; 0: a KeyError once nothing ran.
+    p = subprocess.run(
+        [*CLI, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=capped()
+    )
+    assert f"--repetitions is {repetitions}, expected 1 to 10,000" in refused(p)
+    nothing_written(home)
+
+
+def test_a_search_too_big_to_hold_is_refused_before_the_campaign(home: Path, env):
+    args = ["run", "--seeds", "1000", "--population", "10000", "--generations", "1", "-q"]
+    # It drew 15 GB of noise in one call, then a traceback and a `failed` campaign.
+    p = subprocess.run(
+        [*CLI, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=capped()
+    )
+    line = refused(p)
+    assert "1,000 seeds x 10,000 latents each" in line and "lower --seeds or --population" in line
+    nothing_written(home)
+
+
+def test_interpolations_too_many_to_hold_or_to_draw_are_one_line(home: Path, env):
+    def run(*flags: str) -> subprocess.CompletedProcess:
+        args = ["run", "--strategy", "interpolate", "--lambda-steps", "1", "-q", *flags]
+        return subprocess.run(
+            [*CLI, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=capped()
+        )
+
+    # k=100 of 9 other classes for 1,000 seeds: 5.5 GB in one call, then a traceback.
+    line = refused(run("--seeds", "1000", "-p", "k=100"))
+    assert "900 latents each" in line and "(interpolate: k)" in line
+    nothing_written(home)
+    # More images per class than the test set has: a ValueError traceback.
+    line = refused(run("--seeds", "1", "-p", "k=1000"))
+    assert "test images, k=1000 asked; lower k" in line
+
+
+def test_a_csv_header_is_not_echoed_whole(home: Path, env, tmp_path: Path):
+    study = tmp_path / "wide.csv"
+    study.write_text(",".join(f"column {i}" for i in range(3000)) + "\n" + "1," * 2999 + "1\n")
+    # The refusal listed all 3,000 names: a 40 KB line.
+    line = refused(cli(["labels", "import", str(study), "--dataset", "mnist"], env))
+    assert "not found" in line and "characters)" in line and len(line) < 600
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_a_study_that_is_no_regular_file_is_one_line(home: Path, env, tmp_path: Path, kind):
+    path = Path("/dev/zero") if kind == "device" else tmp_path / "study.csv"
+    if kind == "pipe":
+        os.mkfifo(path)  # no writer: opening it waits for ever
+    # /dev/zero was hashed for ever, the pipe waited for a writer: both ran until killed.
+    line = refused(cli(["labels", "import", str(path), "--dataset", "mnist"], env, timeout=60))
+    assert "is no regular file (a pipe or a device)" in line
+
+
+def test_a_file_name_too_long_from_a_results_csv_is_not_echoed_whole(home: Path, env, tmp_path):
+    rows = [("a" * 5000 + ".npy", 3, 5, 12), *ROWS[1:]]
+    folder = write_folder(tmp_path / "gb", rng_images(), rows=rows)
+    args = ["import-results", str(folder), "--dataset", "mnist", "--generator-name", GEN]
+    line = refused(cli(args, env))  # the OS's "File name too long", with the whole name
+    assert "File name too long" in line and "characters)" in line and len(line) < 600
     nothing_written(home)
 
 

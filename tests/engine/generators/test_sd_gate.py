@@ -62,6 +62,26 @@ def test_a_model_index_that_is_a_list_is_one_line(pipe: Path):
     refused(pipe, r"model_index.json holds a JSON list, expected an object mapping each")
 
 
+def test_a_model_index_nested_too_deep_is_one_line(pipe: Path):
+    # A RecursionError traceback from json's decoder.
+    (pipe / "model_index.json").write_text("[" * 200_000 + "]" * 200_000)
+    refused(pipe, r"model_index.json: not readable JSON \(maximum recursion depth")
+
+
+def test_a_huge_model_index_is_refused_before_it_is_read(pipe: Path):
+    (pipe / "model_index.json").write_text("{" + " " * 2**21 + "}")
+    refused(pipe, r"model_index.json is 2,097,154 bytes, expected at most 1,048,576")
+
+
+def test_a_model_index_linked_outside_is_refused_before_it_is_read(pipe: Path, secret: Path):
+    # What the link leads to decides the message: read first, the list was what was said.
+    secret.write_text('[["diffusers", "UNet2DConditionModel"]]')
+    (pipe / "model_index.json").unlink()
+    (pipe / "model_index.json").symlink_to(secret)
+    line = refused(pipe, r"symlink 'model_index.json' in .* lies outside", UntrustedFileError)
+    assert "JSON list" not in line
+
+
 @pytest.mark.parametrize("size", [1e9, [1e9, 1e9], float("inf"), -3, "big"])
 def test_a_huge_sample_size_is_one_line_before_any_allocation(pipe: Path, size):
     edit_json(pipe / "unet" / "config.json", lambda c: {**c, "sample_size": size})

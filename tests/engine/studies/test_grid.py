@@ -15,7 +15,7 @@ import yaml
 from engine.core.errors import ConfigError
 from engine.studies.cell import FAIL_ENV
 from engine.studies.grid import KILL_ENV, load_state, run_grid
-from engine.studies.spec import load_grid, parse_grid
+from engine.studies.spec import GridSpec, load_grid, parse_grid
 from store import Store
 from tests.helpers import start_cli
 
@@ -57,7 +57,7 @@ def test_cells_come_in_a_stable_order_with_ids_from_their_values():
     "change, msg",
     [
         ({"axes": {"colour": [1]}}, "axis 'colour' is not a config field"),
-        ({"axes": {"seed": 3}}, "axis seed is 3, expected a non-empty list"),
+        ({"axes": {"seed": 3}}, "axis 'seed' is 3, expected a non-empty list"),
         ({"name": "../x"}, "grid name '../x' is not allowed"),
         ({"workers": 2}, r"grid keys \['workers'\] unknown"),
         ({"axes": {"seeds": [0]}}, r"cell \w+ \(seeds=0\): config.seeds: Input should be greater"),
@@ -72,6 +72,16 @@ def test_cells_come_in_a_stable_order_with_ids_from_their_values():
 def test_bad_grids_are_refused_in_one_line(change, msg):
     with pytest.raises(ConfigError, match=msg):
         parse_grid({**GRID, **change}).cells()
+
+
+def test_a_grid_is_bounded_by_its_cell_count_before_any_cell_is_built():
+    axes = {f"strategy_params.k{i}": list(range(10)) for i in range(5)}
+    with pytest.raises(ConfigError, match=r"100,000 cells \(10 x 10 x 10 x 10 x 10 values"):
+        parse_grid({**GRID, "axes": axes})
+    assert len(parse_grid({**GRID, "axes": dict(list(axes.items())[:4])}).axes) == 4
+    # A grid built in code (diff-study's, study's) is bounded as well.
+    with pytest.raises(ConfigError, match=r"grid big has 20,000 cells \(200 x 100 values"):
+        GridSpec("big", {}, {"seed": list(range(200)), "seeds": list(range(1, 101))})
 
 
 def test_a_2x2_grid_on_a_process_pool_records_a_failure_and_resumes(
