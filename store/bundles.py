@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from store._duckdb import duckdb
 from store.admin import CAMPAIGN_TABLES
 from store.connection import Store
 from store.schema import DDL, KEYS, MIGRATIONS, SCHEMA_VERSION, SEED_STATUSES, UNINDEXED

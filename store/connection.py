@@ -13,9 +13,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
-
 from store import host, interrupts
+from store._duckdb import duckdb
 from store.errors import StoreBusy, StoreError
 from store.files import FIX, check_file, damaged, first_line, naming_damage
 from store.liveness import live_campaigns

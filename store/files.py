@@ -7,8 +7,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
-
+from store._duckdb import duckdb
 from store.errors import StoreError
 
 #: How to get going again when the store file itself is damaged.

@@ -18,8 +18,7 @@ import os
 import tempfile
 import threading
 
-import duckdb
-
+from store._duckdb import duckdb
 from store.errors import StoreError
 
 _GUARD = threading.Lock()

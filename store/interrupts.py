@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -290,3 +291,27 @@ def start_search() -> None:
     """The search begins: interrupts raise again, and one deferred so far is raised now."""
     if end_start_up():
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def masked() -> Iterator[None]:
+    """Ctrl-C and SIGTERM noted for the block and acted on as it ends: for importing an
+    extension module whose initialisation must not be cut (a KeyboardInterrupt raised
+    while DuckDB's module registers its types aborted the process with a "Critical
+    nanobind error" and a traceback). The handler in force then runs as before, where
+    nothing is half done. Not a signal mask: the kernel hands a process's signal to any
+    thread that does not block it, and torch's and DuckDB's threads do not."""
+    if not _on_main_thread():
+        yield
+        return
+    noted: list[int] = []
+    ours = {s: h for s in SIGNALS if callable(h := signal.getsignal(s))}
+    for s in ours:
+        signal.signal(s, lambda signum, frame: noted.append(signum))
+    try:
+        yield
+    finally:
+        for s, h in ours.items():
+            signal.signal(s, h)
+        if noted:
+            ours[noted[0]](noted[0], sys._getframe())
