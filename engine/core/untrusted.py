@@ -20,6 +20,9 @@ from engine.core.errors import LatentfuzzError
 
 #: Longest value quoted in an error message: a 100 MB campaign name is not echoed whole.
 QUOTE_LIMIT = 120
+#: Longest CSV header quoted: the ICST study's 16 columns (about 230 characters) show
+#: whole, so that the user sees which column is there; a 44 KB header is cut.
+HEADER_QUOTE = 1000
 
 
 class UntrustedFileError(LatentfuzzError, ValueError):

@@ -33,7 +33,7 @@ from engine.core.errors import ConfigError
 from engine.core.files import sha256
 from engine.core.home import campaign_dir, seed_dir
 from engine.core.ids import check_new_id, timestamped_id
-from engine.core.untrusted import UntrustedFileError, inside, quote
+from engine.core.untrusted import HEADER_QUOTE, UntrustedFileError, inside, quote
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset, printable
 from engine.io.result_images import find_image, image_to_pil, read_image
@@ -224,9 +224,10 @@ def read_results(folder: Path, m: ResultsMapping, ds: Dataset, max_rows: int = M
         missing = [col for col in wanted.values() if _norm(col) not in by_norm]
         if missing:
             raise ConfigError(
-                f"{path}: columns {missing} not found; the file has {quote(list(df.columns))}, the "
-                f"mapping expects {list(wanted.values())}. Pass a mapping file (--mapping) "
-                "naming the right columns."
+                f"{path}: columns {missing} not found; the file has "
+                f"{quote(list(df.columns), HEADER_QUOTE)}, the mapping expects "
+                f"{list(wanted.values())}. Pass a mapping file (--mapping) naming the right "
+                "columns."
             )
         col = {k: by_norm[_norm(v)] for k, v in wanted.items()}
         used = set(col.values())

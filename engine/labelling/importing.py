@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from engine.core.csv_io import MAX_ROWS, read_table
 from engine.core.errors import ConfigError
-from engine.core.untrusted import inside, quote
+from engine.core.untrusted import HEADER_QUOTE, inside, quote
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset, printable
 from engine.labelling import agreement
@@ -207,7 +207,8 @@ def import_csv(
     missing = [c for c in needed if c not in df.columns]
     if missing:
         raise ConfigError(
-            f"{path}: columns {missing} not found; the file has {quote(list(df.columns))}. "
+            f"{path}: columns {missing} not found; the file has "
+            f"{quote(list(df.columns), HEADER_QUOTE)}. "
             "Pass a mapping file (--mapping) naming the right columns."
         )
     df = df[df.ne("").any(axis=1)]  # blank lines at the end of a spreadsheet export
