@@ -14,7 +14,6 @@ written; the PNGs go to a temporary folder, and the rows into the store in one t
 from __future__ import annotations
 
 import json
-import math
 import re
 import shutil
 from collections import Counter
@@ -171,19 +170,15 @@ def _value(text: str) -> Any:
 
 def _count(text: str, col: str) -> int | None:
     """An iteration count; None when empty. inf, NaN, fractions and negatives refused."""
-    t = text.strip()
-    if not t:
-        return None
-    try:
-        f = float(t)
-    except ValueError:
-        f = math.nan
-    if not (math.isfinite(f) and f.is_integer() and 0 <= f <= MAX_ITERATIONS):
-        raise ConfigError(
-            f"{col} {quote(t)} is not a count of generations; expected a whole number "
-            f"from 0 to {MAX_ITERATIONS:,}, or an empty cell"
-        )
-    return int(f)
+    v = _value(text)
+    if v is None or (isinstance(v, int) and 0 <= v <= MAX_ITERATIONS):
+        return v
+    if isinstance(v, float) and v.is_integer() and 0 <= v <= MAX_ITERATIONS:
+        return int(v)  # "12.0"
+    raise ConfigError(
+        f"{col} {quote(text.strip())} is not a count of generations; expected a whole number "
+        f"from 0 to {MAX_ITERATIONS:,}, or an empty cell"
+    )
 
 
 def _csv_files(folder: Path, m: ResultsMapping) -> list[Path]:

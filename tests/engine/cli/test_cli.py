@@ -20,20 +20,17 @@ def cli(args: list[str], env: dict[str, str], ok: bool = True) -> subprocess.Com
     return p
 
 
+#: A campaign of 3 seeds and 60 generations with a small custom step: finishes in seconds.
+SMALL_RUN = [
+    *("run", "--seeds", "3", "--generations", "60"),
+    *("--perturbation", "custom", "--step", "0.05", "--seed", "1"),
+]
+
+
 def test_run_show_campaigns_export(home: Path, env, tmp_path: Path):
     p = cli(
         [
-            "run",
-            "--seeds",
-            "3",
-            "--generations",
-            "60",
-            "--perturbation",
-            "custom",
-            "--step",
-            "0.05",
-            "--seed",
-            "1",
+            *SMALL_RUN,
             "--quiet",
         ],
         env,
@@ -359,17 +356,7 @@ def test_names_are_printed_as_given_not_as_markup(home: Path, env, tmp_path: Pat
     name = "ablation [v2] [bold red]lr=0.1[/bold red]"
     p = cli(
         [
-            "run",
-            "--seeds",
-            "3",
-            "--generations",
-            "60",
-            "--perturbation",
-            "custom",
-            "--step",
-            "0.05",
-            "--seed",
-            "1",
+            *SMALL_RUN,
             "--name",
             name,
             "--quiet",
