@@ -5,7 +5,11 @@ Until the command's own code runs (the imports, typer building and parsing the c
 line: a second or more on a loaded machine), a signal ends the process at once with one
 line and exit 130; after, it raises KeyboardInterrupt as the command expects
 (store/interrupts.py). Before, a Ctrl-C there was lost in a process that had inherited
-SIGINT ignored (a background job), and SIGTERM killed it without a word."""
+SIGINT ignored (a background job), and SIGTERM killed it without a word.
+
+Its second sets OpenMP's wait policy to passive, before anything imports torch, unless the
+user set one (engine/core/threads.py): spinning OpenMP threads beside a CPU-bound neighbour
+made a campaign 100x slower. Processes the command starts (a grid's workers) inherit it."""
 
 from __future__ import annotations
 
@@ -18,6 +22,10 @@ def main() -> None:
     undo = interrupts.cli_start_up(_command_running)
     try:
         try:
+            # Deferred (the signals are taken first). Stdlib only: torch is not loaded yet.
+            from engine.core.threads import set_wait_policy
+
+            set_wait_policy()
             # Deferred (the signals are taken first; this import takes a second under load).
             from engine.cli.main import main as cli_main
         except KeyboardInterrupt:  # raised by a handler of a caller's own (a test's)

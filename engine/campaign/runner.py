@@ -28,6 +28,7 @@ from engine.campaign.loop import Campaign, Progress
 from engine.campaign.metrics import test_reference
 from engine.campaign.resolve import Resolved, resolve
 from engine.classifiers import inference
+from engine.core import threads
 from engine.core.errors import LatentfuzzError, cause
 from engine.core.home import campaign_dir, db_path
 from engine.core.ids import check_id_syntax, check_new_id, timestamped_id
@@ -83,6 +84,7 @@ def environment(r: Resolved) -> dict[str, Any]:
         **{pkg: version(pkg) for pkg in ("torch", "duckdb", "numpy", "pandas", "diffusers")},
         "platform": platform.platform(),
         "torch_threads": torch.get_num_threads(),
+        **threads.record(),  # inter-op threads, OMP_WAIT_POLICY, cores: to compare runs by
         "device": device_name(r.config.device),
         "inference": inference.PATH,
     }

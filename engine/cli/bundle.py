@@ -19,6 +19,7 @@ from rich.progress import (
 from rich.text import Text
 
 from engine.cli.common import HomeOpt, Table, console, err, open_store, warn_unfinished
+from engine.core import threads as threads_
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 from store import interrupts
@@ -68,19 +69,32 @@ def grid(
     out: Annotated[Path | None, typer.Option(help="grid folder [HOME/grids/NAME]")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display")] = False,
     home: HomeOpt = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            help="torch threads per cell [the cores this process may use / --workers, "
+            "or $LATENTFUZZ_THREADS]"
+        ),
+    ] = None,
 ) -> None:
     """Run every cell of a grid (base config x axes), each as its own process; re-running
     the same grid runs only the cells not yet in the store."""
     # Deferred (start-up time: loads torch, duckdb, pandas).
-    from engine.studies.grid import run_grid
+    from engine.studies.grid import run_grid, worker_threads
     from engine.studies.spec import load_grid
 
     spec = load_grid(spec_file)
     h = resolve_home(home)
+    if workers is not None and workers >= 0 and ray is None:
+        share = threads_.note(worker_threads(workers, threads))  # a bad --threads: refused
+        if share:
+            err.print(share, markup=False, soft_wrap=True)
     interrupts.stop_raises()
     view = GridView(quiet)
     with view:
-        run = run_grid(spec, h, workers=workers, ray=ray, out=out, on_status=view.update)
+        run = run_grid(
+            spec, h, workers=workers, ray=ray, out=out, on_status=view.update, threads=threads
+        )
     counts = {s: list(run.status.values()).count(s) for s in ("done", "failed", "queued")}
     console.print(
         f"grid {run.grid}{' stopped' if run.stopped else ''}: {counts['done']} of "

@@ -22,6 +22,7 @@ from engine.cli.common import (
     stopped_in_close,
 )
 from engine.cli.common import open_store as _store
+from engine.core import threads as threads_
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 from engine.core.untrusted import quote
@@ -42,12 +43,19 @@ def resume(
     campaign_id: Annotated[str, typer.Argument(help="a crashed or interrupted campaign")],
     home: HomeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress line")] = False,
+    threads: Annotated[
+        int | None,
+        typer.Option(help="torch threads [the cores this process may use, or $LATENTFUZZ_THREADS]"),
+    ] = None,
 ) -> None:
     """Continue a crashed or interrupted campaign from its last written generation, to the
     same results an uninterrupted run gives."""
+    choice = threads_.choose(option=threads)  # a bad value before torch loads
     # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.campaign.resume import resume_campaign
     from engine.campaign.runner import StoppedAfterClose
+
+    threads_.apply(choice.threads)
 
     # Ctrl-C and SIGTERM: see start_up_interruptible (register, below).
 

@@ -31,6 +31,8 @@ from engine.cli.strategy_flags import (
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 from engine.core.ids import check_id_syntax
+from engine.core.threads import apply as apply_threads
+from engine.core.threads import choose as choose_threads
 from engine.core.untrusted import quote
 from store import interrupts
 from store.failures import failed_as
@@ -86,6 +88,10 @@ def run(
     device: Annotated[str | None, typer.Option(help="cpu | cuda | cuda:N [cpu]")] = None,
     home: HomeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    threads: Annotated[
+        int | None,
+        typer.Option(help="torch threads [the cores this process may use, or $LATENTFUZZ_THREADS]"),
+    ] = None,
     param: Annotated[
         list[str] | None,
         typer.Option(
@@ -108,6 +114,7 @@ def run(
 
     if campaign_id is not None:
         check_id_syntax(campaign_id)  # refused before torch and the models are even imported
+    choice = choose_threads(option=threads)  # a bad value too
 
     report(resolve_home(home), campaign_id, STEPS[0])  # the dashboard shows each start-up step
 
@@ -115,6 +122,7 @@ def run(
     from engine.campaign.config import load_yaml, parse_config
     from engine.campaign.runner import StoppedAfterClose, run_campaign
 
+    apply_threads(choice.threads)  # torch is loaded, and has done no work yet
     raw: dict[str, Any] = load_yaml(config) if config else {}
     flat = {
         "dataset": dataset,

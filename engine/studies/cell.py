@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.home import db_path, resolve_home
+from engine.core.threads import apply as apply_threads
+from engine.core.threads import choose as choose_threads
+from engine.core.threads import set_wait_policy
 
 #: Test hook: comma-separated cell ids that fail on purpose (a failing cell's path).
 FAIL_ENV = "LATENTFUZZ_GRID_FAIL_CELLS"
@@ -34,15 +37,15 @@ WATCH_S = 0.5
 
 def init_worker(threads: int, driver: int | None = None) -> None:
     """A pool worker's start: it dies with `driver` (the pid of the grid's driver), and
-    takes its share of the cores, so N workers do not oversubscribe (fewer when
-    $OMP_NUM_THREADS says so: on a busy machine, spinning OpenMP threads)."""
+    takes `threads` torch threads, its share of the cores (engine/studies/grid.py's
+    worker_threads), so N workers do not oversubscribe."""
     if driver is not None:
         die_with(driver)  # first: torch's import below takes seconds
-    # Deferred (start-up time: loads torch).
-    import torch
-
-    omp = os.environ.get("OMP_NUM_THREADS", "")
-    torch.set_num_threads(max(1, min(threads, int(omp)) if omp.isdigit() else threads))
+    # A spawned worker inherits the driver's environment, and with it the entry point's
+    # wait policy; a grid started from Python (a test, a notebook) gets it here, before
+    # this process loads torch and its OpenMP.
+    set_wait_policy()
+    apply_threads(threads)
     # A terminal's Ctrl-C reaches every process of its group: the driver decides, and stops
     # its workers with SIGTERM (engine/studies/grid.py). An idle worker, waiting on its queue, had
     # printed a traceback; one that only the driver's signal would reach ran on.
@@ -155,6 +158,9 @@ def run_ray_cell(task: dict[str, Any]) -> dict[str, Any]:
     import ray
 
     device = "cuda" if ray.get_gpu_ids() else "cpu"
+    # Ray sets $OMP_NUM_THREADS to the task's CPUs (unless the user set it), which caps
+    # the choice: the node's share, not the driver's machine's.
+    apply_threads(choose_threads(option=task.get("threads")).threads)
     tmp = Path(tempfile.mkdtemp(prefix="latentfuzz-cell-"))
     try:
         raw = {**task["raw"], "device": device}

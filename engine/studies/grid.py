@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.campaign.resolve import resolve
 from engine.campaign.runner import CampaignResult
+from engine.core import threads as threads_
 from engine.core.errors import LatentfuzzError
 from engine.core.home import db_path
 from engine.io.bundle import import_bundle
@@ -93,15 +94,18 @@ def run_grid(
     models_root: Path | None = None,
     on_status: Callable[[Cell, str, GridRun], None] | None = None,
     on_done: Callable[[Cell, Any], None] | None = None,
+    threads: int | None = None,
 ) -> GridRun:
     """Run the grid's missing cells; returns what happened. `workers`: processes in the
     local pool (0: in this process, one after another; default 1), or with Ray the cells
     in flight at once (default: the cluster's CPUs); `ray`: 'auto' or a cluster address
     instead of the pool. `on_status(cell, status, run)` follows every change;
-    `on_done(cell, result)` gets each imported campaign's CampaignResult."""
+    `on_done(cell, result)` gets each imported campaign's CampaignResult. `threads`: torch
+    threads per cell (default: `worker_threads`)."""
     workers = (0 if ray else 1) if workers is None else workers
     if workers < 0:
         raise LatentfuzzError(f"--workers {workers}; expected 0 (this process) or more")
+    share = worker_threads(workers, threads, ray=ray is not None)  # a bad value: refused first
     cells = spec.cells()
     check_cells(cells, models_root)
     store = Store(db_path(home))
@@ -168,6 +172,7 @@ def run_grid(
             "bundle": str(bundle(cell)),
             "main_home": str(home),
             "models_root": str(models_root) if models_root else None,
+            "threads": threads,  # --threads: a Ray cell takes it (cell.run_ray_cell)
         }
 
     def started(t: dict[str, Any]) -> None:
@@ -180,7 +185,9 @@ def run_grid(
             tasks, ray, spec.resources, workers, started, bundle_of=bundle, by_id=by_id
         )
     else:
-        results = _execute(tasks, workers, started)
+        if workers == 0:
+            threads_.apply(share.threads)  # the cells run in this process
+        results = _execute(tasks, workers, started, share.threads)
     try:
         for t, res in results:
             cell = by_id[t["cell"]]
@@ -204,17 +211,30 @@ def run_grid(
     return run
 
 
+def worker_threads(workers: int, threads: int | None = None, ray: bool = False):
+    """The torch threads each of `workers` local processes takes (engine/core/threads.py):
+    `threads` (--threads) when given, else $LATENTFUZZ_THREADS, else floor(cores / workers)
+    of the cores this process may use, at least 1, capped by $OMP_NUM_THREADS. So workers
+    x threads never exceed the cores, unless there are more workers than cores (1 each)
+    or the user said so. With Ray the cells run elsewhere: each takes its own node's
+    share."""
+    return threads_.choose(1 if ray else max(1, workers), threads)
+
+
 def _execute(
-    tasks: list[dict[str, Any]], workers: int, started: Callable[[dict[str, Any]], None]
+    tasks: list[dict[str, Any]],
+    workers: int,
+    started: Callable[[dict[str, Any]], None],
+    threads: int = 1,
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """(task, result) as cells finish: at most `workers` at a time, so that a cell marked
-    running is running. A pool broken by a killed worker is replaced; its cells failed."""
+    running is running. A pool broken by a killed worker is replaced; its cells failed.
+    Each worker takes `threads` torch threads."""
     if workers == 0:
         for t in tasks:
             started(t)
             yield t, run_cell(t)
         return
-    threads = max(1, (os.cpu_count() or 1) // workers)
     queue: Iterable[dict[str, Any]] = iter(tasks)
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch
     pending: dict[Any, dict[str, Any]] = {}
