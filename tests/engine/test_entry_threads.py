@@ -79,3 +79,16 @@ def test_a_users_own_wait_policy_and_threads_are_kept(
     assert seen["policy"] == policy
     rec = environment(home, "t1")
     assert rec["torch_threads"] == 2 and rec["omp_wait_policy"] == policy  # --threads first
+
+
+def test_bad_threads_on_run_and_resume_are_refused_in_one_line(home: Path, env: dict[str, str]):
+    for args in (["run", "--threads", "0"], ["resume", "nope", "--threads", "0"]):
+        p = subprocess.run(
+            [sys.executable, "-m", "engine.entry", *args], env=env, capture_output=True, text=True
+        )
+        assert p.returncode == 2
+        assert p.stderr.strip().splitlines() == [
+            "error: --threads is '0', expected a whole number of threads from 1 to 4096; give "
+            "e.g. --threads 1, or leave it out for the cores' share"
+        ]
+    assert not (home / "campaigns").exists() or not any((home / "campaigns").iterdir())
