@@ -252,7 +252,7 @@ def execute(
                 # Before the closing write, which commits it with the status: a campaign
                 # is never `finished` without its metrics, which `resume` could not mend.
                 try:
-                    row = close_metrics(r, campaign)
+                    row = close_metrics(r, campaign, home)
                 except Exception as e:
                     if interrupts.forced() is not None:
                         # A second Ctrl-C inside the reference pass: the campaign stays
@@ -323,14 +323,16 @@ def execute(
     return result
 
 
-def close_metrics(r: Resolved, campaign: Campaign) -> dict[str, Any]:
+def close_metrics(r: Resolved, campaign: Campaign, home: Path | None = None) -> dict[str, Any]:
     """A finished campaign's metrics row: its tracker's figures beside the classifier's on
-    the dataset's test images."""
+    the dataset's test images (kept in the home's cache: the same for every campaign of the
+    pair)."""
     cfg = r.config
     with torch.inference_mode():
         # An eager replay (engine/campaign/resume.py) is not served a graph's figures.
         key = (cfg.dataset, r.model_hashes[r.classifier_name], inference.eager_forced())
-        gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key)
+        cache = None if home is None else Path(home) / "cache" / "test_reference"
+        gaps, confusion = test_reference(r.dataset, r.classifier, cfg.batch_size, key, cache)
     return campaign.metrics.row(gaps, confusion)
 
 

@@ -126,9 +126,12 @@ def _run(task: dict[str, Any], work: Path, bundle: Path) -> None:
     if main is not None and main.is_dir():
         resolve_home(main)  # the user's models live under the main home
         cache = main / "cache" / "batch_sizes.json"
+        (work / "cache").mkdir()
         if cache.is_file():  # measured batch sizes: no sweep per cell
-            (work / "cache").mkdir()
             shutil.copy(cache, work / "cache" / cache.name)
+        refs = main / "cache" / "test_reference"
+        if refs.is_dir():  # the classifiers' test-set figures: none classified again per cell
+            shutil.copytree(refs, work / "cache" / refs.name)
     root = Path(task["models_root"]) if task.get("models_root") else None
     stopped = False
     try:  # an interrupted campaign stops the grid: it is not a cell's failure

@@ -99,3 +99,21 @@ def test_a_bad_threads_value_is_refused_before_any_cell_runs(
         "to 4096; give e.g. LATENTFUZZ_THREADS=1, or leave it out for the cores' share"
     ]
     assert not (home / "grids" / "threads").exists()
+
+
+def test_a_grids_cells_reuse_the_main_homes_test_set_reference(home: Path, monkeypatch):
+    # Deferred (the campaign modules: only this test runs a campaign in-process).
+    from engine.campaign import metrics
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
+
+    made = []
+    real = metrics._test_reference
+    monkeypatch.setattr(metrics, "_test_reference", lambda *a: made.append(1) or real(*a))
+    monkeypatch.setattr(metrics, "_REFERENCE", {})
+    run_campaign(parse_config({**GRID["base"], "seed": 9}), home)
+    assert len(made) == 1 and any((home / "cache" / "test_reference").iterdir())
+    monkeypatch.setattr(metrics, "_REFERENCE", {})  # as a fresh worker process
+    run = run_grid(parse_grid(GRID), home, workers=0)
+    assert set(run.status.values()) == {"done"}
+    assert len(made) == 1  # the cells read the main home's file, copied into theirs
