@@ -1,0 +1,88 @@
+"""Start-up (engine/bench/startup.py): the figures it reports, and the lazy imports that keep
+a small campaign's start short, guarded by what is imported when (counts, not times)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from engine.bench import startup
+
+#: `python -m engine.entry ARGS` with a spy: the first time one of WATCHED is imported it
+#: notes whether the campaign had reached its first generation (the CLI's stamp file
+#: exists), and at exit which top-level packages were ever imported.
+HOOK = """
+import atexit, json, os, runpy, sys
+
+out, stamp = sys.argv.pop(1), os.environ["LATENTFUZZ_FIRST_GENERATION_FILE"]
+seen = {}
+
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name in ("pandas",) and name not in seen:
+            seen[name] = os.path.exists(stamp)
+        return None
+
+def done():
+    tops = sorted({m.split(".")[0] for m in sys.modules})
+    with open(out, "w") as f:
+        json.dump({"after_first_generation": seen, "imported": tops}, f)
+
+sys.meta_path.insert(0, Spy())
+atexit.register(done)
+sys.argv[0] = "engine.entry"
+runpy.run_module("engine.entry", run_name="__main__", alter_sys=True)
+"""
+
+#: Packages a VAE campaign on the CPU never needs: each is seconds of import (or an
+#: optional extra) that a careless top-level import would put on every campaign.
+NEVER = {
+    "diffusers",
+    "transformers",
+    "onnx",
+    "onnxruntime",
+    "scipy",
+    "sklearn",
+    "skimage",
+    "umap",
+    "numba",
+    "matplotlib",
+    "streamlit",
+    "ray",
+    "pymoo",
+}
+
+
+def test_a_vae_campaign_imports_pandas_only_after_its_search_and_never_the_extras(
+    home: Path, tmp_path: Path, env: dict[str, str]
+):
+    hook, seen = tmp_path / "hook.py", tmp_path / "seen.json"
+    hook.write_text(HOOK)
+    env = {**env, startup.FIRST_GENERATION_ENV: str(tmp_path / "stamp")}
+    args = ["run", "--seeds", "1", "--generations", "1", "--quiet"]
+    p = subprocess.run(
+        [sys.executable, str(hook), str(seen), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    data = json.loads(seen.read_text())
+    # pandas (0.3 s or more) is for the close's summary: never before the first generation.
+    assert data["after_first_generation"].get("pandas", True) is True
+    assert NEVER.isdisjoint(data["imported"]), NEVER & set(data["imported"])
+    assert "torch" in data["imported"]  # the spy saw the campaign's own imports
+
+
+def test_startup_reports_first_generation_and_exit_for_each_generator(tmp_path: Path):
+    rows = startup.startup(("vae",), repeats=2, home=tmp_path / "home")
+    (row,) = rows
+    assert row["generator"] == "vae" and len(row["runs"]) == 2
+    assert all(0 < r["first_s"] <= r["exit_s"] for r in row["runs"])
+    # Three campaigns in the home: the warm-up and the two timed runs.
+    assert len(list((tmp_path / "home" / "campaigns").iterdir())) == 3
+    (line,) = startup.describe(rows)
+    assert line.startswith("vae: first generation ") and "(median of 2, load " in line
