@@ -1,21 +1,30 @@
 """Where one campaign's time goes: its model calls, the same calls run back to back, and
 the loop's other parts, timed in one process.
 
-    .venv/bin/python engine/bench/campaign_parts.py --generator vae --seeds 10 --batch-size 128
+    .venv/bin/python engine/bench/campaign_parts.py --generator vae --seeds 10 --per-size
 
-The campaign runs twice (the first warms imports and caches, the second is reported).
+The campaign runs twice (the first warms imports and caches, the second is reported),
+with the batch size a campaign chooses (engine/campaign/batching.py: the first run
+measures it, the second reads the cache, as a user's second campaign) unless
+--batch-size names one.
 Each part is the wall time inside the named function, summed over its calls; parts nest
 (the model calls are inside "evaluate a generation"). "Bare" runs every model call of the
 campaign again at the same batch sizes, back to back with warm kernels: the difference is
 what running the models inside the loop costs them (cold caches between calls, and the
-first call at each new batch size building its kernels).
+first call at each new batch size building its kernels). "Loop efficiency" is the bare
+calls' time over the loop's: the share of the shape bound (engine/bench/scale.py: the raw
+throughput at the campaign's own batch sizes) that the loop reaches; `--profile N` prints
+the N functions of most time of their own (cProfile) in the reported run.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import cProfile
 import functools
+import os
+import pstats
 import shutil
 import statistics
 import tempfile
@@ -123,14 +132,16 @@ def main() -> None:
     ap.add_argument("--generator", default="vae")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--generations", type=int, default=250)
-    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--batch-size", type=int, default=None, help="default: the engine's choice")
     ap.add_argument("--perturbation", default="high")
     ap.add_argument(
         "--per-size",
         action="store_true",
         help="each batch size's median call in the loop and back to back",
     )
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile's top N")
     a = ap.parse_args()
+    os.environ.pop("LATENTFUZZ_BATCH_SIZE", None)  # the engine's own choice, or --batch-size
     torch.set_num_threads(2)
     keep_freed_memory()  # the allocator campaigns run with
     timed(search_loop.Campaign, "run", "campaign loop")
@@ -150,18 +161,25 @@ def main() -> None:
         "batch_size": a.batch_size,
         "strategy_params": params,
     }
+    prof = cProfile.Profile()
     with tempfile.TemporaryDirectory() as home:
-        for _ in range(2):
+        for turn in range(2):
             totals.clear(), calls.clear(), model_calls.clear(), call_seconds.clear()
-            shutil.rmtree(Path(home) / "h", ignore_errors=True)
+            shutil.rmtree(Path(home) / "h" / "campaigns", ignore_errors=True)
+            (Path(home) / "h" / "latentfuzz.duckdb").unlink(missing_ok=True)
+            if turn and a.profile:
+                prof.enable()
             res = run_campaign(parse_config(raw), Path(home) / "h")
+            prof.disable()
+    batch = res.batch_sizes and max(res.batch_sizes)
     counts = list(model_calls)
     medians: dict = {}
     bare = bare_seconds(raw, counts, medians)
     loop = totals["campaign loop"]
     print(
-        f"{a.generator}, {a.seeds} seeds, batch {a.batch_size}: "
-        f"{sum(n for w, n in counts if w == 'classify'):,} evaluations"
+        f"{a.generator}, {a.seeds} seeds, batch {a.batch_size or 'chosen'} (largest run "
+        f"{batch}): {sum(n for w, n in counts if w == 'classify'):,} evaluations, load "
+        f"average {os.getloadavg()[0]:.2f}"
     )
     print(f"{'part':34s} {'seconds':>8s} {'share':>6s} {'calls':>6s}")
     for label, s in totals.most_common():
@@ -172,7 +190,8 @@ def main() -> None:
     per_generation = (loop - model) * 1e3 / max(1, calls["record a generation"])
     print(
         f"model calls in the loop / bare: {model / both:.3f}; "
-        f"loop outside the model calls: {per_generation:.2f} ms a generation"
+        f"loop outside the model calls: {per_generation:.2f} ms a generation; "
+        f"loop efficiency (bare calls / loop): {both / loop:.3f}"
     )
     print(
         f"campaign wall (row): {res.wall_seconds:.3f} s, of which outside the loop "
@@ -185,6 +204,8 @@ def main() -> None:
     )
     if a.per_size:
         per_size(counts, call_seconds, medians)
+    if a.profile:
+        pstats.Stats(prof).sort_stats("tottime").print_stats(a.profile)
 
 
 def first_calls(counts: list[tuple[str, int]], seconds: list[float]) -> tuple[float, int]:

@@ -5,10 +5,19 @@ batches of 256 as with 2,048 (cache-sized working sets), while a GPU wants large
 unless the config (``batch_size``) or ``$LATENTFUZZ_BATCH_SIZE`` names a size, the engine
 sweeps a few sizes at start-up, within about 0.8 s, and keeps the fastest. The result is
 cached in ``<home>/cache/batch_sizes.json`` per model pair, generator options, device and
-machine, so only the first campaign of a pair pays for the sweep. A sweep made on a busy
-machine (load above one per core) is suspect: it can pick a size four times too small. Its
-entry is measured again once the machine is at most half as busy, and every entry after
-``MAX_AGE_S`` (30 days).
+machine (torch threads and OpenMP's wait policy included), so only the first campaign of a
+pair pays for the sweep; an entry is measured again after ``MAX_AGE_S`` (30 days).
+
+Load cannot poison the cache. On a CPU, other processes' use of this process's cores is
+counted (engine/campaign/cpu_load.py) over the start-up before a sweep and over the
+sweep: a sweep made beside a neighbour once picked batches of 32 where 256 ran 1.5 times
+as fast, and kept them. A loaded machine does not sweep; a sweep that load reached
+midway is kept under its own key, marked ``loaded``, for information only. Either way a
+cached quiet answer is used where there is one, else ``DEFAULT``.
+
+A campaign whose steps all fit in one batch of ``SMALL_STEP`` does not sweep (a sweep
+could only split them). What a campaign runs with is not the curve's fastest size
+itself but the cap fitted to its own step sizes (engine/campaign/evaluator.py `fit`).
 
 Memory cap: the sizes tried are bounded by ``batch_memory_mb`` (config, 1,024 MiB by
 default) divided by an upper bound of one image's working memory: the sum of every layer's
@@ -34,12 +43,14 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from engine.campaign import cpu_load
+from engine.campaign.evaluator import fit, step_counts
 from engine.classifiers import inference
 from store import interrupts
 
@@ -48,29 +59,30 @@ CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 BUDGET_S = 0.8
 CACHE = "cache/batch_sizes.json"
 MAX_AGE_S = 30 * 86400
+#: The batch cap when no quiet sweep says better (a loaded machine, a small campaign).
+#: Quiet, on this 2-core CPU with the bundled VAE, 256 ran at 96% of the best size (512);
+#: the 32 that a loaded sweep once picked, at 64%. It is no smaller than any campaign
+#: step a sweep is skipped for (`SMALL_STEP`).
+DEFAULT = 256
+#: A campaign none of whose steps evaluates more candidates than this runs each step as
+#: one batch without a sweep: the sweep could only keep 16 and split a step of 17 to 32
+#: into two halves, and a batch of 16 ran at 76% of 32's rate here (quiet).
+SMALL_STEP = 2 * 16
+#: The suffix of a loaded sweep's cache key: kept for information, never an answer.
+LOADED = "/loaded"
 
 
-def load_per_core() -> float:
-    """The 1-minute load average per core (0 where the platform has none)."""
-    try:
-        return os.getloadavg()[0] / (os.cpu_count() or 1)
-    except (OSError, AttributeError):
-        return 0.0
-
-
-def stale(entry: dict, now: float, load: float) -> bool:
-    """Whether a cached sweep should be made again: too old, or made on a busy machine
-    that is now at most half as busy (entries from before these fields count as fresh)."""
-    if now - entry.get("measured_at", now) > MAX_AGE_S:
-        return True
-    then = entry.get("load_per_core", 0.0)
-    return then > 1.0 and load <= then / 2
+def stale(entry: dict, now: float) -> bool:
+    """Whether a cached sweep should be made again: too old."""
+    return now - entry.get("measured_at", now) > MAX_AGE_S
 
 
 @dataclass
 class BatchChoice:
-    """The batch size in force and where it came from: config, env, cache, sweep, or
-    extended (the cache's sweep, one size further: `extend`)."""
+    """The batch size in force and where it came from: config, env, cache, sweep,
+    extended (the cache's sweep, one size further: `extend`), small (no step needs more
+    than one batch: no sweep) or loaded (the machine was busy and no quiet sweep is
+    cached: `DEFAULT`; `evals_per_s` holds the loaded sweep if one ran)."""
 
     batch_size: int
     source: str
@@ -82,7 +94,9 @@ class BatchChoice:
 
 
 def machine_key() -> str:
-    """What makes timings comparable: host, CPU model and count, threads, torch."""
+    """What makes timings comparable: host, CPU model and count, torch threads (intra- and
+    inter-op), OpenMP's wait policy (spinning workers starve a neighbour's, and their own
+    on a shared core), torch."""
     cpu = platform.processor()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -92,7 +106,18 @@ def machine_key() -> str:
     except OSError:
         pass
     return "|".join(
-        map(str, (platform.node(), cpu, os.cpu_count(), torch.get_num_threads(), torch.__version__))
+        map(
+            str,
+            (
+                platform.node(),
+                cpu,
+                os.cpu_count(),
+                torch.get_num_threads(),
+                torch.get_num_interop_threads(),
+                os.environ.get("OMP_WAIT_POLICY", "").upper(),
+                torch.__version__,
+            ),
+        )
     )
 
 
@@ -240,29 +265,35 @@ def extend(
 
 
 def choose(r, home: Path, cap_mb: int) -> BatchChoice:
-    """The batch size for campaign `r` (engine.campaign.resolve.Resolved): config, else env, else
-    the cache, else a sweep (then cached)."""
+    """The batch size for campaign `r` (engine.campaign.resolve.Resolved): config, else env,
+    else the cached quiet sweep, else none for a small campaign, else a sweep, cached when
+    the machine stayed quiet; a loaded machine without a quiet answer gets `DEFAULT`. What
+    comes from a curve is fitted to the campaign's own step sizes (`fit`)."""
     cfg = r.config
     if cfg.batch_size is not None:
         return BatchChoice(cfg.batch_size, "config")
     if os.environ.get(ENV_VAR):
         return BatchChoice(int(os.environ[ENV_VAR]), "env")
     gen, clf = r.generator, r.classifier
+    counts = step_counts(r)
+    # Threads and load only matter where the models run on the CPU.
+    cpu = torch.device(gen.device).type == "cpu"
     key = cache_key(list(r.model_hashes.values()), gen.options(), str(gen.device))
     path = home / CACHE
     cache = _read(path)
-    if key in cache and not stale(cache[key], time.time(), load_per_core()):
-        c = cache[key]
+    c = cache.get(key)
+    if c is not None and not stale(c, time.time()):
         eps = {int(k): v for k, v in c["evals_per_s"].items()}
-        if not (c.get("rising") and eps and c.get("max_batch")):
-            return BatchChoice(int(c["batch_size"]), "cache", eps, c.get("max_batch"))
+        mb = c.get("max_batch")
+        if not (c.get("rising") and eps and mb) or (cpu and busy(others_before())):
+            return BatchChoice(fit(eps, counts, mb, int(c["batch_size"])), "cache", eps, mb)
         t0 = time.perf_counter()
-        fn = raw_forward(gen, clf, min(c["max_batch"], max(CANDIDATES)))
+        fn = raw_forward(gen, clf, min(mb, max(CANDIDATES)))
         before = dict(eps)
-        go_on = extend(fn, eps, c["max_batch"])
+        go_on = extend(fn, eps, mb)
         best = max(eps, key=eps.get)
         source = "cache" if eps == before else "extended"  # a step too long is not taken
-        choice = BatchChoice(best, source, eps, c["max_batch"], time.perf_counter() - t0)
+        choice = BatchChoice(fit(eps, counts, mb, best), source, eps, mb, time.perf_counter() - t0)
         c.update(batch_size=best, evals_per_s=eps, rising=go_on)
         _write(path, cache)
         return choice
@@ -270,19 +301,56 @@ def choose(r, home: Path, cap_mb: int) -> BatchChoice:
     io = 4 * (math.prod(gen.latent_shape) + math.prod(gen.image_shape))
     module = getattr(clf, "module", None)
     max_batch = max(1, cap_mb * 2**20 // item_bytes(raw_forward(gen, clf, 2), [gen, module], io))
+    default = min(DEFAULT, max_batch)
+    if max(counts) <= min(SMALL_STEP, max_batch):
+        return BatchChoice(default, "small", {}, max_batch, time.perf_counter() - t0)
+    if cpu and busy(others_before()):
+        return BatchChoice(default, "loaded", {}, max_batch, time.perf_counter() - t0)
+    mark = cpu_load.sample()
     eps = sweep(raw_forward(gen, clf, min(max_batch, max(CANDIDATES))), max_batch)
+    others = others_during(mark) if cpu else None
     # Nothing measurable within the budget: per-batch overheads are negligible next to
     # such a model's cost, so the smallest candidate (least memory) loses nothing.
     best = max(eps, key=eps.get) if eps else min(CANDIDATES[0], max_batch)
-    choice = BatchChoice(best, "sweep", eps, max_batch, time.perf_counter() - t0)
-    cache[key] = {k: v for k, v in asdict(choice).items() if k != "source"}
-    cache[key].update(
-        measured_at=time.time(),
-        load_per_core=round(load_per_core(), 2),
-        rising=still_rising(eps, max_batch),
-    )
+    entry = {
+        "batch_size": best,
+        "evals_per_s": eps,
+        "max_batch": max_batch,
+        "sweep_seconds": time.perf_counter() - t0,
+        "measured_at": time.time(),
+        "others_cores": None if others is None else round(others, 2),
+        "rising": still_rising(eps, max_batch),
+    }
+    if cpu and busy(others):
+        # Kept for information under its own key, never read as an answer.
+        cache[key + LOADED] = {**entry, "loaded": True}
+        _write(path, cache)
+        return BatchChoice(default, "loaded", eps, max_batch, time.perf_counter() - t0)
+    cache[key] = entry
     _write(path, cache)
-    return choice
+    return BatchChoice(
+        fit(eps, counts, max_batch, best), "sweep", eps, max_batch, entry["sweep_seconds"]
+    )
+
+
+def busy(others: float | None) -> bool:
+    """Whether other processes' use of the cores (`others`) leaves this process's torch
+    threads fewer cores than they need (engine/campaign/cpu_load.py)."""
+    return cpu_load.loaded(others, threads())
+
+
+def threads() -> int:
+    return torch.get_num_threads()
+
+
+def others_before() -> float | None:
+    """Cores other processes used just before a measurement (cpu_load.recent)."""
+    return cpu_load.recent(threads())
+
+
+def others_during(mark: cpu_load.Sample) -> float | None:
+    """Cores other processes used since `mark` (a sweep's start)."""
+    return cpu_load.others(mark, cpu_load.sample(), threads())
 
 
 def batch_record(c: BatchChoice) -> dict:
