@@ -92,6 +92,13 @@ class CampaignWriter:
         self.flushes = 0
         self._last = self._started = time.monotonic()
         self._interval = flush_seconds
+        #: Generations (batch() blocks) closed, and how many of them the store holds: a
+        #: checkpoint of the search state is written only once its batch is committed
+        #: (engine/campaign/checkpoint.py), so it never runs ahead of the store.
+        self.batches = 0
+        self.committed = 0
+        #: Called with `committed` after each write that landed, on the writing thread.
+        self.on_commit: list[Callable[[int], None]] = []
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
@@ -123,6 +130,7 @@ class CampaignWriter:
                 for t, chunks in self._staged[0].items():
                     self._pending[t].extend(chunks)
                 self._seed_updates.extend(self._staged[1])
+                self.batches += 1
             finally:
                 self._staged = None
 
@@ -158,7 +166,9 @@ class CampaignWriter:
         with self._lock:
             pending, updates = self._pending, self._seed_updates
             self._pending, self._seed_updates = {t: [] for t in TABLES}, []
+            upto = self.batches
         if not any(pending.values()) and not updates:
+            self._committed(upto)
             return True
         t0 = time.perf_counter()
         try:
@@ -190,7 +200,14 @@ class CampaignWriter:
             due = (self.seconds + spent) / STORE_SHARE - elapsed
             self._interval = min(max(self.flush_seconds, due), MAX_SPACING * self.flush_seconds)
         self.flushes += 1
+        self._committed(upto)
         return True
+
+    def _committed(self, upto: int) -> None:
+        if upto > self.committed:
+            self.committed = upto
+            for hook in self.on_commit:
+                hook(upto)
 
     def _write(self, con, pending: dict[str, list[Columns]], updates: list[Columns]) -> None:
         for table, chunks in pending.items():
@@ -224,6 +241,7 @@ class CampaignWriter:
         with self._lock:
             pending, updates = self._pending, self._seed_updates
             self._pending, self._seed_updates = {t: [] for t in TABLES}, []
+            upto = self.batches
         cols = {"status": status, "finished_at": now(), "error": error, **(fields or {})}
         sets = ", ".join(f"{k} = ?" for k in cols)
 
@@ -255,6 +273,7 @@ class CampaignWriter:
             self._save_recovery(pending, updates, cols, table)
             raise KeyboardInterrupt from None
         self.seconds += time.perf_counter() - t0
+        self._committed(upto)
 
     def _write_until_it_lands(self, block: Callable) -> None:
         """The final write never gives up (CONTRACT rule 4): while another process holds the

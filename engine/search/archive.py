@@ -40,6 +40,17 @@ class Archive:
         #: Failing evaluations offered, duplicates included (for the metrics).
         self.offered = 0
 
+    def state_dict(self) -> dict[str, object]:
+        """What a checkpoint keeps (engine/campaign/checkpoint.py): the digests seen as rows
+        of bytes, the entry count and the failing evaluations offered."""
+        seen = sorted(self.seen)
+        rows = np.frombuffer(b"".join(seen), dtype=np.uint8).reshape(len(seen), -1).copy()
+        return {"seen": torch.from_numpy(rows), "count": self.count, "offered": self.offered}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.seen = {bytes(row) for row in state["seen"].numpy()}
+        self.count, self.offered = int(state["count"]), int(state["offered"])
+
     def add(
         self,
         g: int,
