@@ -53,8 +53,8 @@ from engine.io.bundle_zip import (
 )
 from store import SCHEMA_VERSION, Store
 from store import bundles as sb
-from store.admin import CHECKPOINT_FILES
 from store import campaigns as sc
+from store.admin import CHECKPOINT_FILES
 from store.liveness import alive
 from store.maintenance import require_sound
 from store.writer import campaign_exists

@@ -87,7 +87,7 @@ def test_kill_9_then_resume_from_the_checkpoint(home: Path, env, tmp_path: Path)
         saved = torch.load(path, weights_only=True)["generation"] if path.exists() else None
         assert saved is None or 1 <= saved <= last, (saved, last)  # never ahead
         seen: list[int] = []
-        res = resume_campaign(home, cid, progress=lambda p: seen.append(p.generation))
+        res = resume_campaign(home, cid, progress=lambda p, seen=seen: seen.append(p.generation))
         assert res.status == "finished", cid
         if saved is not None:
             assert seen[0] == saved + 1  # nothing at or before it evaluated again
