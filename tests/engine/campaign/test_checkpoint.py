@@ -57,6 +57,18 @@ NSGA2 = {
     "validators": {},
     "strategy_params": {"generations": 6, "population": 12, "cluster_every": 2},
 }
+RANDOM = {
+    "seeds": 3,
+    "seed": 2,
+    "strategy": "random",
+    "strategy_params": {"generations": 6, "population": 6, "stop_at_failure": False},
+}
+INTERPOLATE = {
+    "seeds": 2,
+    "seed": 2,
+    "strategy": "interpolate",
+    "strategy_params": {"k": 1, "lambda_steps": 6},
+}
 DM = {
     "generator": "dm",
     "seeds": 2,
@@ -139,7 +151,9 @@ def assert_identical(a: Path, b: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("raw", "at"), [(GA, 4), (SINVAD, 3), (NSGA2, 3)], ids=["ga", "sinvad", "nsga2"]
+    ("raw", "at"),
+    [(GA, 4), (SINVAD, 3), (NSGA2, 3), (RANDOM, 3), (INTERPOLATE, 3)],
+    ids=["ga", "sinvad", "nsga2", "random", "interpolate"],
 )
 def test_a_campaign_stopped_half_way_resumes_from_its_checkpoint_to_identical_results(
     tmp_path: Path, every_generation, raw: dict, at: int
