@@ -201,8 +201,9 @@ class Checkpoints:
         t = time.perf_counter()
         try:
             state = capture(c, g, done)
-        except (NotImplementedError, TypeError):
-            # A strategy (or rule) without a state: this campaign resumes by replay.
+        except Exception:  # noqa: BLE001 - a checkpoint never fails the campaign
+            # A strategy without a state_dict (NotImplementedError), or a state that
+            # cannot be saved: this campaign resumes by replay, as before checkpoints.
             self.enabled = False
             return
         with self._lock:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.search.archive import digest
+from engine.search.archive import DIGEST, digest
 
 #: HDBSCAN's smallest cluster; a search with fewer finds keeps every find as its own.
 MIN_CLUSTER = 5
@@ -156,7 +156,7 @@ class DiversityArchive:
                 .reshape(len(keys), -1)
                 .copy()
                 if keys
-                else np.zeros((0, 16), dtype=np.uint8)
+                else np.zeros((0, DIGEST), dtype=np.uint8)
             ),
         }
 

@@ -57,6 +57,8 @@ NSGA2 = {
     "validators": {},
     "strategy_params": {"generations": 6, "population": 12, "cluster_every": 2},
 }
+# Archive on, and no failure yet when it stops: an empty archive is saved as well.
+GA_ARCHIVE = {**GA, "archive": True}
 RANDOM = {
     "seeds": 3,
     "seed": 2,
@@ -152,8 +154,8 @@ def assert_identical(a: Path, b: Path) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "at"),
-    [(GA, 4), (SINVAD, 3), (NSGA2, 3), (RANDOM, 3), (INTERPOLATE, 3)],
-    ids=["ga", "sinvad", "nsga2", "random", "interpolate"],
+    [(GA, 4), (GA_ARCHIVE, 1), (SINVAD, 3), (NSGA2, 3), (RANDOM, 3), (INTERPOLATE, 3)],
+    ids=["ga", "ga-archive", "sinvad", "nsga2", "random", "interpolate"],
 )
 def test_a_campaign_stopped_half_way_resumes_from_its_checkpoint_to_identical_results(
     tmp_path: Path, every_generation, raw: dict, at: int

@@ -127,3 +127,36 @@ def test_the_replay_report_starts_at_the_checkpoint(tmp_path: Path):
     assert startup.read_replay(tmp_path, "r")[1:] == (38, 40, 38)
     report.restart(0)  # the checkpoint did not fit after all
     assert startup.read_replay(tmp_path, "r")[1:] == (0, 40, 0)
+
+
+@pytest.mark.parametrize("finds", [0, 3])
+def test_the_failure_archives_state_round_trips_empty_or_not(tmp_path: Path, finds: int):
+    from engine.core.images import ImageSink
+    from engine.search.archive import Archive
+
+    class Rows:
+        def append(self, table, **columns) -> None:
+            pass
+
+    sink = ImageSink(tmp_path)
+    a = Archive("c", Rows(), sink)
+    n = 4
+    images = torch.arange(n * 4, dtype=torch.uint8).view(n, 1, 2, 2)
+    failing = torch.arange(n) < finds
+    a.add(
+        1,
+        torch.zeros(n, dtype=torch.long),
+        torch.zeros(n, dtype=torch.long),
+        images,
+        torch.zeros(n, 10),
+        None,
+        torch.zeros(n),
+        failing,
+    )
+    sink.close()
+    state = checkpoint._copy(a.state_dict())
+    torch.save(state, tmp_path / "s.pt")
+    b = Archive("c", Rows(), ImageSink(tmp_path))
+    b.load_state_dict(torch.load(tmp_path / "s.pt", weights_only=True))
+    assert (b.seen, b.count, b.offered) == (a.seen, a.count, a.offered)
+    assert len(b.seen) == finds
