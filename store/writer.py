@@ -143,6 +143,11 @@ class CampaignWriter:
         with self._lock:
             (self._staged or (None, self._seed_updates))[1].append(columns)
 
+    def next_flush_in(self) -> float:
+        """Seconds until the next flush is due (negative: overdue): a checkpoint captured
+        just before it is committed, and so written, at once."""
+        return self._last + self._interval - time.monotonic()
+
     def maybe_flush(self) -> None:
         """Without a background thread: flush when due, never waiting for a lock."""
         self._raise_pending_error()

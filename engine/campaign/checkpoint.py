@@ -180,22 +180,31 @@ class Checkpoints:
         self._lock = threading.Lock()
         self.cost = 0.0  # seconds captures and writes took, all threads
         self.started, self.last = time.monotonic(), float("-inf")
+        #: The last generation's length, and when it ended.
+        self.generation_seconds, self._generation_end = 0.0, self.started
         #: Generations written, in order (tests count them).
         self.written: list[int] = []
         writer.on_commit.append(self._on_commit)
 
     def due(self) -> bool:
         """One capture at a time (the last is not in the store yet), at most every
-        `flush_seconds`, and under SHARE of the time."""
+        `flush_seconds`, under SHARE of the time, and in the last generation or two
+        before the store's next flush: that flush commits it, so the file is at most a
+        generation behind the store. (Captured just after a flush, it waited a whole
+        flush interval, up to 10 s of search on a busy machine, for the next one; a kill
+        then left that much to replay.)"""
         now = time.monotonic()
         return (
             self._waiting is None
             and now - self.last >= self.min_seconds
             and self.cost <= SHARE * (now - self.started)
+            and self.writer.next_flush_in() <= 2 * self.generation_seconds
         )
 
     def generation_done(self, c: Campaign, g: int, done: torch.Tensor) -> None:
         """Called right after generation `g`'s rows are recorded (a batch closed)."""
+        now = time.monotonic()
+        self.generation_seconds, self._generation_end = now - self._generation_end, now
         if not self.enabled or not self.due():
             return
         t = time.perf_counter()

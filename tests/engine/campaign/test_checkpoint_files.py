@@ -160,3 +160,33 @@ def test_the_failure_archives_state_round_trips_empty_or_not(tmp_path: Path, fin
     b.load_state_dict(torch.load(tmp_path / "s.pt", weights_only=True))
     assert (b.seen, b.count, b.offered) == (a.seen, a.count, a.offered)
     assert len(b.seen) == finds
+
+
+def test_a_capture_waits_for_the_generation_before_the_stores_next_flush(tmp_path: Path):
+    """Counted, not timed: the writer's next flush 5 s away and generations of 1 s, no
+    capture; 1.5 s away, one (the flush then commits it at once)."""
+    from types import SimpleNamespace
+
+    class Writer:
+        on_commit: list = []
+        batches = committed = 0
+        left = 5.0
+
+        def next_flush_in(self) -> float:
+            return self.left
+
+    r = SimpleNamespace(
+        config=SimpleNamespace(flush_seconds=0.0, model_dump=lambda mode: {}),
+        strategy=SimpleNamespace(params=SimpleNamespace(model_dump=lambda mode: {}), name="x"),
+        fitness=SimpleNamespace(name="m"),
+        criterion=SimpleNamespace(name="m"),
+        archive=False,
+        generator=SimpleNamespace(options=dict),
+        model_hashes={},
+    )
+    w = Writer()
+    ck = checkpoint.Checkpoints(tmp_path, "c", r, w)
+    ck.generation_seconds = 1.0
+    assert not ck.due()
+    w.left = 1.5
+    assert ck.due()
