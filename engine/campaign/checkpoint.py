@@ -57,6 +57,8 @@ FORMAT = 1
 #: under, as the store's writes are (store/writer.py: STORE_SHARE): a 1,000-seed VAE
 #: campaign's state is about 80 MB, whose copy and write take a few tenths of a second.
 SHARE = 0.02
+#: Flush periods after which a capture is made whenever the next flush is.
+STALE = 30
 #: The Campaign's own fields that the rest of the search reads.
 CAMPAIGN_FIELDS = (
     "labels",
@@ -188,17 +190,22 @@ class Checkpoints:
 
     def due(self) -> bool:
         """One capture at a time (the last is not in the store yet), at most every
-        `flush_seconds`, under SHARE of the time, and in the last generation or two
-        before the store's next flush: that flush commits it, so the file is at most a
-        generation behind the store. (Captured just after a flush, it waited a whole
-        flush interval, up to 10 s of search on a busy machine, for the next one; a kill
-        then left that much to replay.)"""
+        `flush_seconds`, under SHARE of the time, and at the end of the last generation
+        before the store's next flush (judged by the last generation's length): that
+        flush commits it at once, so the file is at most about a generation behind the
+        store. (Captured just after a flush, it waited a whole flush interval, up to 10 s
+        of search on a busy machine, for the next one; a kill then left that much to
+        replay.) Should the guess keep missing, a capture is made anyway after
+        STALE flush periods."""
         now = time.monotonic()
         return (
             self._waiting is None
             and now - self.last >= self.min_seconds
             and self.cost <= SHARE * (now - self.started)
-            and self.writer.next_flush_in() <= 2 * self.generation_seconds
+            and (
+                self.writer.next_flush_in() <= self.generation_seconds
+                or now - self.last >= STALE * self.min_seconds
+            )
         )
 
     def generation_done(self, c: Campaign, g: int, done: torch.Tensor) -> None:

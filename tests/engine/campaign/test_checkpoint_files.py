@@ -5,6 +5,7 @@ time left counts only the generations after it."""
 from __future__ import annotations
 
 import json
+import time
 import zipfile
 from pathlib import Path
 
@@ -163,20 +164,20 @@ def test_the_failure_archives_state_round_trips_empty_or_not(tmp_path: Path, fin
 
 
 def test_a_capture_waits_for_the_generation_before_the_stores_next_flush(tmp_path: Path):
-    """Counted, not timed: the writer's next flush 5 s away and generations of 1 s, no
-    capture; 1.5 s away, one (the flush then commits it at once)."""
+    """Counted, not timed: the writer's next flush 1.5 s away and generations of 1 s, no
+    capture; 0.5 s away, one (the flush then commits it at once)."""
     from types import SimpleNamespace
 
     class Writer:
         on_commit: list = []
         batches = committed = 0
-        left = 5.0
+        left = 1.5
 
         def next_flush_in(self) -> float:
             return self.left
 
     r = SimpleNamespace(
-        config=SimpleNamespace(flush_seconds=0.0, model_dump=lambda mode: {}),
+        config=SimpleNamespace(flush_seconds=1.0, model_dump=lambda mode: {}),
         strategy=SimpleNamespace(params=SimpleNamespace(model_dump=lambda mode: {}), name="x"),
         fitness=SimpleNamespace(name="m"),
         criterion=SimpleNamespace(name="m"),
@@ -187,6 +188,11 @@ def test_a_capture_waits_for_the_generation_before_the_stores_next_flush(tmp_pat
     w = Writer()
     ck = checkpoint.Checkpoints(tmp_path, "c", r, w)
     ck.generation_seconds = 1.0
+    assert ck.due()  # the first: nothing to wait for
+    ck.last = time.monotonic() - 1.0  # one made a second ago
     assert not ck.due()
+    w.left = 0.5
+    assert ck.due()
     w.left = 1.5
+    ck.last = time.monotonic() - checkpoint.STALE  # none for STALE flush periods
     assert ck.due()
