@@ -32,7 +32,7 @@ def campaign_progress(
     campaign: dict[str, Any],
     progress: dict[str, Any],
     now: datetime | None = None,
-    replay: tuple[float, int, int] | None = None,
+    replay: tuple[float, int, int, int] | tuple[float, int, int] | None = None,
 ) -> tuple[float, str]:
     """(fraction done in [0, 1], one line: where it is and about how long is left).
     `replay`: a resumed campaign's report (engine/campaign/startup.py), whose clock starts at the
@@ -58,16 +58,18 @@ def campaign_progress(
     if gen == 0:
         return 0.0, f"drawing {n} seeds and checking that the classifier gets them right"
     if since != "elapsed":
-        # The resumed process runs the search again from generation 0 (engine/campaign/resume.py),
-        # writing nothing until it passes the stored generations: its own position, not
-        # the store's, says how fast it goes.
+        # The resumed process runs the search again from its checkpoint's generation (0
+        # without one, engine/campaign/resume.py), writing nothing until it passes the
+        # stored generations: its own position since then, not the store's, says how
+        # fast it goes.
         replayed, last = replay[1], replay[2]
+        began = replay[3] if len(replay) > 3 else 0
         pos = replayed if replayed < last else gen
         if replayed < last:
             where += f" · replaying stored generation {replayed} of {last}"
-        if not budget or pos <= 0 or elapsed <= 0:
+        if not budget or pos <= began or elapsed <= 0:
             return frac, f"{where} · {duration(max(elapsed, 0))} {since}"
-        left = elapsed * max(budget - pos, 0) / pos
+        left = elapsed * max(budget - pos, 0) / (pos - began)
         return frac, f"{where} · {duration(elapsed)} {since}, at most about {duration(left)} left"
     if frac <= 0 or elapsed <= 0:
         return 0.0, f"{where} · estimating the time left…"

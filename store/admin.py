@@ -25,6 +25,14 @@ CAMPAIGN_TABLES = (
     "grid_cells",
 )
 
+#: A campaign's search-state checkpoint (engine/campaign/checkpoint.py) and its temp file:
+#: in the campaign's folder, so `delete` removes it with the folder; never in a bundle.
+CHECKPOINT_FILES = ("checkpoint.pt", "checkpoint.pt.tmp")
+
+
+def checkpoint_path(home: Path, cid: str) -> Path:
+    return Path(home) / "campaigns" / cid / CHECKPOINT_FILES[0]
+
 
 def validity_studies_using(store: Store, cid: str) -> list[str]:
     """Label studies that show this campaign's images."""

@@ -92,6 +92,13 @@ class CampaignWriter:
         self.flushes = 0
         self._last = self._started = time.monotonic()
         self._interval = flush_seconds
+        #: Generations (batch() blocks) closed, and how many of them the store holds: a
+        #: checkpoint of the search state is written only once its batch is committed
+        #: (engine/campaign/checkpoint.py), so it never runs ahead of the store.
+        self.batches = 0
+        self.committed = 0
+        #: Called with `committed` after each write that landed, on the writing thread.
+        self.on_commit: list[Callable[[int], None]] = []
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
@@ -123,6 +130,7 @@ class CampaignWriter:
                 for t, chunks in self._staged[0].items():
                     self._pending[t].extend(chunks)
                 self._seed_updates.extend(self._staged[1])
+                self.batches += 1
             finally:
                 self._staged = None
 
@@ -134,6 +142,11 @@ class CampaignWriter:
         columns = {k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in columns.items()}
         with self._lock:
             (self._staged or (None, self._seed_updates))[1].append(columns)
+
+    def next_flush_in(self) -> float:
+        """Seconds until the next flush is due (negative: overdue): a checkpoint captured
+        just before it is committed, and so written, at once."""
+        return self._last + self._interval - time.monotonic()
 
     def maybe_flush(self) -> None:
         """Without a background thread: flush when due, never waiting for a lock."""
@@ -158,7 +171,9 @@ class CampaignWriter:
         with self._lock:
             pending, updates = self._pending, self._seed_updates
             self._pending, self._seed_updates = {t: [] for t in TABLES}, []
+            upto = self.batches
         if not any(pending.values()) and not updates:
+            self._committed(upto)
             return True
         t0 = time.perf_counter()
         try:
@@ -190,7 +205,14 @@ class CampaignWriter:
             due = (self.seconds + spent) / STORE_SHARE - elapsed
             self._interval = min(max(self.flush_seconds, due), MAX_SPACING * self.flush_seconds)
         self.flushes += 1
+        self._committed(upto)
         return True
+
+    def _committed(self, upto: int) -> None:
+        if upto > self.committed:
+            self.committed = upto
+            for hook in self.on_commit:
+                hook(upto)
 
     def _write(self, con, pending: dict[str, list[Columns]], updates: list[Columns]) -> None:
         for table, chunks in pending.items():
@@ -224,6 +246,7 @@ class CampaignWriter:
         with self._lock:
             pending, updates = self._pending, self._seed_updates
             self._pending, self._seed_updates = {t: [] for t in TABLES}, []
+            upto = self.batches
         cols = {"status": status, "finished_at": now(), "error": error, **(fields or {})}
         sets = ", ".join(f"{k} = ?" for k in cols)
 
@@ -255,6 +278,7 @@ class CampaignWriter:
             self._save_recovery(pending, updates, cols, table)
             raise KeyboardInterrupt from None
         self.seconds += time.perf_counter() - t0
+        self._committed(upto)
 
     def _write_until_it_lands(self, block: Callable) -> None:
         """The final write never gives up (CONTRACT rule 4): while another process holds the

@@ -31,6 +31,13 @@ class Evaluator:
         #: Benchmark twins' time (engine/bench/campaign.py); zero in an ordinary campaign.
         self.raw_seconds = 0.0
 
+    def state_dict(self) -> dict[str, object]:
+        """The batch sizes so far (the campaign's evaluation count), for a checkpoint."""
+        return {"batch_sizes": torch.tensor(self.batch_sizes, dtype=torch.long)}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.batch_sizes = [int(b) for b in state["batch_sizes"].tolist()]
+
     def __call__(self, z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Latents (N, *L), labels (N,) -> logits (N, K), uint8 images (N, C, H, W)."""
         t0 = time.perf_counter()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -64,6 +65,10 @@ class Generation:
 class Campaign:
     """The search of one campaign: all seeds at once, one generation per loop turn."""
 
+    #: Captures and restores the search state: engine/campaign/checkpoint.py's Checkpoints,
+    #: which the runner sets (not imported here: that module reads this one's Campaign).
+    checkpoints: Any = None
+
     def __init__(
         self,
         r: Resolved,
@@ -97,10 +102,14 @@ class Campaign:
         return logits[..., : self.k], logits[..., self.k :]
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> None:
-        if not self.draw_seeds():
-            return
-        self.strategy.attach(self.r, self.labels[self.active])
-        self.strategy.start(self.seed_latents, self.rng)
+        # A resume with a checkpoint (engine/campaign/checkpoint.py) starts after its
+        # generation instead of drawing the seeds.
+        saved = self.checkpoints.restore(self) if self.checkpoints is not None else None
+        if saved is None:
+            if not self.draw_seeds():
+                return
+            self.strategy.attach(self.r, self.labels[self.active])
+            self.strategy.start(self.seed_latents, self.rng)
         # Made as the search starts: a wall-clock budget counts from here.
         self.termination: Termination = self.strategy.termination(self.r.fitness.refines_failures)
         G = self.termination.max_generations
@@ -109,13 +118,19 @@ class Campaign:
                 f"strategy {self.strategy.name}'s termination bounds no generations; "
                 "include Generations(n) in it"
             )
+        if saved is not None:
+            self.termination.load_state_dict(saved.state["termination"])
+            if not self.between(saved.state["done"]):
+                return
         last_strips = time.perf_counter()
-        for g in range(1, G + 1):
+        for g in range((saved.generation if saved else 0) + 1, G + 1):
             gen = self.evaluate_generation(g)
             with self.writer.batch():  # a reader sees a generation whole or not at all
                 self.record(gen)
                 if gen.done.any():
                     self.finish_seeds(gen)
+            if self.checkpoints is not None:
+                self.checkpoints.generation_done(self, g, gen.done)
             self.writer.maybe_flush()
             if time.perf_counter() - last_strips >= self.cfg.flush_seconds:
                 # Appends only the new frames: strip work per flush does not grow with g.
@@ -132,13 +147,20 @@ class Campaign:
                         int(sum(self.evaluate.batch_sizes)),
                     )
                 )
-            if gen.done.all():
+            if not self.between(gen.done):
                 break
-            if gen.done.any():
-                self.retire(~gen.done)
-            t = time.perf_counter()
-            self.strategy.advance(self.rng)
-            self.strategy_seconds += time.perf_counter() - t
+
+    def between(self, done: torch.Tensor) -> bool:
+        """After a generation whose seeds `done` stop: False when none is left, else
+        retire them and breed the next generation."""
+        if done.all():
+            return False
+        if done.any():
+            self.retire(~done)
+        t = time.perf_counter()
+        self.strategy.advance(self.rng)
+        self.strategy_seconds += time.perf_counter() - t
+        return True
 
     def draw_seeds(self) -> bool:
         """Draw seeds, check viability, record them; False when none is viable."""

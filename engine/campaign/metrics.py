@@ -60,6 +60,32 @@ class MetricsTracker:
         #: and, for strategies with image_metrics, the summed MSE and SSIM to the seed.
         self.per_generation: dict[int, dict[str, float]] = {}
 
+    #: The tracker's state: every field (a checkpoint, engine/campaign/checkpoint.py).
+    FIELDS = (
+        "seed_images",
+        "evaluations",
+        "failing_evaluations",
+        "wrong",
+        "viable",
+        "failed",
+        "mse",
+        "ssim",
+        "gap",
+        "per_generation",
+    )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> MetricsTracker:
+        t = cls.__new__(cls)
+        for name in cls.FIELDS:
+            setattr(t, name, state[name])
+        # Keys are generations; a dict read back keeps them, but as whatever was saved.
+        t.per_generation = {int(g): dict(r) for g, r in state["per_generation"].items()}
+        return t
+
     def evaluated(
         self,
         seed_idx: torch.Tensor,

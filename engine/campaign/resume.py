@@ -1,23 +1,29 @@
-"""Resume a crashed or interrupted campaign: deterministic replay from its stored config.
+"""Resume a crashed or interrupted campaign: from its checkpoint, replaying what follows it.
 
-A campaign's results depend only on its config and seed (every draw comes from one
-torch.Generator), so resuming needs no snapshot of population, step or generator state:
-the search is run again from the start, and ``ReplayWriter`` drops what the store already
-holds, up to the last committed generation, checking on the way that each replayed
+While a campaign runs, its search state is checkpointed once the store holds the
+generation it matches (engine/campaign/checkpoint.py). A resume restores that state and
+goes on from there; the store's generations after it (a checkpoint is written at most
+every few seconds, so it can be a little behind) are run again through ``ReplayWriter``,
+which drops what the store already holds, checking on the way that each replayed
 generation's best fitness equals the stored one (refused if models or libraries changed).
 From there on rows are written as usual. Images are rewritten identically, so files that
 a kill left unwritten come back. The store holds whole generations only (a generation's
 rows are pending together and written in one transaction), so "the last committed
 generation" is one number for the whole campaign.
 
-The cost is the replayed generations' compute; the gain is that nothing has to be persisted
-per flush and a resumed campaign provably matches an uninterrupted one.
+Without a usable checkpoint (a store written before checkpoints, a file from another
+config, models or libraries, an unreadable one) the search is replayed from the start:
+a campaign's results depend only on its config and seed (every draw comes from one
+torch.Generator), so the replay reaches the same state, at the cost of its compute.
+`recompute_metrics` (`doctor --fix`) always replays the whole search: a finished campaign
+keeps no checkpoint.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.campaign import checkpoint
 from engine.campaign.config import from_record
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.loop import Progress
@@ -143,14 +150,40 @@ def _eager(c: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
     return inference.eager_only() if eager else contextlib.nullcontext()
 
 
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _first_new(
+    progress: Callable[[Progress], None] | None, last: int
+) -> Callable[[Progress], None] | None:
+    """`progress`, stamping $LATENTFUZZ_FIRST_GENERATION_FILE at the first generation the
+    store did not hold (`latentfuzz bench` times a resume's start-up by it, as a run's)."""
+    stamp = os.environ.get("LATENTFUZZ_FIRST_GENERATION_FILE")
+    if not stamp:
+        return progress
+
+    def on_progress(p: Progress) -> None:
+        nonlocal stamp
+        if stamp and p.generation > last:
+            Path(stamp).write_text(repr(time.time()))
+            stamp = None
+        if progress is not None:
+            progress(p)
+
+    return on_progress
+
+
 def resume_campaign(
     home: Path,
     cid: str,
     progress: Callable[[Progress], None] | None = None,
     models_root: Path | None = None,
     evaluator: type[Evaluator] | None = None,
+    notify: Callable[[str], None] = _stderr,
 ) -> CampaignResult:
-    """Continue a crashed or interrupted campaign to the end it would have had."""
+    """Continue a crashed or interrupted campaign to the end it would have had. `notify`
+    hears why a checkpoint was not used (the resume then replays the whole search)."""
     store = Store(db_path(home))
     store.require_writable()
     require_sound(store)
@@ -171,9 +204,17 @@ def resume_campaign(
     lock = CampaignLock(home, cid).acquire()
     with _released_on_error(lock):
         committed = Committed.load(store, cid)
+        saved, why = checkpoint.load(home, cid, r, committed.last)
         # Before the campaign reads as running: a page must not take an earlier resume's
         # report for this one's.
-        report = ReplayReport(home, cid, committed.last)
+        report = ReplayReport(home, cid, committed.last, saved.generation if saved else 0)
+
+    def fallback(why: str) -> None:
+        report.restart(0)
+        notify(f"campaign {cid}: {why}; replaying its search from the start")
+
+    if why is not None:
+        notify(f"campaign {cid}: {why}; replaying its search from the start")
     try:
         with _released_on_error(lock), store.write() as con:
             sc.mark_resumed(con, cid, os.getpid())
@@ -185,10 +226,12 @@ def resume_campaign(
                 cid,
                 lock,
                 time.perf_counter(),
-                progress,
+                _first_new(progress, committed.last),
                 evaluator,
                 wrap=lambda w: ReplayWriter(w, committed, report),
                 evaluations_before=int(c.get("evaluations") or 0),
+                saved=saved,
+                fallback=fallback,
             )
     finally:
         # Read only while the campaign runs (it stayed in the home for good), also when the
@@ -240,6 +283,7 @@ def recompute_metrics(home: Path, cid: str, models_root: Path | None = None) -> 
             wrap=lambda w: ReplayWriter(w, committed),
             evaluations_before=int(c.get("evaluations") or 0),
             kept={k: _plain(c.get(k)) for k in KEPT},
+            checkpointing=False,
         )
     if res.status != "finished":
         raise LatentfuzzError(

@@ -22,6 +22,7 @@ import torch
 
 from engine.campaign.batching import batch_record
 from engine.campaign.batching import choose as choose_batch
+from engine.campaign.checkpoint import Checkpoints, Saved
 from engine.campaign.config import CampaignConfig
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.loop import Campaign, Progress
@@ -193,6 +194,9 @@ def execute(
     wrap: Callable[[CampaignWriter], Any] | None = None,
     evaluations_before: int = 0,
     kept: dict[str, Any] | None = None,
+    saved: Saved | None = None,
+    fallback: Callable[[str], None] | None = None,
+    checkpointing: bool = True,
 ) -> CampaignResult:
     """Search and close the campaign `cid`, whose row exists and whose lock this process
     holds; releases the lock. `wrap` puts a filter between the search and the writer (a
@@ -212,6 +216,7 @@ def execute(
             clf.prepare()  # a graph is built here, not in the first generation's clock
     status, error, failure = "finished", None, None
     campaign: Campaign | None = None  # a Ctrl-C can land before it exists
+    checkpoints: Checkpoints | None = None
     # Entered when the search ends (below), left once the campaign is closed.
     closing = contextlib.ExitStack()
     with closing:
@@ -220,6 +225,9 @@ def execute(
             # campaign ends `interrupted`, as for one in the search.
             interrupts.start_search()
             campaign = Campaign(r, cid, rng, wrap(writer) if wrap else writer, sink, evaluate, t0)
+            if checkpointing:
+                checkpoints = Checkpoints(home, cid, r, writer, saved, fallback)
+                campaign.checkpoints = checkpoints
             # Inference mode: no autograd bookkeeping on the many small tensor ops of a generation.
             with torch.inference_mode():
                 campaign.run(progress)
@@ -248,6 +256,8 @@ def execute(
             # neither (the row and the result give the same pair).
             store_seconds = writer.seconds
             row = None
+            if status == "finished" and failure is None and checkpoints is not None:
+                checkpoints.stop()  # its close commits every row: nothing left to resume
             if status == "finished" and failure is None:
                 # Before the closing write, which commits it with the status: a campaign
                 # is never `finished` without its metrics, which `resume` could not mend.
@@ -277,6 +287,9 @@ def execute(
                 # A full disk can refuse the closing write too: the rows written so far stay,
                 # and readers mark the campaign crashed once this process has gone.
                 failure = failure or e
+            else:
+                if status == "finished" and checkpoints is not None:
+                    checkpoints.remove()
             if status != "finished" or failure is not None:
                 lock.release()
         if failure is not None:

@@ -57,26 +57,34 @@ def replay_path(home: Path, campaign_id: str) -> Path:
 class ReplayReport:
     """A resumed campaign's clock and replay position, for the Campaign page: the store's
     rows say neither (its created_at is the first start, and replayed generations write
-    nothing). One small file, `<started> <replayed> <last>`, replaced at most twice a
-    second, so a reader never sees half of it."""
+    nothing). One small file, `<started> <replayed> <last> <start>`, replaced at most twice
+    a second, so a reader never sees half of it. `start`: the generation the resume took
+    up from its checkpoint (0: it replays from the first), so that the time left counts
+    only the generations this process runs."""
 
-    def __init__(self, home: Path, campaign_id: str, last: int) -> None:
-        self.path, self.last = replay_path(home, campaign_id), last
+    def __init__(self, home: Path, campaign_id: str, last: int, start: int = 0) -> None:
+        self.path, self.last, self.start = replay_path(home, campaign_id), last, start
         self.started, self.written, self.done = time.time(), 0.0, False
-        self.at(0)
+        self.at(start)
+
+    def restart(self, start: int) -> None:
+        """The checkpoint did not fit: the replay starts at `start` after all."""
+        self.start, self.done, self.written = start, False, 0.0
+        self.at(start)
 
     def at(self, generation: int) -> None:
         """The replay has reached `generation`: written at the start, at the end of the
         replay, and at most every 0.5 s between; nothing after the end."""
         now = time.time()
-        if self.done or (now - self.written < 0.5 and 0 < generation < self.last):
+        if self.done or (now - self.written < 0.5 and self.start < generation < self.last):
             return
         self.done = generation >= self.last
         self.written = now
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text(f"{self.started:.3f} {min(generation, self.last)} {self.last}\n")
+            at = min(generation, self.last)
+            tmp.write_text(f"{self.started:.3f} {at} {self.last} {self.start}\n")
             tmp.replace(self.path)
         except OSError:
             pass  # a read-only home loses the report, not the campaign
@@ -86,11 +94,13 @@ class ReplayReport:
         self.path.unlink(missing_ok=True)
 
 
-def read_replay(home: Path, campaign_id: str) -> tuple[float, int, int] | None:
-    """(resume time since the epoch, generations replayed, generations to replay), or None
-    for a campaign never resumed (or a report unreadable)."""
+def read_replay(home: Path, campaign_id: str) -> tuple[float, int, int, int] | None:
+    """(resume time since the epoch, generations replayed, generations to replay, the
+    generation the resume started from), or None for a campaign never resumed (or a
+    report unreadable). A report of three fields (written before checkpoints) started
+    from 0."""
     try:
-        t, done, last = replay_path(home, campaign_id).read_text().split()
-        return float(t), int(done), int(last)
-    except (OSError, ValueError):
+        t, done, last, *start = replay_path(home, campaign_id).read_text().split()
+        return float(t), int(done), int(last), int(start[0]) if start else 0
+    except (OSError, ValueError, IndexError):
         return None

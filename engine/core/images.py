@@ -194,6 +194,53 @@ class ImageSink:
         if not release:
             self.strip_bytes.append(queued)
 
+    def state_dict(self) -> dict[str, object]:
+        """The open strips' frame counts and their frames not yet appended (uint8
+        (n, C, H, W) each), for a checkpoint (engine/campaign/checkpoint.py)."""
+        return {
+            "count": dict(self._count),
+            "pending": {k: np.stack(v) for k, v in self._pending.items() if v},
+        }
+
+    def load_state_dict(self, state: dict, frame: tuple[int, int, int]) -> None:
+        """Take up a state_dict: each open strip's sidecar is cut back to the frames it had
+        on disk then (later ones are appended again, identical), or made again from its
+        PNG where the campaign's close assembled it. OSError when a strip holds fewer
+        frames than that (nothing is changed in memory then). `frame`: (C, H, W)."""
+        count = {str(k): int(v) for k, v in state["count"].items()}
+        pending = {str(k): np.asarray(v, dtype=np.uint8) for k, v in state["pending"].items()}
+        for name, n in count.items():
+            on_disk = n - len(pending.get(name, ()))
+            if on_disk > 0:
+                self._cut_back(name, on_disk, frame)
+        self._count = count
+        self._pending = {k: list(v) for k, v in pending.items()}
+
+    def _cut_back(self, rel: str, n: int, frame: tuple[int, int, int]) -> None:
+        path = self.home / rel
+        side = sidecar(path)
+        size = int(np.prod(frame))
+        if side.exists():
+            shape, held = _read_sidecar(side)
+            if shape == frame and held >= n:
+                os.truncate(side, _HEADER.size + n * size)
+                return
+        if path.exists():
+            c, h, w = frame
+            strip = read_uint8(path)
+            held = strip.shape[2] // w if strip.shape[:2] == (c, h) else 0
+            if held >= n:
+                frames = strip[:, :, : n * w].reshape(c, h, n, w).transpose(2, 0, 1, 3)
+                with open(side, "wb") as f:
+                    f.write(_HEADER.pack(_MAGIC, c, h, w))
+                    f.write(np.ascontiguousarray(frames).tobytes())
+                return
+        raise OSError(f"{path} holds fewer than the {n} frames the checkpoint counts")
+
+    def barrier(self) -> Future:
+        """A future done once every write queued so far is (one worker: in order)."""
+        return self._pool.submit(lambda: None)
+
     def save(self, rel_paths: list[str], images: torch.Tensor) -> None:
         """Queue uint8 images (B, C, H, W) for writing to rel_paths."""
         if not rel_paths:

@@ -54,6 +54,7 @@ from engine.io.bundle_zip import (
 from store import SCHEMA_VERSION, Store
 from store import bundles as sb
 from store import campaigns as sc
+from store.admin import CHECKPOINT_FILES
 from store.liveness import alive
 from store.maintenance import require_sound
 from store.writer import campaign_exists
@@ -201,6 +202,14 @@ def import_bundle(
         ]
         if stray:
             raise BundleError(f"{path} holds {stray[0]}, outside campaign {old}'s folder")
+        # A resume restores a campaign's checkpoint as it finds it: one only ever comes
+        # from this machine's own run (engine/campaign/checkpoint.py), never from a bundle.
+        carried = [n for n in manifest["files"] if PurePosixPath(n).name in CHECKPOINT_FILES]
+        if carried:
+            raise BundleError(
+                f"{path} holds {quote(carried[0])}, a search checkpoint, which no bundle "
+                "carries (export writes none); the bundle was altered: refused"
+            )
         check_space(zf, manifest, tmp, path)
         for name, digest in manifest["files"].items():
             extract(zf, name, str(digest), tmp / name, path)

@@ -20,10 +20,13 @@ import torch
 from engine.core.images import ImageSink
 from store import CampaignWriter
 
+#: Bytes of a digest.
+DIGEST = 16
+
 
 def digest(row: np.ndarray) -> bytes:
     """A short key of an array's bytes: sets of them stay small however many rows."""
-    return hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+    return hashlib.blake2b(row.tobytes(), digest_size=DIGEST).digest()
 
 
 def archive_path(cid: str, entry: int) -> str:
@@ -39,6 +42,17 @@ class Archive:
         self.count = 0
         #: Failing evaluations offered, duplicates included (for the metrics).
         self.offered = 0
+
+    def state_dict(self) -> dict[str, object]:
+        """What a checkpoint keeps (engine/campaign/checkpoint.py): the digests seen as rows
+        of bytes, the entry count and the failing evaluations offered."""
+        seen = sorted(self.seen)
+        rows = np.frombuffer(b"".join(seen), dtype=np.uint8).reshape(len(seen), DIGEST).copy()
+        return {"seen": torch.from_numpy(rows), "count": self.count, "offered": self.offered}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.seen = {bytes(row) for row in state["seen"].numpy()}
+        self.count, self.offered = int(state["count"]), int(state["offered"])
 
     def add(
         self,

@@ -13,10 +13,12 @@ different, whichever classifier labels them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
-from engine.search.archive import digest
+from engine.search.archive import DIGEST, digest
 
 #: HDBSCAN's smallest cluster; a search with fewer finds keeps every find as its own.
 MIN_CLUSTER = 5
@@ -136,6 +138,37 @@ class DiversityArchive:
         sim = sim.masked_fill(~mine[:, None, :], float("-inf"))
         best = sim.amax(2)
         return torch.where(torch.isfinite(best), 1.0 - best, out)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Tensors and numbers only (a checkpoint is read with weights_only=True): the
+        keys' digests as rows of bytes."""
+        keys = sorted(self._keys)
+        return {
+            "features": self.features,
+            "owner": self.owner,
+            "reps": self.reps,
+            "searches": self.searches,
+            "embedding": self.embedding,
+            "seed": self.seed,
+            "key_owner": torch.tensor([o for o, _ in keys], dtype=torch.long),
+            "key_digest": torch.tensor(
+                np.frombuffer(b"".join(k for _, k in keys), dtype=np.uint8)
+                .reshape(len(keys), -1)
+                .copy()
+                if keys
+                else np.zeros((0, DIGEST), dtype=np.uint8)
+            ),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> DiversityArchive:
+        a = cls(int(state["searches"]), str(state["embedding"]), int(state["seed"]))
+        a.features, a.owner, a.reps = state["features"], state["owner"], state["reps"]
+        digests = state["key_digest"].numpy()
+        a._keys = {
+            (int(o), bytes(d)) for o, d in zip(state["key_owner"].tolist(), digests, strict=True)
+        }
+        return a
 
     def keep(self, mask: torch.Tensor) -> None:
         """Keep the searches where mask (S,) is True; renumber owners."""

@@ -40,6 +40,15 @@ class Termination(ABC):
         phrase ('a wall-clock budget (seconds=60)'), or None when it can."""
         return None
 
+    def state_dict(self) -> dict[str, object]:
+        """What a checkpoint keeps of this rule: nothing for the rules here, which read
+        only the Status; a rule that counts something between generations returns it."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Take up a state_dict (after the rule was made as the search started)."""
+        return None
+
     def __or__(self, other: Termination) -> Termination:
         return AnyOf(self, other)
 
@@ -66,6 +75,16 @@ class AnyOf(Termination):
 
     def unreplayable(self) -> str | None:
         return next((why for r in self.rules if (why := r.unreplayable()) is not None), None)
+
+    def state_dict(self) -> dict[str, object]:
+        return {"rules": [r.state_dict() for r in self.rules]}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        rules = state["rules"]
+        if len(rules) != len(self.rules):
+            raise ValueError(f"the termination state has {len(rules)} rules, not {len(self.rules)}")
+        for r, s in zip(self.rules, rules, strict=True):
+            r.load_state_dict(s)
 
 
 class Generations(Termination):

@@ -135,6 +135,21 @@ class Strategy(ABC):
     def advance(self, rng: torch.Generator) -> None:
         """Breed the next population from the evaluated one."""
 
+    def state_dict(self) -> dict[str, Any]:
+        """The search state between two generations, for a checkpoint
+        (engine/campaign/checkpoint.py): tensors, numbers, strings, None, and lists, tuples
+        and dicts of them (what ``torch.load(weights_only=True)`` reads back), enough for
+        ``load_state_dict`` on a fresh instance of the same params to go on exactly as
+        this one would. The caller copies the tensors. A strategy that does not say
+        raises NotImplementedError: its campaigns are checkpointed never, and resume by
+        replaying the whole search."""
+        raise NotImplementedError(f"strategy {self.name} has no state_dict")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Take up a ``state_dict`` in place of ``start``, after ``attach``. Raise
+        (ValueError) on a state that lacks something: the resume then replays instead."""
+        raise NotImplementedError(f"strategy {self.name} has no load_state_dict")
+
     def see(self, slots: torch.Tensor, images: torch.Tensor, failing: torch.Tensor) -> None:
         """Called before ``tell`` with the uint8 images (S, M, C, H, W) of the slots just
         evaluated and whether each fails the criterion (S, M), for strategies whose
@@ -233,6 +248,8 @@ class PopulationStrategy(Strategy):
     that ``keep`` drops finished seeds from all of them."""
 
     per_seed: ClassVar[tuple[str, ...]] = ("seed", "pop", "scores", "logits")
+    #: Attributes beyond ``per_seed`` and ``slots`` that the state holds (counters).
+    state_fields: ClassVar[tuple[str, ...]] = ()
     pop: torch.Tensor
     scores: torch.Tensor
     logits: torch.Tensor | None
@@ -268,3 +285,22 @@ class PopulationStrategy(Strategy):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, value[mask])
+
+    def _fields(self) -> tuple[str, ...]:
+        return (*self.per_seed, "slots", *self.state_fields)
+
+    def state_dict(self) -> dict[str, Any]:
+        # Everything a generation changes lives in these fields; what the params derive
+        # (GA's reset step, the lambda grid) is made again by __init__.
+        return {name: getattr(self, name) for name in self._fields()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        missing = [name for name in self._fields() if name not in state]
+        if missing:
+            raise ValueError(f"the {self.name} state lacks {', '.join(missing)}")
+        s = len(state["pop"])
+        for name in self._fields():
+            value = state[name]
+            if name in self.per_seed and value is not None and len(value) != s:
+                raise ValueError(f"the {self.name} state's {name} has {len(value)} seeds, not {s}")
+            setattr(self, name, value)

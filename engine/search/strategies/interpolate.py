@@ -87,6 +87,7 @@ class Interpolate(PopulationStrategy):
     name = "interpolate"
     Params = InterpolateParams
     per_seed = ("seed", "others", "pop", "scores", "labels", "logits")
+    state_fields = ("g",)
     image_metrics = True
     step_label = "lambda"
 

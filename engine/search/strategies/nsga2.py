@@ -23,7 +23,7 @@ gets then depends on the machine).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -88,6 +88,7 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
     Params = NSGA2Params
     default_fitness = "divergence"
     per_seed = ("seed", "pop", "scores", "logits", "feat", "div")
+    state_fields = ("generation",)
     step_label = None  # no step: SBX and mutation scale with the bounds
     multi_objective = True
 
@@ -125,6 +126,13 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
     def keep(self, mask: torch.Tensor) -> None:
         super().keep(mask)
         self.archive.keep(mask)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "archive": self.archive.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.archive = DiversityArchive.from_state(state["archive"])
 
     def advance(self, rng: torch.Generator) -> None:
         p = self.params
