@@ -54,7 +54,13 @@ def columns(chunks: list[Columns]) -> dict[str, np.ndarray]:
 
 def frame(chunks: list[Columns]) -> pa.Table:
     """The same columns as an Arrow table (recovery files are Parquet)."""
-    return pa.table({k: pa.array(v, from_pandas=True) for k, v in columns(chunks).items()})
+    return arrow(columns(chunks))
+
+
+def arrow(cols: dict[str, np.ndarray]) -> pa.Table:
+    """`columns` as an Arrow table, NaN as null (as DuckDB reads the dict). Only for a
+    recovery folder: pa.array imports pandas."""
+    return pa.table({k: pa.array(v, from_pandas=True) for k, v in cols.items()})
 
 
 def insert_table(con, table: str, rows, campaign_id: str) -> None:
