@@ -74,6 +74,8 @@ def test_a_vae_campaign_never_imports_pandas_nor_the_extras(
     # pandas is 0.4 s or more of a 2 s start: the close writes its metrics as numpy columns
     # and reads its summary as plain rows (pyarrow's pa.array alone would import it).
     assert "pandas" not in data["imported"], data["after_first_generation"]
+    # pyarrow (0.1 s) only writes and reads recovery folders, which a sound close has none of.
+    assert "pyarrow" not in data["imported"]
     assert NEVER.isdisjoint(data["imported"]), NEVER & set(data["imported"])
     assert "torch" in data["imported"]  # the spy saw the campaign's own imports
 
