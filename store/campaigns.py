@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import pandas as pd
 
 from store.connection import Store
 from store.errors import StoreBusy
@@ -21,6 +20,7 @@ from store.rows import marks, row_by_id
 from store.tables import insert_table
 
 if TYPE_CHECKING:
+    import pandas as pd  # the frames come from Store.query; summary (every close) needs none
     import pyarrow as pa
 
 #: The per-seed figures of every campaign (a subquery; studies' tables join it too).
@@ -82,7 +82,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
     """Viable seeds x of y, misclassified n (% of viable), both iteration means, and the
     campaign's failure criterion (what its failing seeds are called), also before its
     first seed row: a differential campaign's start-up said "misclassified 0"."""
-    df = store.query(
+    rows = store.query_rows(
         f"""
         SELECT c.id AS campaign_id, c.status,
                json_extract_string(c.config, '$.criterion') AS criterion,
@@ -96,7 +96,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
         """,
         [campaign_id],
     )
-    if df.empty:  # no such campaign
+    if not rows:  # no such campaign
         return {
             "status": None,
             "criterion": None,
@@ -108,7 +108,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
             "misclassified_pct": None,
             **dict.fromkeys(_ITERATION_COLS),
         }
-    row = {k: (None if pd.isna(v) else v) for k, v in df.iloc[0].to_dict().items()}
+    row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rows[0].items()}
     v = row["viable"]
     row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None
     return row

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from store import host, interrupts
 from store._duckdb import duckdb
@@ -162,6 +163,22 @@ class Store:
                 return con.execute(sql, params or []).df()
         with naming_damage(self.path):  # a page's session: not inside _connect's block
             return con.execute(sql, params or []).df()
+
+    def query_rows(self, sql: str, params: list | None = None) -> list[dict[str, Any]]:
+        """The same read as `query`, as one dict per row (NULL as None), without pandas:
+        for the reads on a campaign's own path, where importing pandas is 0.4 s."""
+
+        def fetch(con) -> list[dict[str, Any]]:
+            cur = con.execute(sql, params or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+        con = self._session_connection()
+        if con is None:
+            with self.read() as con:
+                return fetch(con)
+        with naming_damage(self.path):
+            return fetch(con)
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:

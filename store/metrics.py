@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.connection import Store
 from store.rows import marks
-from store.tables import frame, insert_table
+from store.tables import columns, insert_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,16 +17,21 @@ JSON_COLS = ("result_gaps", "test_gaps", "per_generation", "test_confusion")
 
 
 def metrics_frame(row: dict[str, Any]):
-    """The metrics row as a one-row Arrow table, JSON columns as text, without the campaign
-    id (the insert binds it): the shape both the close and a recovery folder write."""
+    """The metrics row as one-row columns (store/tables.py `columns`), JSON columns as text,
+    without the campaign id (the insert binds it): what the close inserts, and what a
+    recovery folder saves (as Arrow, tables.arrow). Not Arrow here: pa.array imports
+    pandas, 0.4 s of every campaign's close. Scalars, not one-item lists: `columns` keeps
+    a scalar text as a Python object, which DuckDB parses into a JSON column, where a
+    numpy string array would be stored as one JSON string."""
     row = dict(row)
     for c in JSON_COLS:
         row[c] = None if row.get(c) is None else json.dumps(row[c])
-    return frame([{k: [v] for k, v in row.items()}])
+    return columns([row])
 
 
 def put_metrics(con, campaign_id: str, table) -> None:
-    """Inside a write: replace the campaign's metrics with `table` (metrics_frame)."""
+    """Inside a write: replace the campaign's metrics with `table` (metrics_frame, or its
+    Arrow form from a recovery folder)."""
     con.execute("DELETE FROM campaign_metrics WHERE campaign_id = ?", [campaign_id])
     insert_table(con, "campaign_metrics", table, campaign_id)
 

@@ -17,15 +17,15 @@ import os
 import shutil
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from store.connection import Store
 from store.errors import StoreBusy
 from store.schema import OLD_SEED_STATUSES
 from store.tables import apply_seed_updates, insert_table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FOLDER = "recovery"
 
@@ -38,6 +38,9 @@ def save(
     campaign: dict[str, Any],
 ) -> Path:
     """Write a recovery folder; returns its path."""
+    # Deferred (start-up time: pyarrow is 0.1 s that a campaign with no folder never needs).
+    import pyarrow.parquet as pq
+
     root = Path(home) / FOLDER
     root.mkdir(parents=True, exist_ok=True)
     n = len(list(root.glob(f"{campaign_id}-*")))
@@ -70,7 +73,13 @@ def ingest(store: Store, timeout: float = 1.0) -> list[str]:
     if store.memory or not store.writable:
         return []
     done = []
-    for folder in pending(Path(store.path).parent):
+    folders = pending(Path(store.path).parent)
+    if not folders:
+        return done
+    # Deferred (start-up time: pyarrow is 0.1 s that a campaign with no folder never needs).
+    import pyarrow.parquet as pq
+
+    for folder in folders:
         meta = json.loads((folder / "campaign.json").read_text())
         cid, fields = meta["campaign_id"], meta["campaign"]
         with contextlib.suppress(StoreBusy), store.write(timeout=timeout, checkpoint=True) as con:

@@ -6,10 +6,12 @@ the same way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Columns = dict[str, Any]
 
@@ -54,7 +56,16 @@ def columns(chunks: list[Columns]) -> dict[str, np.ndarray]:
 
 def frame(chunks: list[Columns]) -> pa.Table:
     """The same columns as an Arrow table (recovery files are Parquet)."""
-    return pa.table({k: pa.array(v, from_pandas=True) for k, v in columns(chunks).items()})
+    return arrow(columns(chunks))
+
+
+def arrow(cols: dict[str, np.ndarray]) -> pa.Table:
+    """`columns` as an Arrow table, NaN as null (as DuckDB reads the dict). Only for a
+    recovery folder: pa.array imports pandas."""
+    # Deferred (start-up time: pyarrow is 0.1 s; only a recovery folder needs Arrow).
+    import pyarrow as pa
+
+    return pa.table({k: pa.array(v, from_pandas=True) for k, v in cols.items()})
 
 
 def insert_table(con, table: str, rows, campaign_id: str) -> None:
@@ -71,7 +82,7 @@ def insert_table(con, table: str, rows, campaign_id: str) -> None:
 def apply_seed_updates(con, upd, campaign_id: str) -> None:
     """Final per-seed outcomes (seed_idx plus SEED_UPDATE_COLS columns), as an Arrow table
     or `columns`."""
-    names = upd.column_names if isinstance(upd, pa.Table) else list(upd)
+    names = list(upd) if isinstance(upd, dict) else upd.column_names
     cols = [c for c in SEED_UPDATE_COLS if c in names]
     con.register("upd", upd)
     sets = ", ".join(f"{c} = upd.{c}" for c in cols)

@@ -26,7 +26,15 @@ from store.connection import Store
 from store.errors import StoreBusy
 from store.locks import holders
 from store.metrics import metrics_frame, put_metrics
-from store.tables import SEED_UPDATE_COLS, Columns, apply_seed_updates, columns, frame, insert_table
+from store.tables import (
+    SEED_UPDATE_COLS,
+    Columns,
+    apply_seed_updates,
+    arrow,
+    columns,
+    frame,
+    insert_table,
+)
 
 TABLES = ("seeds", "generations", "individuals", "images", "archive")
 #: The store's share of a campaign's time that flushes are spaced to stay under.
@@ -312,7 +320,7 @@ class CampaignWriter:
     def _save_recovery(self, pending, updates, cols, metrics=None) -> None:
         tables = {t: frame(chunks) for t, chunks in pending.items() if chunks}
         if metrics is not None:  # ingested with the status, in one transaction as here
-            tables["campaign_metrics"] = metrics
+            tables["campaign_metrics"] = arrow(metrics)
         path = recovery.save(
             Path(self.store.path).parent,
             self.campaign_id,
