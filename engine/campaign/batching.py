@@ -97,7 +97,7 @@ def machine_key() -> str:
     """What makes timings comparable: host, CPU model and count, torch threads (intra- and
     inter-op), OpenMP's wait policy (spinning workers starve a neighbour's, and their own
     on a shared core), torch."""
-    cpu = platform.processor()
+    cpu = None
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -105,6 +105,8 @@ def machine_key() -> str:
                 break
     except OSError:
         pass
+    if cpu is None:  # only then: on Linux platform.processor() forks `uname -p` each run
+        cpu = platform.processor()
     return "|".join(
         map(
             str,
