@@ -93,7 +93,10 @@ def compare(
     setup = gl.setup(seeds, "vae", device)
     variants = gl.BREAKDOWN if breakdown else (gl.GIFTBENCH,)
     for v in variants:  # builds the graph and each batch size's kernels before any clock
-        setup.forward(v.eager)(setup.seeds[:1].repeat(gl.POPULATION, 0), setup.labels[:1])
+        for per_seed in {gl.POPULATION, gl.POPULATION - gl.ELITES}:
+            n = per_seed * (1 if v.per_seed else len(setup.seeds))
+            z = np.resize(setup.seeds, (n, setup.seeds.shape[1]))
+            setup.forward(v.eager)(z, np.resize(setup.labels, n))
     # The first campaign of the model pair measures its batch size, cached after.
     env = campaign_at(2, 1, "vae", home, "high", device)["environment"]
     runs: dict[str, list[dict]] = {"latentfuzz": [], **{v.name: [] for v in variants}}
