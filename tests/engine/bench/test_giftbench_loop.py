@@ -106,6 +106,8 @@ def test_bench_giftbench_compares_pairs_on_latentfuzzs_models(tmp_path: Path):
     # Three steps from GIFTbench's way to all seeds batched, then latentfuzz's own.
     assert len(r["factors"]) == 4 and all(f > 0 for _, f in r["factors"])
     assert r["lead"] == pytest.approx(lf["rate"] / loop["rate"])
+    # In each pair the steps' ratios multiply to the whole lead: so do their means.
+    assert np.prod([f for _, f in r["factors"]]) == pytest.approx(r["lead"])
 
 
 def test_bench_giftbench_refuses_bad_sizes_in_one_line(env: dict):
