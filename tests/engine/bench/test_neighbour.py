@@ -139,3 +139,21 @@ def test_bench_loaded_measures_both_halves_for_real():
     assert out["neighbour_cpu_s"][0] > 0
     assert "beside 1 neighbour" in console.export_text()
     assert neighbour_pids() == []
+
+
+def test_the_option_routes_to_the_loaded_bench_and_its_absence_does_not(monkeypatch):
+    from typer.testing import CliRunner
+
+    from engine.cli.main import app
+
+    calls = []
+    monkeypatch.setattr(
+        "engine.bench.loaded.bench_loaded", lambda n, console, **kw: calls.append(("loaded", n, kw))
+    )
+    monkeypatch.setattr("engine.bench.scale.bench_scale", lambda *a, **kw: calls.append(("quiet",)))
+    base = ["bench", "--sizes", "10,100", "--strategies", "", "--no-nsga2", "--device", "cpu"]
+    assert CliRunner().invoke(app, [*base, "--neighbour", "2"]).exit_code == 0
+    assert CliRunner().invoke(app, base).exit_code == 0
+    (kind, n, kw), quiet = calls
+    assert (kind, n, kw["sizes"], kw["device"]) == ("loaded", 2, (10, 100), "cpu")
+    assert quiet == ("quiet",)
