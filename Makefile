@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
 PORT   ?= 8501
 
-.PHONY: run test test-loaded test-slow test-browser test-all lint bench models install dev clean chromium stress-ng
+.PHONY: run test test-loaded test-slow test-browser test-all lint bench bench-gpu models install dev clean chromium stress-ng
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,12 @@ lint: dev
 
 bench: install
 	$(BIN)/latentfuzz bench
+
+# On a GPU machine: the tests marked cuda (which `test` and `test-slow` leave out), the
+# campaigns on CUDA and the efficiency at three sizes, within 8 minutes; figures to OUT.
+OUT ?= bench-gpu.json
+bench-gpu: dev
+	$(BIN)/latentfuzz bench gpu --out $(OUT)
 
 # Retrain the default MNIST zoo (commands and seeds are recorded in each card). --out names
 # the bundled folder: `latentfuzz train` writes to the user's models folder otherwise.

@@ -23,6 +23,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from engine.bench.neighbour import describe
 from engine.campaign.config import parse_config
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.runner import run_in_series
@@ -78,8 +79,8 @@ def bench_engine(
         "metric",
         *strategies,
         title=f"latentfuzz bench: {generator}, {seeds} seeds, {generations} generations, "
-        f"{perturbation} (where the strategy has presets), device {device}, torch threads "
-        f"{torch.get_num_threads()}; median of {repeats} runs",
+        f"{perturbation} (where the strategy has presets), device {device}, "
+        f"{describe()}; median of {repeats} runs",
     )
     for k in results[strategies[0]]:
         t.add_row(k, *(_cell(results[s][k]) for s in strategies))

@@ -40,10 +40,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from rich.console import Console
 from rich.table import Table
 
+from engine.bench.neighbour import child_settings, describe
 from engine.campaign import batching
 from engine.core.malloc import keep_freed_memory
 
@@ -142,6 +142,30 @@ def run_cli(args: list[str], env: dict[str, str]) -> tuple[float, int]:
     return seconds, usage.ru_maxrss
 
 
+def run_args(
+    seeds: int, generations: int, generator: str, perturbation: str, home: Path, device: str
+) -> list[str]:
+    """`latentfuzz run`'s arguments for a bench campaign (seed 1, quiet)."""
+    return [
+        "run",
+        "--seeds",
+        str(seeds),
+        "--generations",
+        str(generations),
+        "--generator",
+        generator,
+        "--perturbation",
+        perturbation,
+        "--seed",
+        "1",
+        "--quiet",
+        "--home",
+        str(home),
+        "--device",
+        device,
+    ]
+
+
 def campaign_at(
     seeds: int,
     generations: int,
@@ -158,27 +182,7 @@ def campaign_at(
     stamp = home / f"first-{seeds}.txt"
     env = {**os.environ, FIRST_GENERATION_ENV: str(stamp)}
     start = time.time()
-    _, peak_kib = run_cli(
-        [
-            "run",
-            "--seeds",
-            str(seeds),
-            "--generations",
-            str(generations),
-            "--generator",
-            generator,
-            "--perturbation",
-            perturbation,
-            "--seed",
-            "1",
-            "--quiet",
-            "--home",
-            str(home),
-            "--device",
-            device,
-        ],
-        env,
-    )
+    _, peak_kib = run_cli(run_args(seeds, generations, generator, perturbation, home, device), env)
     store = Store(home / "latentfuzz.duckdb")
     row = sc.campaign(store, sc.list_campaigns(store)["id"].iloc[0])
     evals, wall = float(row["evaluations"]), float(row["wall_seconds"])
@@ -192,6 +196,7 @@ def campaign_at(
         "startup_s": float(stamp.read_text()) - start,
         "peak_memory_gb": peak_kib / 2**20,
         "batch_size": row["config"]["batch_size"],
+        "environment": dict(row["environment"]),
     }
 
 
@@ -207,33 +212,36 @@ def help_seconds(n: int = 3) -> float:
     return float(np.median([run_cli(["--help"], dict(os.environ))[0] for _ in range(n)]))
 
 
-def bench_scale(
+def measure(
     sizes: tuple[int, ...] = (10, 100, 1000),
     generations: int = 250,
     large_generations: int = 25,
     generator: str = "vae",
-    console: Console | None = None,
     perturbation: str = "high",
-    help_runs: int = 3,
     limit_budget_s: float = 20.0,
     device: str = "cpu",
     sustain_s: float = 3.0,
     min_campaign_s: float = 10.0,
     max_runs: int = 5,
+    one_seed: bool = False,
 ) -> dict:
-    """The sweep, then one campaign per size (`large_generations` from 1,000 seeds on), each
-    against the sustained limit measured around it; start-up and --help time. Returns the
-    figures."""
-    console = console or Console()
+    """The sweep, then one campaign per size against the sustained limit measured around
+    it, in a home of its own; with `one_seed`, also a 1-seed, 1-generation campaign's
+    seconds from command to exit (after the warm-up, as a user's second campaign)."""
     fn = limit_forward(generator, device)
     peak = dict(sorted(physical_limit(fn, limit_budget_s).items()))
     ranked = sorted(peak, key=peak.get, reverse=True)[:3]
     rows = []
+    out: dict = {"peak": peak, "ranked": ranked, "sizes": rows}
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         # The first campaign of a model pair measures its batch size (cached after): a
         # warm-up, so every size is timed as a user's second campaign runs.
-        campaign_at(2, 1, generator, home, perturbation, device)
+        out["environment"] = campaign_at(2, 1, generator, home, perturbation, device)["environment"]
+        if one_seed:
+            out["one_seed_s"] = run_cli(
+                [*run_args(1, 1, generator, perturbation, home, device)], dict(os.environ)
+            )[0]
         for n in sizes:
             g = large_generations if n >= 1000 else generations
             before, b1 = sustained_limit(fn, ranked, sustain_s)
@@ -259,6 +267,40 @@ def bench_scale(
             row["shape_bound"] = shape_bound(row.pop("counts"), peak)
             rows.append(row)
         shutil.rmtree(home / "campaigns", ignore_errors=True)
+    return out
+
+
+def bench_scale(
+    sizes: tuple[int, ...] = (10, 100, 1000),
+    generations: int = 250,
+    large_generations: int = 25,
+    generator: str = "vae",
+    console: Console | None = None,
+    perturbation: str = "high",
+    help_runs: int = 3,
+    limit_budget_s: float = 20.0,
+    device: str = "cpu",
+    sustain_s: float = 3.0,
+    min_campaign_s: float = 10.0,
+    max_runs: int = 5,
+) -> dict:
+    """The sweep, then one campaign per size (`large_generations` from 1,000 seeds on), each
+    against the sustained limit measured around it; start-up and --help time. Returns the
+    figures."""
+    console = console or Console()
+    m = measure(
+        sizes,
+        generations,
+        large_generations,
+        generator,
+        perturbation,
+        limit_budget_s,
+        device,
+        sustain_s,
+        min_campaign_s,
+        max_runs,
+    )
+    peak, ranked, rows = m["peak"], m["ranked"], m["sizes"]
     help_s = help_seconds(help_runs)
     t = Table(
         "seeds",
@@ -272,8 +314,8 @@ def bench_scale(
         "start-up (s)",
         "peak memory (GB)",
         "batch",
-        title=f"latentfuzz bench: {generator}, {perturbation}, seed 1, {device}, torch "
-        f"threads {torch.get_num_threads()}",
+        title=f"latentfuzz bench: {generator}, {perturbation}, seed 1, {device}; this process: "
+        f"{describe()}; {child_settings(m['environment'])}",
     )
     for r in rows:
         t.add_row(
@@ -316,7 +358,7 @@ def bench_scale(
     console.print(f"latentfuzz --help: {help_s:.2f} s (median of {help_runs})")
     for line in caveats(rows):
         console.print(line)
-    return {"peak": peak, "ranked": ranked, "sizes": rows, "help_seconds": help_s}
+    return {**m, "help_seconds": help_s}
 
 
 #: Before and after limits further apart than this: the machine's speed moved during the
