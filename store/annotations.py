@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # a campaign's run path imports this module (store.admin): no pandas
+    import pandas as pd
 
 from store.connection import Store, StoreError
 
