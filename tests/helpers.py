@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,23 @@ CLI = [sys.executable, "-m", "engine.entry"]
 #: Processes the running test started (spawn, start_cli): tests/conftest.py ends each one's
 #: process group after the test, passed or failed.
 STARTED: list[subprocess.Popen] = []
+
+
+def entry_with_hook(hook: str, tmp_path: Path, env: dict[str, str], args: list[str]) -> dict:
+    """Run `python -m engine.entry ARGS` under `hook`, a script that takes the path of a JSON
+    file as its first argument, writes what it saw there, then runs the entry point; the
+    command must succeed. Returns the JSON."""
+    script, seen = tmp_path / "hook.py", tmp_path / "seen.json"
+    script.write_text(hook)
+    p = subprocess.run(
+        [sys.executable, str(script), str(seen), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(seen.read_text())
 
 
 def spawn(command: list[str], **kw) -> subprocess.Popen:

@@ -5,7 +5,6 @@ torch loads, so only a fresh process shows it."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from engine.core import threads
 from store import Store
 from store import campaigns as sc
+from tests.helpers import entry_with_hook
 
 #: Runs `python -m engine.entry ARGS` after a meta-path hook that writes the environment's
 #: OMP_WAIT_POLICY at the moment torch is first imported, to the file named by the first
@@ -39,20 +39,6 @@ runpy.run_module("engine.entry", run_name="__main__", alter_sys=True)
 TINY = ["run", "--seeds", "1", "--generations", "1", "--quiet", "--id", "t1"]
 
 
-def entry_run(tmp_path: Path, env: dict[str, str], args: list[str]) -> dict:
-    hook, seen = tmp_path / "hook.py", tmp_path / "seen.json"
-    hook.write_text(HOOK)
-    p = subprocess.run(
-        [sys.executable, str(hook), str(seen), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    return json.loads(seen.read_text())
-
-
 def environment(home: Path, cid: str) -> dict:
     return sc.campaign(Store(home / "latentfuzz.duckdb"), cid)["environment"]
 
@@ -62,7 +48,7 @@ def test_the_wait_policy_is_passive_before_torch_loads_and_run_takes_the_cores_s
 ):
     env = {k: v for k, v in env.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
     env.pop("LATENTFUZZ_THREADS", None)
-    seen = entry_run(tmp_path, env, TINY)
+    seen = entry_with_hook(HOOK, tmp_path, env, TINY)
     assert seen["policy"] == "PASSIVE"
     rec = environment(home, "t1")
     want = threads.choose(1, environ=env).threads  # this process's affinity: the same cores
@@ -75,7 +61,7 @@ def test_a_users_own_wait_policy_and_threads_are_kept(
     home: Path, tmp_path: Path, env: dict[str, str], policy: str
 ):
     env = {**env, "OMP_WAIT_POLICY": policy, "LATENTFUZZ_THREADS": "3"}
-    seen = entry_run(tmp_path, env, [*TINY, "--threads", "2"])
+    seen = entry_with_hook(HOOK, tmp_path, env, [*TINY, "--threads", "2"])
     assert seen["policy"] == policy
     rec = environment(home, "t1")
     assert rec["torch_threads"] == 2 and rec["omp_wait_policy"] == policy  # --threads first

@@ -3,12 +3,10 @@ a small campaign's start short, guarded by what is imported when (counts, not ti
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from engine.bench import startup
+from tests.helpers import entry_with_hook
 
 #: `python -m engine.entry ARGS` with a spy: the first time one of WATCHED is imported it
 #: notes whether the campaign had reached its first generation (the CLI's stamp file
@@ -58,19 +56,9 @@ NEVER = {
 def test_a_vae_campaign_never_imports_pandas_nor_the_extras(
     home: Path, tmp_path: Path, env: dict[str, str]
 ):
-    hook, seen = tmp_path / "hook.py", tmp_path / "seen.json"
-    hook.write_text(HOOK)
     env = {**env, startup.FIRST_GENERATION_ENV: str(tmp_path / "stamp")}
     args = ["run", "--seeds", "1", "--generations", "1", "--quiet"]
-    p = subprocess.run(
-        [sys.executable, str(hook), str(seen), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    data = json.loads(seen.read_text())
+    data = entry_with_hook(HOOK, tmp_path, env, args)
     # pandas is 0.4 s or more of a 2 s start: the close writes its metrics as numpy columns
     # and reads its summary as plain rows (pyarrow's pa.array alone would import it).
     assert "pandas" not in data["imported"], data["after_first_generation"]
