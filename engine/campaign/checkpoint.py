@@ -302,7 +302,6 @@ class Checkpoints:
         if held != len(c.active):
             raise ValueError(f"the strategy holds {held} seeds, the campaign {len(c.active)}")
         c.rng.set_state(s["rng"])
-        self.termination_state, self.done = s["termination"], s["done"]
 
     def _reset(self, c: Campaign) -> None:
         """Back to a campaign about to draw its seeds (a restore that failed part-way)."""
