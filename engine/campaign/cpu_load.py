@@ -24,6 +24,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from engine.core import threads as threads_mod
+
 #: Others' use (in cores) beyond the cores this process's threads leave free that still
 #: counts as quiet: shells, editors and daemons take a few percent.
 SLACK = 0.5
@@ -36,13 +38,6 @@ class Sample:
     busy: float | None
     #: This process's CPU seconds (user + system, every thread).
     own: float
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        return os.cpu_count() or 1
 
 
 def sample() -> Sample:
@@ -68,7 +63,7 @@ def loaded(others_cores: float | None, threads: int, cores: int | None = None) -
     """Whether `others_cores` leave this process's `threads` fewer cores than they need."""
     if others_cores is None:
         return False  # unknown: as before this check, the sweep decides
-    free = (cores if cores is not None else usable_cores()) - others_cores
+    free = (cores if cores is not None else threads_mod.cores()[0]) - others_cores
     return free < threads - SLACK
 
 

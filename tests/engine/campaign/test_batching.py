@@ -267,7 +267,7 @@ def test_a_cached_sweep_that_was_still_rising_is_extended_by_the_next_campaign(
 @pytest.fixture
 def two_cores(monkeypatch, measured):
     monkeypatch.setattr(batching, "threads", lambda: 2)
-    monkeypatch.setattr(batching.cpu_load, "usable_cores", lambda: 2)
+    monkeypatch.setattr(batching.cpu_load.threads_mod, "cores", lambda: (2, "affinity"))
 
 
 def count_sweeps(monkeypatch) -> list[int]:
