@@ -13,6 +13,7 @@ from dashboard.palette import categorical
 from dashboard.text import md_text
 from store import Store, liveness
 from store import campaigns as sc
+from store import interpolation as si
 from store import metrics as sm
 
 FORMATS = {
@@ -58,8 +59,11 @@ def gap_histogram(m: dict[str, Any]) -> alt.Chart:
     )
 
 
-def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> None:
-    """The metrics of a finished campaign, and its gap histogram."""
+def metrics_panel(
+    store: Store, campaign_id: str, status: str = "finished", strategy: str | None = None
+) -> None:
+    """The metrics of a finished campaign, and its gap histogram; for an interpolation
+    campaign, Argus's figures per lambda too."""
     m = sm.metrics(store, campaign_id)
     if m is None:
         if status == "finished":
@@ -84,39 +88,58 @@ def metrics_panel(store: Store, campaign_id: str, status: str = "finished") -> N
         + " | ".join(cell(m[k], k) for k in sm.METRIC_LABELS)
         + " |"
     )
+    interpolation = strategy == "interpolate"
     st.caption(
-        f"Over {m['evaluations']:,} search evaluations. SSIM: Gaussian window 11x11, "
-        "sigma 1.5, data range 1; a failure = a seed with at least one failing evaluation."
+        f"Over {m['evaluations']:,} search evaluations"
+        + (", pooled over every lambda (per lambda below)" if interpolation else "")
+        + ". SSIM: Gaussian window 11x11, sigma 1.5, data range 1; a failure = a seed with "
+        "at least one failing evaluation."
     )
     if m["result_gaps"]:
         st.altair_chart(gap_histogram(m), width="stretch")
-    steps = by_step(m)
-    if not steps.empty:
-        st.markdown("**By interpolation step** (one generation each)")
-        st.dataframe(steps, width="stretch")
-        st.caption(
-            "Error rate: failing / all evaluations at that lambda; MSE and SSIM of "
-            "every image evaluated at that lambda to its seed image."
-        )
-
-
-def by_step(m: dict[str, Any]) -> pd.DataFrame:
-    """A strategy that measures images per generation (interpolate: a generation per
-    lambda): error rate, MSE and SSIM by lambda, a column each, as the README's table; empty
-    for the others, whose generations have no image figures."""
-    rows = [r for r in m.get("per_generation") or [] if r.get("mean_mse") is not None]
-    if not rows:
-        return pd.DataFrame()
-    df = pd.DataFrame(rows)
-    out = pd.DataFrame(
-        {
-            "evaluations": df["evaluations"].map("{:,}".format),
-            "error rate": df["error_rate"].map(lambda v: cell(v, "error_rate")),
-            "MSE to the seed": df["mean_mse"].map(lambda v: cell(v, "mean_mse")),
-            "SSIM to the seed": df["mean_ssim"].map(lambda v: cell(v, "mean_ssim")),
-        }
+    if not interpolation:
+        return
+    df = si.per_lambda(store, campaign_id)
+    if df.empty:
+        return
+    st.markdown("**Argus's figures per lambda** (one generation each)")
+    st.dataframe(by_lambda(df), width="stretch")
+    st.caption(
+        "ER: misclassified images / images at that lambda; SR: seeds with a misclassified "
+        "image / seeds; label diversity: distinct wrong labels per seed; MSE and SSIM of "
+        "every image at that lambda to the original test image its seed was encoded from, "
+        "and to the decoded seed. Pooled: over every lambda. " + " ".join(si.unmeasured(df))
     )
-    out.index = [f"{v:.2f}" for v in df["step"]]
+
+
+#: by_lambda's rows: (per_lambda column, label, format).
+PER_LAMBDA_ROWS = (
+    ("seeds", "seeds", "d"),
+    ("evaluations", "images", ",d"),
+    ("error_rate", "ER", ".3f"),
+    ("success_rate", "SR", ".2f"),
+    ("label_diversity", "label diversity", ".2f"),
+    ("mse_original", "MSE to the original", ".4f"),
+    ("ssim_original", "SSIM to the original", ".3f"),
+    ("mse_seed", "MSE to the decoded seed", ".4f"),
+    ("ssim_seed", "SSIM to the decoded seed", ".3f"),
+)
+
+
+def by_lambda(df: pd.DataFrame) -> pd.DataFrame:
+    """store.interpolation.per_lambda's frame as text, a column per lambda and a last one
+    pooled over them, a figure per row."""
+
+    def text(v: Any, spec: str) -> str:
+        if v is None or pd.isna(v):
+            return "–"
+        return format(int(v), spec) if spec.endswith("d") else format(v, spec)
+
+    out = pd.DataFrame(
+        {label: [text(v, spec) for v in df[col]] for col, label, spec in PER_LAMBDA_ROWS}
+    )
+    names = zip(df["pooled"], df["lambda"], strict=True)
+    out.index = ["pooled" if pooled else f"{lam:.2f}" for pooled, lam in names]
     return out.T.rename_axis("lambda")  # the corner cell above the figures' names
 
 

@@ -212,7 +212,7 @@ manage()
 
 if not imported:
     st.subheader("Metrics")
-    metrics_panel(store, cid, c["status"])
+    metrics_panel(store, cid, c["status"], c["strategy"])
 escape_panel(store, cid, class_names)
 differential_panel(store, home, cid, class_names)
 seeds = sc.seeds(store, cid)

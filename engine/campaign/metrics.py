@@ -46,9 +46,14 @@ def top2_gap(logits: torch.Tensor) -> torch.Tensor:
 class MetricsTracker:
     """Accumulates a campaign's metrics as it runs; all state is per seed (dataset order)."""
 
-    def __init__(self, n_seeds: int, seed_images: torch.Tensor) -> None:
-        """seed_images: uint8 (n_seeds, C, H, W), the decoded seed images."""
+    def __init__(
+        self, n_seeds: int, seed_images: torch.Tensor, originals: torch.Tensor | None = None
+    ) -> None:
+        """seed_images: uint8 (n_seeds, C, H, W), the decoded seed images; originals: the
+        dataset images the seeds were encoded from, the same shape, where every seed has
+        one (Argus measures realism against them, not against the decoded seed)."""
         self.seed_images = seed_images
+        self.originals = originals
         self.evaluations = 0
         self.failing_evaluations = 0
         self.wrong: torch.Tensor | None = None  # (n_seeds, K) wrong labels reached
@@ -57,7 +62,8 @@ class MetricsTracker:
         nan = torch.full((n_seeds,), float("nan"), dtype=torch.float64)
         self.mse, self.ssim, self.gap = nan.clone(), nan.clone(), nan.clone()
         #: Per generation: evaluations, failing ones, the step (lambda for interpolate)
-        #: and, for strategies with image_metrics, the summed MSE and SSIM to the seed.
+        #: and, for strategies with image_metrics, the summed MSE and SSIM to the seed
+        #: (and to the original image, where there are originals).
         self.per_generation: dict[int, dict[str, float]] = {}
 
     #: The tracker's state: every field (a checkpoint, engine/campaign/checkpoint.py).
@@ -72,6 +78,7 @@ class MetricsTracker:
         "ssim",
         "gap",
         "per_generation",
+        "originals",
     )
 
     def state_dict(self) -> dict[str, Any]:
@@ -81,7 +88,9 @@ class MetricsTracker:
     def from_state(cls, state: dict[str, Any]) -> MetricsTracker:
         t = cls.__new__(cls)
         for name in cls.FIELDS:
-            setattr(t, name, state[name])
+            # A checkpoint written before originals were kept has none: those figures
+            # are left out, the rest resume as before.
+            setattr(t, name, state.get(name) if name == "originals" else state[name])
         # Keys are generations; a dict read back keeps them, but as whatever was saved.
         t.per_generation = {int(g): dict(r) for g, r in state["per_generation"].items()}
         return t
@@ -122,6 +131,8 @@ class MetricsTracker:
             if min(images.shape[-2:]) >= WIN:
                 rec["ssim_sum"] += float(ssim(flat, seeds).sum())
             rec["measured"] += s * m
+            if self.originals is not None:
+                self._against_originals(rec, seed_idx, flat, m)
         if self.wrong is None:
             self.wrong = torch.zeros(len(self.viable), k, dtype=torch.bool)
         self.evaluations += s * m
@@ -131,6 +142,21 @@ class MetricsTracker:
         # repeated index is the same for every repeat, and the own class stays False.
         rows = seed_idx[:, None].expand_as(pred)
         self.wrong.index_put_((rows, pred), pred != expected[:, None])
+
+    def _against_originals(
+        self, rec: dict[str, float], seed_idx: torch.Tensor, flat: torch.Tensor, m: int
+    ) -> None:
+        """Add a generation's summed MSE and SSIM of its images flat (S x M, C, H, W) in
+        [0, 1] to the original images of seeds seed_idx (S,)."""
+        originals = to_unit(self.originals[seed_idx]).repeat_interleave(m, 0)
+        rec["mse_original_sum"] = rec.get("mse_original_sum", 0.0) + float(
+            mse(flat, originals).sum()
+        )
+        if min(flat.shape[-2:]) >= WIN:
+            rec["ssim_original_sum"] = rec.get("ssim_original_sum", 0.0) + float(
+                ssim(flat, originals).sum()
+            )
+        rec["measured_original"] = rec.get("measured_original", 0) + len(flat)
 
     def finished(
         self,
@@ -188,7 +214,7 @@ class MetricsTracker:
     @staticmethod
     def _generation(r: dict[str, float]) -> dict[str, float | None]:
         n, measured = r["evaluations"], r["measured"]
-        return {
+        out = {
             "generation": r["generation"],
             "step": r["step"],
             "evaluations": n,
@@ -196,6 +222,12 @@ class MetricsTracker:
             "mean_mse": r["mse_sum"] / measured if measured else None,
             "mean_ssim": r["ssim_sum"] / measured if measured else None,
         }
+        if on := r.get("measured_original"):
+            # Only where measured: the other strategies' rows stay as they were.
+            out["mean_mse_original"] = r["mse_original_sum"] / on
+            ssim_sum = r.get("ssim_original_sum")
+            out["mean_ssim_original"] = None if ssim_sum is None else ssim_sum / on
+        return out
 
 
 _REFERENCE: dict[tuple, tuple[torch.Tensor, list[list[int]]]] = {}

@@ -251,7 +251,8 @@ def campaigns(home: HomeOpt = None) -> None:
 
 
 def show(campaign_id: str, home: HomeOpt = None) -> None:
-    """Print a campaign's per-seed table and status line."""
+    """Print a campaign's per-seed table and status line; for an interpolation campaign,
+    Argus's figures per lambda too."""
     # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
 
@@ -303,8 +304,56 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         )
     console.print(t)
     console.print(status_line(sc.summary(store, campaign_id)))
+    if c["strategy"] == "interpolate":
+        _per_lambda(store, campaign_id)
     if c["error"]:
         console.print(f"error: {c['error']}", markup=False, highlight=False)
+
+
+def _per_lambda(store, campaign_id: str) -> None:
+    """Argus's figures by lambda (store/interpolation.py defines them), then pooled over
+    the grid in a last row, labelled so: the campaign-level figures pool every lambda."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
+    from store.interpolation import per_lambda, unmeasured
+
+    df = per_lambda(store, campaign_id)
+    if df.empty:
+        return
+    t = Table(
+        "lambda",
+        "seeds",
+        "images",
+        "ER",
+        "SR",
+        "label diversity",
+        "MSE to original",
+        "SSIM to original",
+        "MSE to decoded seed",
+        "SSIM to decoded seed",
+        title="Argus's figures per lambda",
+    )
+    for r in df.to_dict("records"):
+        t.add_row(
+            "pooled" if r["pooled"] else fmt(r["lambda"], ".2f"),
+            fmt(r["seeds"], "d"),
+            fmt(r["evaluations"], "d"),
+            fmt(r["error_rate"], ".3f"),
+            fmt(r["success_rate"], ".2f"),
+            fmt(r["label_diversity"], ".2f"),
+            fmt(r["mse_original"], ".4f"),
+            fmt(r["ssim_original"], ".3f"),
+            fmt(r["mse_seed"], ".4f"),
+            fmt(r["ssim_seed"], ".3f"),
+        )
+    console.print(t)
+    console.print(
+        "ER: misclassified images / images; SR: seeds with a misclassified image / seeds; "
+        "label diversity: distinct wrong labels per seed. Pooled: over every lambda.",
+        markup=False,
+        highlight=False,
+    )
+    for note in unmeasured(df):
+        console.print(note, markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

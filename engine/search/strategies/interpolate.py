@@ -6,8 +6,9 @@ lambda of the grid, ``z = (1 - lambda) z_seed + lambda z_other`` for all (K - 1)
 others, so each lambda is one "generation" and the convergence chart, gallery and store
 work unchanged (the generations table's ``step`` column holds the lambda, which the
 strategy's ``step_label`` says). The whole grid
-is evaluated (``stop_at_failure`` is off by default), so the per-generation metrics give
-the error rate and SSIM per lambda. It needs an encoder generator (a VAE).
+is evaluated (``stop_at_failure`` is off by default), so Argus's figures come per lambda
+(store/interpolation.py: ER, SR, label diversity, MSE and SSIM to the original image and
+to the decoded seed). It needs an encoder generator (a VAE).
 """
 
 from __future__ import annotations

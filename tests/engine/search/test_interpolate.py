@@ -87,13 +87,19 @@ def test_each_lambda_is_one_generation_with_its_error_rate_and_ssim(home: Path):
     assert m["evaluations"] == viable * 9 * 3 * 4
     camp = sc.campaign(store, res.campaign_id)
     assert camp["config"]["evaluation_budget"] == 9 * 3 * 4
-    # The Campaign page shows the figures by lambda (they were stored, never shown).
-    from dashboard.metrics import by_step
+    # The Campaign page shows Argus's figures by lambda, then pooled over them.
+    from dashboard.metrics import by_lambda
+    from store.interpolation import per_lambda
 
-    table = by_step(m)
-    assert list(table.columns) == ["0.05", "0.20", "0.35", "0.50"]
-    assert table.loc["SSIM to the seed"].tolist() == [f"{p['mean_ssim']:.3f}" for p in per]
-    assert table.loc["error rate"].tolist() == [f"{p['error_rate']:.3f}" for p in per]
+    table = by_lambda(per_lambda(store, res.campaign_id))
+    assert list(table.columns) == ["0.05", "0.20", "0.35", "0.50", "pooled"]
+    shown = table.loc["SSIM to the decoded seed"].tolist()[:-1]
+    assert shown == [f"{p['mean_ssim']:.3f}" for p in per]
+    shown = table.loc["SSIM to the original"].tolist()[:-1]
+    assert shown == [f"{p['mean_ssim_original']:.3f}" for p in per]
+    # The campaign's criterion is misclassification: its error rate is Argus's ER.
+    assert table.loc["ER"].tolist()[:-1] == [f"{p['error_rate']:.3f}" for p in per]
+    assert table.loc["images"].tolist() == [f"{viable * 27:,}"] * 4 + [f"{viable * 27 * 4:,}"]
 
 
 def test_the_campaign_page_shows_figures_by_lambda_only_for_interpolation(home, monkeypatch):
@@ -117,5 +123,7 @@ def test_the_campaign_page_shows_figures_by_lambda_only_for_interpolation(home, 
     for cid, shown in ((interp, True), (ga, False)):
         at = open_page("campaign.py", id=cid)
         assert not at.exception, at.exception
-        said = any("By interpolation step" in md.value for md in at.markdown)
+        said = any("Argus's figures per lambda" in md.value for md in at.markdown)
         assert said is shown
+        pooled = any("pooled over every lambda" in c.value for c in at.caption)
+        assert pooled is shown
