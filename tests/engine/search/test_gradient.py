@@ -157,3 +157,19 @@ def test_with_budget_fills_but_never_exceeds_the_budget(name: str):
         p = cls.Params(**cls.with_budget(evaluations, {}))
         assert cls.budget(p) <= evaluations
         assert evaluations - cls.budget(p) < p.generations  # within one restart of it
+
+
+def test_a_checkpointed_pgd_goes_on_as_the_original():
+    seed = torch.rand(2, 4, generator=torch.Generator().manual_seed(0))
+    a = make("pgd", epsilon=0.1, steps=4, restarts=3)
+    a.attach(resolved(target=None), torch.tensor([0, 1]))
+    a.start(seed.view(2, *SHAPE), torch.Generator().manual_seed(1))
+    run_generation(a)
+    b = make("pgd", epsilon=0.1, steps=4, restarts=3)
+    b.attach(resolved(target=None), torch.tensor([1, 1]))  # the state's labels win
+    b.load_state_dict({k: v for k, v in a.state_dict().items()})
+    a.advance(torch.Generator())
+    b.advance(torch.Generator())
+    assert torch.equal(a.ask()[1], b.ask()[1])
+    a.keep(torch.tensor([True, False]))
+    assert a.pop.shape[0] == a.labels.shape[0] == 1

@@ -128,3 +128,19 @@ def test_the_budget_is_mutants_times_generations():
     assert cls.budget(cls.Params(population=25, generations=150)) == 3750
     p = cls.Params(**cls.with_budget(3760, {}))
     assert cls.budget(p) <= 3760 < cls.budget(p) + p.population
+
+
+def test_a_checkpointed_search_goes_on_as_the_original():
+    a = make(population=6, queue=4)
+    rng = torch.Generator().manual_seed(2)
+    a.start(blob(2), rng)
+    a.tell(a.slots, torch.rand((2, 6), generator=rng), torch.zeros((2, 6, 10)))
+    state = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in a.state_dict().items()}
+    b = make(population=6, queue=4)
+    b.load_state_dict(state)
+    ra, rb = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+    a.advance(ra)
+    b.advance(rb)
+    assert torch.equal(a.ask()[1], b.ask()[1]) and torch.equal(a.q_score, b.q_score)
+    a.keep(torch.tensor([False, True]))
+    assert a.queue.shape[0] == a.pop.shape[0] == a.filled.shape[0] == 1
