@@ -141,6 +141,9 @@ class FGSMParams(StrategyParams):
 
 @STRATEGIES.register("fgsm")
 class FGSM(GradientAttack):
+    """FGSM in pixel space: the objective's gradient sign at the seed, then images along it
+    at epsilon x k / n, k = 1..n (n = 1: the single step)."""
+
     name = "fgsm"
     Params = FGSMParams
 
@@ -207,6 +210,9 @@ class PGDParams(StrategyParams):
 
 @STRATEGIES.register("pgd")
 class PGD(GradientAttack):
+    """PGD in pixel space: sign steps of the objective from random starts in the epsilon
+    ball around the seed, each projected back onto the ball and [0, 1]."""
+
     name = "pgd"
     Params = PGDParams
 

@@ -113,3 +113,10 @@ def test_an_onnx_classifier_is_refused_by_the_gradient_attacks(tmp_path: Path):
 def test_a_gradient_attack_needs_a_signed_objective():
     with pytest.raises(ConfigError, match="fitness 'boundary'; use fitness margin or targeted"):
         resolve(parse_config({"strategy": "pgd", "fitness": "boundary", "seeds": 2}))
+
+
+def test_a_gradient_attack_refuses_two_classifiers_and_escape_matrices():
+    with pytest.raises(ConfigError, match="attacks one classifier, but classifier_b"):
+        resolve(parse_config({"strategy": "fgsm", "classifier_b": "lenet5", "seeds": 2}))
+    with pytest.raises(ConfigError, match="not an escape matrix"):
+        resolve(parse_config({"strategy": "pgd", "escape_per_pair": 1}))
