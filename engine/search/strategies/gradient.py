@@ -84,8 +84,8 @@ class GradientAttack(PopulationStrategy):
         """sign of d objective / d image at x (S, M, D), per image: (S, M, D)."""
         s, m = x.shape[:2]
         flat = x.reshape(s * m, *self.space.latent_shape)
-        y = self.labels.repeat_interleave(m)
-        t = None if self.targets is None else self.targets.repeat_interleave(m)
+        y = self.labels.to(self.device).repeat_interleave(m)
+        t = None if self.targets is None else self.targets.to(self.device).repeat_interleave(m)
         out = []
         # The campaign runs in inference mode; the gradient needs autograd, and tensors
         # made outside it (the clones).
@@ -97,7 +97,7 @@ class GradientAttack(PopulationStrategy):
                 logits = self.module(xb).float()
                 loss = self.objective(logits, Context(expected=yb, target=tb)).sum()
                 (g,) = torch.autograd.grad(loss, xb)
-                out.append(g.sign().cpu())
+                out.append(g.sign().to(x.device))
         return torch.cat(out).reshape(s, m, -1)
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
@@ -109,7 +109,7 @@ class GradientAttack(PopulationStrategy):
 
     def fresh(self, pop: torch.Tensor) -> None:
         self.pop = pop
-        self.scores = torch.full(pop.shape[:2], float("nan"))
+        self.scores = torch.full(pop.shape[:2], float("nan"))  # on the CPU, as tell writes
         self.logits = None
         self.slots = torch.arange(pop.shape[1])
 
@@ -165,7 +165,9 @@ class FGSM(GradientAttack):
     def advance(self, rng: torch.Generator) -> None:
         n = self.params.epsilons
         sign = self.gradient_sign(self.seed[:, None, :])  # (S, 1, D)
-        k = torch.arange(1, n + 1, dtype=torch.float32) * (self.params.epsilon / n)
+        k = torch.arange(1, n + 1, dtype=torch.float32, device=sign.device) * (
+            self.params.epsilon / n
+        )
         self.fresh((self.seed[:, None, :] - k[None, :, None] * sign).clamp(0.0, 1.0))
 
 
@@ -236,7 +238,8 @@ class PGD(GradientAttack):
         s, d = self.seed.shape
         x = self.seed[:, None, :].expand(s, p.restarts, d).clone()
         if p.random_start:
-            x += (torch.rand((s, p.restarts, d), generator=rng) * 2 - 1) * p.epsilon
+            noise = torch.rand((s, p.restarts, d), generator=rng).to(x.device)
+            x += (noise * 2 - 1) * p.epsilon
         self.fresh(self.project(x))
 
     def advance(self, rng: torch.Generator) -> None:

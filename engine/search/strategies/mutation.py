@@ -108,7 +108,7 @@ def affine_theta(op: int, v: torch.Tensor) -> torch.Tensor:
 def blur(x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
     """3x3 Gaussian blur of x (N, C, H, W), each image with its own sigma (N,)."""
     n, c, h, w = x.shape
-    d = torch.tensor([-1.0, 0.0, 1.0])
+    d = torch.tensor([-1.0, 0.0, 1.0], device=x.device)
     k1 = torch.exp(-(d[None, :] ** 2) / (2 * sigma[:, None] ** 2))
     k1 = k1 / k1.sum(1, keepdim=True)
     k2 = (k1[:, :, None] * k1[:, None, :]).repeat_interleave(c, 0)[:, None]
@@ -125,7 +125,7 @@ def pixel_values(name: str, x: torch.Tensor, v: torch.Tensor, rng: torch.Generat
         return x * v4
     if name == "brightness":
         return x + v4
-    return x + v4 * torch.randn(x.shape, generator=rng)
+    return x + v4 * torch.randn(x.shape, generator=rng).to(x.device)
 
 
 def transform(
@@ -134,15 +134,17 @@ def transform(
     """Images x (N, C, H, W), each with transform op (N,) at the fractions u (N, 2) of its
     range (the second for translation's other axis) -> (N, C, H, W) in [0, 1]."""
     out = x.clone()
+    u = u.to(x.device)
     for k, name in enumerate(NAMES):
-        idx = torch.nonzero(op == k).flatten()
+        idx = torch.nonzero(op == k).flatten().to(x.device)
         if not len(idx):
             continue
         lo, hi = TRANSFORMS[name]
         v = lo + (hi - lo) * u[idx]
         xi = x[idx]
         if k < AFFINE:
-            grid = F.affine_grid(affine_theta(k, v), list(xi.shape), align_corners=False)
+            theta = affine_theta(k, v.cpu()).to(x.device)
+            grid = F.affine_grid(theta, list(xi.shape), align_corners=False)
             y = F.grid_sample(xi, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
         else:
             y = pixel_values(name, xi, v[:, 0], rng)
@@ -189,13 +191,14 @@ class Mutation(EveryGenerationBudget, PopulationStrategy):
         s = seeds.shape[0]
         q = self.params.queue
         self.seed = seeds.reshape(s, -1).float()
-        self.queue = torch.zeros((s, q, self.seed.shape[1]))
+        dev = self.seed.device
+        self.queue = torch.zeros((s, q, self.seed.shape[1]), device=dev)
         self.queue[:, 0] = self.seed
         self.q_ref = self.queue.clone()
-        self.q_affine = torch.zeros((s, q), dtype=torch.bool)
+        self.q_affine = torch.zeros((s, q), dtype=torch.bool, device=dev)
         # The seed's own score is not asked: every first mutant beats it, so the first
         # generation fills the queue.
-        self.q_score = torch.full((s, q), float("inf"))
+        self.q_score = torch.full((s, q), float("inf"))  # scores live on the CPU, as tell's
         self.filled = torch.zeros((s, q), dtype=torch.bool)
         self.filled[:, 0] = True
         self.mutate(rng)
@@ -207,13 +210,14 @@ class Mutation(EveryGenerationBudget, PopulationStrategy):
         self.parent = torch.multinomial(self.filled.float(), p.population, True, generator=rng)
         parents, refs = take(self.queue, self.parent), take(self.q_ref, self.parent)
         done = take(self.q_affine, self.parent)
-        op = choose_transforms(done, rng)
+        # Draws on the CPU (the campaign's generator), images on the seeds' device.
+        op = choose_transforms(done.cpu(), rng)
         u = torch.rand((*op.shape, 2), generator=rng)
         n = s * p.population
         x = transform(
             parents.reshape(n, *self.space.latent_shape), op.flatten(), u.reshape(n, 2), rng
         ).reshape(s, p.population, d)
-        affine = op < AFFINE
+        affine = (op < AFFINE).to(x.device)
         self.m_ref = torch.where(affine[..., None], x, refs)
         self.m_affine = done | affine
         bounded = bound(x.reshape(n, d), self.m_ref.reshape(n, d), p.alpha, p.beta)
@@ -226,6 +230,7 @@ class Mutation(EveryGenerationBudget, PopulationStrategy):
         """The queue after the generation just told: mutants that beat their parent join,
         picked parents none of whose mutants joined leave, the lowest-scoring `queue` stay."""
         s, q = self.filled.shape
+        dev = self.queue.device
         kept = self.scores < take(self.q_score, self.parent)
         zeros = torch.zeros((s, q))
         picked = zeros.scatter_add(1, self.parent, torch.ones_like(kept, dtype=torch.float)) > 0
@@ -239,7 +244,7 @@ class Mutation(EveryGenerationBudget, PopulationStrategy):
         order = by_score.gather(1, (~valid.gather(1, by_score)).argsort(dim=1, stable=True))[:, :q]
         self.queue = take(torch.cat([self.queue, self.pop], 1), order)
         self.q_ref = take(torch.cat([self.q_ref, self.m_ref], 1), order)
-        self.q_affine = torch.cat([self.q_affine, self.m_affine], 1).gather(1, order)
+        self.q_affine = torch.cat([self.q_affine, self.m_affine], 1).gather(1, order.to(dev))
         self.q_score = score.gather(1, order)
         self.filled = valid.gather(1, order)
 
