@@ -16,6 +16,11 @@ from engine.core.errors import ConfigError
 from engine.search.strategies import STRATEGIES
 from store import Store
 from store import campaigns as sc
+from tests.engine.campaign.test_checkpoint import (
+    assert_identical,
+    every_generation,  # noqa: F401  (the fixture)
+    interrupted_and_resumed,
+)
 from tests.engine.classifiers.test_onnx import Net, export
 
 #: Small settings per baseline, searching on past failures so that every seed spends its
@@ -120,3 +125,13 @@ def test_a_gradient_attack_refuses_two_classifiers_and_escape_matrices():
         resolve(parse_config({"strategy": "fgsm", "classifier_b": "lenet5", "seeds": 2}))
     with pytest.raises(ConfigError, match="not an escape matrix"):
         resolve(parse_config({"strategy": "pgd", "escape_per_pair": 1}))
+
+
+@pytest.mark.parametrize("name", ["mutation", "pgd"])
+def test_a_baseline_stopped_half_way_resumes_from_its_checkpoint_to_identical_results(
+    tmp_path: Path, every_generation, name: str
+):
+    params = {"mutation": {"generations": 6, "population": 5, "queue": 4}, "pgd": {"steps": 5}}
+    raw = {"strategy": name, "seeds": 3, "seed": 2, "strategy_params": params[name]}
+    a, b, _ = interrupted_and_resumed(tmp_path, raw, 3)
+    assert_identical(a, b)
