@@ -219,7 +219,8 @@ if submitted:
     st.session_state.pop("confirm_launch", None)
     raw = {
         "dataset": dataset,
-        "generator": generator,
+        # A pixel-space baseline searches its own generator, whatever the box shows.
+        "generator": STRATEGIES.get(strategy).generator_family or generator,
         "classifier": classifier,
         "classifier_b": classifier_b,
         **({} if seeds is None else {"seeds": int(seeds)}),

@@ -73,12 +73,21 @@ class Models:
     classifier_name: str
     classifier_b: Classifier | None
     classifier_b_name: str | None
+    #: False for a generator built without a model file (pixel space): nothing to hash.
+    generator_file: bool = True
 
 
-def load_models(cfg: CampaignConfig, ds: Dataset, models_root: Path | None) -> Models:
+def load_models(
+    cfg: CampaignConfig, ds: Dataset, models_root: Path | None, generator: Generator | None = None
+) -> Models:
     """Resolve, check against the dataset and load the generator and classifiers; check
-    the validity filters and generator options the config names."""
-    gen_name = zoo.resolve("generator", cfg.dataset, cfg.generator, models_root)
+    the validity filters and generator options the config names. `generator`: one built
+    already (a strategy's own, engine/campaign/resolve.py), used instead of the zoo's."""
+    gen_name = (
+        generator.family
+        if generator is not None
+        else zoo.resolve("generator", cfg.dataset, cfg.generator, models_root)
+    )
     clf_name = zoo.resolve("classifier", cfg.dataset, cfg.classifier, models_root)
     clf_b_name = (
         None
@@ -97,7 +106,11 @@ def load_models(cfg: CampaignConfig, ds: Dataset, models_root: Path | None) -> M
             "testing compares two different classifiers"
         )
     try:
-        gen = zoo.load_generator(gen_name, cfg.device, models_root)
+        gen = (
+            generator.eval().to(cfg.device)
+            if generator is not None
+            else zoo.load_generator(gen_name, cfg.device, models_root)
+        )
         clf = zoo.load_classifier(clf_name, cfg.dataset, cfg.device, models_root)
         clf_b = (
             None
@@ -114,7 +127,7 @@ def load_models(cfg: CampaignConfig, ds: Dataset, models_root: Path | None) -> M
             f"generator {gen_name} ({gen.family}) has no option {', '.join(extra)} (its "
             f"options: {takes}); leave it out (generator_params, or its flag)"
         )
-    return Models(gen, gen_name, clf, clf_name, clf_b, clf_b_name)
+    return Models(gen, gen_name, clf, clf_name, clf_b, clf_b_name, generator is None)
 
 
 def check_generator(cfg: CampaignConfig, ds: Dataset, gen: Generator, gen_name: str) -> None:
@@ -164,7 +177,11 @@ def check_seed_pool(cfg: CampaignConfig, ds: Dataset, gen: Generator) -> None:
 
 def model_hashes(models: Models, models_root: Path | None) -> dict[str, str]:
     """SHA-256 of every model file, by name: from its card, or of the file given by path."""
-    hashes = {models.generator_name: zoo.load_card(models.generator_name, models_root)["sha256"]}
+    hashes = (
+        {models.generator_name: zoo.load_card(models.generator_name, models_root)["sha256"]}
+        if models.generator_file
+        else {}
+    )
     for name in (models.classifier_name, models.classifier_b_name):
         if name is not None:
             hashes[name] = (

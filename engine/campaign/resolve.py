@@ -15,8 +15,9 @@ from engine.campaign import parts
 from engine.campaign.config import CampaignConfig, format_validation, objectives
 from engine.classifiers import Classifier
 from engine.core.errors import ConfigError
+from engine.core.untrusted import quote
 from engine.datasets import Dataset, dataset_names
-from engine.generators import Generator
+from engine.generators import GENERATORS, Generator
 from engine.search.fitness import Criterion, Fitness
 from engine.search.strategies import STRATEGIES, SearchSpace, Strategy
 from engine.validators import default_validators
@@ -74,7 +75,8 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
     fitness_cls, criterion_cls = objectives(cfg)
     ds = parts.dataset(cfg)
     cfg = parts.escape_seeds(cfg, ds.num_classes)
-    models = parts.load_models(cfg, ds, models_root)
+    cfg, own = own_generator(cfg, ds)
+    models = parts.load_models(cfg, ds, models_root, own)
     gen = models.generator
     try:
         gen.configure(**cfg.generator_params)
@@ -82,7 +84,7 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         raise ConfigError(format_validation(e, where="generator_params")) from None
     parts.check_generator(cfg, ds, gen, models.generator_name)
     parts.check_seed_pool(cfg, ds, gen)
-    return Resolved(
+    resolved = Resolved(
         config=cfg,
         dataset=ds,
         generator=gen,
@@ -95,6 +97,39 @@ def resolve(cfg: CampaignConfig, models_root: Path | None = None) -> Resolved:
         model_hashes=parts.model_hashes(models, models_root),
         classifier_b=models.classifier_b,
         classifier_b_name=models.classifier_b_name,
+    )
+    why = type(resolved.strategy).check_parts(resolved)
+    if why is not None:
+        raise ConfigError(why)
+    return resolved
+
+
+def own_generator(cfg: CampaignConfig, ds: Dataset) -> tuple[CampaignConfig, Generator | None]:
+    """The config with the generator its strategy always searches (``generator_family``:
+    pixel space for the baselines), and that generator built for the dataset; unchanged
+    and None for a strategy that searches the campaign's generator. ConfigError (one line)
+    when the config names another generator than the strategy's own, or a strategy's own
+    generator for a strategy that does not search it."""
+    family = STRATEGIES.get(cfg.strategy).generator_family
+    if family is None:
+        owners = [
+            n for n in STRATEGIES.names() if STRATEGIES.get(n).generator_family == cfg.generator
+        ]
+        if owners:
+            raise ConfigError(
+                f"generator {quote(cfg.generator)} is searched only by strategies "
+                f"{', '.join(owners)}, got strategy {quote(cfg.strategy)}; pick one of them "
+                "(--strategy), or a zoo generator (--generator)"
+            )
+        return cfg, None
+    if "generator" in cfg.model_fields_set and cfg.generator != family:
+        raise ConfigError(
+            f"strategy {quote(cfg.strategy)} searches {family} space, but generator "
+            f"{quote(cfg.generator)} was given; drop generator (--generator), or give "
+            f"generator {family}"
+        )
+    return cfg.model_copy(update={"generator": family}), GENERATORS.get(family)(
+        ds.shape, ds.num_classes
     )
 
 

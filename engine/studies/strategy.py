@@ -63,7 +63,8 @@ def strategy_configs(
                 name,
                 {
                     "dataset": dataset,
-                    "generator": generator,
+                    # The pixel baselines search their own space, whatever the study's.
+                    "generator": STRATEGIES.get(name).generator_family or generator,
                     "seeds": seeds,
                     "seed": seed,
                     "strategy": name,
@@ -95,7 +96,8 @@ def run_strategy_study(
     base = {"dataset": dataset, "generator": generator, "seeds": seeds, "seed": seed}
 
     def derive(raw: dict) -> dict:  # each strategy at the GA's evaluation budget
-        return {**raw, "strategy_params": raws[raw["strategy"]]["strategy_params"]}
+        own = raws[raw["strategy"]]
+        return {**raw, "generator": own["generator"], "strategy_params": own["strategy_params"]}
 
     spec = GridSpec(study, base, {"strategy": list(strategies)}, derive=derive)
 

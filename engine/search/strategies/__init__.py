@@ -1,6 +1,15 @@
 """Search strategies: importing this package registers every bundled strategy."""
 
-from engine.search.strategies import ga, interpolate, nsga2, random_search, sinvad  # noqa: F401
+from engine.search.strategies import (  # noqa: F401
+    ga,
+    gradient,
+    interpolate,
+    mutation,
+    nsga2,
+    pixel_ga,
+    random_search,
+    sinvad,
+)
 from engine.search.strategies.base import (
     STRATEGIES,
     SearchSpace,

@@ -80,10 +80,19 @@ class Strategy(ABC):
     #: generation (engine/campaign/metrics.py); costly, so only where a generation is a setting
     #: worth comparing (Argus's lambda).
     image_metrics: ClassVar[bool] = False
+    #: A generator family this strategy always searches, built from the dataset alone
+    #: (the pixel-space baselines: "pixel"); None: the campaign's generator.
+    generator_family: ClassVar[str | None] = None
 
     @classmethod
     def check_generator(cls, generator: Any) -> str | None:
         """Why this strategy cannot search ``generator`` (one line), or None."""
+        return None
+
+    @classmethod
+    def check_parts(cls, resolved: Any) -> str | None:
+        """Why this strategy cannot run with the campaign's resolved parts (its classifier,
+        objective, config), one line, or None; asked before anything is written."""
         return None
 
     def attach(self, resolved: Any, labels: torch.Tensor) -> None:

@@ -22,6 +22,10 @@ SMALL = {
     "sinvad": {"generations": 12, "population": 12, "elites": 4},
     "interpolate": {"k": 2, "lambda_steps": 4},
     "nsga2": {"generations": 8, "population": 12, "cluster_every": 2},
+    "pixel-ga": {"generations": 6, "population": 8, "elites": 3},
+    "mutation": {"generations": 6, "population": 8, "queue": 6},
+    "fgsm": {"epsilons": 6},
+    "pgd": {"steps": 4, "restarts": 3},
 }
 #: Campaign settings a strategy needs beyond its own (NSGA-II compares two classifiers).
 EXTRA = {"nsga2": {"classifier_b": "lenet5", "validators": {}}}

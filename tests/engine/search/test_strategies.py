@@ -35,6 +35,10 @@ def test_strategies_say_what_callers_used_to_test_by_name():
         "sinvad": (False, False, "mutation step"),
         "interpolate": (False, False, "lambda"),
         "nsga2": (False, True, None),
+        "pixel-ga": (True, False, "mutation step"),
+        "mutation": (False, False, "queue length"),
+        "fgsm": (False, False, "epsilon"),
+        "pgd": (False, False, "epsilon"),
     }
     ga = STRATEGIES.get("ga")
     assert ga(GAParams(perturbation="low"), SPACE).preset == "low"
