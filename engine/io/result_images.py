@@ -9,7 +9,6 @@ and one dark image of either would read as [0, 1] on its own."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
