@@ -34,12 +34,10 @@ from engine.core.ids import check_new_id, timestamped_id
 from engine.datasets import get_dataset, printable
 from engine.datasets.imagenet_subset import ImageNetSubset
 from engine.io.result_images import Scan, image_to_pil, read_image, run_scale
-from engine.io.results_csv import (  # noqa: F401 (the module's API since issue 16)
+from engine.io.results_csv import (  # noqa: F401 (builtin_mapping: the CLI imports it from here)
     OTHER_CLASS,
     ResultsMapping,
     builtin_mapping,
-    class_index,
-    formats,
     read_results,
 )
 from store import Store
