@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from engine.cli.main import app
 from engine.core.errors import ConfigError, LatentfuzzError
 from engine.core.untrusted import UntrustedFileError
-from engine.io.import_results import builtin_mapping, import_results
+from engine.io.import_results import ResultsMapping, builtin_mapping, import_results
 from store import Store
 from store import campaigns as sc
 
@@ -354,3 +354,31 @@ def test_cli_imports_an_icst_csv_from_the_repository_and_refuses_a_bad_pixels(tm
     bad = CliRunner().invoke(app, [*args, "--pixels", "[0, 2]"])  # main() prints one line
     assert isinstance(bad.exception, ConfigError)
     assert str(bad.exception).startswith("--pixels '[0, 2]' is no pixel scale; expected one of")
+
+
+def test_a_mapping_with_its_own_variants_and_pixels_is_read_from_yaml(tmp_path):
+    rng = np.random.default_rng(7)
+    study(
+        tmp_path / "r", "mnist_gan_high", "g", [gan(rng, (1, 28, 28))] * 2, [(0, 2, 9), (2, 3, 8)]
+    )
+    folder = tmp_path / "r" / "generated_images" / "g"
+    (tmp_path / "m.yaml").write_text(
+        "image: picture\nexpected: truth\npredicted: guess\npixels: '[0, 1]'\n"
+        "variants:\n  - image: Filename\n    expected: Expected_label(X)\n"
+        "    predicted: Predicted_label(Y)\n"
+    )
+    m = ResultsMapping.from_yaml(tmp_path / "m.yaml")
+    home = tmp_path / "home"
+    store = Store(home / "latentfuzz.duckdb")
+    # The mapping says [0, 1]: a GAN's negative values are refused, not read as [-1, 1].
+    with pytest.raises(
+        ConfigError,
+        match=r"image_0_iteration9_X0_Y2\.npy: values in \[-1, .*\]; expected \[0, 1\] "
+        r"\(the mapping's pixels\)",
+    ):
+        import_results(store, home, folder, "mnist", "icst", m)
+    assert sc.list_campaigns(store).empty
+    res = import_results(
+        store, home, folder, "mnist", "icst", m.model_copy(update={"pixels": "[-1, 1]"})
+    )
+    assert res.kinds == {".npy [-1, 1]": 2} and res.misclassified == 2
