@@ -231,7 +231,12 @@ def _bad(folder: Path, case: str) -> Path:
 @pytest.mark.parametrize(
     "case, message",
     [
-        ("range", r"a\.npy: values in \[-.*\]; expected \[0, 1\] or \[0, 255\]"),
+        # One GAN image among [0, 1] and [0, 255] ones: no one scale fits the run.
+        (
+            "range",
+            r"a\.npy: values in \[-.*\], but d\.npy holds \[.*\]; expected one scale for "
+            r"every image of a run",
+        ),
         ("shape", r"c\.npy: shape 32x32x3; expected 1x28x28"),
         (
             "column",
