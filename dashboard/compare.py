@@ -248,7 +248,9 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
     }
     for col, how in COLUMNS.items():
         vals = t[col].astype(float)
-        if vals.notna().sum() == 0:
+        # All equal (a study's strategies share their seeds, so their viable share): no
+        # campaign is better than another, and none is set in bold.
+        if vals.notna().sum() < 2 or vals.dropna().nunique() == 1:
             continue
         best = vals.idxmax() if how == "max" else vals.idxmin()
         for i in t.index:
