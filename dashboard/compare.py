@@ -2,8 +2,11 @@
 
 Campaigns are grouped into blocks of equal dataset, perturbation preset and generation
 budget, as the study compares generators within one dataset x perturbation block; marks
-never cross a block. Within a block: best value per column in bold, values not
-significantly different from the best underlined. Tests, at alpha = 0.05: Fisher's exact
+never cross a block. Campaigns of several strategies are blocked by dataset, generator and
+the evaluation budget their study set (``set_budget``), never by what each campaign spent
+or could spend. Within a block of two or more finished campaigns: best value per column
+in bold, values not significantly different from the best underlined; a campaign alone in
+its block is marked nothing, as it is compared with nothing. Tests, at alpha = 0.05: Fisher's exact
 test on the 2x2 counts for the proportions (viable of seeds, misclassified of viable,
 valid of labelled, preserved of valid), two-sided Mann-Whitney U on the ICST iterations
 (every viable seed, survivors at the budget; fewer is better).
@@ -26,6 +29,7 @@ from dashboard.text import md_text
 from engine.api import campaign_validity
 from store import Store
 from store import campaigns as sc
+from store import studies as ss
 from store.failures import failed_as
 
 ALPHA = 0.05
@@ -40,9 +44,12 @@ BLOCK = ["dataset", "preset", "budget"]
 #: Blocks come in the study's order: low before high, then latentfuzz's own presets.
 PRESET_ORDER = {"low": 0, "high": 1, "strong": 2, "custom": 3}
 #: Campaigns of different strategies share no preset or generation: they are compared at
-#: equal dataset and evaluation budget per seed (``latentfuzz study --strategies``).
-#: The generator too: a VAE campaign and a GAN campaign of two strategies differ in both.
-STRATEGY_BLOCK = ["dataset", "generator", "eval_budget"]
+#: equal dataset and evaluation budget per seed (``latentfuzz study --strategies``), the
+#: budget set (``set_budget``), and equal seeds: a study's campaigns share their seed
+#: images whatever they search (a pixel-space baseline starts from the test images the
+#: VAE encodes), so a study is its own block; outside a study the generator stands in, as
+#: a VAE campaign and a GAN campaign of two strategies differ in both.
+STRATEGY_BLOCK = ["dataset", "seeds_from", "eval_budget"]
 #: Prefixed to the block columns when the campaigns' failure criteria differ: a count of
 #: disagreements between two classifiers is no count of misclassifications.
 CRITERION = "criterion"
@@ -119,6 +126,22 @@ def _base(cols: list[str]) -> list[str]:
     return cols[1:] if cols[:1] == [CRITERION] else cols
 
 
+def set_budget(config: dict, study: str | None, old_studies: dict[str, int]) -> int | None:
+    """The evaluation budget per seed a campaign was set, which Compare blocks strategies
+    by: its ``evaluations`` setting (which every ``study --strategies`` sets, the same for
+    all its campaigns); else, in a study of one campaign per strategy run before studies
+    set it, the study's budget (``old_studies``: the largest of its campaigns', the GA's,
+    which the others' whole generations stopped short of); else the most its own
+    generation budget lets a seed cost (a campaign run alone). None: not recorded (an
+    imported campaign)."""
+    evaluations = (config.get("strategy_params") or {}).get("evaluations")
+    if evaluations is not None:
+        return int(evaluations)
+    if study is not None and study in old_studies:
+        return old_studies[study]
+    return config.get("evaluation_budget")
+
+
 def campaign_rows(
     store: Store,
     ids: list[str],
@@ -132,6 +155,8 @@ def campaign_rows(
     camps = sc.campaigns_by_id(store, ids) if camps is None else camps
     seeds = sc.seeds_of(store, ids) if seeds is None else seeds
     by_id = camps.set_index("id")
+    studies = camps["study"].dropna().unique().tolist() if "study" in camps else []
+    old_studies = ss.strategy_study_budgets(store, studies) if studies else {}
     per = dict(tuple(seeds.groupby("campaign_id", sort=False)))
     empty = seeds.iloc[:0]
     rows, iterations, failures = [], {}, {}
@@ -151,11 +176,13 @@ def campaign_rows(
                 "status": c["status"],
                 "dataset": c["dataset"],
                 "generator": c["generator"],
+                "seeds_from": study if isinstance(study := c.get("study"), str) else c["generator"],
                 "preset": c["preset"],
                 "strategy": c["strategy"],
                 CRITERION: c["config"].get("criterion") or "misclassified",
                 "budget": (c["config"].get("strategy_params") or {}).get("generations"),
-                "eval_budget": c["config"].get("evaluation_budget"),
+                "eval_budget": set_budget(c["config"], c.get("study"), old_studies),
+                "budget_rule": c["config"].get("budget_rule"),
                 "seeds": len(s),
                 "viable": viable,
                 "viable_pct": 100 * viable / max(1, len(s)),
@@ -208,7 +235,9 @@ def significance(table: pd.DataFrame, iterations: dict[str, pd.Series]) -> pd.Da
     marks = pd.DataFrame("", index=table.index, columns=list(COLUMNS))
     done = table.index[finished(table)]
     for _, rows in blocks(table):
-        if len(rows := rows[rows.isin(done)]):
+        # Alone, a campaign is the best of nothing: a random search alone in its block
+        # was set in bold beside a GA alone in another.
+        if len(rows := rows[rows.isin(done)]) >= 2:
             _mark_block(table.loc[rows], iterations, marks)
     return marks
 
@@ -222,7 +251,9 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
     }
     for col, how in COLUMNS.items():
         vals = t[col].astype(float)
-        if vals.notna().sum() == 0:
+        # All equal (a study's strategies share their seeds, so their viable share): no
+        # campaign is better than another, and none is set in bold.
+        if vals.notna().sum() < 2 or vals.dropna().nunique() == 1:
             continue
         best = vals.idxmax() if how == "max" else vals.idxmin()
         for i in t.index:
@@ -248,12 +279,19 @@ def block_title(key: tuple, cols: list[str] | None = None) -> str:
         parts = [f"{c.removeprefix(AXIS)} = {v}" for c, v in zip(cols, key, strict=True)]
         return ", ".join(parts) or "all cells"
     if cols == STRATEGY_BLOCK:
-        dataset, generator, budget = key
+        dataset, seeds_from, budget = key
         # An imported campaign has no budget; the others' then read as floats ("170.0").
         shown = "an unknown number of" if pd.isna(budget) else f"{int(budget)}"
-        return f"{dataset}, {generator}, {shown} evaluations per seed at most"
+        return f"{dataset}, {seeds_from}, {shown} evaluations per seed at most"
     dataset, preset, budget = key
     return f"{dataset}, {preset} perturbation, {budget} generations"
+
+
+def budget_note(rows: pd.DataFrame) -> str:
+    """How the campaigns of a strategy block kept their budget, from the rules they
+    recorded (engine/search/strategies/base.py's BUDGET_RULE); '' where none did."""
+    rules = sorted({str(r) for r in rows.get("budget_rule", pd.Series()).dropna()})
+    return f"Budget kept by: {', '.join(rules)}." if rules else ""
 
 
 def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
@@ -279,9 +317,11 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
     for key, rows in blocks(table):
         crit = table.loc[rows[0]].get(CRITERION) or "misclassified"
         failing = "misclassification" if crit == "misclassified" else failed_as(crit)
+        note = budget_note(table.loc[rows]) if strategies else ""
         out += [
             f"**Block: {md_text(block_title(key, cols))}**",
             "",
+            *([md_text(note), ""] if note else []),
             f"| campaign | {md_text(second.removeprefix(AXIS))} | % viable seeds "
             f"| % {failing} (#) "
             "| iterations (ICST), mean (std) | iterations to failure, mean (std) "

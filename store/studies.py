@@ -51,6 +51,7 @@ def strategy_table(store: Store, study: str) -> pd.DataFrame:
         SELECT c.strategy, c.generator, c.id AS campaign, c.n_seeds AS seeds,
                json_extract_string(c.config, '$.fitness') AS fitness,
                json_extract(c.config, '$.evaluation_budget')::BIGINT AS budget,
+               json_extract_string(c.config, '$.budget_rule') AS budget_rule,
                s.viable,
                CASE WHEN s.viable > 0 THEN 100.0 * s.misclassified / s.viable END
                    AS misclassified_pct,
@@ -63,6 +64,26 @@ def strategy_table(store: Store, study: str) -> pd.DataFrame:
         """,
         [study],
     )
+
+
+def strategy_study_budgets(store: Store, studies: list[str]) -> dict[str, int]:
+    """{study: budget} of those studies that are one campaign per strategy (``study
+    --strategies``) whose campaigns set no evaluation budget (run before studies set one):
+    the largest evaluation budget of the study's campaigns, the GA's, which the study set
+    and the others' whole generations stopped short of."""
+    names = list(dict.fromkeys(studies))
+    df = store.query(
+        f"""
+        SELECT study, max(json_extract(config, '$.evaluation_budget')::BIGINT) AS budget
+        FROM campaigns WHERE study IN ({marks(names)})
+        GROUP BY study
+        HAVING count(DISTINCT strategy) > 1 AND count(DISTINCT strategy) = count(*)
+           AND count(json_extract_string(config, '$.strategy_params.evaluations')) = 0
+           AND count(json_extract_string(config, '$.evaluation_budget')) = count(*)
+        """,
+        names,
+    )
+    return {r.study: int(r.budget) for r in df.itertuples()}
 
 
 def study_campaigns(store: Store, study: str) -> list[str]:

@@ -141,7 +141,7 @@ def parse_config(raw: dict[str, Any]) -> CampaignConfig:
 
 
 #: Keys a campaign's stored config carries for readers but that are derived, not set.
-RECORD_ONLY = ("evaluation_budget",)
+RECORD_ONLY = ("evaluation_budget", "budget_rule")
 
 
 def from_record(raw: dict[str, Any]) -> CampaignConfig:

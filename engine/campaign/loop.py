@@ -276,7 +276,7 @@ class Campaign:
         self.first_failure = torch.where((self.first_failure == 0) & failed, g, self.first_failure)
         # A failed seed's result is its best failing individual; otherwise its best.
         result = torch.where(failed, torch.where(failing, scores, float("inf")).argmin(1), best)
-        done = self.termination.stops(Status(g, failed, state.step))
+        done = self.termination.stops(Status(g, failed, state.step, self.evals))
         return Generation(
             g,
             slots,

@@ -168,6 +168,7 @@ def run_campaign(
                     "criterion": r.criterion.name,
                     "strategy_params": r.strategy.params.model_dump(),
                     "evaluation_budget": r.strategy.evaluation_budget(),
+                    "budget_rule": r.strategy.budget_rule(),
                     "generator_params": r.generator.options(),
                 },
                 "environment": {**environment(r), "batch": batch_record(batch)},

@@ -21,6 +21,9 @@ class Status:
     generation: int  # 1-based, the generation just evaluated
     failed: torch.Tensor  # (S,) bool: some individual of the population fails
     step: torch.Tensor  # (S,) the strategy's recorded step (SearchState.step)
+    #: (S,) evaluations each seed has cost so far; None where the caller does not count
+    #: them (a rule that needs them says so).
+    evaluations: torch.Tensor | None = None
 
 
 class Termination(ABC):
@@ -99,6 +102,20 @@ class Generations(Termination):
     @property
     def max_generations(self) -> int:
         return self.n
+
+
+class Evaluations(Termination):
+    """The evaluation budget: a seed stops once it has cost ``n`` evaluations. The strategy
+    asks no more than the budget leaves (``Strategy.remaining``), so the generation that
+    reaches it is cut short and every seed that searches to the end costs exactly ``n``."""
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def stops(self, status: Status) -> torch.Tensor:
+        if status.evaluations is None:
+            raise TypeError("the evaluation budget reads Status.evaluations; pass the counts")
+        return status.evaluations >= self.n
 
 
 class AtFailure(Termination):

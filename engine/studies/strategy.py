@@ -3,9 +3,13 @@
 Every strategy runs as an ordinary campaign with the same dataset, generator, seeds and
 random seed (so the same seed images, drawn first from the campaign's generator), tagged
 with the study id. The budget is the GA's per seed at its generation budget, P + (P - E)
-x (G - 1) evaluations; every other strategy gets its generations from the same number
-(``Strategy.with_budget``). The table joins each campaign's ICST figures with its stored
-metrics (engine/campaign/metrics.py), so ``latentfuzz study --show ID`` reprints it.
+x (G - 1) evaluations, and every strategy is set exactly that budget
+(``Strategy.with_budget``): its ``evaluations`` setting, and the fewest generations that
+reach it, the last one cut short to it (BUDGET_RULE, engine/search/strategies/base.py).
+So a seed that searches to the end costs the same under every strategy, and Compare
+blocks the study's campaigns by that setting (dashboard/compare.py). The table joins each
+campaign's ICST figures with its stored metrics (engine/campaign/metrics.py), so
+``latentfuzz study --show ID`` reprints it.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ def strategy_configs(
     generator: str,
     study: str,
 ) -> list[tuple[str, dict]]:
-    """One raw campaign config per strategy, all at the GA's evaluation budget."""
+    """One raw campaign config per strategy, each set exactly the GA's evaluation budget
+    per seed at `generations`."""
     check_strategies(strategies)
     budget = evaluation_budget(generations)
     out = []
@@ -95,7 +100,9 @@ def run_strategy_study(
     raws = dict(strategy_configs(strategies, seeds, seed, generations, dataset, generator, study))
     base = {"dataset": dataset, "generator": generator, "seeds": seeds, "seed": seed}
 
-    def derive(raw: dict) -> dict:  # each strategy at the GA's evaluation budget
+    def derive(
+        raw: dict,
+    ) -> dict:  # each strategy set the GA's evaluation budget, on its own generator
         own = raws[raw["strategy"]]
         return {**raw, "generator": own["generator"], "strategy_params": own["strategy_params"]}
 

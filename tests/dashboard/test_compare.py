@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from scipy.stats import fisher_exact, mannwhitneyu
 
 from dashboard.compare import (
@@ -20,6 +21,8 @@ from dashboard.compare import (
 from dashboard.text import md_text
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
+from engine.search.strategies.base import BUDGET_RULE
+from store import Store
 
 
 def table(presets=("high", "high", "high")) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
@@ -75,16 +78,15 @@ def test_marks_follow_fisher_and_mann_whitney_within_a_block():
 
 
 def test_marks_never_compare_across_blocks():
-    # A alone in the low block is the best of its block even where C (high) is better;
+    # A alone in the low block is compared with nothing, even where C (high) is better;
     # wave 1 compared every selected campaign, presets mixed.
     t, its = table(presets=("low", "high", "high"))
     assert [k for k, _ in blocks(t)] == [("mnist", "low", "250"), ("mnist", "high", "250")]
     m = significance(t, its)
-    assert m.loc[0].tolist() == ["best"] * 5  # alone in its block
-    assert m.loc[0, "iterations_icst"] == "best"
+    assert m.loc[0].tolist() == [""] * 5  # alone in its block: neither best nor worse
     assert m.loc[[1, 2], "iterations_icst"].tolist() == ["", "best"]
-    t.loc[2, "budget"] = 100  # another budget is another block
-    assert len(blocks(t)) == 3 and significance(t, its)["iterations_icst"].eq("best").all()
+    t.loc[2, "budget"] = 100  # another budget is another block: three alone, no marks
+    assert len(blocks(t)) == 3 and (significance(t, its) == "").all().all()
 
 
 def test_markdown_has_one_table_per_block_with_both_iteration_columns():
@@ -92,8 +94,9 @@ def test_markdown_has_one_table_per_block_with_both_iteration_columns():
     md = markdown_table(t, significance(t, its))
     assert md.index("**Block: mnist, low perturbation, 250 generations**") < md.index("| A |")
     assert md.index("**Block: mnist, high perturbation, 250 generations**") < md.index("| B |")
-    assert "| A | vae | **100** | **10** (2) | **120.0** (5.0) | 110.0 (-) | **100** (10) |" in md
-    assert "| B | gan | **95** | **100** (19) | 90.0 (60.0) | 90.0 (60.0) | **26** (5) |" in md
+    assert "| A | vae | 100 | 10 (2) | 120.0 (5.0) | 110.0 (-) | 100 (10) |" in md
+    # B's validity is the only one of its block (C has no labels): compared with nothing.
+    assert "| B | gan | **95** | **100** (19) | 90.0 (60.0) | 90.0 (60.0) | 26 (5) |" in md
     assert "| C | dm | 50 | <u>90</u> (9) | **10.0** (3.0) | 9.0 (3.0) | – | – |" in md
 
 
@@ -150,6 +153,7 @@ def strategy_table(strategies: list[str], eval_budgets: list[int]) -> pd.DataFra
             "name": list("ABCD")[:n],
             "dataset": ["mnist"] * n,
             "generator": ["mnist-vae"] * n,
+            "seeds_from": ["mnist-vae"] * n,
             "preset": ["strong", None, "strong", "strong"][:n],
             "budget": [250, 124, 150, 250][:n],
             "strategy": strategies,
@@ -196,10 +200,11 @@ def test_an_unfinished_campaign_of_another_strategy_does_not_regroup_finished_on
     t = strategy_table(["ga", "ga", "sinvad"], [3760, 3760, 3740])
     t["preset"] = ["low", "high", None]
     t["status"] = ["finished", "finished", "running"]
-    # The two GA campaigns keep their ICST blocks (low, high): they are not compared.
+    # The two GA campaigns keep their ICST blocks (low, high): they are not compared,
+    # so neither is marked.
     assert block_columns(t) == BLOCK
     m = significance(t, {c: pd.Series([1.0, 2.0]) for c in t["campaign"]})
-    assert m.loc[[0, 1], "misclassified_pct"].tolist() == ["best", "best"]
+    assert m.loc[[0, 1], "misclassified_pct"].tolist() == ["", ""]
     t["status"] = "running"  # nothing finished: the campaigns' own grouping
     assert block_columns(t) == STRATEGY_BLOCK
 
@@ -209,7 +214,7 @@ def test_campaigns_of_other_generators_or_failure_criteria_never_share_a_block()
     campaign's misclassifications in one block, and a VAE random campaign was ranked
     against a GAN NSGA-II one."""
     t = strategy_table(["ga", "random"], [3760, 3760])
-    t["generator"] = ["mnist-vae", "mnist-gan"]
+    t["generator"] = t["seeds_from"] = ["mnist-vae", "mnist-gan"]
     assert len(blocks(t)) == 2
     t = strategy_table(["ga", "ga"], [3760, 3760])
     t["preset"], t["budget"] = "strong", 250  # the ICST block of both, but for this:
@@ -217,7 +222,7 @@ def test_campaigns_of_other_generators_or_failure_criteria_never_share_a_block()
     assert block_columns(t) == ["criterion", *BLOCK]
     assert len(blocks(t)) == 2
     marks = significance(t, {c: pd.Series([1.0, 2.0]) for c in "ab"})
-    assert marks["misclassified_pct"].tolist() == ["best", "best"]  # each alone
+    assert marks["misclassified_pct"].tolist() == ["", ""]  # each alone: nothing to mark
     md = markdown_table(t, marks)
     assert "strong perturbation, 250 generations; failing: A and B disagree**" in md
     assert "| % A and B disagree (#) |" in md and "| % misclassification (#) |" in md
@@ -301,3 +306,129 @@ def test_a_strategy_block_without_a_budget_says_so_and_whole_numbers_stay_whole(
     assert block_title(("mnist", "mnist-vae", 170.0), STRATEGY_BLOCK) == (
         "mnist, mnist-vae, 170 evaluations per seed at most"
     )
+
+
+def study_store(home: Path, budgets: dict[str, dict], misclassified: dict[str, int]) -> Store:
+    """A store holding one study of three strategy campaigns on the same 20 seeds, as
+    `study --strategies` writes them: `budgets` is each strategy's recorded config (its
+    budget setting and evaluation budget), `misclassified` its failing seeds (failing at
+    iteration 10; the others survive to 40)."""
+    from store.writer import create_campaign, now
+
+    store = Store(home / "latentfuzz.duckdb")
+    for name, config in budgets.items():
+        cid = f"s-{name}"
+        create_campaign(
+            store,
+            {
+                "id": cid,
+                "name": f"s {name}",
+                "status": "finished",
+                "created_at": now(),
+                "dataset": "mnist",
+                "generator": "pixel" if name.startswith("pixel") else "mnist-vae",
+                "classifier": "mnist-convnet",
+                "strategy": name,
+                "preset": "strong" if name != "sinvad" else None,
+                "n_seeds": 20,
+                "random_seed": 1,
+                "config": {"fitness": "margin", **config},
+                "environment": {},
+                "dir": f"campaigns/{cid}",
+                "study": "s",
+            },
+        )
+        k = misclassified[name]
+        with store.write() as con:
+            for i in range(20):
+                fails = i < k
+                con.execute(
+                    "INSERT INTO seeds (campaign_id, seed_idx, seed_label, seed_pred, "
+                    "seed_margin, viable, status, misclassified, iterations, evaluations) "
+                    "VALUES (?, ?, 1, 1, 0.5, true, ?, ?, ?, 100)",
+                    [cid, i, "misclassified" if fails else "survived", fails, 10 if fails else 40],
+                )
+    return store
+
+
+def budget_config(evaluations: int | None, generations: int, spends: int) -> dict:
+    """A campaign's recorded config: its budget setting and generations, and the most a
+    seed could cost (`evaluation_budget`)."""
+    params = {"generations": generations, "evaluations": evaluations}
+    rule = {"budget_rule": BUDGET_RULE} if evaluations is not None else {}
+    return {"strategy_params": params, "evaluation_budget": spends, **rule}
+
+
+#: What `study --strategies ga,sinvad,random` at 250 GA generations records now, and
+#: what it recorded before budgets were set (each strategy's own whole generations).
+BUDGET_SET = {
+    "ga": budget_config(3760, 250, 3760),
+    "sinvad": budget_config(3760, 125, 3760),
+    "random": budget_config(3760, 151, 3760),
+}
+BEFORE = {
+    "ga": budget_config(None, 250, 3760),
+    "sinvad": budget_config(None, 124, 3740),
+    "random": budget_config(None, 150, 3750),
+}
+
+
+@pytest.mark.parametrize("worse", [0, 5, 14])
+@pytest.mark.parametrize("recorded", ["budget set", "before budgets were set"])
+def test_a_weaker_strategy_is_never_marked_best_in_a_study(home: Path, worse: int, recorded: str):
+    """`study --strategies ga,sinvad,random` gave 3,760 / 3,740 / 3,750 evaluations and
+    Compare blocked by them: each strategy alone in its block and marked best, random
+    search's 6% misclassification in bold. Blocked by the budget the study set, random
+    (fewer failures, more iterations) is never the best of anything it is worse at."""
+    from dashboard.compare import campaign_rows
+
+    budgets = BUDGET_SET if recorded == "budget set" else BEFORE
+    store = study_store(home, budgets, {"ga": 18, "sinvad": 15, "random": worse})
+    t, its, _ = campaign_rows(store, ["s-ga", "s-sinvad", "s-random"])
+    assert block_columns(t) == STRATEGY_BLOCK
+    assert [k for k, _ in blocks(t)] == [("mnist", "s", "3760")]
+    marks = significance(t, its).set_index(t["strategy"])
+    assert marks.loc["random", "misclassified_pct"] != "best"
+    assert marks.loc["random", "iterations_icst"] != "best"
+    assert marks.loc["ga", ["misclassified_pct", "iterations_icst"]].tolist() == ["best"] * 2
+    # The same seeds, so the same viable share: nobody's best (random was bold in it).
+    assert (marks["viable_pct"] == "").all()
+    md = markdown_table(t, significance(t, its))
+    assert md.count("**Block:") == 1 and "3760 evaluations per seed at most" in md
+    assert (md_text(f"Budget kept by: {BUDGET_RULE}.") in md) == (recorded == "budget set")
+    # Alone, random is compared with nothing and marked nothing (it was bold).
+    alone, its_alone, _ = campaign_rows(store, ["s-random"])
+    assert (significance(alone, its_alone) == "").all().all()
+
+
+def test_a_pixel_baseline_shares_its_studys_block_and_is_marked_against_the_latent_search(
+    home: Path,
+):
+    """A pixel-space baseline searches generator `pixel`; blocked by generator, it sat
+    alone in its block beside the study's VAE campaigns and was compared with nothing."""
+    from dashboard.compare import campaign_rows
+
+    budgets = {"ga": BUDGET_SET["ga"], "pixel-ga": BUDGET_SET["random"]}
+    store = study_store(home, budgets, {"ga": 18, "pixel-ga": 1})
+    t, its, _ = campaign_rows(store, ["s-ga", "s-pixel-ga"])
+    assert sorted(t["generator"]) == ["mnist-vae", "pixel"]
+    assert [k for k, _ in blocks(t)] == [("mnist", "s", "3760")]
+    marks = significance(t, its).set_index(t["strategy"])
+    assert marks.loc["ga", "misclassified_pct"] == "best"
+    assert marks.loc["pixel-ga", "misclassified_pct"] == ""
+
+
+def test_campaigns_outside_a_study_are_blocked_by_their_own_budget(home: Path):
+    """Outside a study: a campaign's budget setting, else the most its generations let a
+    seed cost; so hand-run campaigns of two strategies share a block only at one budget."""
+    from dashboard.compare import campaign_rows, set_budget
+
+    assert set_budget(BUDGET_SET["random"], None, {}) == 3760
+    assert set_budget(BEFORE["random"], None, {}) == 3750
+    assert set_budget(BEFORE["random"], "s", {"s": 3760}) == 3760
+    assert set_budget({}, None, {}) is None  # an imported campaign
+    store = study_store(home, BEFORE, {"ga": 18, "sinvad": 15, "random": 2})
+    with store.write() as con:  # not a study: three budgets, three blocks, no marks
+        con.execute("UPDATE campaigns SET study = NULL")
+    t, its, _ = campaign_rows(store, ["s-ga", "s-sinvad", "s-random"])
+    assert len(blocks(t)) == 3 and (significance(t, its) == "").all().all()

@@ -5,6 +5,23 @@ candidates to evaluate, (S, M, *latent_shape); ``tell`` takes their scores (S, M
 prepares the next candidates; ``keep`` drops finished seeds. ``state`` reports what the
 loop records per generation, and ``termination`` the stop rules the loop asks. No
 per-individual Python loops.
+
+The evaluation budget (``evaluations``, a setting of every strategy) is the strategy's to
+keep, not the loop's, so that strategies that breed different numbers of candidates per
+generation can be given exactly the same budget (``latentfuzz study --strategies``). A new
+strategy gets it by:
+
+- subclassing ``PopulationStrategy`` (its ``ask`` asks no more than ``remaining()``, its
+  ``tell`` counts ``spent``), listing in ``per_individual`` every tensor with a population
+  dimension (dim 1), and calling ``super().tell`` where it overrides ``tell``;
+- having a ``generations`` setting (the generation budget) and stating ``budget(params)``,
+  the evaluations one seed costs at that generation budget, never fewer for more
+  generations (``EveryGenerationBudget`` and ``ElitistBudget`` state the usual two);
+- building its stop rules on ``super().termination()`` where it adds its own.
+
+``with_budget`` then sets the fewest generations that reach a budget, and the budget
+itself: the generation that reaches it evaluates only as many candidates as it leaves
+(BUDGET_RULE, recorded with the campaign).
 """
 
 from __future__ import annotations
@@ -15,15 +32,26 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 
 from engine.core.registry import Registry
 from engine.core.settings import Settings
 from engine.search.strategies.operators import draw
-from engine.search.termination import AtFailure, Generations, Termination
+from engine.search.termination import AtFailure, Evaluations, Generations, Termination
 
 #: Largest step, spread or noise scale a strategy takes, in latent units: latents span a
 #: few units, and `--step 1e308` overflowed float32 into a traceback mid-campaign.
 MAX_STEP = 1e6
+#: How an evaluation budget is kept, as recorded with a campaign (its config's
+#: ``budget_rule``): the generation that reaches the budget evaluates only the first
+#: candidates it asks, as many as the budget leaves, so every seed that searches to the
+#: end costs exactly the budget. Without an evaluation budget, whole generations
+#: (NO_BUDGET_RULE): a seed costs at most ``budget(params)``.
+BUDGET_RULE = "truncate last generation"
+NO_BUDGET_RULE = "whole generations"
+#: Largest evaluation budget per seed: the largest generation budget times the largest
+#: population.
+MAX_EVALUATIONS = 10**10
 
 
 class StrategyParams(Settings):
@@ -32,6 +60,15 @@ class StrategyParams(Settings):
     #: Old names of settings that are still accepted, each to its current name (stored
     #: configs and flags that predate a rename); the model writes the current name.
     renamed: ClassVar[dict[str, str]] = {}
+
+    evaluations: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_EVALUATIONS,
+        title="Evaluation budget",
+        description="most evaluations per seed; the generation that reaches it evaluates "
+        "only as many candidates as it leaves (default: the generation budget alone)",
+    )
 
 
 @dataclass(frozen=True)
@@ -103,6 +140,18 @@ class Strategy(ABC):
     def __init__(self, params: StrategyParams, space: SearchSpace) -> None:
         self.params = params
         self.space = space
+        #: Evaluations each active seed has cost so far: one number, as every active seed
+        #: is asked the same slots in the same generations.
+        self.spent = 0
+
+    def remaining(self) -> int | None:
+        """Evaluations per seed the evaluation budget still leaves; None: no such budget."""
+        n = self.params.evaluations
+        return None if n is None else n - self.spent
+
+    def budget_rule(self) -> str:
+        """How this campaign keeps its budget (BUDGET_RULE or NO_BUDGET_RULE), recorded."""
+        return NO_BUDGET_RULE if self.params.evaluations is None else BUDGET_RULE
 
     @classmethod
     def parse_params(cls, raw: dict[str, Any]) -> StrategyParams:
@@ -166,28 +215,49 @@ class Strategy(ABC):
         return None
 
     def termination(self, refines_failures: bool = False) -> Termination:
-        """This search's stop rules, built when it starts: the generation budget, and the
-        first failure where ``stop_at_failure`` is on, unless the fitness refines failures
-        (SINVAD's boundary keeps a failed seed searching). Subclasses add their own."""
-        rule = Generations(self.params.generations)
+        """This search's stop rules, built when it starts: the generation budget, the
+        evaluation budget where one is set, and the first failure where
+        ``stop_at_failure`` is on, unless the fitness refines failures (SINVAD's boundary
+        keeps a failed seed searching). Subclasses add their own to these."""
+        rule: Termination = Generations(self.params.generations)
+        if self.params.evaluations is not None:
+            rule = rule | Evaluations(self.params.evaluations)
         if self.params.stop_at_failure and not refines_failures:
             return rule | AtFailure()
         return rule
 
     @classmethod
     def budget(cls, params: StrategyParams) -> int:
-        """The most evaluations one seed can cost with these parameters."""
+        """The most evaluations one seed can cost at the generation budget of these
+        parameters (their evaluation budget aside); never fewer for more generations."""
         raise NotImplementedError(f"strategy {cls.name} does not state its budget")
 
     @classmethod
     def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        """Raw parameters changed so that one seed costs at most ``evaluations`` (the
-        equal-budget comparison of ``latentfuzz study --strategies``)."""
-        return raw
+        """Raw parameters with which one seed that searches to the end costs exactly
+        ``evaluations`` (the equal-budget comparisons of ``latentfuzz study --strategies``
+        and ``diff-study``): that evaluation budget, and the fewest generations whose
+        budget reaches it (the last one is cut short to it)."""
+        params = cls.Params(**raw)
+
+        def cost(g: int) -> int:
+            return cls.budget(params.model_copy(update={"generations": g}))
+
+        # Every generation evaluates something, so `evaluations` generations always reach it.
+        lo, hi = 1, max(1, evaluations)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if cost(mid) >= evaluations else (mid + 1, hi)
+        return {**raw, "generations": lo, "evaluations": evaluations}
 
     def evaluation_budget(self) -> int:
         """The most evaluations one seed can cost in this campaign."""
-        return type(self).budget(self.params)
+        return self.capped(type(self).budget(self.params))
+
+    def capped(self, evaluations: int) -> int:
+        """`evaluations` (a generation budget's cost) within the evaluation budget."""
+        n = self.params.evaluations
+        return evaluations if n is None else min(evaluations, n)
 
     def held_per_seed(self, image_values: int) -> tuple[int, int]:
         """(vectors, values in each) held at once for each seed, for images of
@@ -207,11 +277,6 @@ class EveryGenerationBudget:
     @classmethod
     def budget(cls, params: StrategyParams) -> int:
         return params.population * params.generations
-
-    @classmethod
-    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        p = cls.Params(**raw)
-        return {**raw, "generations": max(1, evaluations // p.population)}
 
 
 def check_elites(elites: int, population: int, name: str = "elites") -> None:
@@ -234,20 +299,10 @@ class ElitistBudget:
     def budget(cls, params: StrategyParams) -> int:
         return elitist_budget(params.population, params.elites, params.generations)
 
-    @classmethod
-    def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        p = cls.Params(**raw)
-        return {**raw, "generations": elitist_generations(evaluations, p.population, p.elites)}
-
 
 def elitist_budget(population: int, elites: int, generations: int) -> int:
     """Evaluations per seed of an elitist GA: P + (P - E) x (G - 1)."""
     return population + (population - elites) * (generations - 1)
-
-
-def elitist_generations(evaluations: int, population: int, elites: int) -> int:
-    """The most generations whose elitist_budget fits in `evaluations` (at least 1)."""
-    return 1 + max(0, evaluations - population) // (population - elites)
 
 
 class PopulationStrategy(Strategy):
@@ -257,6 +312,10 @@ class PopulationStrategy(Strategy):
     that ``keep`` drops finished seeds from all of them."""
 
     per_seed: ClassVar[tuple[str, ...]] = ("seed", "pop", "scores", "logits")
+    #: The tensors of ``per_seed`` with a population dimension (dim 1, one entry per
+    #: slot): the generation cut short by the evaluation budget drops the slots it does
+    #: not ask from all of them.
+    per_individual: ClassVar[tuple[str, ...]] = ("pop", "scores", "logits")
     #: Attributes beyond ``per_seed`` and ``slots`` that the state holds (counters).
     state_fields: ClassVar[tuple[str, ...]] = ()
     pop: torch.Tensor
@@ -276,10 +335,29 @@ class PopulationStrategy(Strategy):
         self.slots = torch.arange(population)
 
     def ask(self) -> tuple[torch.Tensor, torch.Tensor]:
+        self.fit_budget()
         cand = self.pop[:, self.slots]
         return self.slots, cand.reshape(*cand.shape[:2], *self.space.latent_shape)
 
+    def fit_budget(self) -> None:
+        """Where the evaluation budget leaves fewer evaluations than slots to ask, keep the
+        first ones it leaves and drop the others from the population (BUDGET_RULE): they
+        are never scored, and the budget's stop rule ends the search after this
+        generation. Everything drawn for them was drawn as in a search without the
+        budget, so the generations before are the same."""
+        left = self.remaining()
+        if left is None or left >= len(self.slots):
+            return
+        keep = torch.ones(self.pop.shape[1], dtype=torch.bool)
+        keep[self.slots[max(0, left) :]] = False
+        for name in self.per_individual:
+            if (value := getattr(self, name, None)) is not None:
+                setattr(self, name, value[:, keep])
+        # The kept slots' positions in the shortened population.
+        self.slots = (torch.cumsum(keep, 0) - 1)[self.slots[: max(0, left)]]
+
     def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
+        self.spent += len(slots)
         if self.logits is None:
             self.logits = torch.full((*self.scores.shape, logits.shape[-1]), float("nan"))
         self.scores[:, slots] = scores.float().cpu()
@@ -296,7 +374,7 @@ class PopulationStrategy(Strategy):
                 setattr(self, name, value[mask])
 
     def _fields(self) -> tuple[str, ...]:
-        return (*self.per_seed, "slots", *self.state_fields)
+        return (*self.per_seed, "slots", "spent", *self.state_fields)
 
     def state_dict(self) -> dict[str, Any]:
         # Everything a generation changes lives in these fields; what the params derive

@@ -111,13 +111,14 @@ class Interpolate(PopulationStrategy):
 
     @classmethod
     def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        # The grid stays; more images per class fill the budget (10 classes assumed, as
-        # every bundled dataset has).
+        # The grid stays; more images per class reach the budget (10 classes assumed, as
+        # every bundled dataset has), and the last lambda is cut short to it.
         p = cls.Params(**raw)
-        return {**raw, "k": max(1, evaluations // (9 * p.lambda_steps))}
+        k = max(1, math.ceil(evaluations / (9 * p.lambda_steps)))
+        return {**raw, "k": k, "evaluations": evaluations}
 
     def evaluation_budget(self) -> int:
-        return self.budget(self.params, self.space.num_classes or 10)
+        return self.capped(self.budget(self.params, self.space.num_classes or 10))
 
     def held_per_seed(self, image_values: int) -> tuple[int, int]:
         # Every other class's k images, then their latents: (S, (K - 1) x k, ...).

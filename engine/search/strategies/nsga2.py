@@ -88,6 +88,7 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
     Params = NSGA2Params
     default_fitness = "divergence"
     per_seed = ("seed", "pop", "scores", "logits", "feat", "div")
+    per_individual = ("pop", "scores", "logits", "feat", "div")
     state_fields = ("generation",)
     step_label = None  # no step: SBX and mutation scale with the bounds
     multi_objective = True

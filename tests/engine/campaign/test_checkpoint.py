@@ -71,6 +71,15 @@ INTERPOLATE = {
     "strategy": "interpolate",
     "strategy_params": {"k": 1, "lambda_steps": 6},
 }
+# An evaluation budget that cuts the last generation short: SINVAD's sixth generation
+# asks 3 of its 6 children (10 + 6 x 4 + 3 = 37); NSGA-II's fifth 5 of 12, with every
+# individual recorded (its second objective is cut with the population).
+SINVAD_BUDGET = {**SINVAD, "strategy_params": {**SINVAD["strategy_params"], "evaluations": 37}}
+NSGA2_BUDGET = {
+    **NSGA2,
+    "record_individuals": True,
+    "strategy_params": {**NSGA2["strategy_params"], "evaluations": 53},
+}
 DM = {
     "generator": "dm",
     "seeds": 2,
@@ -154,14 +163,35 @@ def assert_identical(a: Path, b: Path) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "at"),
-    [(GA, 4), (GA_ARCHIVE, 1), (SINVAD, 3), (NSGA2, 3), (RANDOM, 3), (INTERPOLATE, 3)],
-    ids=["ga", "ga-archive", "sinvad", "nsga2", "random", "interpolate"],
+    [
+        (GA, 4),
+        (GA_ARCHIVE, 1),
+        (SINVAD, 3),
+        (NSGA2, 3),
+        (RANDOM, 3),
+        (INTERPOLATE, 3),
+        (SINVAD_BUDGET, 3),
+        (NSGA2_BUDGET, 3),
+    ],
+    ids=[
+        "ga",
+        "ga-archive",
+        "sinvad",
+        "nsga2",
+        "random",
+        "interpolate",
+        "sinvad-budget",
+        "nsga2-budget",
+    ],
 )
 def test_a_campaign_stopped_half_way_resumes_from_its_checkpoint_to_identical_results(
     tmp_path: Path, every_generation, raw: dict, at: int
 ):
     a, b, _ = interrupted_and_resumed(tmp_path, raw, at)
     assert_identical(a, b)
+    if budget := raw["strategy_params"].get("evaluations"):
+        seeds = rows(a, "c")["seeds"]
+        assert seeds["evaluations"].max() == budget  # a seed searched to the end, cut short
     if raw is NSGA2:
         assert len(rows(a, "c")["archive"]) > 0
 
