@@ -44,7 +44,7 @@ def escape(
         str | None, typer.Option(help="GA step preset: low | high | strong [strong]")
     ] = None,
     generations: Annotated[
-        int | None, typer.Option(help="generation budget per search [250]")
+        int | None, typer.Option(help="generation budget per search [the strategy's; sinvad: 500]")
     ] = None,
     source: Annotated[
         int | None, typer.Option(help="one source class only (one row of the matrix)")
