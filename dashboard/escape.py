@@ -42,8 +42,9 @@ def escape_panel(store: Store, campaign_id: str, names: list[str]) -> None:
         return
     st.subheader("Class escape")
     st.caption(
-        "Left: of the viable targeted searches from each source class, the share that "
-        "reached each target class (SINVAD's escape matrix). Right: the classifier's "
+        "Left: of all targeted searches from each source class, the share that reached "
+        "each target class (SINVAD's escape matrix; a seed not searched counts as a "
+        "failed attempt). Right: the classifier's "
         "test-set confusion, each row divided by its class's test images. Same colour "
         "scale; the diagonal is left out of both."
     )

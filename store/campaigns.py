@@ -215,20 +215,32 @@ def progress(store: Store, campaign_id: str) -> dict[str, Any]:
 def escape_matrix(store: Store, campaign_id: str) -> pd.DataFrame:
     """SINVAD's class-escape matrix of a targeted campaign: one row per (source, target)
     pair with its attempts (seeds), viable ones, successes (reached the target), the
-    success rate over viable attempts and the median iterations of the successes.
-    Empty for a campaign without per-seed targets."""
+    success rate over all attempts (SINVAD's: a seed not searched is a failed attempt) and
+    the median iterations of the successes. Empty for a campaign without per-seed targets."""
     return store.query(
         """
         SELECT seed_label AS source, target, count(*) AS attempts,
                count(*) FILTER (WHERE viable) AS viable,
                count(*) FILTER (WHERE viable AND misclassified) AS successes,
-               CASE WHEN count(*) FILTER (WHERE viable) > 0 THEN
-                   (count(*) FILTER (WHERE viable AND misclassified))::DOUBLE
-                   / count(*) FILTER (WHERE viable) END AS success_rate,
+               (count(*) FILTER (WHERE viable AND misclassified))::DOUBLE / count(*)
+                   AS success_rate,
                median(iterations) FILTER (WHERE viable AND misclassified)
                    AS median_iterations
         FROM seeds WHERE campaign_id = ? AND target IS NOT NULL
         GROUP BY seed_label, target ORDER BY source, target
+        """,
+        [campaign_id],
+    )
+
+
+def escape_attempts(store: Store, campaign_id: str) -> pd.DataFrame:
+    """One row per attempt of a targeted campaign: source, target and whether it reached
+    the target (a seed not searched did not): what a bootstrap over attempts resamples."""
+    return store.query(
+        """
+        SELECT seed_label AS source, target, coalesce(viable AND misclassified, false)
+                   AS success
+        FROM seeds WHERE campaign_id = ? AND target IS NOT NULL ORDER BY seed_idx
         """,
         [campaign_id],
     )

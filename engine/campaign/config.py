@@ -180,7 +180,7 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
     escape = cfg.escape_per_pair is not None
     # Naming a second classifier makes a differential campaign: DiffGAN's objective.
     default = "divergence" if cfg.classifier_b is not None else strategy_cls.default_fitness
-    fitness = cfg.fitness or ("targeted" if escape else default)
+    fitness = cfg.fitness or ("escape" if escape else default)
     if fitness not in FITNESS:
         raise ConfigError(f"fitness {quote(fitness)} unknown; expected one of {FITNESS.names()}")
     fitness_cls = FITNESS.get(fitness)
@@ -211,7 +211,7 @@ def objectives(cfg: CampaignConfig) -> tuple[type[Fitness], type[Criterion]]:
         if not needs_target:
             raise ConfigError(
                 f"escape_per_pair needs a targeted objective, got fitness {quote(fitness)} with "
-                f"criterion {quote(criterion)}; use fitness 'targeted' (the default)"
+                f"criterion {quote(criterion)}; use fitness 'escape' (the default) or 'targeted'"
             )
         return fitness_cls, criterion_cls
     if cfg.target is not None and not needs_target:

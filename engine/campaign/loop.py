@@ -170,14 +170,13 @@ class Campaign:
             cfg, r.generator, test.images, test.labels, r.dataset.num_classes, self.rng
         )
         self.labels = seeds.labels
-        # Viable: the classifier gives the intended label to the generated seed image, and
-        # the seed does not already fail the criterion (a seed of the target class).
+        # Which seeds are searched is the fitness's rule (engine/search/fitness.py).
         with r.generator.seeding():
             both, images = self.evaluate(seeds.latents, seeds.labels)
         logits, logits_b = self.split(both)
         flat = seeds.latents.flatten(1).float()
         ctx = Context(seeds.labels, flat, flat, self.targets, logits_b)
-        viable = (logits.argmax(1) == seeds.labels) & ~r.criterion(logits, ctx)
+        viable = r.fitness.viable(logits, ctx, r.criterion)
         self.metrics = MetricsTracker(cfg.seeds, images, self.originals(test, seeds, images))
         paths = [f"{seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
         self.sink.save(paths, images)

@@ -36,11 +36,15 @@ def escape(
     strategy: Annotated[
         str, typer.Option(help="search strategy (sinvad: SINVAD's own analysis)")
     ] = "sinvad",
+    fitness: Annotated[
+        str | None,
+        typer.Option(help="escape: SINVAD's Eq. 4 [default]; targeted: the logit margin"),
+    ] = None,
     perturbation: Annotated[
         str | None, typer.Option(help="GA step preset: low | high | strong [strong]")
     ] = None,
     generations: Annotated[
-        int | None, typer.Option(help="generation budget per search [250]")
+        int | None, typer.Option(help="generation budget per search [the strategy's; sinvad: 500]")
     ] = None,
     source: Annotated[
         int | None, typer.Option(help="one source class only (one row of the matrix)")
@@ -52,6 +56,14 @@ def escape(
         str | None,
         typer.Option(help="print (and --csv export) the matrix of this campaign; no new run"),
     ] = None,
+    stability: Annotated[
+        bool,
+        typer.Option(
+            "--stability",
+            help="also print how stable the ranking of pairs is per attempts per pair "
+            "(a bootstrap over the campaign's attempts)",
+        ),
+    ] = False,
     home: HomeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
@@ -63,6 +75,7 @@ def escape(
             generator=generator,
             classifier=classifier,
             strategy=strategy,
+            fitness=fitness,
             target_class=source,
             escape_per_pair=per_pair,
             seed=seed,
@@ -72,10 +85,10 @@ def escape(
             no_individuals=True,
             strategy_params={"perturbation": perturbation, "generations": generations},
         ).campaign_id
-    show_matrix(campaign, home, csv)
+    show_matrix(campaign, home, csv, stability)
 
 
-def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
+def show_matrix(cid: str, home: Path | None, csv: Path | None, stability: bool = False) -> None:
     # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.core.csv_io import to_csv
     from engine.datasets import get_dataset
@@ -102,12 +115,48 @@ def show_matrix(cid: str, home: Path | None, csv: Path | None) -> None:
         console.print(_table(grid(df, column, names), spec))
     console.print(
         f"campaign {cid}: mean success rate {df['success_rate'].mean():.2f} over "
-        f"{len(df)} pairs, {int(df['viable'].sum())} viable searches",
+        f"{len(df)} pairs, {int(df['attempts'].sum())} attempts "
+        f"({int(df['viable'].sum())} searched)",
         soft_wrap=True,
     )
+    if stability:
+        _print_stability(sc.escape_attempts(store, cid))
     if csv is not None:
         to_csv(df, csv)
         err.print(f"wrote {csv} ({len(df)} pairs)", markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_stability(attempts) -> None:
+    # Deferred (start-up time: loads pandas and numpy).
+    from engine.studies.escape import attempts_needed, ranking_stability
+
+    st = ranking_stability(attempts)
+    t = Table(
+        "attempts per pair",
+        "rank correlation",
+        "5-95%",
+        "undefined",
+        "",
+        title="ranking stability: Spearman correlation of the pair rankings of two "
+        "bootstrap resamples",
+        box=box.SIMPLE_HEAD,
+    )
+    for r in st.itertuples():
+        defined = r.undefined < 1  # every draw ranked all pairs equal: nothing to print
+        t.add_row(
+            str(r.attempts),
+            f"{r.rank_correlation:.2f}" if defined else "n/a",
+            f"{r.low:.2f}-{r.high:.2f}" if defined else "",
+            f"{r.undefined:.0%}",
+            "extrapolated" if r.extrapolated else "",
+        )
+    console.print(t)
+    need = attempts_needed(st)
+    console.print(
+        "attempts per pair for a rank correlation of 0.9: "
+        + (str(need) if need is not None else f"more than {int(st['attempts'].max())}"),
+        soft_wrap=True,
+    )
 
 
 def _table(g, spec: str):

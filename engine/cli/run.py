@@ -68,7 +68,8 @@ def run(
     ] = None,
     target_class: Annotated[int | None, typer.Option(help="seed class")] = None,
     fitness: Annotated[
-        str | None, typer.Option(help="margin | targeted | boundary | divergence [the strategy's]")
+        str | None,
+        typer.Option(help="margin | targeted | escape | boundary | divergence [the strategy's]"),
     ] = None,
     criterion: Annotated[str | None, typer.Option(help="failure criterion [the fitness's]")] = None,
     target: Annotated[

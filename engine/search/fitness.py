@@ -67,6 +67,16 @@ class Fitness(Objective):
     #: The score below which an individual fails `criterion` (charts draw it as a line);
     #: None where no score splits failing from passing (a divergence, a distance).
     fails_below: ClassVar[float | None] = None
+    #: The score every individual has until the search reaches its goal (SINVAD's 999),
+    #: None where the score keeps moving before it (margins, divergence). SINVAD's step
+    #: rule reads it: the first generation that reaches nothing counts as stagnation.
+    unreached: ClassVar[float | None] = None
+
+    def viable(self, logits: torch.Tensor, ctx: Context, criterion: Criterion) -> torch.Tensor:
+        """bool (N,): which seeds (their generated images' logits) are searched. GIFTbench
+        searches a seed only if the classifier gets its image right and it does not
+        already fail: otherwise there is nothing left to find."""
+        return (logits.argmax(1) == ctx.expected) & ~criterion(logits, ctx)
 
 
 class Criterion(Objective):
@@ -129,11 +139,37 @@ class Boundary(Fitness):
     name = "boundary"
     requires = ("latents", "seed_latents")
     refines_failures = True
+    unreached = BOUNDARY_UNCHANGED
 
     def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
         dist = (ctx.need("latents") - ctx.need("seed_latents")).abs().sum(1)
         changed = logits.argmax(1) != ctx.expected
         return torch.where(changed, dist.to(logits.dtype), BOUNDARY_UNCHANGED)
+
+
+@FITNESS.register("escape")
+class Escape(Fitness):
+    """SINVAD's class-escape fitness (its Eq. 4): a large constant while the target class
+    is not the top class, else the L1 distance between the latent and its seed latent
+    (minimised). As in the reference (RQ4), the search goes on once the target is reached,
+    pulling the escaping individuals towards the seed. ``targeted`` is the logit-margin
+    variant, whose score moves before the target is reached."""
+
+    name = "escape"
+    requires = ("latents", "seed_latents", "target")
+    criterion = "targeted"
+    refines_failures = True
+    unreached = BOUNDARY_UNCHANGED
+
+    def __call__(self, logits: torch.Tensor, ctx: Context) -> torch.Tensor:
+        dist = (ctx.need("latents") - ctx.need("seed_latents")).abs().sum(1)
+        reached = logits.argmax(1) == ctx.need("target")
+        return torch.where(reached, dist.to(logits.dtype), BOUNDARY_UNCHANGED)
+
+    def viable(self, logits: torch.Tensor, ctx: Context, criterion: Criterion) -> torch.Tensor:
+        # The reference (RQ4) searches every seed it draws and counts every search: one the
+        # classifier gets wrong may still reach the target, one already there succeeds.
+        return torch.ones(len(logits), dtype=torch.bool)
 
 
 @CRITERIA.register("misclassified")

@@ -11,11 +11,20 @@ its step falls below ``min_step``. The reference code (coinse/SINVAD, gen_bound_
 keeps one step across all images, never resetting it between them; here every seed has its
 own step. Latents are not clamped, as in the reference.
 
+The class-escape analysis (the reference's RQ4 notebook) adds one branch to the step rule:
+x ``grow`` when the best changed but no individual reaches the target. Both scripts start
+``prev_best`` at their "not reached" score (999), so a first generation that reaches
+nothing is stagnation, and a search that never reaches its goal stops after 13
+generations; with elites kept, the best never falls back to "not reached", so the growth
+branch cannot fire in either (it is kept, as the reference has it).
+
 Its default objective is the boundary fitness (engine/search/fitness.py): the closest latent to
 the seed whose class changes.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from pydantic import Field, model_validator
@@ -48,6 +57,12 @@ class SinvadParams(StrategyParams):
         0.1, gt=0, le=MAX_STEP, description="mutation step, and the step after improvement"
     )
     decay: float = Field(0.7, gt=0, lt=1, description="step factor when the best is unchanged")
+    grow: float = Field(
+        1.2,
+        ge=1,
+        le=10,
+        description="step factor when the best changed but none reaches the goal (escape)",
+    )
     min_step: float = Field(
         1e-3, gt=0, le=MAX_STEP, description="a seed stops when its step falls below"
     )
@@ -70,10 +85,21 @@ class SinvadParams(StrategyParams):
 
 
 def decay_step(
-    step: torch.Tensor, base: float, factor: float, best: torch.Tensor, prev_best: torch.Tensor
+    step: torch.Tensor,
+    base: float,
+    factor: float,
+    best: torch.Tensor,
+    prev_best: torch.Tensor,
+    grow: float = 1.0,
+    unreached: float | None = None,
 ) -> torch.Tensor:
-    """(S,): step x factor where the best fitness is unchanged, else back to base."""
-    return torch.where(best == prev_best, step * factor, torch.full_like(step, base))
+    """(S,): step x factor where the best fitness is unchanged; else step x grow where the
+    best is still the fitness's `unreached` score (no individual reached the goal); else
+    back to base. Stagnation is tested first, as in the reference."""
+    new = torch.full_like(step, base)
+    if unreached is not None:
+        new = torch.where(best >= unreached, step * grow, new)
+    return torch.where(best == prev_best, step * factor, new)
 
 
 @STRATEGIES.register("sinvad")
@@ -84,19 +110,31 @@ class Sinvad(ElitistBudget, PopulationStrategy):
     default_fitness = "boundary"
     step_label = "mutation step"
 
+    #: The fitness's "not reached" score (Fitness.unreached), set by attach.
+    unreached: float | None = None
+
+    def attach(self, resolved: Any, labels: torch.Tensor) -> None:
+        self.unreached = resolved.fitness.unreached
+
     def start(self, seeds: torch.Tensor, rng: torch.Generator) -> None:
         p = self.params
         self.spread(seeds, p.population, p.init_noise, rng)  # unclamped, as the reference
         self.step = torch.full((len(self.seed),), p.step)
-        # +inf: the first generation never counts as stagnation.
-        self.prev_best = torch.full((len(self.seed),), float("inf"))
+        # The reference starts prev_best at 999, its "not reached" score: a first
+        # generation that reaches nothing decays the step. A fitness without such a score
+        # (a margin) starts at +inf, so its first generation never counts as stagnation.
+        first = float("inf") if self.unreached is None else self.unreached
+        self.prev_best = torch.full((len(self.seed),), first)
 
     def tell(self, slots: torch.Tensor, scores: torch.Tensor, logits: torch.Tensor) -> None:
         super().tell(slots, scores, logits)
         # The generation is complete: apply the step rule now, so the step floor (its
         # termination) sees this generation's step (the reference breaks right after).
         best = self.scores.min(dim=1).values
-        self.step = decay_step(self.step, self.params.step, self.params.decay, best, self.prev_best)
+        p = self.params
+        self.step = decay_step(
+            self.step, p.step, p.decay, best, self.prev_best, p.grow, self.unreached
+        )
         self.prev_best = best
 
     def termination(self, refines_failures: bool = False) -> Termination:

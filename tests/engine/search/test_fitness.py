@@ -31,7 +31,7 @@ EXPECTED = torch.tensor([1, 0])
 
 
 def test_registered_with_their_names():
-    assert FITNESS.names() == ["boundary", "divergence", "margin", "targeted"]
+    assert FITNESS.names() == ["boundary", "divergence", "escape", "margin", "targeted"]
     assert CRITERIA.names() == ["disagree", "misclassified", "targeted"]
     for reg in (FITNESS, CRITERIA):
         for name in reg:

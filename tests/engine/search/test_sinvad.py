@@ -4,6 +4,7 @@ and the stop rule, and a small campaign with its boundary objective."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
-from engine.search.fitness import BOUNDARY_UNCHANGED
+from engine.search.fitness import BOUNDARY_UNCHANGED, Boundary, Escape
 from engine.search.strategies import STRATEGIES, SearchSpace
 from engine.search.strategies.operators import reset_mask
 from engine.search.strategies.sinvad import Sinvad, SinvadParams, decay_step
@@ -31,6 +32,7 @@ def test_registered_with_the_papers_defaults():
     p = SinvadParams()
     assert (p.population, p.elites, p.generations) == (50, 20, 500)
     assert (p.init_noise, p.step, p.decay, p.min_step, p.mask_p) == (0.7, 0.1, 0.7, 1e-3, 0.5)
+    assert p.grow == 1.2  # the escape notebook's (RQ4)
     assert Sinvad.default_fitness == "boundary"
 
 
@@ -129,3 +131,62 @@ def test_campaign_finds_boundary_inputs_and_stops_by_the_step_rule(home: Path):
     assert len(failed) > 0
     assert (failed["final_fitness"] < BOUNDARY_UNCHANGED).all()
     assert (failed["final_pred"] != failed["seed_label"]).all()
+
+
+U = BOUNDARY_UNCHANGED
+
+
+def test_escape_step_rule_decays_on_stagnation_grows_when_none_reached_else_resets():
+    step = torch.full((4,), 0.1)
+    best = torch.tensor([U, U, 3.0, 3.0])
+    prev = torch.tensor([U, 5.0, 5.0, 3.0])
+    new = decay_step(step, 0.1, 0.7, best, prev, grow=1.2, unreached=U)
+    # Unchanged (even at "not reached") x0.7; changed but none reached x1.2; improved:
+    # back to the base step.
+    assert new.tolist() == pytest.approx([0.07, 0.12, 0.1, 0.07])
+    # A fitness without a "not reached" score has no growth branch.
+    assert decay_step(step, 0.1, 0.7, best, prev, 1.2, None).tolist() == pytest.approx(
+        [0.07, 0.1, 0.1, 0.07]
+    )
+
+
+def _steps(fitness, bests: list[float]) -> list[float]:
+    """The step after each generation whose best score is bests[g] (one seed)."""
+    s = Sinvad(SinvadParams(population=4, elites=2), SPACE)
+    if fitness is not None:
+        s.attach(SimpleNamespace(fitness=fitness), torch.zeros(1, dtype=torch.long))
+    g = rng()
+    s.start(torch.zeros(1, 6), g)
+    out = []
+    for b in bests:
+        slots, _ = s.ask()
+        scores = torch.full((1, len(slots)), U)
+        scores[0, 0] = b
+        s.tell(slots, scores, torch.zeros(1, len(slots), 10))
+        out.append(s.state().step[0].item())
+        s.advance(g)
+    return out
+
+
+def test_prev_best_starts_at_the_not_reached_score_as_in_the_reference():
+    """The reference sets prev_best = 999, its "not reached" score: the first generation
+    that reaches nothing already decays the step (a start at +inf reset it instead)."""
+    got = _steps(Escape(), [U, U, 5.0, 5.0, 4.0])
+    assert got == pytest.approx([0.07, 0.049, 0.1, 0.07, 0.1])
+    assert _steps(Boundary(), [U])[0] == pytest.approx(0.07)  # the same in gen_bound_imgs
+    # A margin's scores have no such value: its first generation never counts as stagnant.
+    assert _steps(None, [U, U])[0] == pytest.approx(0.1)
+
+
+def test_a_search_that_never_reaches_the_target_stops_after_13_generations():
+    s = Sinvad(SinvadParams(population=4, elites=2), SPACE)
+    s.attach(SimpleNamespace(fitness=Escape()), torch.zeros(1, dtype=torch.long))
+    g = rng()
+    s.start(torch.zeros(1, 6), g)
+    for gen in range(1, 30):
+        slots, _ = s.ask()
+        s.tell(slots, torch.full((1, len(slots)), U), torch.zeros(1, len(slots), 10))
+        if stops(s, gen).any():
+            break
+        s.advance(g)
+    assert gen == 13  # 0.1 x 0.7^13 < 1e-3, as the reference's break after 13
