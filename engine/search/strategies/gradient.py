@@ -59,15 +59,15 @@ class GradientAttack(PopulationStrategy):
                 f"strategy {cls.name!r} attacks one classifier, but classifier_b "
                 f"{resolved.classifier_b_name} was given too; drop classifier_b (--classifier-b)"
             )
-        if resolved.fitness.fails_below is None:
-            return (
-                f"strategy {cls.name!r} descends an objective whose sign says failure, got "
-                f"fitness {resolved.fitness.name!r}; use fitness margin or targeted"
-            )
         if resolved.config.escape_per_pair is not None:
             return (
                 f"strategy {cls.name!r} runs with one target class (--target), not an escape "
                 "matrix (escape_per_pair); drop escape_per_pair"
+            )
+        if resolved.fitness.fails_below is None:
+            return (
+                f"strategy {cls.name!r} descends an objective whose sign says failure, got "
+                f"fitness {resolved.fitness.name!r}; use fitness margin or targeted"
             )
         return None
 
@@ -153,7 +153,8 @@ class FGSM(GradientAttack):
 
     @classmethod
     def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
-        return {**raw, "epsilons": max(1, evaluations - 1)}
+        # The seed, then as many images along the sign as the budget leaves: exactly it.
+        return {**raw, "epsilons": max(1, evaluations - 1), "evaluations": evaluations}
 
     def held_per_seed(self, image_values: int) -> tuple[int, int]:
         return self.params.epsilons, image_values
@@ -225,9 +226,11 @@ class PGD(GradientAttack):
     @classmethod
     def with_budget(cls, evaluations: int, raw: dict[str, Any]) -> dict[str, Any]:
         # The steps stay (the attack's strength); restarts fill the budget, as robustness
-        # evaluations spend more compute.
+        # evaluations spend more compute: the fewest that reach it, the last step's
+        # restarts cut short to it (BUDGET_RULE).
         p = cls.Params(**raw)
-        return {**raw, "restarts": max(1, evaluations // p.generations)}
+        restarts = max(1, -(-evaluations // p.generations))
+        return {**raw, "restarts": restarts, "evaluations": evaluations}
 
     def held_per_seed(self, image_values: int) -> tuple[int, int]:
         return self.params.restarts, image_values

@@ -168,6 +168,15 @@ class Mutation(EveryGenerationBudget, PopulationStrategy):
     Params = MutationParams
     generator_family = "pixel"
     step_label = "queue length"
+    # Every tensor with a mutant dimension, cut together where the budget ends a generation.
+    per_individual: ClassVar[tuple[str, ...]] = (
+        "pop",
+        "scores",
+        "logits",
+        "parent",
+        "m_ref",
+        "m_affine",
+    )
     per_seed: ClassVar[tuple[str, ...]] = (
         "seed",
         "pop",
