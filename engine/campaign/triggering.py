@@ -140,6 +140,16 @@ def figures(
         "filtered": filtered,
     }
     valid = arch[arch["valid"]] if filtered else arch
+    # The valid inputs are among all of them: each image's features are computed once.
+    seen: dict[str, torch.Tensor] = {}
+
+    def cached(paths: list[str]) -> torch.Tensor:
+        new = sorted({p for p in paths if p not in seen})
+        if new:
+            images = load_images(home, new).float() / 255.0
+            seen.update(zip(new, features_of(images), strict=True))
+        return torch.stack([seen[p] for p in paths])
+
     out["valid_triggering"] = len(valid) if filtered else None
     out["valid_triggering_per_1k"] = len(valid) * per_k if filtered else None
     for prefix, df in (("", valid), ("all_", arch)):
@@ -149,10 +159,10 @@ def figures(
         has_b = len(df) and not pd.isna(df["pred_b"]).any()
         paths = df["image"].tolist()
 
-        def images_of(idx: np.ndarray, paths: list[str] = paths) -> torch.Tensor:
-            return load_images(home, [paths[i] for i in idx]).float() / 255.0
+        def features_at(idx: np.ndarray, paths: list[str] = paths) -> torch.Tensor:
+            return cached([paths[i] for i in idx])
 
-        geo = geometric_diversity(len(df), images_of, features_of, spec, seed)
+        geo = geometric_diversity(len(df), features_at, spec, seed)
         out.update({f"{prefix}{k}": v for k, v in geo.items()})
         out[f"{prefix}shannon_diversity"] = shannon_diversity(y)
         out[f"{prefix}label_entropy"] = label_entropy(a, b) if has_b else None

@@ -258,14 +258,23 @@ def log_det_gram(features: torch.Tensor) -> float | None:
     if len(features) == 0:
         return None
     f = torch.nn.functional.normalize(features.double(), dim=1)
-    sign, logdet = torch.linalg.slogdet(f @ f.T)
+    return log_det(f @ f.T)
+
+
+def log_det(gram: torch.Tensor) -> float:
+    """log det of a Gram matrix (K, K); -inf where it is singular."""
+    # Cholesky first: a Gram matrix is symmetric positive semi-definite, and it costs half
+    # of slogdet's LU (60 of them at 1,000 x 1,000 per campaign at DiffGAN's settings).
+    low, info = torch.linalg.cholesky_ex(gram)
+    if int(info) == 0:
+        return float(2 * torch.log(torch.diagonal(low)).sum())
+    sign, logdet = torch.linalg.slogdet(gram)
     return float(logdet) if sign > 0 else float("-inf")
 
 
 def geometric_diversity(
     n: int,
-    images_of: Callable[[np.ndarray], torch.Tensor],
-    features_of: Callable[[torch.Tensor], torch.Tensor],
+    features_at: Callable[[np.ndarray], torch.Tensor],
     spec: GeometricSpec,
     seed: int,
 ) -> dict[str, Any]:
@@ -273,9 +282,10 @@ def geometric_diversity(
     spec.draws random subsets of spec.subset inputs, capped by n and by the features'
     dimension; one draw when the subset is every input (the others would repeat it).
 
-    images_of(indices) -> images in [0, 1]; only the inputs some draw picks are loaded.
-    Returns geometric_diversity (the mean), geometric_diversity_sd, geometric_subset and
-    geometric_draws (as done), geometric_features and geometric_dim."""
+    features_at(indices) -> the features (N, F) of those inputs; only the inputs some
+    draw picks are asked for. Returns geometric_diversity (the mean),
+    geometric_diversity_sd, geometric_subset and geometric_draws (as done),
+    geometric_features and geometric_dim."""
     out: dict[str, Any] = {
         "geometric_diversity": None,
         "geometric_diversity_sd": None,
@@ -288,14 +298,21 @@ def geometric_diversity(
         return out
     rng = np.random.default_rng(seed)
     with torch.inference_mode():
-        dim = int(features_of(images_of(np.zeros(1, dtype=np.int64))).shape[1])
+        dim = int(features_at(np.zeros(1, dtype=np.int64)).shape[1])
         k = min(spec.subset, n, dim)
         draws = spec.draws if k < n else 1
         picks = [np.sort(rng.choice(n, size=k, replace=False)) for _ in range(draws)]
         union = np.unique(np.concatenate(picks))
-        feats = features_of(images_of(union))
-        row = {int(i): r for r, i in enumerate(union)}
-        logdets = [log_det_gram(feats[[row[int(i)] for i in p]]) for p in picks]
+        f = torch.nn.functional.normalize(features_at(union).double(), dim=1)
+        rows = [torch.from_numpy(np.searchsorted(union, p)) for p in picks]
+        # The product dominates (30 x 1,000^2 x 3,136 multiply-adds at DiffGAN's
+        # settings): one Gram matrix of every picked input, when that is smaller, and
+        # each draw's taken from it.
+        if len(union) ** 2 < draws * k**2:
+            gram = f @ f.T
+            logdets = [log_det(gram[r][:, r]) for r in rows]
+        else:
+            logdets = [log_det(f[r] @ f[r].T) for r in rows]
     values = np.asarray(logdets, dtype=np.float64)
     out.update(
         geometric_diversity=float(values.mean()),

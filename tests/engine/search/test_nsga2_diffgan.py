@@ -170,26 +170,23 @@ def test_shannon_diversity_is_not_the_label_pair_entropy():
 
 
 class Counted:
-    """images_of and features_of over N random feature rows, counting what is loaded."""
+    """features_at over N random feature rows, counting what is asked for."""
 
     def __init__(self, n: int, dim: int):
         self.rows = torch.randn(n, dim, generator=rng(3))
         self.loaded: list[int] = []
 
-    def images_of(self, idx: np.ndarray) -> torch.Tensor:
+    def __call__(self, idx: np.ndarray) -> torch.Tensor:
         self.loaded += [int(i) for i in idx]
         return self.rows[torch.as_tensor(idx)]
-
-    def features_of(self, x: torch.Tensor) -> torch.Tensor:
-        return x
 
 
 def test_geometric_diversity_averages_the_draws_of_the_subset_size(monkeypatch):
     sizes = []
-    real = diversity.log_det_gram
-    monkeypatch.setattr(diversity, "log_det_gram", lambda f: sizes.append(len(f)) or real(f))
+    real = diversity.log_det
+    monkeypatch.setattr(diversity, "log_det", lambda g: sizes.append(len(g)) or real(g))
     data = Counted(60, 32)
-    out = geometric_diversity(60, data.images_of, data.features_of, GeometricSpec("conv", 10, 7), 0)
+    out = geometric_diversity(60, data, GeometricSpec("conv", 10, 7), 0)
     assert sizes == [10] * 7  # 7 draws of 10
     assert out["geometric_subset"] == 10 and out["geometric_draws"] == 7
     assert out["geometric_features"] == "conv" and out["geometric_dim"] == 32
@@ -201,9 +198,9 @@ def test_geometric_diversity_averages_the_draws_of_the_subset_size(monkeypatch):
 def test_geometric_diversity_is_the_mean_of_its_draws_and_repeats_from_its_seed():
     data = Counted(40, 16)
     spec = GeometricSpec("conv", 8, 5)
-    a = geometric_diversity(40, data.images_of, data.features_of, spec, 1)
-    b = geometric_diversity(40, data.images_of, data.features_of, spec, 1)
-    c = geometric_diversity(40, data.images_of, data.features_of, spec, 2)
+    a = geometric_diversity(40, data, spec, 1)
+    b = geometric_diversity(40, data, spec, 1)
+    c = geometric_diversity(40, data, spec, 2)
     assert a == b and a["geometric_diversity"] != c["geometric_diversity"]
     gen = np.random.default_rng(1)
     picks = [np.sort(gen.choice(40, size=8, replace=False)) for _ in range(5)]
@@ -211,26 +208,37 @@ def test_geometric_diversity_is_the_mean_of_its_draws_and_repeats_from_its_seed(
     assert a["geometric_diversity"] == pytest.approx(by_hand)
 
 
+def test_draws_taken_from_one_gram_matrix_give_the_same_mean():
+    # 30 draws of 12 among 20 inputs: one 20 x 20 Gram matrix is cheaper than 30 of 12.
+    data = Counted(20, 16)
+    out = geometric_diversity(20, data, GeometricSpec("conv", 12, 30), 4)
+    gen = np.random.default_rng(4)
+    picks = [np.sort(gen.choice(20, size=12, replace=False)) for _ in range(30)]
+    by_hand = np.mean([diversity.log_det_gram(data.rows[p]) for p in picks])
+    assert out["geometric_draws"] == 30
+    assert out["geometric_diversity"] == pytest.approx(by_hand, rel=1e-9)
+
+
 def test_geometric_subset_is_capped_by_the_inputs_and_by_the_feature_dimension(monkeypatch):
     sizes = []
-    real = diversity.log_det_gram
-    monkeypatch.setattr(diversity, "log_det_gram", lambda f: sizes.append(len(f)) or real(f))
+    real = diversity.log_det
+    monkeypatch.setattr(diversity, "log_det", lambda g: sizes.append(len(g)) or real(g))
     # 1,000 asked of 300 inputs with 784-dim features: every input, once (draws would repeat).
     data = Counted(300, 784)
-    out = geometric_diversity(300, data.images_of, data.features_of, GeometricSpec(), 0)
+    out = geometric_diversity(300, data, GeometricSpec(), 0)
     assert sizes == [300] and out["geometric_draws"] == 1 and out["geometric_subset"] == 300
     assert out["geometric_diversity_sd"] is None
     # 1,000 asked of 300 inputs with 128-dim features: 30 draws of 128 (a larger Gram
     # matrix would be singular, -inf).
     sizes.clear()
     data = Counted(300, 128)
-    out = geometric_diversity(300, data.images_of, data.features_of, GeometricSpec(), 0)
+    out = geometric_diversity(300, data, GeometricSpec(), 0)
     assert sizes == [128] * 30 and out["geometric_subset"] == 128
     assert math.isfinite(out["geometric_diversity"])
 
 
 def test_no_triggering_input_has_no_geometric_diversity():
-    out = geometric_diversity(0, None, None, GeometricSpec(), 0)
+    out = geometric_diversity(0, None, GeometricSpec(), 0)
     assert out["geometric_diversity"] is None and out["geometric_subset"] == 0
 
 
