@@ -27,7 +27,7 @@ def _num(v, spec: str = ".1f") -> str:
 
 
 def figures_row(figs: dict) -> None:
-    cols = st.columns(5)
+    cols = st.columns(6)
     cols[0].metric(
         "triggering inputs", figs["triggering"], help="distinct images A and B label differently"
     )
@@ -38,13 +38,33 @@ def figures_row(figs: dict) -> None:
     cols[3].metric(
         "geometric diversity",
         "–" if geo is None else f"{geo:.1f}",
-        help=f"log det of the Gram matrix of {figs.get('geometric_subset')} valid triggering "
-        "inputs' normalised features (penultimate layer of the default classifier); "
-        "higher is more diverse, 0 at most",
+        help=geometric_help(figs),
+    )
+    shannon = figs.get("shannon_diversity")
+    cols[4].metric(
+        "Shannon diversity",
+        "–" if shannon is None else f"{shannon:.2f} nats",
+        help="DiffGAN's: -Σ p ln p over the valid triggering inputs' intended classes",
     )
     ent = figs.get("label_entropy")
     # max: a single label pair's entropy came out as -0.00 (a rounding error below zero).
-    cols[4].metric("label-pair entropy", "–" if ent is None else f"{max(ent, 0.0):.2f} bits")
+    cols[5].metric(
+        "label-pair entropy",
+        "–" if ent is None else f"{max(ent, 0.0):.2f} bits",
+        help="Shannon entropy of the (label A, label B) pairs (not DiffGAN's Shannon diversity)",
+    )
+
+
+def geometric_help(figs: dict) -> str:
+    """How the stored geometric diversity was measured (figures stored before the draws
+    were a parameter: one draw of the penultimate layer)."""
+    draws = figs.get("geometric_draws", 1)
+    features = figs.get("geometric_features", "penultimate")
+    return (
+        f"mean over {draws} draw(s) of the log det of the Gram matrix of "
+        f"{figs.get('geometric_subset')} valid triggering inputs' normalised features "
+        f"({features} features of the default classifier); higher is more diverse, 0 at most"
+    )
 
 
 def split_tiles(arch: pd.DataFrame, where) -> None:
@@ -222,8 +242,12 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
         split_tiles(shown, right)
         human_split(store, cid, right)
     seeds = sorted(sc.seeds(store, cid).query("viable")["seed_idx"].tolist())
-    # A strategy that records a second objective has a Pareto front to show.
-    if c["strategy"] in STRATEGIES and STRATEGIES.get(c["strategy"]).multi_objective and seeds:
+    # A strategy that records a second objective has a Pareto front to show; DiffGAN's
+    # ablation (NSGA-II on divergence alone) has none.
+    params = (c.get("config") or {}).get("strategy_params") or {}
+    if params.get("objectives") == "divergence":
+        st.caption("NSGA-II on divergence alone (DiffGAN's ablation): no diversity objective.")
+    elif c["strategy"] in STRATEGIES and STRATEGIES.get(c["strategy"]).multi_objective and seeds:
         with st.expander("Pareto front per generation", expanded=True):
             pareto_panel(store, cid, seeds)
     with st.expander(f"Triggering inputs ({len(shown)})", expanded=True):
@@ -248,7 +272,9 @@ COMPARE_COLUMNS = {
     "valid_triggering_per_1k": "valid / 1k evals",
     "geometric_diversity": "geometric diversity (valid)",
     "geometric_subset": "subset",
-    "label_entropy": "label entropy (valid)",
+    "geometric_draws": "draws",
+    "shannon_diversity": "Shannon diversity (valid, nats)",
+    "label_entropy": "label-pair entropy (valid, bits)",
     "only_a_right": "only A right",
     "only_b_right": "only B right",
     "both_wrong": "both wrong",
@@ -273,7 +299,8 @@ def differential_table(store: Store, ids: list[str], labels: dict[str, str]) -> 
     st.dataframe(out, hide_index=True, width="stretch", column_config=floats)
     st.caption(
         "Triggering inputs: distinct images A and B label differently. Valid: every "
-        "validity filter accepts them. Geometric diversity: log det of the Gram matrix "
-        "of normalised penultimate features of a random subset (its size beside it); "
-        "compare it only at equal subset size."
+        "validity filter accepts them. Geometric diversity: mean log det of the Gram "
+        "matrix of normalised classifier features over random subsets (size and draws "
+        "beside it); compare it only at equal subset size. Shannon diversity: DiffGAN's, "
+        "over the intended classes."
     )

@@ -5,12 +5,13 @@ differently):
 
 - triggering inputs in total and per 1,000 search evaluations, and the same for the valid
   ones (valid under every validity filter scored);
-- geometric diversity: log det of the Gram matrix of L2-normalised features of a random
-  subset of GEO_SUBSET valid triggering inputs (fewer when fewer exist; the subset size is
-  stored and figures are comparable only at equal size). Features are the penultimate
-  layer of the dataset's default classifier, the same network whoever A and B are. Higher
-  (closer to 0) is more diverse; 0 for orthogonal features;
-- Shannon entropy (bits) of the (label A, label B) pairs;
+- geometric diversity (engine/search/diversity.py): the mean log det of the Gram matrix of
+  L2-normalised features over random subsets of the valid triggering inputs (DiffGAN: 30
+  draws of 1,000; sizes and draws stored, figures comparable only at equal size). Features
+  are a layer of the dataset's default classifier, the same network whoever A and B are.
+  Higher (closer to 0) is more diverse; 0 for orthogonal features;
+- DiffGAN's Shannon diversity (nats) of the triggering inputs' intended classes, and the
+  label-pair entropy (bits) of their (label A, label B) pairs;
 - the split against the generator's intended label: only A right, only B right, both
   wrong (a triggering input cannot have both right).
 """
@@ -25,49 +26,28 @@ import numpy as np
 import pandas as pd
 import torch
 
-from engine.classifiers import inference
 from engine.core.images import read_uint8
+from engine.search.diversity import (
+    GeometricSpec,
+    extractor,
+    geometric_diversity,
+    linear_input,
+    shannon_diversity,
+)
 from engine.validators import VALIDATORS
 from store import Store
 from store import differential as sd
-
-#: Size of the random subset the geometric diversity is computed on (DiffGAN fixes one).
-GEO_SUBSET = 50
 
 
 def penultimate(classifier: Any, x: torch.Tensor) -> torch.Tensor:
     """Features (N, F) of images (N, C, H, W) in [0, 1]: the input of the classifier's last
     linear layer; the logits where the model is opaque (TorchScript)."""
-    module = getattr(classifier, "module", None)
-    linears = (
-        [] if module is None else [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
-    )
-    if not linears or isinstance(module, torch.jit.ScriptModule):
-        return classifier.logits(x)
-    seen: list[torch.Tensor] = []
-    handle = linears[-1].register_forward_hook(lambda _m, inp, _out: seen.append(inp[0]))
-    try:
-        with torch.no_grad(), inference.eager_only():  # hooks do not fire in a graph
-            for i in range(0, len(x), 512):
-                classifier.logits(x[i : i + 512])
-    finally:
-        handle.remove()
-    return torch.cat(seen).flatten(1) if seen else torch.zeros(0, 1)
-
-
-def geometric_diversity(features: torch.Tensor) -> float | None:
-    """log det of the Gram matrix of L2-normalised features (N, F); None for N = 0.
-
-    The Gram matrix of N > F vectors is singular (-inf): keep subsets at most F."""
-    if len(features) == 0:
-        return None
-    f = torch.nn.functional.normalize(features.double(), dim=1)
-    sign, logdet = torch.linalg.slogdet(f @ f.T)
-    return float(logdet) if sign > 0 else float("-inf")
+    return linear_input(classifier, x, first=False)
 
 
 def label_entropy(a: np.ndarray, b: np.ndarray) -> float | None:
-    """Shannon entropy in bits of the (a, b) label pairs; None when there are none."""
+    """Label-pair entropy: the Shannon entropy in bits of the (a, b) label pairs (not
+    DiffGAN's Shannon diversity, which is shannon_diversity); None when there are none."""
     if len(a) == 0:
         return None
     _, counts = np.unique(np.stack([a, b], 1), axis=0, return_counts=True)
@@ -143,11 +123,14 @@ def figures(
     features_of: Any,
     seed: int,
     filtered: bool,
+    spec: GeometricSpec | None = None,
 ) -> dict[str, Any]:
     """The differential figures of campaign `cid` (see the module docstring).
 
     features_of: images (N, C, H, W) in [0, 1] -> features (N, F). seed: draws the
-    geometric-diversity subset. filtered: validity filters were scored."""
+    geometric-diversity subsets. filtered: validity filters were scored. spec: how the
+    geometric diversity is measured (DiffGAN's subset and draws by default)."""
+    spec = spec or GeometricSpec()
     arch = sd.archive(store, cid)
     per_k = 1000.0 / evaluations if evaluations else float("nan")
     out: dict[str, Any] = {
@@ -157,6 +140,16 @@ def figures(
         "filtered": filtered,
     }
     valid = arch[arch["valid"]] if filtered else arch
+    # The valid inputs are among all of them: each image's features are computed once.
+    seen: dict[str, torch.Tensor] = {}
+
+    def cached(paths: list[str]) -> torch.Tensor:
+        new = sorted({p for p in paths if p not in seen})
+        if new:
+            images = load_images(home, new).float() / 255.0
+            seen.update(zip(new, features_of(images), strict=True))
+        return torch.stack([seen[p] for p in paths])
+
     out["valid_triggering"] = len(valid) if filtered else None
     out["valid_triggering_per_1k"] = len(valid) * per_k if filtered else None
     for prefix, df in (("", valid), ("all_", arch)):
@@ -164,14 +157,14 @@ def figures(
             continue
         a, b, y = (df[c].to_numpy() for c in ("pred", "pred_b", "label"))
         has_b = len(df) and not pd.isna(df["pred_b"]).any()
-        n = min(GEO_SUBSET, len(df))
-        rng = np.random.default_rng(seed)
-        pick = np.sort(rng.choice(len(df), size=n, replace=False)) if n else np.zeros(0, int)
-        imgs = load_images(home, df["image"].iloc[pick].tolist()).float() / 255.0
-        with torch.inference_mode():
-            geo = geometric_diversity(features_of(imgs)) if n else None
-        out[f"{prefix}geometric_diversity"] = geo
-        out[f"{prefix}geometric_subset"] = n
+        paths = df["image"].tolist()
+
+        def features_at(idx: np.ndarray, paths: list[str] = paths) -> torch.Tensor:
+            return cached([paths[i] for i in idx])
+
+        geo = geometric_diversity(len(df), features_at, spec, seed)
+        out.update({f"{prefix}{k}": v for k, v in geo.items()})
+        out[f"{prefix}shannon_diversity"] = shannon_diversity(y)
         out[f"{prefix}label_entropy"] = label_entropy(a, b) if has_b else None
         if has_b:
             out.update({f"{prefix}{k}": v for k, v in split(y, a, b.astype(int)).items()})
@@ -200,10 +193,13 @@ def close(
     cid: str,
     evaluations: int,
     chosen: dict[str, float | None] | None = None,
+    spec: GeometricSpec | None = None,
 ) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:
     """Score the validity filters (the campaign's, or `chosen`), then store the
-    differential figures of a campaign with an archive; returns (scores, figures). Run when
-    a campaign finishes, and by `latentfuzz validate`."""
+    differential figures of a campaign with an archive (geometric diversity as `spec`
+    says, DiffGAN's by default); returns (scores, figures). Run when a campaign finishes,
+    and by `latentfuzz validate`."""
+    spec = spec or GeometricSpec()
     chosen = r.validators if chosen is None else chosen
     rows = validate(store, home, cid, r.generator, r.dataset, chosen) if chosen else None
     figs = None
@@ -211,8 +207,7 @@ def close(
         clf = feature_classifier(r)
         # Filtered: this pass or an earlier one scored the archive.
         scored = bool(chosen) or not sd.validity(store, cid).empty
-        figs = figures(
-            store, home, cid, evaluations, lambda x: penultimate(clf, x), r.config.seed, scored
-        )
+        features_of = extractor(clf, spec.features)
+        figs = figures(store, home, cid, evaluations, features_of, r.config.seed, scored, spec)
         sd.write_differential(store, cid, figs)
     return rows, figs

@@ -19,6 +19,39 @@ from store import interrupts
 PAIRS = ("mnist-convnet:mnist-lenet5", "mnist-convnet:mnist-convnet-pruned80")
 
 
+FeaturesOpt = Annotated[
+    str,
+    typer.Option(
+        help="geometric diversity's features, from the dataset's default classifier: conv "
+        "(input of its first linear layer) | penultimate | pixels"
+    ),
+]
+GeoSubsetOpt = Annotated[
+    int, typer.Option(help="geometric diversity: inputs per draw (DiffGAN: 1000)")
+]
+GeoDrawsOpt = Annotated[int, typer.Option(help="geometric diversity: draws averaged (DiffGAN: 30)")]
+#: Most inputs per draw and draws: a draw is a dense Gram matrix of that side.
+MAX_GEO_SUBSET, MAX_GEO_DRAWS = 10_000, 1000
+
+
+def geometric_spec(features: str, subset: int, draws: int) -> Any:
+    """The options as a GeometricSpec, or a one-line error naming the bad one."""
+    # Deferred (start-up time: loads torch).
+    from engine.search.diversity import GEO_FEATURES, GeometricSpec
+
+    if features not in GEO_FEATURES:
+        raise LatentfuzzError(
+            f"--features is {features!r}, expected one of {', '.join(GEO_FEATURES)}"
+        )
+    for opt, value, most in (
+        ("--geo-subset", subset, MAX_GEO_SUBSET),
+        ("--geo-draws", draws, MAX_GEO_DRAWS),
+    ):
+        if not 1 <= value <= most:
+            raise LatentfuzzError(f"{opt} is {value}, expected 1 to {most:,}")
+    return GeometricSpec(features, subset, draws)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(validate)
     app.command("diff-study")(diff_study)
@@ -67,10 +100,14 @@ def validate(
         list[str] | None,
         typer.Option(help="NAME or NAME=THRESHOLD (repeat) [the campaign's, else all that apply]"),
     ] = None,
+    features: FeaturesOpt = "conv",
+    geo_subset: GeoSubsetOpt = 1000,
+    geo_draws: GeoDrawsOpt = 30,
     home: HomeOpt = None,
 ) -> None:
     """Score a campaign's archived and result images with validity filters and recompute
     its differential figures."""
+    spec = geometric_spec(features, geo_subset, geo_draws)
     # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.campaign import triggering as differential
     from engine.campaign.config import from_record
@@ -91,7 +128,9 @@ def validate(
     check_validators(chosen, r.generator)
     metrics = sm.metrics(store, campaign)
     evaluations = 0 if metrics is None else int(metrics["evaluations"])
-    rows, figs = differential.close(r, store, resolve_home(home), campaign, evaluations, chosen)
+    rows, figs = differential.close(
+        r, store, resolve_home(home), campaign, evaluations, chosen, spec
+    )
     for (kind, name), part in rows.groupby(["kind", "validator"]):
         console.print(
             f"{kind} images, {name}: {int(part['valid'].sum())} of {len(part)} valid "
@@ -100,7 +139,10 @@ def validate(
     if figs is not None:
         console.print(
             f"triggering inputs {figs['triggering']}, valid {figs['valid_triggering']}, "
-            f"geometric diversity {fmt(figs['geometric_diversity'], '.1f')}"
+            f"geometric diversity {fmt(figs['geometric_diversity'], '.1f')} "
+            f"({figs['geometric_draws']} draws of {figs['geometric_subset']}, "
+            f"{figs['geometric_features']} features), Shannon diversity "
+            f"{fmt(figs['shannon_diversity'], '.2f')} nats"
         )
 
 
@@ -110,19 +152,28 @@ def diff_study(
     ),
     generator: Annotated[str, typer.Option(help="zoo generator")] = "gan",
     seeds: Annotated[int, typer.Option(help="searches (seeds) per campaign")] = 4,
-    evaluations: Annotated[int, typer.Option(help="evaluations per search, both methods")] = 1500,
-    population: Annotated[int, typer.Option(help="NSGA-II and GA population")] = 50,
+    evaluations: Annotated[int, typer.Option(help="evaluations per search, all methods")] = 1500,
+    population: Annotated[int, typer.Option(help="NSGA-II and GA population")] = 100,
     repetitions: Annotated[int, typer.Option(help="campaigns per method and pair")] = 3,
     embedding: Annotated[str, typer.Option(help="NSGA-II's embedding: pca | umap")] = "pca",
+    ablation: Annotated[
+        bool,
+        typer.Option(help="also run DiffGAN's ablation: NSGA-II on divergence alone"),
+    ] = False,
+    features: FeaturesOpt = "conv",
+    geo_subset: GeoSubsetOpt = 1000,
+    geo_draws: GeoDrawsOpt = 30,
     name: Annotated[str | None, typer.Option(help="study name [diff-<time>]")] = None,
     home: HomeOpt = None,
 ) -> None:
-    """NSGA-II (DiffGAN) against a single-objective GA with the divergence fitness, at
-    equal evaluation budget, on each classifier pair; prints triggering inputs, valid ones
-    and geometric diversity (mean and standard deviation over repetitions)."""
+    """NSGA-II (DiffGAN) against a single-objective GA with the divergence fitness (and,
+    with --ablation, NSGA-II on divergence alone), at equal evaluation budget, on each
+    classifier pair; prints triggering inputs, valid ones, geometric and Shannon diversity
+    and label-pair entropy (mean and standard deviation over repetitions)."""
     # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.studies.differential import StudyStopped, run_diff_study
 
+    spec = geometric_spec(features, geo_subset, geo_draws)
     interrupts.stop_raises()
     try:
         table = run_diff_study(
@@ -135,6 +186,8 @@ def diff_study(
             embedding,
             name,
             home,
+            ablation=ablation,
+            spec=spec,
         )
     except StudyStopped as e:
         err.print(str(e), markup=False, soft_wrap=True)
@@ -151,20 +204,23 @@ def print_study(df: Any) -> None:
         "valid triggering",
         "geometric diversity (valid)",
         "subset",
-        "label entropy (valid)",
-        caption="mean ± SD over runs",
+        "Shannon diversity (valid)",
+        "label-pair entropy (valid)",
+        caption="mean ± SD over runs; Shannon diversity in nats (intended classes), "
+        "label-pair entropy in bits",
     )
     for _, r in df.iterrows():
         t.add_row(
             # Two lines on purpose (a str cell's line break is escaped as the names' are).
             Text(f"{visible(str(r['classifier']))}\nvs {visible(str(r['classifier_b']))}"),
-            r["strategy"],
+            r["method"],
             str(r["runs"]),
             f"{r['triggering_mean']:.0f} ± {fmt(r['triggering_sd'], '.0f')}",
             f"{r['valid_triggering_mean']:.0f} ± {fmt(r['valid_triggering_sd'], '.0f')}",
             f"{fmt(r['geometric_diversity_mean'], '.1f')} ± "
             f"{fmt(r['geometric_diversity_sd'], '.1f')}",
             f"{fmt(r['geometric_subset_min'], '.0f')}-{fmt(r['geometric_subset_max'], '.0f')}",
+            f"{fmt(r['shannon_diversity_mean'], '.2f')} ± {fmt(r['shannon_diversity_sd'], '.2f')}",
             f"{fmt(r['label_entropy_mean'], '.2f')} ± {fmt(r['label_entropy_sd'], '.2f')}",
         )
     console.print(t)

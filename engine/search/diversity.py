@@ -9,20 +9,42 @@ image unlike anything found, 0 for a copy of a representative; 1 before anything
 
 Features are the image's pixels, flattened: the objective rewards images that look
 different, whichever classifier labels them.
+
+Below the objective, DiffGAN's outcome metrics of a set of triggering inputs (stored per
+campaign by engine/campaign/triggering.py):
+
+- geometric diversity: the log-determinant of the Gram matrix of L2-normalised features
+  of ``subset`` inputs drawn at random, averaged over ``draws`` draws (DiffGAN: 1,000
+  inputs, 30 draws, VGG16 features). VGG16 is not here (no torchvision, no weights), so
+  the features are a named layer of the dataset's default classifier (``GEO_FEATURES``).
+  The subset is capped by the inputs there are and by the features' dimension (a Gram
+  matrix of more vectors than dimensions is singular); sizes and draws are stored beside
+  the figure, which compares only at equal size;
+- Shannon diversity: the Shannon index -sum p ln p (nats) of the triggering inputs'
+  classes, p the share of inputs of each class (the generator's intended label).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from engine.classifiers import inference
 from engine.search.archive import DIGEST, digest
 
 #: HDBSCAN's smallest cluster; a search with fewer finds keeps every find as its own.
 MIN_CLUSTER = 5
 EMBEDDINGS = ("pca", "umap")
+#: The geometric diversity's features: the input of the default classifier's first linear
+#: layer (its convolutional features, flattened: the closest to DiffGAN's VGG16 features),
+#: the input of its last (penultimate), or the pixels.
+GEO_FEATURES = ("conv", "penultimate", "pixels")
+#: DiffGAN's geometric diversity: 1,000 inputs per draw, 30 draws.
+GEO_SUBSET, GEO_DRAWS = 1000, 30
 
 
 def image_features(images: torch.Tensor) -> torch.Tensor:
@@ -180,3 +202,134 @@ class DiversityArchive:
         self.features, self.owner = self.features[rows], new_index[self.owner[rows]]
         self.searches = int(mask.sum())
         self._keys = {(int(new_index[o]), k) for o, k in self._keys if mask[o]}
+
+
+@dataclass(frozen=True)
+class GeometricSpec:
+    """How the geometric diversity is measured: features, inputs per draw, draws."""
+
+    features: str = "conv"
+    subset: int = GEO_SUBSET
+    draws: int = GEO_DRAWS
+
+    def __post_init__(self) -> None:
+        if self.features not in GEO_FEATURES:
+            raise ValueError(f"features {self.features!r} unknown; expected one of {GEO_FEATURES}")
+        if self.subset < 1 or self.draws < 1:
+            raise ValueError(
+                f"subset and draws must be at least 1, not {self.subset}, {self.draws}"
+            )
+
+
+def linear_input(classifier: Any, x: torch.Tensor, first: bool) -> torch.Tensor:
+    """Features (N, F) of images (N, C, H, W) in [0, 1]: the input of the classifier's first
+    (or last) linear layer; the logits where the model is opaque (TorchScript)."""
+    module = getattr(classifier, "module", None)
+    linears = (
+        [] if module is None else [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
+    )
+    if not linears or isinstance(module, torch.jit.ScriptModule):
+        return classifier.logits(x)
+    seen: list[torch.Tensor] = []
+    layer = linears[0] if first else linears[-1]
+    handle = layer.register_forward_hook(lambda _m, inp, _out: seen.append(inp[0]))
+    try:
+        with torch.no_grad(), inference.eager_only():  # hooks do not fire in a graph
+            for i in range(0, len(x), 512):
+                classifier.logits(x[i : i + 512])
+    finally:
+        handle.remove()
+    return torch.cat(seen).flatten(1) if seen else torch.zeros(0, 1)
+
+
+def extractor(classifier: Any, features: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """images (N, C, H, W) in [0, 1] -> features (N, F), as GEO_FEATURES names them."""
+    if features == "pixels":
+        return lambda x: x.flatten(1)
+    if features not in GEO_FEATURES:
+        raise ValueError(f"features {features!r} unknown; expected one of {GEO_FEATURES}")
+    first = features == "conv"
+    return lambda x: linear_input(classifier, x, first)
+
+
+def log_det_gram(features: torch.Tensor) -> float | None:
+    """log det of the Gram matrix of L2-normalised features (N, F); None for N = 0,
+    -inf where it is singular (N > F always is)."""
+    if len(features) == 0:
+        return None
+    f = torch.nn.functional.normalize(features.double(), dim=1)
+    return log_det(f @ f.T)
+
+
+def log_det(gram: torch.Tensor) -> float:
+    """log det of a Gram matrix (K, K); -inf where it is singular."""
+    # Cholesky first: a Gram matrix is symmetric positive semi-definite, and it costs half
+    # of slogdet's LU (60 of them at 1,000 x 1,000 per campaign at DiffGAN's settings).
+    low, info = torch.linalg.cholesky_ex(gram)
+    if int(info) == 0:
+        return float(2 * torch.log(torch.diagonal(low)).sum())
+    sign, logdet = torch.linalg.slogdet(gram)
+    return float(logdet) if sign > 0 else float("-inf")
+
+
+def geometric_diversity(
+    n: int,
+    features_at: Callable[[np.ndarray], torch.Tensor],
+    spec: GeometricSpec,
+    seed: int,
+) -> dict[str, Any]:
+    """DiffGAN's geometric diversity of n inputs: the mean (and SD) of log_det_gram over
+    spec.draws random subsets of spec.subset inputs, capped by n and by the features'
+    dimension; one draw when the subset is every input (the others would repeat it).
+
+    features_at(indices) -> the features (N, F) of those inputs; only the inputs some
+    draw picks are asked for. Returns geometric_diversity (the mean),
+    geometric_diversity_sd, geometric_subset and geometric_draws (as done),
+    geometric_features and geometric_dim."""
+    out: dict[str, Any] = {
+        "geometric_diversity": None,
+        "geometric_diversity_sd": None,
+        "geometric_subset": 0,
+        "geometric_draws": 0,
+        "geometric_features": spec.features,
+        "geometric_dim": None,
+    }
+    if n == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    with torch.inference_mode():
+        dim = int(features_at(np.zeros(1, dtype=np.int64)).shape[1])
+        k = min(spec.subset, n, dim)
+        draws = spec.draws if k < n else 1
+        picks = [np.sort(rng.choice(n, size=k, replace=False)) for _ in range(draws)]
+        union = np.unique(np.concatenate(picks))
+        f = torch.nn.functional.normalize(features_at(union).double(), dim=1)
+        rows = [torch.from_numpy(np.searchsorted(union, p)) for p in picks]
+        # The product dominates (30 x 1,000^2 x 3,136 multiply-adds at DiffGAN's
+        # settings): one Gram matrix of every picked input, when that is smaller, and
+        # each draw's taken from it.
+        if len(union) ** 2 < draws * k**2:
+            gram = f @ f.T
+            logdets = [log_det(gram[r][:, r]) for r in rows]
+        else:
+            logdets = [log_det(f[r] @ f[r].T) for r in rows]
+    values = np.asarray(logdets, dtype=np.float64)
+    out.update(
+        geometric_diversity=float(values.mean()),
+        geometric_diversity_sd=float(values.std(ddof=1)) if draws > 1 else None,
+        geometric_subset=k,
+        geometric_draws=draws,
+        geometric_dim=dim,
+    )
+    return out
+
+
+def shannon_diversity(classes: np.ndarray) -> float | None:
+    """DiffGAN's Shannon diversity of inputs of classes (N,): -sum_c p_c ln p_c, p_c the
+    share of inputs of class c, in nats; None for no inputs."""
+    if len(classes) == 0:
+        return None
+    _, counts = np.unique(np.asarray(classes), return_counts=True)
+    p = counts / counts.sum()
+    # Never -0.0: a single class is exactly 0.
+    return float(max(0.0, -(p * np.log(p)).sum()))

@@ -23,6 +23,11 @@ def test_the_differential_panel_shows_figures_heatmap_front_and_gallery(diffed_a
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["triggering inputs"] == str(len(arch))
     assert metrics["valid (all filters)"] == str(int(arch["valid"].sum()))
+    # DiffGAN's Shannon diversity beside the label-pair entropy, each in its unit.
+    assert metrics["Shannon diversity"].endswith(" nats")
+    assert metrics["label-pair entropy"].endswith(" bits")
+    geo = next(m for m in at.metric if m.label == "geometric diversity")
+    assert "draw(s)" in geo.help and "conv features" in geo.help
     gallery = next(e for e in at.expander if e.label.startswith("Triggering inputs"))
     assert gallery.label == f"Triggering inputs ({len(arch)})"
     captions = [c.value for c in gallery.caption]
@@ -95,3 +100,21 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     at = diffed_app("studies.py")
     form = next(m for m in at.multiselect if m.label == "Campaigns")
     assert form.value == [plain]
+
+
+def test_the_ablations_page_says_it_has_no_diversity_objective(tmp_path, monkeypatch):
+    cfg = {
+        "generator": "gan",
+        "classifier": "convnet",
+        "classifier_b": "lenet5",
+        "strategy": "nsga2",
+        "seeds": 1,
+        "seed": 1,
+        "validators": {},
+        "strategy_params": {"generations": 2, "population": 6, "objectives": "divergence"},
+    }
+    cid = run_campaign(parse_config(cfg), tmp_path).campaign_id
+    at = page_opener(tmp_path, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert any("DiffGAN's ablation" in c.value for c in at.caption)
+    assert not any(e.label.startswith("Pareto front") for e in at.expander)

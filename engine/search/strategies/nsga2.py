@@ -3,8 +3,11 @@
 One NSGA-II run per seed, all runs in one tensor (S, P, D). A class-conditional generator
 keeps each run's class fixed: the seed's label, the class every image of the run is asked
 for (the label is not a gene: crossover between classes would mean nothing to the GAN).
-The first population is the seed latent plus P - 1 draws from the prior N(0, I), clamped
-to the generator's measured latent bounds.
+The first population (``init``) is DiffGAN's, P latents drawn from U[-1, 1] per gene
+(``uniform``; the seed is not among them, though a class-conditional run keeps the seed's
+class), or the seed latent plus P - 1 draws from the prior N(0, I) (``seed-noise``, this
+strategy's first init); either way from the campaign's one seeded generator and clamped to
+the generator's measured latent bounds.
 
 Per generation, as the runner's ask/tell: the P offspring are evaluated (the first
 generation: the P initial latents), then ``advance`` joins parents and offspring, scores
@@ -15,7 +18,9 @@ probability ``crossover`` per pair, polynomial mutation with probability ``mutat
 gene (Deb's bounded operators, distribution indices ``eta_c`` and ``eta_m``).
 
 Objective 1 is the campaign's fitness (minimised; DiffGAN's is ``divergence``), objective
-2 is minus the diversity. The search does not stop at the first triggering input: every
+2 is minus the diversity. ``objectives: divergence`` is DiffGAN's ablation: the same
+NSGA-II on objective 1 alone (a one-column sort, crowding along it), with no diversity
+computed at all. The search does not stop at the first triggering input: every
 distinct one goes to the campaign's archive. The budget is generations x P evaluations,
 or ``seconds`` of wall-clock time (DiffGAN's budget; not reproducible, since how far a run
 gets then depends on the machine).
@@ -40,10 +45,29 @@ from engine.search.strategies.base import (
 from engine.search.strategies.operators import clamp, polynomial_mutation, sbx, take
 from engine.search.termination import Termination, WallClock
 
+#: First populations: DiffGAN's uniform draws, and the seed plus prior noise.
+INITS = ("uniform", "seed-noise")
+#: Objective sets: DiffGAN's two, and its ablation's one.
+OBJECTIVES = ("both", "divergence")
+#: DiffGAN draws its first latents from U[-UNIFORM, UNIFORM] per gene.
+UNIFORM = 1.0
+
 
 class NSGA2Params(StrategyParams):
     generations: int = Field(30, ge=1, le=100_000, description="generation budget")
-    population: int = Field(50, ge=4, le=10_000, description="latents per run (DiffGAN: 100)")
+    population: int = Field(100, ge=4, le=10_000, description="latents per run (DiffGAN: 100)")
+    init: Literal["uniform", "seed-noise"] = Field(
+        "uniform",
+        description="first population: P draws from U[-1, 1] (uniform, DiffGAN's) or the seed "
+        "plus P - 1 draws from N(0, I) (seed-noise)",
+        json_schema_extra={"options": list(INITS)},
+    )
+    objectives: Literal["both", "divergence"] = Field(
+        "both",
+        description="both: the fitness and diversity (DiffGAN); divergence: the fitness alone "
+        "(DiffGAN's ablation)",
+        json_schema_extra={"options": list(OBJECTIVES)},
+    )
     crossover: float = Field(0.9, ge=0, le=1, description="SBX probability per pair of parents")
     eta_c: float = Field(15.0, gt=0, le=1000, title="SBX eta", description="SBX distribution index")
     mutation: float = Field(0.1, ge=0, le=1, description="polynomial mutation probability per gene")
@@ -69,7 +93,7 @@ class NSGA2Params(StrategyParams):
 
 
 def rank_and_crowding(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Non-dominated rank (N,) and crowding distance (N,) of objectives f (N, 2), minimised."""
+    """Non-dominated rank (N,) and crowding distance (N,) of objectives f (N, K), minimised."""
     # Deferred (start-up time: loads pymoo).
     from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
     from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
@@ -97,9 +121,7 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         p, s = self.params.population, seeds.shape[0]
         self.generation = 0
         self.seed = seeds.reshape(s, -1).float()
-        prior = torch.randn((s, p - 1, self.seed.shape[1]), generator=rng)
-        pop = torch.cat([self.seed[:, None], prior], 1)
-        self.pop = clamp(pop, self.space.low, self.space.high)
+        self.pop = clamp(initial_population(self.seed, p, self.params.init, rng), *self.bounds)
         self.scores = torch.full((s, p), float("nan"))
         self.logits = None
         self.slots = torch.arange(p)
@@ -108,7 +130,18 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=rng))
         self.archive = DiversityArchive(s, self.params.embedding, seed)
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return self.space.low, self.space.high
+
+    @property
+    def diverse(self) -> bool:
+        """Diversity is an objective (not DiffGAN's ablation)."""
+        return self.params.objectives == "both"
+
     def see(self, slots: torch.Tensor, images: torch.Tensor, failing: torch.Tensor) -> None:
+        if not self.diverse:
+            return  # nothing reads the features or the archive: the ablation spends nothing
         f = image_features(images)  # (S, M, F)
         if self.feat is None:
             self.feat = torch.zeros(*self.pop.shape[:2], f.shape[-1])
@@ -118,7 +151,8 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         self.div[:, slots] = self.archive.diversity(f)
 
     def state(self) -> SearchState:
-        return SearchState(torch.zeros(len(self.seed)), self.div)
+        # The ablation records no second objective: no Pareto front of a diversity it never saw.
+        return SearchState(torch.zeros(len(self.seed)), self.div if self.diverse else None)
 
     def termination(self, refines_failures: bool = False) -> Termination:
         rule = super().termination(refines_failures)
@@ -140,13 +174,14 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         self.generation += 1
         # Also as soon as the first finds exist: until then every image's diversity is 1
         # and the second objective would not steer anything.
-        if self.archive.unrepresented() or self.generation % p.cluster_every == 0:
+        recluster = self.archive.unrepresented() or self.generation % p.cluster_every == 0
+        if self.diverse and recluster:
             self.archive.recluster()
             # The representatives moved: every member's diversity changes. Otherwise each
             # was scored (in see) against the representatives still in force.
             self.div = self.archive.diversity(self.feat)
         s, n = self.scores.shape
-        objectives = torch.stack([self.scores, -self.div], 2).double().numpy()
+        objectives = self.objectives().numpy()
         rank = np.empty((s, n), dtype=np.int64)
         crowd = np.empty((s, n))
         for i in range(s):  # pymoo sorts one run at a time; a loop over runs, not individuals
@@ -178,10 +213,33 @@ class NSGA2(EveryGenerationBudget, PopulationStrategy):
         self.scores = torch.cat([survivors["scores"], torch.full((s, p.population), nan)], 1)
         k = survivors["logits"].shape[2]
         self.logits = torch.cat([survivors["logits"], torch.full((s, p.population, k), nan)], 1)
-        self.feat = torch.cat([survivors["feat"], torch.zeros_like(survivors["feat"])], 1)
+        feat = survivors["feat"]
+        self.feat = None if feat is None else torch.cat([feat, torch.zeros_like(feat)], 1)
         self.div = torch.cat([survivors["div"], torch.ones(s, p.population)], 1)
         self.slots = torch.arange(p.population, 2 * p.population)
 
-    def _take(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Rows idx (S, P) of every per-individual tensor."""
-        return {n: take(getattr(self, n), idx) for n in ("pop", "scores", "logits", "feat", "div")}
+    def objectives(self) -> torch.Tensor:
+        """What NSGA-II sorts, minimised: (S, N, 2) fitness and minus diversity, or (S, N, 1)
+        the fitness alone under the ablation."""
+        cols = [self.scores, -self.div] if self.diverse else [self.scores]
+        return torch.stack(cols, 2).double()
+
+    def _take(self, idx: torch.Tensor) -> dict[str, torch.Tensor | None]:
+        """Rows idx (S, P) of every per-individual tensor (the ablation keeps no features)."""
+        names = ("pop", "scores", "logits", "feat", "div")
+        return {n: None if getattr(self, n) is None else take(getattr(self, n), idx) for n in names}
+
+
+def initial_population(
+    seed: torch.Tensor, population: int, init: str, rng: torch.Generator
+) -> torch.Tensor:
+    """The first P latents (S, P, D) of seeds (S, D), before clamping: DiffGAN's U[-1, 1]
+    draws (``uniform``) or the seed and P - 1 prior draws (``seed-noise``)."""
+    s, d = seed.shape
+    if init == "uniform":
+        u = torch.rand((s, population, d), generator=rng)
+        return (2 * u - 1) * UNIFORM
+    if init != "seed-noise":
+        raise ValueError(f"init {init!r} unknown; expected one of {INITS}")
+    prior = torch.randn((s, population - 1, d), generator=rng)
+    return torch.cat([seed[:, None], prior], 1)

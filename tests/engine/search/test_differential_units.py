@@ -10,9 +10,14 @@ import pytest
 import torch
 from skimage.metrics import structural_similarity
 
-from engine.campaign.triggering import geometric_diversity, label_entropy, split
+from engine.campaign.triggering import label_entropy, split
 from engine.search.archive import Archive
-from engine.search.diversity import DiversityArchive, image_features, representatives
+from engine.search.diversity import (
+    DiversityArchive,
+    image_features,
+    log_det_gram,
+    representatives,
+)
 from engine.search.fitness import Context, Disagree, Divergence, divergence
 from engine.search.strategies.nsga2 import rank_and_crowding
 from engine.search.strategies.operators import polynomial_mutation, sbx
@@ -135,14 +140,14 @@ def test_archive_keeps_each_distinct_failing_image_once_across_searches():
     assert w.rows[-1]["entry"].tolist() == [2] and w.rows[-1]["pred_b"] is None
 
 
-def test_geometric_diversity_rewards_spread_features():
+def test_log_det_gram_rewards_spread_features():
     eye = torch.eye(5)
-    assert geometric_diversity(eye) == pytest.approx(0.0, abs=1e-9)  # orthogonal: det 1
+    assert log_det_gram(eye) == pytest.approx(0.0, abs=1e-9)  # orthogonal: det 1
     near = eye + 0.9  # all close to one direction
-    assert geometric_diversity(near) < geometric_diversity(eye + 0.1) < 0
+    assert log_det_gram(near) < log_det_gram(eye + 0.1) < 0
     dup = torch.cat([eye[:2], eye[:1]])
-    assert geometric_diversity(dup) < -20 or geometric_diversity(dup) == float("-inf")
-    assert geometric_diversity(torch.zeros(0, 5)) is None
+    assert log_det_gram(dup) < -20 or log_det_gram(dup) == float("-inf")
+    assert log_det_gram(torch.zeros(0, 5)) is None
 
 
 def test_label_entropy_and_split():
