@@ -49,8 +49,10 @@ def test_outcomes_match_the_pinned_ones(name: str, tmp_path: Path):
         pytest.fail(f"golden case {name!r} is not pinned; {golden.HOW}")
     seeds = outcome(CASES[name], tmp_path)
     changed = golden.differences(name, PINNED[name], CASES[name], seeds)
+    made_on, here = golden.pinned_cpu(), golden.cpu()
+    cpu = "" if made_on == here else f" (pinned with {made_on} kernels, run with {here})"
     assert not changed, (
-        "the search's draws changed: "
+        f"the search's draws changed{cpu}: "
         + "; ".join(changed[:6])
         + (f" (and {len(changed) - 6} more)" if len(changed) > 6 else "")
         + f"; {golden.HOW}"

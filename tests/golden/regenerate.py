@@ -28,6 +28,8 @@ from engine.core import threads
 # spinning threads crawl on a shared machine (engine/core/threads.py).
 threads.set_wait_policy()
 
+import torch  # noqa: E402
+
 from tests.golden.cases import DIGITS, cases, outcome  # noqa: E402
 
 FILE = Path(__file__).with_name("outcomes.json")
@@ -50,6 +52,18 @@ def changelog_line(pinned: dict[str, Any]) -> str:
     return f"golden outcomes `{fingerprint(pinned)}`"
 
 
+def cpu() -> str:
+    """The instruction set torch's kernels use here. The classifiers' frozen graphs
+    (engine/classifiers/inference.py) compute in the last bits by it, and the draws follow:
+    with oneDNN capped at AVX2 on this AVX-512 machine, one pinned best fitness moved."""
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def pinned_cpu(path: Path = FILE) -> str | None:
+    """The instruction set the pinned outcomes were made with."""
+    return json.loads(path.read_text(encoding="utf-8")).get("cpu") if path.exists() else None
+
+
 def load(path: Path = FILE) -> dict[str, Any]:
     """The pinned cases: name -> {"settings": ..., "seeds": [...]}, empty when none."""
     if not path.exists():
@@ -64,6 +78,7 @@ def dump(pinned: dict[str, Any]) -> str:
         f'  "regenerate": {json.dumps("make golden (python -m tests.golden.regenerate)")},',
         f'  "digits": {DIGITS},',
         f'  "fingerprint": "{fingerprint(pinned)}",',
+        f'  "cpu": "{cpu()}",',
         '  "cases": {',
     ]
     names = sorted(pinned)
