@@ -6,7 +6,7 @@ figure is one new module plus its import here, and a ``<!-- generated: figure-NA
 line where a docs page shows it.
 """
 
-from engine.figures import interpolate_lambda, strategy_study  # noqa: F401  (registers)
+from engine.figures import effectiveness, interpolate_lambda, strategy_study  # noqa: F401  (registers)
 from engine.figures.base import FIGURES, Figure
 
 __all__ = ["FIGURES", "Figure"]
