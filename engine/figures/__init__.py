@@ -6,7 +6,12 @@ figure is one new module plus its import here, and a ``<!-- generated: figure-NA
 line where a docs page shows it.
 """
 
-from engine.figures import effectiveness, interpolate_lambda, strategy_study  # noqa: F401  (registers)
+from engine.figures import (  # noqa: F401  (registers)
+    differential,
+    effectiveness,
+    interpolate_lambda,
+    strategy_study,
+)
 from engine.figures.base import FIGURES, Figure
 
 __all__ = ["FIGURES", "Figure"]
