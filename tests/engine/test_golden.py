@@ -1,6 +1,6 @@
 """Golden outcomes: small reference campaigns, one per strategy x generator that matters,
 give exactly the per-seed outcomes pinned in tests/golden/outcomes.json (failed, the
-iteration of the failure, the predicted class, evaluations, best fitness to 4 digits).
+iteration of the failure, the predicted class, evaluations, best fitness to 6 significant digits).
 
 A change to the search's draws fails here, loudly. Regenerate only on purpose, with a
 note in docs/changelog.md (`make golden` prints the line it needs).
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.classifiers import inference
 from tests.golden import cases as cases_module
 from tests.golden import regenerate as golden
 from tests.golden.cases import cases, outcome
@@ -68,6 +69,15 @@ def test_a_change_to_the_draws_is_named_seed_by_seed(tmp_path: Path):
     assert golden.differences(name, PINNED[name], {**CASES[name], "seed": 2}, moved) == [
         f"{name}: its settings changed"
     ]
+
+
+def test_a_change_in_the_last_bits_of_the_logits_is_caught(tmp_path: Path):
+    # The classifier run eagerly instead of as its frozen graph: the change (c042932) that
+    # moved the documented figures while every test passed.
+    name = "ga-strong-vae"
+    with inference.eager_only():
+        moved = outcome(CASES[name], tmp_path)
+    assert golden.differences(name, PINNED[name], CASES[name], moved)
 
 
 def test_a_strategy_without_a_case_gets_one(monkeypatch: pytest.MonkeyPatch):
