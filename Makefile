@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
 PORT   ?= 8501
 
-.PHONY: run test test-loaded test-slow test-browser test-all lint bench bench-gpu models install dev clean chromium stress-ng
+.PHONY: run test test-loaded test-slow test-browser test-all lint bench bench-gpu models install dev clean chromium stress-ng golden figures
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,17 @@ models: install
 	$(BIN)/latentfuzz train vae --epochs 100 --seed 0 --default $(ZOO)
 	$(BIN)/latentfuzz train gan --epochs 60 --seed 0 --no-default $(ZOO)
 	$(BIN)/latentfuzz train dm --epochs 30 --seed 0 --no-default $(ZOO)
+
+# The golden outcomes (tests/golden/outcomes.json) that tests/engine/test_golden.py pins:
+# rerun only when a change to the search's draws is intended, and note it in
+# docs/changelog.md (the command prints the line the test looks for). ONLY=NAME: one case.
+golden: dev
+	$(BIN)/python -m tests.golden.regenerate $(if $(ONLY),--only $(ONLY))
+
+# The docs' measured figures (engine/figures/), each into docs/figures/NAME.md stamped with
+# the commit; ONLY=NAME[,NAME]: those only; QUICK=1: a test's size, not for quoting.
+figures: install
+	$(BIN)/python -m engine.figures $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

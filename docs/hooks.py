@@ -336,3 +336,20 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any, **_: Any
         return SECTIONS[name]()
 
     return MARKER.sub(fill, markdown)
+
+
+# `make figures` (engine/figures/) writes each measured figure to docs/figures/NAME.md, a
+# fragment stamped with its commit; a page includes it with `<!-- generated: figure-NAME -->`.
+FIGURES_DIR = ROOT / "docs" / "figures"
+
+
+def figure_fragment(name: str) -> Callable[[], str]:
+    """The reader of fragment `name`: its text, the first line (do-not-edit) left out."""
+
+    def read() -> str:
+        return (FIGURES_DIR / f"{name}.md").read_text(encoding="utf-8").split("\n", 1)[1]
+
+    return read
+
+
+SECTIONS.update({f"figure-{p.stem}": figure_fragment(p.stem) for p in FIGURES_DIR.glob("*.md")})
