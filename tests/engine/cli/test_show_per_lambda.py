@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
+from engine.cli.common import console
 from engine.cli.main import app
 from store import Store
 from store.interpolation import per_lambda
@@ -19,6 +21,13 @@ INTERPOLATE = {
     "seed": 1,
     "strategy_params": {"k": 1, "lambda_steps": 3, "lambda_min": 0.1, "lambda_max": 0.3},
 }
+
+
+@pytest.fixture(autouse=True)
+def wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's console takes its width when it is made, at import: under pytest-xdist
+    that is 80 columns whatever the invocation says, and the table's headers wrap."""
+    monkeypatch.setattr(console, "_width", 220)
 
 
 def show(cid: str, home: Path) -> str:
