@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.core import kernels
 from engine.core.registry import Registry
 
 #: The repository this package sits in: its commit stamps the fragments.
@@ -75,8 +76,8 @@ def stamp(name: str, command: str, quick: bool, when: dt.date | None = None) -> 
     day = (when or dt.datetime.now(dt.UTC).date()).isoformat()
     size = " (quick size: a test, not a figure to quote)" if quick else ""
     return (
-        f"*Made at commit `{commit()}` on {day} by `make figures ONLY={name}`, which runs "
-        f"`{command}`{size}.*"
+        f"*Made at commit `{commit()}` on {day} with {kernels.in_use()} kernels by `make "
+        f"figures ONLY={name}`, which runs `{command}`{size}.*"
     )
 
 

@@ -67,6 +67,23 @@ CASES: dict[str, dict[str, Any]] = {
         "validators": {},
         "strategy_params": {"generations": 6, "population": 20, "cluster_every": 2},
     },
+    "nsga2-divergence-gan-lenet5": {
+        "strategy": "nsga2",
+        "generator": "gan",
+        "classifier_b": "lenet5",
+        "validators": {},
+        "strategy_params": {"generations": 6, "population": 20, "objectives": "divergence"},
+    },
+    # A budget that cuts the last generation short (the equal-budget rule of studies).
+    "sinvad-budget-vae": {
+        "strategy": "sinvad",
+        "strategy_params": {"generations": 30, "evaluations": 215},
+    },
+    # The papers' baselines search pixel space (their generator resolves to `pixel`).
+    "pixel-ga-pixel": {"strategy": "pixel-ga", "strategy_params": {"generations": 20}},
+    "mutation-pixel": {"strategy": "mutation", "strategy_params": {"generations": 10}},
+    "fgsm-pixel": {"strategy": "fgsm", "strategy_params": {"epsilons": 8}},
+    "pgd-pixel": {"strategy": "pgd", "strategy_params": {"steps": 10, "restarts": 2}},
 }
 
 #: A strategy without a line in CASES: its defaults, this budget where it has one.

@@ -36,7 +36,9 @@ def test_interpolate_lambda_quick_writes_a_stamped_fragment(tmp_path: Path, caps
         check=True,
     ).stdout.strip()
     stamp = lines[-1]
-    assert re.fullmatch(r"\*Made at commit `[0-9a-f]{12}\+?` on \d{4}-\d\d-\d\d by .*\.\*", stamp)
+    assert re.fullmatch(
+        r"\*Made at commit `[0-9a-f]{12}\+?` on \d{4}-\d\d-\d\d with AVX2 kernels by .*\.\*", stamp
+    )
     assert f"`{head}" in stamp and dt.datetime.now(dt.UTC).date().isoformat() in stamp
     assert "`make figures ONLY=interpolate-lambda`" in stamp
     assert (
