@@ -99,7 +99,7 @@ golden: dev
 # The docs' measured figures (engine/figures/), each into docs/figures/NAME.md stamped with
 # the commit; ONLY=NAME[,NAME]: those only; QUICK=1: a test's size, not for quoting.
 figures: install
-	$(BIN)/python -m engine.figures $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--quick)
+	$(BIN)/python -m engine.figures $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--quick) $(if $(KEEP),--keep $(KEEP))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

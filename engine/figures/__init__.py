@@ -7,8 +7,11 @@ line where a docs page shows it.
 """
 
 from engine.figures import (  # noqa: F401  (registers)
+    argus_lambda,
     differential,
+    diffgan_ablation,
     effectiveness,
+    escape,
     interpolate_lambda,
     strategy_study,
 )

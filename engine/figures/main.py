@@ -28,13 +28,19 @@ def write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def run(names: list[str], out: Path, quick: bool) -> list[Path]:
-    """Build and write each named figure; returns the fragments written."""
+def run(names: list[str], out: Path, quick: bool, keep: Path | None = None) -> list[Path]:
+    """Build and write each named figure; returns the fragments written. `keep`: each
+    figure's home is kept under it (keep/NAME), to open its campaigns in the dashboard."""
     written = []
     for name in names:
         fig = FIGURES.get(name)
-        with tempfile.TemporaryDirectory(prefix=f"figure-{name}-") as home:
-            body = fig.build(Path(home), quick)
+        if keep is not None:
+            home = keep / name
+            home.mkdir(parents=True, exist_ok=False)
+            body = fig.build(home, quick)
+        else:
+            with tempfile.TemporaryDirectory(prefix=f"figure-{name}-") as tmp:
+                body = fig.build(Path(tmp), quick)
         path = out / f"{name}.md"
         write(path, fragment(name, body, fig.command(quick), quick))
         written.append(path)
@@ -48,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a test's size, not for quoting")
     ap.add_argument("--out", type=Path, default=FRAGMENTS, help="folder of the fragments")
     ap.add_argument("--list", action="store_true", help="print the figures' names and commands")
+    ap.add_argument("--keep", type=Path, help="keep each figure's home as KEEP/NAME (a new folder)")
     args = ap.parse_args(argv)
     if args.list:
         for name in FIGURES.names():
@@ -64,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     threads.apply(threads.choose().threads)
     try:
-        run(names, args.out, args.quick)
+        run(names, args.out, args.quick, args.keep)
+    except FileExistsError as e:
+        print(f"error: --keep {e.filename} exists; expected a new folder", file=sys.stderr)
+        return 2
     except LatentfuzzError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

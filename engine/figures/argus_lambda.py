@@ -1,0 +1,67 @@
+"""Argus's figures per lambda (docs/measured/papers.md) beside the paper's own: ER, SR,
+label diversity, and MSE / SSIM to the original test image, at Argus's three lambdas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.home import db_path
+from engine.figures.base import figure, number, table
+from store import Store
+from store.interpolation import per_lambda
+
+FULL = {"seeds": 30, "seed": 1, "strategy_params": {}}
+QUICK = {"seeds": 2, "seed": 1, "strategy_params": {"k": 1, "lambda_steps": 3}}
+#: Argus's reported success rate and label diversity at its three lambdas (issue 35).
+PAPER = {0.1: ("100%", "3.6"), 0.2: ("100%", "5.1"), 0.3: ("100%", "8.6")}
+
+HEADERS = (
+    "lambda",
+    "ER",
+    "SR",
+    "label diversity",
+    "MSE to original",
+    "SSIM to original",
+    "MSE to decoded seed",
+    "SSIM to decoded seed",
+    "Argus: SR",
+    "Argus: label diversity",
+)
+
+
+def command(quick: bool) -> str:
+    s = QUICK if quick else FULL
+    extra = "".join(f" -p {k}={v}" for k, v in s["strategy_params"].items())
+    return (
+        f"latentfuzz run --strategy interpolate --seeds {s['seeds']} --seed {s['seed']}{extra}"
+        " && latentfuzz show ID"
+    )
+
+
+@figure("argus-lambda", command)
+def build(home: Path, quick: bool) -> str:
+    s = QUICK if quick else FULL
+    cfg = parse_config({"dataset": "mnist", "generator": "vae", "strategy": "interpolate", **s})
+    cid = run_campaign(cfg, home).campaign_id
+    rows = []
+    for r in per_lambda(Store(db_path(home)), cid).to_dict("records"):
+        lam = None if r["pooled"] else round(float(r["lambda"]), 2)
+        if lam is not None and lam not in PAPER and not quick:
+            continue  # the paper's lambdas, then the pooled row
+        paper = PAPER.get(lam, ("", ""))
+        rows.append(
+            (
+                "pooled (every lambda)" if lam is None else f"{lam:.2f}",
+                number(r["error_rate"], ".3f"),
+                number(r["success_rate"], ".2f"),
+                number(r["label_diversity"], ".2f"),
+                number(r["mse_original"], ".4f"),
+                number(r["ssim_original"], ".3f"),
+                number(r["mse_seed"], ".4f"),
+                number(r["ssim_seed"], ".3f"),
+                *paper,
+            )
+        )
+    return table(HEADERS, rows)

@@ -1,0 +1,82 @@
+"""SINVAD's class-escape matrix in summary (docs/measured/papers.md): Eq. 4 (fitness
+`escape`, the default) against the logit-margin variant (`targeted`) on the same draws,
+with the bootstrap's rank stability of the pair ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from engine.core.home import db_path
+from engine.figures.base import figure, number, table
+from engine.studies.escape import attempts_needed, ranking_stability
+from store import Store
+from store import campaigns as sc
+
+FULL = {"per_pair": 2, "seed": 1, "strategy_params": {}}
+QUICK = {
+    "per_pair": 1,
+    "seed": 1,
+    "strategy_params": {"generations": 2, "population": 6, "elites": 2},
+}
+OBJECTIVES = (("escape", "`escape` (Eq. 4)"), ("targeted", "`targeted` (logit margin)"))
+HEADERS = (
+    "objective",
+    "attempts",
+    "searched",
+    "reached the target",
+    "mean success rate (all attempts)",
+    "evaluations",
+    "rank correlation, 1 / 2 attempts per pair",
+    "attempts per pair for 0.9 (bootstrap)",
+)
+
+
+def command(quick: bool) -> str:
+    s = QUICK if quick else FULL
+    extra = "".join(f" -p {k}={v}" for k, v in s["strategy_params"].items())
+    return (
+        f"latentfuzz escape --per-pair {s['per_pair']} --seed {s['seed']}{extra} "
+        "[--fitness targeted] --stability"
+    )
+
+
+@figure("escape", command)
+def build(home: Path, quick: bool) -> str:
+    s = QUICK if quick else FULL
+    store_path = db_path(home)
+    rows = []
+    for fitness, shown in OBJECTIVES:
+        cfg = parse_config(
+            {
+                "dataset": "mnist",
+                "generator": "vae",
+                "strategy": "sinvad",
+                "escape_per_pair": s["per_pair"],
+                "seed": s["seed"],
+                "fitness": fitness,
+                "record_individuals": False,
+                "strategy_params": s["strategy_params"],
+            }
+        )
+        res = run_campaign(cfg, home)
+        store = Store(store_path)
+        m = sc.escape_matrix(store, res.campaign_id)
+        attempts = sc.escape_attempts(store, res.campaign_id)
+        stab = ranking_stability(attempts, sizes=(1, 2, 3, 5, 10, 20))
+        by_k = dict(zip(stab["attempts"], stab["rank_correlation"], strict=True))
+        needed = attempts_needed(stab)
+        rows.append(
+            (
+                shown,
+                f"{int(m['attempts'].sum()):,}",
+                f"{int(m['viable'].sum()):,}",
+                f"{int(m['successes'].sum()):,}",
+                number(m["success_rate"].mean(), ".2f"),
+                f"{res.evaluations:,}",
+                f"{number(by_k.get(1), '.2f')} / {number(by_k.get(2), '.2f')}",
+                "more than 20" if needed is None else str(needed),
+            )
+        )
+    return table(HEADERS, rows)
