@@ -1,5 +1,6 @@
-"""Argus's figures per lambda (docs/measured/papers.md) beside the paper's own: ER, SR,
-label diversity, and MSE / SSIM to the original test image, at Argus's three lambdas."""
+"""Argus's figures per lambda (docs/measured/papers.md): ER, SR, label diversity, and MSE /
+SSIM to the original test image at every lambda of the grid, the paper's own beside its
+three lambdas, then pooled."""
 
 from __future__ import annotations
 
@@ -48,8 +49,6 @@ def build(home: Path, quick: bool) -> str:
     rows = []
     for r in per_lambda(Store(db_path(home)), cid).to_dict("records"):
         lam = None if r["pooled"] else round(float(r["lambda"]), 2)
-        if lam is not None and lam not in PAPER and not quick:
-            continue  # the paper's lambdas, then the pooled row
         paper = PAPER.get(lam, ("", ""))
         rows.append(
             (
