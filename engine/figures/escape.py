@@ -46,7 +46,7 @@ def command(quick: bool) -> str:
 def build(home: Path, quick: bool) -> str:
     s = QUICK if quick else FULL
     store_path = db_path(home)
-    rows = []
+    rows, matrix = [], None
     for fitness, shown in OBJECTIVES:
         cfg = parse_config(
             {
@@ -67,6 +67,8 @@ def build(home: Path, quick: bool) -> str:
         stab = ranking_stability(attempts, sizes=(1, 2, 3, 5, 10, 20))
         by_k = dict(zip(stab["attempts"], stab["rank_correlation"], strict=True))
         needed = attempts_needed(stab)
+        if fitness == "escape":
+            matrix = m
         rows.append(
             (
                 shown,
@@ -79,4 +81,19 @@ def build(home: Path, quick: bool) -> str:
                 "more than 20" if needed is None else str(needed),
             )
         )
-    return table(HEADERS, rows)
+    return f"{table(HEADERS, rows)}\n\n{escape_matrix_table(matrix)}"
+
+
+def escape_matrix_table(m) -> str:
+    """The Eq. 4 matrix: success rate per source (row) and target (column) class."""
+    classes = sorted({int(c) for c in m["source"]} | {int(c) for c in m["target"]})
+    rate = {(int(r.source), int(r.target)): r.success_rate for r in m.itertuples()}
+    rows = [
+        (
+            f"**{s}**",
+            *("-" if s == t else number(rate.get((s, t)), ".2f") for t in classes),
+        )
+        for s in classes
+    ]
+    head = ("Eq. 4 success rate: source \\ target", *(str(t) for t in classes))
+    return table(head, rows)
