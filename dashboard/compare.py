@@ -249,7 +249,12 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
         "valid_pct": ("valid", "labelled"),
         "preserved_pct": ("preserved", "valid"),
     }
+    mixed = "strategy" in t and t["strategy"].nunique() > 1
     for col, how in COLUMNS.items():
+        if mixed and col == "iterations_icst":
+            # A generation is 15 of the GA's evaluations, 30 of SINVAD's and all of
+            # FGSM's: FGSM's 2 iterations were bold beside the GA's 12 (ITERATIONS_NOTE).
+            continue
         vals = t[col].astype(float)
         # All equal (a study's strategies share their seeds, so their viable share): no
         # campaign is better than another, and none is set in bold.
@@ -287,11 +292,22 @@ def block_title(key: tuple, cols: list[str] | None = None) -> str:
     return f"{dataset}, {preset} perturbation, {budget} generations"
 
 
+#: Under a block of several strategies, whose iterations are not marked.
+ITERATIONS_NOTE = (
+    "Iterations count generations, and a generation is a different number of evaluations "
+    "for each strategy: they are not marked."
+)
+
+
 def budget_note(rows: pd.DataFrame) -> str:
     """How the campaigns of a strategy block kept their budget, from the rules they
-    recorded (engine/search/strategies/base.py's BUDGET_RULE); '' where none did."""
+    recorded (engine/search/strategies/base.py's BUDGET_RULE), and that their iterations
+    are not compared; '' where neither applies."""
     rules = sorted({str(r) for r in rows.get("budget_rule", pd.Series()).dropna()})
-    return f"Budget kept by: {', '.join(rules)}." if rules else ""
+    notes = [f"Budget kept by: {', '.join(rules)}."] if rules else []
+    if "strategy" in rows and rows["strategy"].nunique() > 1:
+        notes.append(ITERATIONS_NOTE)
+    return " ".join(notes)
 
 
 def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:

@@ -49,8 +49,9 @@ def figure(name: str, command: Callable[[bool], str]) -> Callable:
 
 
 def commit() -> str:
-    """The checkout's commit (12 digits), '+' when it has uncommitted changes; 'unknown'
-    outside a git checkout."""
+    """The checkout's commit (12 digits), '+' when it has uncommitted changes other than
+    the fragments (a run of several figures writes them as it goes); 'unknown' outside a
+    git checkout."""
     try:
         head = subprocess.run(
             ["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
@@ -60,7 +61,17 @@ def commit() -> str:
             timeout=30,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "-C",
+                str(REPO),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                f":(exclude){FRAGMENTS.relative_to(REPO)}",
+            ],
             capture_output=True,
             text=True,
             check=True,

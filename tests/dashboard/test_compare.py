@@ -389,8 +389,9 @@ def test_a_weaker_strategy_is_never_marked_best_in_a_study(home: Path, worse: in
     assert [k for k, _ in blocks(t)] == [("mnist", "s", "3760")]
     marks = significance(t, its).set_index(t["strategy"])
     assert marks.loc["random", "misclassified_pct"] != "best"
-    assert marks.loc["random", "iterations_icst"] != "best"
-    assert marks.loc["ga", ["misclassified_pct", "iterations_icst"]].tolist() == ["best"] * 2
+    assert marks.loc["ga", "misclassified_pct"] == "best"
+    # Generations hold different numbers of evaluations per strategy: never compared.
+    assert (marks["iterations_icst"] == "").all()
     # The same seeds, so the same viable share: nobody's best (random was bold in it).
     assert (marks["viable_pct"] == "").all()
     md = markdown_table(t, significance(t, its))
@@ -416,6 +417,25 @@ def test_a_pixel_baseline_shares_its_studys_block_and_is_marked_against_the_late
     marks = significance(t, its).set_index(t["strategy"])
     assert marks.loc["ga", "misclassified_pct"] == "best"
     assert marks.loc["pixel-ga", "misclassified_pct"] == ""
+
+
+def test_iterations_of_different_strategies_are_never_marked():
+    """FGSM's 2 iterations (its seed, then every image along its step: one generation of
+    3,759) were bold beside the GA's 12 (generations of 15): generations of different
+    sizes are no common unit."""
+    t = strategy_table(["ga", "fgsm"], [3760, 3760])
+    t["iterations_icst"] = [12.0, 2.0]
+    t["misclassified"], t["misclassified_pct"] = [27, 13], [100.0, 48.0]
+    marks = significance(t, {"a": pd.Series([12.0] * 27), "b": pd.Series([2.0] * 14)})
+    assert (marks["iterations_icst"] == "").all()
+    assert marks.loc[0, "misclassified_pct"] == "best"  # the counts are still compared
+    md = markdown_table(t, marks)
+    assert md_text("they are not marked.") in md
+    # One strategy (the ICST layout): iterations are generations of one size, marked.
+    t = strategy_table(["ga", "ga"], [3760, 3760])
+    t["preset"], t["budget"], t["iterations_icst"] = "strong", 250, [12.0, 30.0]
+    marks = significance(t, {"a": pd.Series([12.0] * 27), "b": pd.Series([30.0] * 27)})
+    assert marks.loc[0, "iterations_icst"] == "best"
 
 
 def test_campaigns_outside_a_study_are_blocked_by_their_own_budget(home: Path):

@@ -68,3 +68,25 @@ def test_every_figure_has_a_fragment_that_a_page_includes(name: str):
 
 def test_every_fragment_belongs_to_a_figure():
     assert sorted(p.stem for p in FRAGMENTS.glob("*.md")) == FIGURES.names()
+
+
+def test_the_stamp_counts_changes_to_code_not_to_the_fragments(tmp_path, monkeypatch):
+    """A run of several figures writes each fragment as it goes: the later ones were
+    stamped '+' (uncommitted changes) for the earlier ones' output alone."""
+    from engine.figures import base
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    (tmp_path / "docs" / "figures" / "a.md").write_text("old\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    monkeypatch.setattr(base, "REPO", tmp_path)
+    monkeypatch.setattr(base, "FRAGMENTS", tmp_path / "docs" / "figures")
+    (tmp_path / "docs" / "figures" / "a.md").write_text("new\n")
+    assert not base.commit().endswith("+")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert base.commit().endswith("+")
