@@ -12,7 +12,7 @@ from engine.figures.base import figure, number, table
 from engine.studies.differential import run_diff_study
 
 PAIRS = [["mnist-convnet", "mnist-lenet5"], ["mnist-convnet", "mnist-convnet-pruned80"]]
-FULL = {"pairs": PAIRS, "seeds": 4, "evaluations": 1500, "population": 50, "repetitions": 3}
+FULL = {"pairs": PAIRS, "seeds": 4, "evaluations": 1500, "population": 100, "repetitions": 3}
 QUICK = {"pairs": PAIRS[:1], "seeds": 1, "evaluations": 60, "population": 10, "repetitions": 1}
 #: How the docs name the zoo's classifiers.
 SHOWN = {
@@ -65,7 +65,7 @@ def build(home: Path, quick: bool) -> str:
             rows.append(
                 (
                     f"{a} vs {b}",
-                    str(r["strategy"]),
+                    str(r["method"]),
                     *(
                         _cell(r, stem, spec, len(pair) > 1 and r[f"{stem}_mean"] == top[stem])
                         for stem, _, spec in COLUMNS

@@ -90,3 +90,13 @@ def test_the_stamp_counts_changes_to_code_not_to_the_fragments(tmp_path, monkeyp
     assert not base.commit().endswith("+")
     (tmp_path / "code.py").write_text("x = 2\n")
     assert base.commit().endswith("+")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FIGURES.names()))
+def test_every_figure_builds_at_its_quick_size(name: str, tmp_path: Path):
+    """The differential figure read a column a later change renamed ('strategy' became
+    'method') and failed only when `make figures` ran at full size."""
+    assert main(["--only", name, "--quick", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
+    assert text.count("\n|") >= 3 and "(quick size" in text
