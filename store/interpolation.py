@@ -104,6 +104,19 @@ ORDER BY k.generation NULLS LAST
 """
 
 
+#: Each figure of ``per_lambda`` as it is shown (``latentfuzz show``, ``make figures``):
+#: column, header, format.
+SHOWN = (
+    ("error_rate", "ER", ".3f"),
+    ("success_rate", "SR", ".2f"),
+    ("label_diversity", "label diversity", ".2f"),
+    ("mse_original", "MSE to original", ".4f"),
+    ("ssim_original", "SSIM to original", ".3f"),
+    ("mse_seed", "MSE to decoded seed", ".4f"),
+    ("ssim_seed", "SSIM to decoded seed", ".3f"),
+)
+
+
 def per_lambda(store: Store, campaign_id: str) -> pd.DataFrame:
     """Argus's figures of an interpolation campaign: a row per lambda in order (columns
     generation, pooled, lambda, seeds, evaluations, failing, error_rate, success_rate,

@@ -314,36 +314,20 @@ def _per_lambda(store, campaign_id: str) -> None:
     """Argus's figures by lambda (store/interpolation.py defines them), then pooled over
     the grid in a last row, labelled so: the campaign-level figures pool every lambda."""
     # Deferred (start-up time: loads duckdb, pandas, pyarrow).
-    from store.interpolation import per_lambda, unmeasured
+    from store.interpolation import SHOWN, per_lambda, unmeasured
 
     df = per_lambda(store, campaign_id)
     if df.empty:
         return
     t = Table(
-        "lambda",
-        "seeds",
-        "images",
-        "ER",
-        "SR",
-        "label diversity",
-        "MSE to original",
-        "SSIM to original",
-        "MSE to decoded seed",
-        "SSIM to decoded seed",
-        title="Argus's figures per lambda",
+        "lambda", "seeds", "images", *(h for _, h, _ in SHOWN), title="Argus's figures per lambda"
     )
     for r in df.to_dict("records"):
         t.add_row(
             "pooled" if r["pooled"] else fmt(r["lambda"], ".2f"),
             fmt(r["seeds"], "d"),
             fmt(r["evaluations"], "d"),
-            fmt(r["error_rate"], ".3f"),
-            fmt(r["success_rate"], ".2f"),
-            fmt(r["label_diversity"], ".2f"),
-            fmt(r["mse_original"], ".4f"),
-            fmt(r["ssim_original"], ".3f"),
-            fmt(r["mse_seed"], ".4f"),
-            fmt(r["ssim_seed"], ".3f"),
+            *(fmt(r[k], f) for k, _, f in SHOWN),
         )
     console.print(t)
     console.print(
