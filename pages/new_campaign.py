@@ -128,7 +128,7 @@ OBJECTIVES = {
     "margin: any misclassification": {"fitness": "margin"},
     "targeted: reach one class": {"fitness": "targeted"},
     "boundary: the failing latent closest to the seed (SINVAD)": {"fitness": "boundary"},
-    "class-escape matrix: targeted, every class pair": {"escape": True},
+    "class-escape matrix: SINVAD's Eq. 4, every class pair": {"escape": True},
 }
 objective = st.radio(
     "Objective",

@@ -144,7 +144,7 @@ def _launched(at, monkeypatch) -> dict:
 def test_escape_objective_launches_every_pair_without_a_seed_count(escaped_app, monkeypatch):
     at = escaped_app("new_campaign.py")
     objective = next(r for r in at.radio if r.label == "Objective")
-    objective.set_value("class-escape matrix: targeted, every class pair").run()
+    objective.set_value("class-escape matrix: SINVAD's Eq. 4, every class pair").run()
     assert not any(n.label == "Seeds" for n in at.number_input)
     next(n for n in at.number_input if n.label == "Searches per class pair").set_value(2)
     cfg = _launched(at, monkeypatch)
