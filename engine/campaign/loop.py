@@ -21,7 +21,7 @@ import torch
 from engine.campaign.evaluator import Evaluator
 from engine.campaign.metrics import MetricsTracker
 from engine.campaign.resolve import Resolved
-from engine.campaign.seeding import plan_seeds
+from engine.campaign.seeding import plan_seeds, seed_originals
 from engine.core.home import seed_dir
 from engine.core.images import ImageSink
 from engine.search.archive import Archive
@@ -177,7 +177,8 @@ class Campaign:
         flat = seeds.latents.flatten(1).float()
         ctx = Context(seeds.labels, flat, flat, self.targets, logits_b)
         viable = r.fitness.viable(logits, ctx, r.criterion)
-        self.metrics = MetricsTracker(cfg.seeds, images, self.originals(test, seeds, images))
+        originals = seed_originals(seeds, test, images) if self.strategy.image_metrics else None
+        self.metrics = MetricsTracker(cfg.seeds, images, originals)
         paths = [f"{seed_dir(self.cid, s)}/seed.png" for s in range(cfg.seeds)]
         self.sink.save(paths, images)
         idx = np.arange(cfg.seeds)
@@ -207,18 +208,6 @@ class Campaign:
         # 1-based, and a seed searched on past its failure still reports the first one.
         self.first_failure = torch.zeros(self.n_viable, dtype=torch.long)
         return self.n_viable > 0
-
-    def originals(self, test, seeds, images: torch.Tensor) -> torch.Tensor | None:
-        """uint8 dataset images (S, C, H, W) the seeds were encoded from, for a strategy
-        that measures its images (Argus's realism is to the original); None where a seed
-        was sampled rather than encoded, or the generator's images differ in shape."""
-        idx = seeds.source_index
-        if not self.strategy.image_metrics or len(idx) == 0 or bool((idx < 0).any()):
-            return None
-        x = test.images[idx]
-        if x.shape != images.shape:
-            return None
-        return (x * 255).round().to(torch.uint8)  # the dataset's own bytes, as seed images
 
     def evaluate_generation(self, g: int) -> Generation:
         r = self.r

@@ -45,3 +45,16 @@ def plan_seeds(
         torch.cat([p.source_index for p in parts]),
     )
     return seeds, torch.cat(targets)
+
+
+def seed_originals(seeds: Seeds, test, images: torch.Tensor) -> torch.Tensor | None:
+    """uint8 dataset images (S, C, H, W) the seeds were encoded from (Argus's realism is to
+    the original); None where a seed was sampled rather than encoded, or the generator's
+    images differ in shape from the dataset's."""
+    idx = seeds.source_index
+    if len(idx) == 0 or bool((idx < 0).any()):
+        return None
+    x = test.images[idx]
+    if x.shape != images.shape:
+        return None
+    return (x * 255).round().to(torch.uint8)  # the dataset's own bytes, as seed images
