@@ -331,7 +331,11 @@ def test_walkthrough_inputs_get_one_line_that_names_the_mistake(home: Path, env,
     for f, text in yaml.items():
         (tmp_path / f).write_text(text)
     cases = {
-        ("run", "--strategy", "nosuch"): "strategy 'nosuch' unknown; expected one of ['fgsm', 'ga',",
+        (
+            "run",
+            "--strategy",
+            "nosuch",
+        ): "strategy 'nosuch' unknown; expected one of ['fgsm', 'ga',",
         ("run", "--classifier", str(folder)): f"classifier file {folder} is a folder",
         (
             "run",
