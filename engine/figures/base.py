@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.core import kernels
 from engine.core.registry import Registry
@@ -107,3 +108,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def number(x: float | None, spec: str) -> str:
     """`x` formatted, or 'n/a' for a missing or NaN value."""
     return "n/a" if x is None or x != x else format(x, spec)
+
+
+def mean_sd(row: Mapping[str, Any], stem: str, spec: str, bold: bool = False) -> str:
+    """'mean ± SD' of a summarised figure (columns STEM_mean, STEM_sd), the mean in bold
+    where asked."""
+    mean = number(row[f"{stem}_mean"], spec)
+    return f"{f'**{mean}**' if bold else mean} ± {number(row.get(f'{stem}_sd'), spec)}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.figures.base import figure, number, table
+from engine.figures.base import figure, mean_sd, table
 from engine.search.diversity import GeometricSpec
 from engine.studies.differential import run_diff_study
 
@@ -57,11 +57,6 @@ def command(quick: bool) -> str:
     )
 
 
-def _cell(r: pd.Series, stem: str, spec: str, best: bool) -> str:
-    mean = number(r[f"{stem}_mean"], spec)
-    return f"{f'**{mean}**' if best else mean} ± {number(r[f'{stem}_sd'], spec)}"
-
-
 @figure("differential", command)
 def build(home: Path, quick: bool) -> str:
     s = QUICK if quick else FULL
@@ -85,7 +80,7 @@ def build(home: Path, quick: bool) -> str:
                     f"{a} vs {b}",
                     str(r["method"]),
                     *(
-                        _cell(r, stem, spec, len(pair) > 1 and r[f"{stem}_mean"] == top[stem])
+                        mean_sd(r, stem, spec, len(pair) > 1 and r[f"{stem}_mean"] == top[stem])
                         for stem, _, spec in COLUMNS
                     ),
                 )

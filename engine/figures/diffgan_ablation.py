@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
-from engine.figures.base import figure, number, table
+from engine.figures.base import figure, mean_sd, table
 from engine.search.diversity import GeometricSpec
 from engine.studies.differential import run_diff_study
 
@@ -33,11 +31,6 @@ def command(quick: bool) -> str:
     )
 
 
-def _cell(r: pd.Series, stem: str, spec: str) -> str:
-    sd = r.get(f"{stem}_sd")
-    return f"{number(r[f'{stem}_mean'], spec)} ± {number(sd, spec)}"
-
-
 @figure("diffgan-ablation", command)
 def build(home: Path, quick: bool) -> str:
     s = QUICK if quick else FULL
@@ -53,7 +46,7 @@ def build(home: Path, quick: bool) -> str:
         spec=GeometricSpec(subset=s["subset"]),
     )
     rows = [
-        (str(r["method"]), *(_cell(r, stem, spec) for stem, _, spec in COLUMNS))
+        (str(r["method"]), *(mean_sd(r, stem, spec) for stem, _, spec in COLUMNS))
         for _, r in df.iterrows()
     ]
     return table(("method (convnet vs LeNet-5)", *(h for _, h, _ in COLUMNS)), rows)
