@@ -34,9 +34,17 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "CampaignConfig": ("engine.campaign.config", "CampaignConfig"),
     "parse_config": ("engine.campaign.config", "parse_config"),
     "resolve": ("engine.campaign.resolve", "resolve"),
+    "objectives": ("engine.campaign.config", "objectives"),
     # models
     "zoo": ("engine.models.zoo", None),
     "bundled_generators": ("engine.studies.effectiveness", "bundled_generators"),
+    "import_classifier": ("engine.models.importing", "import_classifier"),
+    "import_generator": ("engine.models.importing", "import_generator"),
+    "rename_model": ("engine.models.manage", "rename_model"),
+    "delete_model": ("engine.models.manage", "delete_model"),
+    "user_cards": ("engine.models.manage", "user_cards"),
+    "used_by": ("engine.models.manage", "used_by"),
+    "generator_traits": ("engine.models.manage", "generator_traits"),
     # campaigns
     "startup": ("engine.campaign.startup", None),
     "new_campaign_id": ("engine.campaign.runner", "new_campaign_id"),
@@ -79,7 +87,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, for type checkers and the import-linter graph
     from engine.campaign import startup
-    from engine.campaign.config import CampaignConfig, parse_config
+    from engine.campaign.config import CampaignConfig, objectives, parse_config
     from engine.campaign.resolve import resolve
     from engine.campaign.runner import new_campaign_id, run_campaign
     from engine.classifiers import load_file as load_classifier_file
@@ -98,6 +106,14 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.labelling.statistics import campaign_validity
     from engine.labelling.validity import StudyConfig, create_study, marker_choices
     from engine.models import zoo
+    from engine.models.importing import import_classifier, import_generator
+    from engine.models.manage import (
+        delete_model,
+        generator_traits,
+        rename_model,
+        used_by,
+        user_cards,
+    )
     from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS
     from engine.search.strategies import STRATEGIES
     from engine.studies.effectiveness import bundled_generators

@@ -110,8 +110,11 @@ def import_classifier(
     name: str | None = None,
     replace: bool = False,
     data_dir: str | None = None,
+    origin: str | None = None,
 ) -> dict[str, Any]:
-    """Validate, copy and measure a TorchScript or ONNX classifier; returns its card."""
+    """Validate, copy and measure a TorchScript or ONNX classifier; returns its card.
+    ``origin``: where the file came from, for the card (an upload names the file the user
+    sent, not the temporary copy it was read from); default its path and this command."""
     src = Path(file).expanduser()
     if src.is_dir():
         raise ModelError(
@@ -149,14 +152,21 @@ def import_classifier(
             "class_names": list(ds.class_names),
             "parameters": measured["parameters"],
             "default": False,
-            "imported_from": str(src.resolve()),
-            "command": command_line(),
+            **provenance(src, origin),
             **stamp(),
             "metrics": measured["metrics"],
             "inference": measured["inference"],
         }
         (stage / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
     return card
+
+
+def provenance(src: Path, origin: str | None) -> dict[str, str]:
+    """The card's `imported_from` and `command`: the file and command line, or an upload's
+    own words."""
+    if origin is None:
+        return {"imported_from": str(src.resolve()), "command": command_line()}
+    return {"imported_from": origin, "command": "uploaded on the dashboard's Models page"}
 
 
 def parse_floats(text: str, what: str, count: int | None = None) -> list[float]:
@@ -208,6 +218,7 @@ def import_generator(
     replace: bool = False,
     classifier: str | None = None,
     data_dir: str | None = None,
+    origin: str | None = None,
 ) -> dict[str, Any]:
     """Validate, copy and measure a TorchScript decoder as a generator; returns its card.
 
@@ -253,8 +264,7 @@ def import_generator(
             "parameters": measured["parameters"],
             "files": hashes,
             "sha256": hashes[DECODER],
-            "imported_from": str(src.resolve()),
-            "command": command_line(),
+            **provenance(src, origin),
             **stamp(),
             **measured["bounds"],
         }
