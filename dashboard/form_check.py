@@ -113,3 +113,74 @@ def duration(seconds: float) -> str:
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+#: A CLI flag in parentheses, with its value if any: " (--classifier-b)", " (--target C)".
+_FLAG_ASIDE = re.compile(r"\s*\(--[a-z][a-z0-9-]*(?: [^)]*)?\)")
+#: A field path into the config's dicts: strategy_params.perturbation.
+_FIELD_PATH = re.compile(r"\b(?:strategy_params|generator_params)\.([a-z_][a-z0-9_]*)")
+_FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
+
+
+def in_words(text: str, names: dict[str, str]) -> str:
+    """An engine message (written for the config file and the CLI) in the form's words:
+    flags in parentheses go, and field paths, flags and settings become the labels in
+    ``names`` (field -> label); `elites=25` reads `Elites = 25`. Starts with a capital."""
+    text = _FLAG_ASIDE.sub("", text)
+
+    def quoted(field: str) -> str:
+        return f"“{names.get(field, field.replace('_', ' ').capitalize())}”"
+
+    text = _FIELD_PATH.sub(lambda m: quoted(m[1]), text)
+    text = _FLAG.sub(lambda m: quoted(m[1].replace("-", "_")), text)
+
+    def setting(m: re.Match) -> str:
+        if m[1] not in names or (m[2] is None and "_" not in m[1]):
+            return m[0]
+        return f"{names[m[1]]} = {m[2]}" if m[2] else quoted(m[1])
+
+    text = _SETTING.sub(setting, text)
+    return text[:1].upper() + text[1:]
+
+
+def _without_fix(text: str) -> str:
+    """A plug-in's reason without its closing fix when that fix is a command-line flag
+    ("...; 'gan' has none: use --generator vae"): the form says its own fix."""
+    for sep in (": ", "; "):
+        head, _, tail = text.rpartition(sep)
+        if head and "--" in tail:
+            return head
+    return text
+
+
+def choice_problems(
+    choices: dict[str, Any], generator_card: dict[str, Any] | None, names: dict[str, str]
+) -> list[str]:
+    """Why the choices made so far (dataset, generator, classifiers, strategy, objective:
+    config fields) cannot go together, one sentence each in the form's words; [] when
+    they can. Asked of the plug-ins as Launch asks them, without loading a model: the
+    strategy's `check_generator` (on the generator's traits, from its card) and the
+    campaign's objectives (a fitness that compares two classifiers needs a second one)."""
+    # Deferred (start-up time: loads torch, pydantic and every strategy).
+    from engine.api import STRATEGIES, CampaignConfig, ConfigError, generator_traits, objectives
+
+    strategy = STRATEGIES.get(choices["strategy"])
+    said = []
+    if strategy.generator_family is None and generator_card is not None:
+        why = strategy.check_generator(generator_traits(generator_card))
+        if why:
+            said.append(
+                f"{in_words(_without_fix(why), names)}: pick another generator or search strategy."
+            )
+    # The class to reach is set inside the form, after these choices: a stand-in here, so
+    # that only the rules between the choices above are asked.
+    stand_in = {"target": 1} if choices.get("fitness") == "targeted" else {}
+    try:
+        cfg = CampaignConfig(**{**choices, **stand_in})
+    except ValueError:
+        return said  # a field out of its bounds: Launch names it (`problems`)
+    try:
+        objectives(cfg)
+    except ConfigError as e:
+        said.append(in_words(str(e), names).rstrip(".") + ".")
+    return said

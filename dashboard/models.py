@@ -1,7 +1,9 @@
 """The Models page's parts: the zoo as a readable table, each card as formatted facts, sample
-images per generator, and the classifiers uploaded into this home.
+images per generator, the files uploaded into this home before uploads became models, and
+the forms that add, rename and delete the user's own models.
 
-Issue 11 found raw JSON and `None` cells there, and no uploaded classifiers."""
+Issue 11 found raw JSON and `None` cells there, and no uploaded classifiers; issue 36 found
+uploads that were files, not models: unmeasured, absent from other pickers, named by path."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from PIL import Image
+
+from dashboard.form_check import in_words
+from dashboard.uploads import model_name, register_upload
 
 DASH = "–"
 
@@ -120,3 +125,141 @@ def uploaded(home: Path) -> pd.DataFrame:
             ],
         }
     )
+
+
+#: What a refusal may name, as these forms label it.
+LABELS = {"name": "Name", "dataset": "Dataset", "latent_shape": "Latent shape"}
+CLASSIFIER_TYPES = ["pt", "pth", "ts", "onnx"]
+
+
+def taken(name: str) -> str | None:
+    """Why ``name`` cannot be a new model's name (a model has it), or None."""
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import zoo
+
+    if any(c["name"] == name for c in zoo.list_cards()):
+        return f"A model named {name} exists already: pick another name."
+    return None
+
+
+def measured(card: dict[str, Any]) -> str:
+    """What a new card measured, in one line: test accuracy (or why not) and time."""
+    m, inf = card.get("metrics") or {}, card.get("inference") or {}
+    if "test_accuracy" in m:
+        quality = f"test accuracy {m['test_accuracy']:.2%} on {m['test_images']:,} images"
+    elif "viability" in m:
+        quality = f"viable seeds {m['viability']:.0%}"
+    else:
+        quality = m.get("test_accuracy_skipped", "no test accuracy")
+    return f"{quality}, {inf.get('ms_per_image_b1', float('nan')):.2f} ms per image"
+
+
+def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
+    """An uploader that makes a TorchScript or ONNX classifier for ``dataset`` a model of
+    the home; returns its card once added (None before, or after a refusal it shows)."""
+    with where.form(key, enter_to_submit=False, border=False):
+        up = st.file_uploader(
+            "TorchScript (.pt) or ONNX (.onnx) classifier",
+            type=CLASSIFIER_TYPES,
+            help="checked, measured (accuracy on the test split, time per image) and added "
+            "to your models, as `latentfuzz models import` does; an ONNX file with external "
+            "weights needs that command",
+        )
+        name = st.text_input("Name", placeholder="the file's name")
+        go = st.form_submit_button("Add classifier")
+    if not go or up is None:
+        if go:
+            where.error("Choose a file to upload first.")
+        return None
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import LatentfuzzError, import_classifier
+
+    name = name.strip() or model_name(up.name)
+    if why := taken(name):
+        where.error(why)
+        return None
+    try:
+        with st.spinner(f"Checking and measuring {up.name}…"):
+            return register_upload(
+                up.name,
+                up.getvalue(),
+                lambda p: import_classifier(p, dataset, name, origin=f"upload {up.name}"),
+            )
+    except LatentfuzzError as e:
+        where.error(f"Cannot add {up.name}: {in_words(str(e), LABELS)}")
+        return None
+
+
+def add_generator(where, dataset: str, classes: int, key: str) -> dict[str, Any] | None:
+    """An uploader that makes a TorchScript decoder for ``dataset`` a generator of the
+    home (latent bounds, viability and time measured); its card once added, else None."""
+    with where.form(key, enter_to_submit=False, border=False):
+        up = st.file_uploader("TorchScript (.pt) decoder: latents to images", type=["pt", "ts"])
+        a, b, c = st.columns(3)
+        shape = a.text_input("Latent shape", "100", help="one latent, e.g. 100 or 4,8,8")
+        low_high = b.text_input("Output range", "0,1", help="-1,1 for a tanh output")
+        conditional = c.checkbox("Takes a class label", help="decoder(latents, labels)")
+        name = st.text_input("Name", placeholder="the file's name", key=f"{key}-name")
+        go = st.form_submit_button("Add generator")
+    if not go or up is None:
+        if go:
+            where.error("Choose a file to upload first.")
+        return None
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import LatentfuzzError, import_generator, parse_floats, parse_latent_shape
+
+    name = name.strip() or model_name(up.name)
+    if why := taken(name):
+        where.error(why)
+        return None
+    try:
+        sizes = parse_latent_shape(shape)
+        lo, hi = parse_floats(low_high, "Output range", 2)
+        with st.spinner(f"Checking and measuring {up.name}…"):
+            return register_upload(
+                up.name,
+                up.getvalue(),
+                lambda p: import_generator(
+                    p,
+                    dataset,
+                    sizes,
+                    classes,
+                    conditional,
+                    (lo, hi),
+                    name,
+                    origin=f"upload {up.name}",
+                ),
+            )
+    except LatentfuzzError as e:
+        where.error(f"Cannot add {up.name}: {in_words(str(e), LABELS)}")
+        return None
+
+
+def manage(where, name: str) -> None:
+    """Rename and delete the user's model ``name``; each says what it did on the next run
+    (a flash in session state) or why it cannot."""
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import LatentfuzzError, delete_model, rename_model
+
+    a, b = where.columns([3, 1], vertical_alignment="bottom")
+    new = a.text_input("New name", value=name, key=f"rename-{name}")
+    if a.button("Rename", key=f"do-rename-{name}") and new.strip() != name:
+        new = new.strip()
+        if why := taken(new):
+            where.error(why)
+            return
+        try:
+            rename_model(name, new)
+        except LatentfuzzError as e:
+            where.error(f"Cannot rename {name}: {in_words(str(e), LABELS)}")
+            return
+        st.session_state["models_flash"] = f"Renamed {name} to {new}."
+        st.rerun()
+    if b.button("Delete", key=f"delete-{name}", help="its files go; campaigns that use it say so"):
+        try:
+            delete_model(name)
+        except LatentfuzzError as e:
+            where.error(f"Cannot delete {name}: {in_words(str(e), LABELS)}")
+            return
+        st.session_state["models_flash"] = f"Deleted {name} and its files."
+        st.rerun()

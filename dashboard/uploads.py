@@ -1,4 +1,5 @@
-"""Storing an uploaded file under the home, by a name the uploader cannot steer.
+"""Storing an uploaded file under the home, by a name the uploader cannot steer, and
+making an uploaded model a model of the home (`register_upload`).
 
 A browser sends the file name it likes: ``a/../../x.pt`` joined into a folder lands outside
 it. The name is cut to a safe base name and prefixed with the content's hash, so equal
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,3 +61,33 @@ def accept_upload(home: Path, name: str, data: bytes, check: Callable[[Path], ob
             raise ModelError(str(e).replace(str(path), name).replace(path.name, name)) from e
         raise
     return path
+
+
+def model_name(file_name: str) -> str:
+    """A model name from an uploaded file's name: its safe base name without the suffix,
+    starting with a letter or digit (what `latentfuzz models import` accepts)."""
+    stem = safe_name(file_name, "model.pt").rsplit(".", 1)[0]
+    return stem.lstrip("._-")[:64] or "model"
+
+
+def register_upload(file_name: str, data: bytes, importer: Callable[[Path], dict]) -> dict:
+    """Make an uploaded file a model of the home, as `latentfuzz models import` does:
+    ``importer(path)`` checks, measures and cards a temporary copy named as uploaded (a
+    safe base name), and returns the card. The copy is removed either way; a refusal
+    names the file as the user sent it, never the temporary path."""
+    # Deferred (start-up time: loads torch, pydantic).
+    from engine.api import LatentfuzzError, resolve_home
+
+    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=resolve_home(None)))
+    path = folder / safe_name(file_name)
+    try:
+        path.write_bytes(data)
+        return importer(path)
+    except LatentfuzzError as e:
+        # The importer reads a copy of the copy (its staging folder): any path that ends
+        # in the stored name is the upload.
+        stored = re.compile(r"[^\s'\"(]*[/\\]" + re.escape(path.name) + r"\b")
+        said = stored.sub(lambda _: file_name, str(e))
+        raise type(e)(said) from e
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -40,6 +40,8 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "bundled_generators": ("engine.studies.effectiveness", "bundled_generators"),
     "import_classifier": ("engine.models.importing", "import_classifier"),
     "import_generator": ("engine.models.importing", "import_generator"),
+    "parse_floats": ("engine.models.importing", "parse_floats"),
+    "parse_latent_shape": ("engine.models.importing", "parse_latent_shape"),
     "rename_model": ("engine.models.manage", "rename_model"),
     "delete_model": ("engine.models.manage", "delete_model"),
     "user_cards": ("engine.models.manage", "user_cards"),
@@ -106,7 +108,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.labelling.statistics import campaign_validity
     from engine.labelling.validity import StudyConfig, create_study, marker_choices
     from engine.models import zoo
-    from engine.models.importing import import_classifier, import_generator
+    from engine.models.importing import (
+        import_classifier,
+        import_generator,
+        parse_floats,
+        parse_latent_shape,
+    )
     from engine.models.manage import (
         delete_model,
         generator_traits,

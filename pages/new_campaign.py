@@ -5,24 +5,30 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.data import get_home
-from dashboard.form_check import CONFIRM_SECONDS, duration, limits, problems, projected_seconds
+from dashboard.form_check import (
+    CONFIRM_SECONDS,
+    choice_problems,
+    duration,
+    in_words,
+    limits,
+    problems,
+    projected_seconds,
+)
 from dashboard.launch import launch
-from dashboard.param_form import param_form
+from dashboard.models import add_classifier, measured
+from dashboard.param_form import label, param_form
 from dashboard.text import md_text
-from dashboard.uploads import accept_upload
 from engine.api import (
     STRATEGIES,
     CampaignConfig,
     ConfigError,
     DatasetError,
-    ModelError,
     bundled_generators,
     get_dataset,
     parse_config,
     resolve,
     zoo,
 )
-from engine.api import load_classifier_file as load_file
 
 st.title("New campaign")
 home = get_home()
@@ -54,31 +60,35 @@ generator = mid.selectbox(
     format_func=source,
     help="only generators trained on this dataset",
 )
-zoo_classifiers = [
-    c["name"] for c in cards if c["kind"] == "classifier" and c["dataset"] == dataset
-]
+classifiers = [c["name"] for c in cards if c["kind"] == "classifier" and c["dataset"] == dataset]
 UPLOAD = "upload a TorchScript or ONNX file…"
-choice = right.selectbox("Classifier under test", [*zoo_classifiers, UPLOAD], format_func=source)
-classifier, classifier_ok = choice, True
+# A classifier added on the last run: picked (set before its widget exists) and announced.
+added = st.session_state.pop("added_classifier", None)
+if added is not None:
+    st.session_state["classifier"] = added[0]
+if st.session_state.get("classifier") not in (*classifiers, UPLOAD):
+    st.session_state.pop("classifier", None)  # another dataset's, or a deleted model
+choice = right.selectbox(
+    "Classifier under test", [*classifiers, UPLOAD], format_func=source, key="classifier"
+)
+classifier, classifier_ok = choice, choice != UPLOAD
+if added is not None:
+    right.success(added[1])
 if choice == UPLOAD:
-    up = right.file_uploader(
-        "TorchScript (.pt) or ONNX (.onnx) classifier",
-        type=["pt", "pth", "ts", "onnx"],
-        help="an ONNX file with external weights: import it with `latentfuzz models import`",
-    )
-    classifier_ok = False
-    if up is not None:
-        try:  # stored under a safe base name inside the home, and only if it loads
-            check = lambda p: load_file(p, ds.shape, ds.num_classes, dataset)  # noqa: E731
-            path = accept_upload(home, up.name, up.getvalue(), check)
-            right.success(f"{up.name}: valid for {dataset}")
-            classifier, classifier_ok = str(path), True
-        except ModelError as e:
-            right.error(str(e))
+    # Added once as a model of the home, measured like `latentfuzz models import`: every
+    # picker then offers it by name (classifier A or B), in this form and the next.
+    card = add_classifier(right, dataset, key="add-classifier")
+    if card is not None:
+        st.session_state["added_classifier"] = (
+            card["name"],
+            f"Added {card['name']} to your models ({measured(card)}); every classifier "
+            "picker offers it now.",
+        )
+        st.rerun()
 
 second = right.selectbox(
     "Second classifier (differential testing)",
-    ["none", *[c for c in zoo_classifiers if c != classifier]],
+    ["none", *[c for c in classifiers if c != classifier]],
     format_func=source,
     help="classify every image with both and search where they disagree (DiffGAN); "
     "the objective becomes divergence and the campaign keeps every triggering input",
@@ -137,6 +147,46 @@ objective = st.radio(
     help="what the search minimises and when an input counts as failing",
 )
 chosen = OBJECTIVES[objective]
+#: The form's label of each campaign setting, so that a refusal names what the user sees.
+NAMES = {
+    "seeds": "Seeds",
+    "escape_per_pair": "Searches per class pair",
+    "seed": "Random seed",
+    "name": "Name",
+    "target_class": "Seed class",
+    "target": "Class to reach",
+    "dataset": "Dataset",
+    "generator": "Generator",
+    "classifier": "Classifier under test",
+    "classifier_b": "Second classifier",
+    "strategy": "Search strategy",
+    "fitness": "Objective",
+    "criterion": "Objective",
+    "seed_guidance": "Guidance for seed images",
+    "guidance": "Guidance during the search",
+}
+# ...and each of the strategy's parameters, as its widget is labelled.
+LABELS = {f: label(f, i) for f, i in Params.model_fields.items()} | NAMES
+
+# Choices that cannot go together are said now, as the strategy and objective plug-ins
+# judge them, not at Launch: Argus on a GAN, NSGA-II without a second classifier.
+family = STRATEGIES.get(strategy).generator_family
+clash = choice_problems(
+    {
+        "dataset": dataset,
+        "generator": family or generator,
+        "classifier": classifier if classifier_ok else None,
+        "classifier_b": classifier_b,
+        "strategy": strategy,
+        "fitness": chosen.get("fitness"),
+        "escape_per_pair": 1 if chosen.get("escape") else None,
+    },
+    None if family else by_name.get(generator),
+    LABELS,
+)
+for why in clash:
+    st.error(f"These choices cannot go together: {md_text(why)}")
+classifier_ok = classifier_ok and not clash
 # Enter in a number field only commits its value: with Streamlit's default it submitted the
 # form, and a user typing the seed count launched a campaign with the other fields unset.
 with st.form("campaign", enter_to_submit=False):
@@ -193,23 +243,13 @@ with st.form("campaign", enter_to_submit=False):
     name = st.text_input("Name (optional)")
     submitted = st.form_submit_button("Launch", type="primary", disabled=not classifier_ok)
 
-#: The form's label of each campaign setting, so that a refusal names what the user sees.
-NAMES = {
-    "seeds": "Seeds",
-    "escape_per_pair": "Searches per class pair",
-    "seed": "Random seed",
-    "name": "Name",
-    "target_class": "Seed class",
-    "target": "Class to reach",
-}
-
 
 def start(raw: dict) -> None:
     """Launch (the engine's own checks run first) or say in one line why it cannot run."""
     try:
         cid = launch(parse_config(raw), home)
     except ConfigError as err:
-        st.error(f"Cannot launch: {err}")
+        st.error(f"Cannot launch: {md_text(in_words(str(err), LABELS))}")
     else:
         st.session_state.pop("confirm_launch", None)
         st.switch_page(Path(__file__).with_name("campaign.py"), query_params={"id": cid})
@@ -239,13 +279,13 @@ if submitted:
         try:  # the engine's own checks (seed pool, model fit) come before any question
             n = resolve(parse_config(raw)).config.seeds
         except ConfigError as err:
-            st.error(f"Cannot launch: {err}")
+            st.error(f"Cannot launch: {md_text(in_words(str(err), LABELS))}")
             n = None
         try:
             per_seed = STRATEGIES.get(strategy).budget(Params(**strategy_params))
         except (NotImplementedError, TypeError):
             per_seed = None
-        cls_card = zoo.load_card(classifier) if classifier in zoo_classifiers else None
+        cls_card = by_name.get(classifier)
         cost = per_seed and projected_seconds(
             n or 0, per_seed, [zoo.load_card(generator), cls_card]
         )
