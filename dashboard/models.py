@@ -251,7 +251,7 @@ def manage(where, name: str) -> None:
         try:
             rename_model(name, new)
         except LatentfuzzError as e:
-            where.error(f"Cannot rename {name}: {in_words(str(e), LABELS)}")
+            where.error(in_words(str(e), LABELS))  # it names the model and what to do
             return
         st.session_state["models_flash"] = f"Renamed {name} to {new}."
         st.rerun()
@@ -259,7 +259,7 @@ def manage(where, name: str) -> None:
         try:
             delete_model(name)
         except LatentfuzzError as e:
-            where.error(f"Cannot delete {name}: {in_words(str(e), LABELS)}")
+            where.error(in_words(str(e), LABELS))
             return
         st.session_state["models_flash"] = f"Deleted {name} and its files."
         st.rerun()

@@ -14,7 +14,7 @@ from dashboard.models import (
     uploaded,
     zoo_table,
 )
-from engine.api import dataset_names, get_dataset, zoo
+from engine.api import DatasetError, dataset_names, get_dataset, zoo
 
 st.title("Models")
 if flash := st.session_state.pop("models_flash", None):
@@ -56,7 +56,12 @@ dataset = b.selectbox("Dataset", names, index=names.index("mnist") if "mnist" in
 if kind == "classifier":
     card = add_classifier(st, dataset, key="add-classifier")
 else:
-    card = add_generator(st, dataset, get_dataset(dataset).num_classes, key="add-generator")
+    try:
+        classes = get_dataset(dataset).num_classes
+    except DatasetError as e:
+        st.error(f"Dataset {dataset} cannot be read: {e}")
+        st.stop()
+    card = add_generator(st, dataset, classes, key="add-generator")
 if card is not None:
     st.session_state["models_flash"] = f"Added {card['name']} ({measured(card)})."
     st.rerun()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.core import home as home_module
 from engine.models import zoo
 from tests.helpers import page_opener
+from tests.tiny_data import save_tiny_models
 
 
 def test_models_page_lists_the_zoo(app):
@@ -54,9 +56,50 @@ def test_models_page_shows_user_models_beside_the_zoo(pets_app, tmp_path: Path, 
     assert table.loc["pets-convnet", "dataset"] == "pets"
     assert any(e.label.startswith("pets-vae · generator · pets · yours") for e in at.expander)
     pets = next(e for e in at.expander if e.label.startswith("pets-vae"))
-    assert [x.type for x in pets.children.values()] == ["markdown", "toggle"]
+    # (flex_container: the rename and delete row of a model of yours)
+    assert [x.type for x in pets.children.values()] == ["markdown", "toggle", "flex_container"]
     at.toggle(key="samples-pets-vae").set_value(True).run()
     assert not at.exception, at.exception
     pets = next(e for e in at.expander if e.label.startswith("pets-vae"))
-    assert [x.type for x in pets.children.values()] == ["markdown", "toggle", "image"]  # 3-ch
+    assert [x.type for x in pets.children.values()][:3] == ["markdown", "toggle", "image"]  # 3-ch
     assert not any(c.value.startswith("No samples") for c in at.caption)
+
+
+def test_a_model_added_on_models_is_measured_renamed_and_deleted(home: Path, monkeypatch):
+    from tests.pages.test_new_campaign_models import tiny_classifier
+
+    monkeypatch.setattr(home_module, "_current", home)  # restored: imports write here
+    at = page_opener(home, monkeypatch)("models.py")
+    at.file_uploader[0].set_value(("tiny_mnist.pt", tiny_classifier(), "application/octet-stream"))
+    next(t for t in at.text_input if t.label == "Name").set_value("tiny")
+    next(b for b in at.button if b.label == "Add classifier").click().run()
+    assert not at.exception and not at.error, at.error
+    assert at.success[0].value.startswith("Added tiny (test accuracy ")
+    row = at.dataframe[0].value.set_index("name").loc["tiny"]
+    assert row["test accuracy"].endswith("%") and float(row["ms/image (1)"]) > 0
+    at.text_input(key="rename-tiny").set_value("tiny-b")
+    at.button(key="do-rename-tiny").click().run()
+    assert at.success[0].value == "Renamed tiny to tiny-b."
+    assert "tiny-b" in at.dataframe[0].value["name"].tolist()
+    assert "tiny" not in at.dataframe[0].value["name"].tolist()
+    at.button(key="delete-tiny-b").click().run()
+    assert at.success[0].value == "Deleted tiny-b and its files."
+    assert "tiny-b" not in at.dataframe[0].value["name"].tolist()
+    assert sorted(p.name for p in (home / "models").iterdir()) == []
+
+
+def test_a_model_a_campaign_uses_is_kept_and_the_page_says_why(home: Path, monkeypatch):
+    from tests.engine.models.test_manage import campaign_naming
+
+    monkeypatch.setattr(home_module, "_current", home)
+    save_tiny_models(home / "models", "mnist", (1, 28, 28), 10, None, prefix="pets")
+    campaign_naming(home, "pets-convnet", "my diff run")
+    at = page_opener(home, monkeypatch)("models.py")
+    assert all(not b.key.endswith("mnist-convnet") for b in at.button if b.key)  # bundled
+    at.button(key="delete-pets-convnet").click().run()
+    (err,) = at.error
+    assert err.value.startswith("Cannot delete pets-convnet: 1 campaign uses it (my diff run)")
+    assert (home / "models" / "pets-convnet" / "card.json").is_file()
+    at.text_input(key="rename-pets-vae").set_value("mnist-vae")
+    at.button(key="do-rename-pets-vae").click().run()
+    assert at.error[0].value == "A model named mnist-vae exists already: pick another name."

@@ -103,6 +103,11 @@ def test_an_upload_is_registered_once_and_is_classifier_b_of_a_later_form(
     cfg = yaml.safe_load(Path(args[args.index("--config") + 1]).read_text())
     assert cfg["classifier_b"] == "tiny_mnist" and cfg["strategy"] == "nsga2"
 
+    # Models lists it with what was measured when it was added.
+    row = opener("models.py").dataframe[0].value.set_index("name").loc["tiny_mnist"]
+    assert row["source"] == "yours" and row["kind"] == "classifier"
+    assert row["test accuracy"].endswith("%") and float(row["ms/image (1)"]) > 0
+
 
 def test_argus_on_a_gan_is_refused_when_chosen_in_words(opener):
     at = opener("new_campaign.py")
@@ -132,6 +137,7 @@ def test_a_launch_refusal_names_the_form_s_labels_not_config_fields(opener, monk
     assert launched == []
 
 
+@pytest.mark.slow  # about 10 s: the refused file is loaded in a child process, as any import
 def test_a_file_that_is_not_a_classifier_is_refused_and_leaves_nothing(opener, home: Path):
     at = upload_in_form(opener, b"not a model", "bad.pt")
     reason = said(at)
