@@ -72,6 +72,9 @@ def card_facts(c: dict[str, Any]) -> list[tuple[str, str]]:
         ("training time", _num(t.get("seconds"), ".0f") + " s"),
         ("sampler", str(c.get("sampler", DASH))),
         ("latent bounds", ", ".join(f"{b:.2f}" for b in c.get("latent_bounds") or []) or DASH),
+        ("added from", str(c.get("imported_from", DASH))),
+        ("test accuracy", _num((c.get("metrics") or {}).get("test_accuracy"), ".2%")),
+        ("ms per image", _num((c.get("inference") or {}).get("ms_per_image_b1"), ".3f")),
         ("created", str(c.get("created", DASH))),
         ("torch", str(c.get("torch", DASH))),
         ("weights sha256", f"`{c.get('sha256', DASH)}`"),
@@ -241,9 +244,9 @@ def manage(where, name: str) -> None:
     # Deferred (start-up time: loads torch, safetensors, pydantic).
     from engine.api import LatentfuzzError, delete_model, rename_model
 
-    a, b = where.columns([3, 1], vertical_alignment="bottom")
+    a, b, c = where.columns([4, 1, 1], vertical_alignment="bottom")
     new = a.text_input("New name", value=name, key=f"rename-{name}")
-    if a.button("Rename", key=f"do-rename-{name}") and new.strip() != name:
+    if b.button("Rename", key=f"do-rename-{name}") and new.strip() != name:
         new = new.strip()
         if why := taken(new):
             where.error(why)
@@ -255,7 +258,7 @@ def manage(where, name: str) -> None:
             return
         st.session_state["models_flash"] = f"Renamed {name} to {new}."
         st.rerun()
-    if b.button("Delete", key=f"delete-{name}", help="its files go; campaigns that use it say so"):
+    if c.button("Delete", key=f"delete-{name}", help="its card and files go"):
         try:
             delete_model(name)
         except LatentfuzzError as e:
