@@ -240,13 +240,22 @@ def add_generator(where, dataset: str, classes: int, key: str) -> dict[str, Any]
 
 def manage(where, name: str) -> None:
     """Rename and delete the user's model ``name``; each says what it did on the next run
-    (a flash in session state) or why it cannot."""
+    (a flash in session state) or why it cannot. A model that campaigns use keeps its
+    name (they record it): both are disabled, and the caption says why, before a click."""
     # Deferred (start-up time: loads torch, safetensors, pydantic).
-    from engine.api import LatentfuzzError, delete_model, rename_model
+    from engine.api import LatentfuzzError, delete_model, rename_model, used_by
 
+    using = used_by(name)
+    if using:
+        shown = ", ".join(str(c["name"] or c["id"]) for c in using[:3])
+        more = f" and {len(using) - 3} more" if len(using) > 3 else ""
+        where.caption(
+            f"Used by {len(using)} campaign{'s' if len(using) > 1 else ''} ({shown}{more}), "
+            "which name it: delete them first to rename or delete this model."
+        )
     a, b, c = where.columns([4, 1, 1], vertical_alignment="bottom")
-    new = a.text_input("New name", value=name, key=f"rename-{name}")
-    if b.button("Rename", key=f"do-rename-{name}") and new.strip() != name:
+    new = a.text_input("New name", value=name, key=f"rename-{name}", disabled=bool(using))
+    if b.button("Rename", key=f"do-rename-{name}", disabled=bool(using)) and new.strip() != name:
         new = new.strip()
         if why := taken(new):
             where.error(why)
@@ -258,10 +267,10 @@ def manage(where, name: str) -> None:
             return
         st.session_state["models_flash"] = f"Renamed {name} to {new}."
         st.rerun()
-    if c.button("Delete", key=f"delete-{name}", help="its card and files go"):
+    if c.button("Delete", key=f"delete-{name}", help="its card and files go", disabled=bool(using)):
         try:
             delete_model(name)
-        except LatentfuzzError as e:
+        except LatentfuzzError as e:  # a campaign started since this page was drawn
             where.error(in_words(str(e), LABELS))
             return
         st.session_state["models_flash"] = f"Deleted {name} and its files."

@@ -96,10 +96,15 @@ def test_a_model_a_campaign_uses_is_kept_and_the_page_says_why(home: Path, monke
     campaign_naming(home, "pets-convnet", "my diff run")
     at = page_opener(home, monkeypatch)("models.py")
     assert all(not b.key.endswith("mnist-convnet") for b in at.button if b.key)  # bundled
-    at.button(key="delete-pets-convnet").click().run()
-    (err,) = at.error
-    assert err.value.startswith("Cannot delete pets-convnet: 1 campaign uses it (my diff run)")
-    assert (home / "models" / "pets-convnet" / "card.json").is_file()
+    caption = next(c.value for c in at.caption if c.value.startswith("Used by"))
+    assert caption == (
+        "Used by 1 campaign (my diff run), which name it: delete them first to rename or "
+        "delete this model."
+    )
+    assert at.button(key="delete-pets-convnet").disabled
+    assert at.button(key="do-rename-pets-convnet").disabled
+    assert not at.button(key="delete-pets-vae").disabled  # no campaign names this one
     at.text_input(key="rename-pets-vae").set_value("mnist-vae")
     at.button(key="do-rename-pets-vae").click().run()
     assert at.error[0].value == "A model named mnist-vae exists already: pick another name."
+    assert (home / "models" / "pets-vae" / "card.json").is_file()
