@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from engine.core import home as home_module
 from engine.models import zoo
 from tests.helpers import page_opener
@@ -108,3 +110,28 @@ def test_a_model_a_campaign_uses_is_kept_and_the_page_says_why(home: Path, monke
     at.button(key="do-rename-pets-vae").click().run()
     assert at.error[0].value == "A model named mnist-vae exists already: pick another name."
     assert (home / "models" / "pets-vae" / "card.json").is_file()
+
+
+@pytest.mark.slow  # about 10 s: the decoder is measured in a child process (viability too)
+def test_a_decoder_added_on_models_is_a_generator_the_form_offers(home: Path, monkeypatch):
+    import io
+
+    import torch
+
+    from tests.engine.models.test_importing import Unconditional
+
+    monkeypatch.setattr(home_module, "_current", home)
+    torch.manual_seed(0)
+    buf = io.BytesIO()
+    torch.jit.save(torch.jit.script(Unconditional().eval()), buf)
+    opener = page_opener(home, monkeypatch)
+    at = opener("models.py")
+    at.radio[0].set_value("generator").run()
+    at.file_uploader[0].set_value(("my decoder.pt", buf.getvalue(), "application/octet-stream"))
+    next(t for t in at.text_input if t.label == "Latent shape").set_value("8")
+    next(b for b in at.button if b.label == "Add generator").click().run()
+    assert not at.exception and not at.error, at.error
+    assert at.success[0].value.startswith("Added my_decoder (viable seeds ")
+    form = opener("new_campaign.py")
+    generator = next(s for s in form.selectbox if s.label == "Generator")
+    assert "my_decoder (yours)" in generator.options
