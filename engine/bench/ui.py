@@ -20,6 +20,7 @@ load average and the commit, to --out (default test-artifacts/ui-timing.json).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -121,10 +122,8 @@ def start(args: list[str], env: dict[str, str] | None = None, log: Path | None =
 
 def kill(proc: Any) -> None:
     """Its whole process group, and wait for it."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait(timeout=30)
 
 
