@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
 PORT   ?= 8501
 
-.PHONY: run test test-loaded test-slow test-browser test-all lint bench bench-gpu models install dev clean chromium stress-ng golden figures
+.PHONY: run test test-loaded test-slow test-browser test-all lint bench bench-ui bench-gpu models install dev clean chromium stress-ng golden figures
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,12 @@ lint: dev
 
 bench: install
 	$(BIN)/latentfuzz bench
+
+# Time to act in the browser (issue 36): every page's first load and rerun with 300
+# campaigns, labelling key to next image, launch to first generation; one core kept busy.
+# Figures to test-artifacts/ui-timing.json.
+bench-ui: dev chromium
+	$(BIN)/python -m pytest -q -m "browser and slow" tests/dashboard/test_browser_timing.py -s
 
 # On a GPU machine: the tests marked cuda (which `test` and `test-slow` leave out), the
 # campaigns on CUDA and the efficiency at three sizes, within 8 minutes; figures to OUT.

@@ -1,0 +1,338 @@
+"""Time to act, as a user meets it in the browser (issue 36, point 7).
+
+Measured in headless Chromium (Playwright driving Debian's `chromium`) against a
+Streamlit server of the dashboard, beside a CPU-bound process that keeps one core busy:
+
+- every page's first load (a new browser session opening its URL, until the page's script
+  has finished and no rerun follows) and its rerun (the `r` key, until it has finished),
+  with N campaigns in the store;
+- labelling: key press to the next image on screen, over 20 keys;
+- launch: the New campaign page's Launch, for a 10-seed VAE campaign, to its first
+  generation on the Campaign page (its convergence chart drawn).
+
+    python -m engine.bench.ui [--campaigns 300] [--home DIR] [--out FILE] [--no-busy]
+
+The home is built once (two real campaigns, cloned to N, and a study to label) and kept
+when --home names one. Prints each figure beside its target and writes them all, with the
+load average and the commit, to --out (default test-artifacts/ui-timing.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+#: The issue's targets, in seconds.
+TARGETS = {"first_load_s": 2.0, "rerun_s": 0.5, "label_p95_s": 0.3, "launch_s": 5.0}
+
+# Every change of the app's script state, stamped with performance.now() (ms since the
+# navigation began): a first load ends at the last "notRunning" that no rerun follows.
+OBSERVER = """
+window.__st = [];
+new MutationObserver(() => {
+  const a = document.querySelector('[data-testid=stApp]');
+  const s = a && a.dataset.testScriptState;
+  if (s && s !== window.__last) { window.__last = s; window.__st.push([s, performance.now()]); }
+}).observe(document, {subtree: true, childList: true, attributes: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+# Settled: idle, having run at least once since `since` (ms), and idle for `quiet` ms.
+SETTLED = """([since, quiet]) => {
+  const st = window.__st || [];
+  const ran = st.some(([s, t]) => (s === 'running' || s === 'rerunRequested') && t >= since);
+  const last = st[st.length - 1];
+  return ran && last && last[0] === 'notRunning' && performance.now() - last[1] >= quiet;
+}"""
+IDLE = "document.querySelector('[data-testid=stApp]')?.dataset.testScriptState === 'notRunning'"
+
+
+def _store(home: Path) -> Any:
+    # Deferred (start-up time: loads duckdb, pandas).
+    from store import Store
+
+    return Store(home / "latentfuzz.duckdb")
+
+
+def build_home(home: Path, campaigns: int) -> dict[str, Any]:
+    """Two real campaigns (VAE and GAN, 10 seeds), cloned until the store holds
+    `campaigns`, and a k=1 study of the VAE's seed and result images; kept if built."""
+    # Deferred (start-up time: loads torch, duckdb, pandas).
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
+    from engine.labelling.validity import StudyConfig, create_study
+    from store import campaigns as sc
+    from store import labels as ls
+    from store import scale
+
+    store = _store(home)
+    have = sc.list_campaigns(store)
+    src = sorted(have[have["id"].str.startswith("src-")]["id"])
+    if not src:
+        for gen in ("vae", "gan"):
+            sp = {"generations": 60, "perturbation": "high"}
+            raw = {"seeds": 10, "seed": 1, "generator": gen, "name": f"src-{gen}"}
+            cfg = parse_config({**raw, "strategy_params": sp})
+            src.append(run_campaign(cfg, home, campaign_id=f"src-{gen}").campaign_id)
+    n = len(sc.list_campaigns(store))
+    k = n - len(src)
+    while n < campaigns:
+        batch = min(25, campaigns - n)
+        scale.clone(store, [(src[(k + i) % len(src)], f"x{k + i:06d}", None) for i in range(batch)])
+        k, n = k + batch, n + batch
+    studies = ls.validity_studies(store)
+    if len(studies):
+        study = str(studies.iloc[0][studies.columns[0]])
+    else:
+        study = create_study(
+            store, home, StudyConfig(campaigns=["src-vae"], gold_rate=0.8, seed_images=True, k=1)
+        )
+    scale.checkpoint(store)
+    return {"sources": src, "study": study, "campaigns": n}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(args: list[str], env: dict[str, str] | None = None, log: Path | None = None) -> Any:
+    """A process in its own session, so that its whole group can be killed."""
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 (the child keeps it)
+    return subprocess.Popen(
+        args, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def kill(proc: Any) -> None:
+    """Its whole process group, and wait for it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def serve(home: Path, log: Path) -> tuple[Any, str]:
+    port = free_port()
+    env = {**os.environ, "LATENTFUZZ_HOME": str(home)}
+    proc = start(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py")]
+        + ["--server.port", str(port), "--server.headless", "true"]
+        + ["--browser.gatherUsageStats", "false"],
+        env,
+        log,
+    )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, f"http://127.0.0.1:{port}"
+        time.sleep(0.2)
+    kill(proc)
+    raise RuntimeError(f"streamlit did not listen on {port} within 90 s; see {log}")
+
+
+def first_load(browser: Any, url: str, reruns: int = 3) -> dict[str, Any]:
+    """A new session opening `url`: seconds from navigation to the settled page, then the
+    median of `reruns` reruns (key r), each from the key to the settled page."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx.add_init_script(OBSERVER)
+    page = ctx.new_page()
+    page.goto(url)
+    page.wait_for_function(SETTLED, arg=[0, 700], timeout=120_000, polling=20)
+    first = page.evaluate("window.__st.filter(([s]) => s === 'notRunning').pop()[1]") / 1000
+    times = []
+    for _ in range(reruns):
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        t0 = page.evaluate("performance.now()")
+        page.keyboard.press("r")
+        page.wait_for_function(SETTLED, arg=[t0, 400], timeout=60_000, polling=20)
+        end = page.evaluate("window.__st.filter(([s]) => s === 'notRunning').pop()[1]")
+        times.append((end - t0) / 1000)
+    errors = page.locator("[data-testid=stException]").count()
+    ctx.close()
+    rerun = round(statistics.median(times), 3) if times else None
+    return {
+        "first_s": round(first, 3),
+        "rerun_s": rerun,
+        "reruns_s": [round(t, 3) for t in times],
+        "exceptions": errors,
+    }
+
+
+def label_latency(browser: Any, url: str, keys: int = 20) -> dict[str, Any]:
+    """Key press to the next image on screen (loaded, the counter moved on)."""
+    shown = (
+        "([old, n]) => { const img = document.querySelector('[data-testid=stImage] img');"
+        " const m = document.querySelector('[data-testid=stMetricValue]');"
+        " return img && img.src !== old && img.complete && img.naturalWidth > 0"
+        " && m && m.innerText.trim() === String(n); }"
+    )
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.goto(url)
+    page.get_by_text("Which class is this?").wait_for(timeout=120_000)
+    page.wait_for_function(
+        "document.querySelectorAll('[data-testid=stButton]').length >= 14 && " + IDLE,
+        timeout=60_000,
+    )
+    times = []
+    for step in range(1, keys + 1):
+        old = page.locator("[data-testid=stImage] img").get_attribute("src")
+        t0 = time.perf_counter()
+        page.keyboard.press("3")
+        page.wait_for_function(shown, arg=[old, step], timeout=30_000, polling=5)
+        times.append(time.perf_counter() - t0)
+        page.wait_for_function(IDLE, timeout=60_000)
+    page.context.close()
+    ms = sorted(1000 * t for t in times)
+    return {
+        "keys": len(ms),
+        "median_ms": round(statistics.median(ms)),
+        "p95_ms": round(ms[int(0.95 * (len(ms) - 1) + 0.5)]),
+        "max_ms": round(ms[-1]),
+        "over_1s": sum(t > 1000 for t in ms),
+    }
+
+
+def launch_to_first_generation(browser: Any, server: str, home: Path) -> dict[str, Any]:
+    """New campaign, 10 seeds on the default VAE, Launch: seconds from the click to the
+    Campaign page's convergence chart (its first generation shown). Stopped after."""
+    # Deferred (start-up time: loads duckdb).
+    from store import liveness
+
+    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    page.goto(f"{server}/new_campaign")
+    page.wait_for_selector("h1", timeout=120_000)
+    page.wait_for_function(IDLE, timeout=120_000)
+    field = page.get_by_role("spinbutton", name="Seeds", exact=True)
+    field.fill("10")
+    field.press("Enter")
+    page.wait_for_function(IDLE, timeout=60_000)
+    t0 = time.perf_counter()
+    page.get_by_role("button", name="Launch").click()
+    page.wait_for_url("**/campaign?id=*", timeout=120_000)
+    cid = page.url.split("id=")[1].split("&")[0]
+    try:
+        page.wait_for_selector(".vega-embed", timeout=180_000)
+        seconds = time.perf_counter() - t0
+    finally:
+        liveness.stop(home, cid)
+        deadline = time.monotonic() + 60
+        while liveness.alive(home, cid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if liveness.alive(home, cid):
+            liveness.stop(home, cid, signal.SIGKILL)
+        page.context.close()
+    return {"launch_s": round(seconds, 3), "campaign": cid}
+
+
+def measure(home: Path, campaigns: int, busy: bool, log: Path) -> dict[str, Any]:
+    """Every figure of the module docstring, in a dict (see `report`)."""
+    # Deferred (start-up time: loads playwright).
+    from playwright.sync_api import sync_playwright
+
+    built = build_home(home, campaigns)
+    hog = start([sys.executable, "-c", "while True: pass"]) if busy else None
+    server = None
+    try:
+        server, url = serve(home, log)
+        out: dict[str, Any] = {"campaigns": built["campaigns"], "busy_core": busy}
+        ids = [f"x{i:06d}" for i in range(5)]
+        stamp = int(time.time())  # a labeller of its own per run: a kept home's study lasts
+        pages = {
+            "campaigns": f"{url}/",
+            "new_campaign": f"{url}/new_campaign",
+            "campaign": f"{url}/campaign?id=src-vae",
+            "compare (5 campaigns)": f"{url}/compare?" + "&".join(f"id={i}" for i in ids),
+            "studies": f"{url}/studies",
+            "models": f"{url}/models",
+            "label": f"{url}/label?study={built['study']}&labeller=pages-{stamp}",
+        }
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            # The server's first page pays for its imports (torch, the models): said apart.
+            out["server_first_page_s"] = first_load(browser, pages["campaigns"], 0)["first_s"]
+            out["pages"] = {}
+            for name, u in pages.items():
+                print(f"page {name}…", file=sys.stderr, flush=True)
+                out["pages"][name] = first_load(browser, u)
+            lab = f"{url}/label?study={built['study']}&labeller=keys-{stamp}"
+            out["label"] = label_latency(browser, lab)
+            out["launch"] = launch_to_first_generation(browser, url, home)
+            browser.close()
+    finally:
+        if server is not None:
+            kill(server)
+        if hog is not None:
+            kill(hog)
+    out["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    out["targets"] = TARGETS
+    return out
+
+
+def report(fig: dict[str, Any]) -> list[str]:
+    """One line per figure, with its target."""
+    t = TARGETS
+    lines = [
+        f"{fig['campaigns']} campaigns, one core kept busy: {fig['busy_core']}; "
+        f"load average {fig['load_average']}",
+        f"server's first page (imports): {fig['server_first_page_s']:.2f} s",
+    ]
+    for name, r in fig["pages"].items():
+        ok = r["first_s"] < t["first_load_s"] and r["rerun_s"] < t["rerun_s"]
+        lines.append(
+            f"{name}: first load {r['first_s']:.2f} s (< {t['first_load_s']:g}), rerun "
+            f"{r['rerun_s']:.2f} s (< {t['rerun_s']:g}) {'ok' if ok else 'OVER'}"
+        )
+    lab = fig["label"]
+    lines.append(
+        f"label: key to next image median {lab['median_ms']} ms, p95 {lab['p95_ms']} ms "
+        f"(< {1000 * t['label_p95_s']:.0f}), {lab['over_1s']} of {lab['keys']} over 1 s"
+    )
+    lines.append(
+        f"launch to first generation: {fig['launch']['launch_s']:.2f} s (< {t['launch_s']:g})"
+    )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m engine.bench.ui", description=__doc__)
+    ap.add_argument("--campaigns", type=int, default=300)
+    ap.add_argument("--home", type=Path, default=None, help="a home to build once and reuse")
+    ap.add_argument("--out", type=Path, default=REPO / "test-artifacts" / "ui-timing.json")
+    ap.add_argument("--no-busy", action="store_true", help="no CPU-bound process beside it")
+    a = ap.parse_args(argv)
+    own = a.home is None
+    home = Path(tempfile.mkdtemp(prefix="latentfuzz-ui-")) if own else a.home
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        fig = measure(home, a.campaigns, not a.no_busy, home / "streamlit.log")
+    finally:
+        if own:
+            shutil.rmtree(home, ignore_errors=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    fig["commit"] = commit
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(fig, indent=2) + "\n")
+    print("\n".join(report(fig)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Time to act, in the browser (issue 36, point 7): engine/bench/ui.py run at full size
+(300 campaigns, one core kept busy), its figures written to test-artifacts/ui-timing.json.
+
+Slow (about five minutes to build the store and walk every page), so `make test` leaves it
+out; `make bench-ui` runs it. It asserts what was measured, never how fast: figures from a
+shared machine are read against their load average, not failed on (docs/measured/dashboard.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.dashboard.browser import CHROMIUM, REPO
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_time_to_act_is_measured_and_written(tmp_path: Path):
+    from engine.bench import ui
+
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: `make chromium` installs it"
+    out = REPO / "test-artifacts" / "ui-timing.json"
+    ui.main(["--campaigns", "300", "--home", str(tmp_path / "home"), "--out", str(out)])
+    fig = json.loads(out.read_text())
+    assert fig["campaigns"] == 300 and fig["busy_core"] is True
+    assert set(fig["pages"]) >= {"campaigns", "new_campaign", "campaign", "studies", "label"}
+    for name, r in fig["pages"].items():
+        assert r["exceptions"] == 0, f"{name} showed an exception"
+        assert r["first_s"] > 0 and len(r["reruns_s"]) == 3
+    assert fig["label"]["keys"] == 20
+    assert fig["launch"]["launch_s"] > 0
