@@ -13,7 +13,9 @@ where none does, it is missing. Nothing is guessed: both are listed by row.
 
 The arrays are float32, (1, 28, 28) or (28, 28) for MNIST and (3, 32, 32) for SVHN and
 CIFAR-10; the GAN folders hold tanh outputs in [-1, 1], the others [0, 1]. The range is
-judged per folder, so one dark GAN image is not read as [0, 1].
+judged per folder, so one dark GAN image is not read as [0, 1]. The ImageNet folders are
+refused: their VAE images are 128 x 128 (not the dataset's 224) and their GAN arrays hold
+the classifier's normalised input.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ TOL = 1e-3
 Key = tuple[str, str, int, int, int]  # tool, extent, iteration, expected, predicted
 
 
-def key(tool: str, extent: str, iteration: int | None, expected: int, predicted: int | None):
-    """A CSV row's key, or None when it lacks the iteration or the prediction."""
-    if iteration is None or predicted is None:
+def key(tool: str, extent: str, iteration: str, expected: str, predicted: str | None):
+    """A CSV row's key from its cells as written; None when one is no whole number."""
+    try:
+        numbers = tuple(int(float(t)) for t in (iteration, expected, predicted))
+    except (TypeError, ValueError):
         return None
-    return (tool.strip().lower(), extent.strip().lower(), int(iteration), expected, predicted)
+    return (tool.strip().lower(), extent.strip().lower(), *numbers)
 
 
 @dataclass
@@ -128,14 +132,12 @@ def link(root: Path, keys: list[Key | None], names: list[str]) -> Links:
     return out
 
 
-def prepare(root: Path, items: list[dict], ds: Dataset) -> tuple[Links, dict[int, np.ndarray]]:
-    """The links of an import's items (dicts as importing.py builds them) and their images
-    as uint8 (C, H, W), every file read and checked."""
-    keys = [
-        key(i["generator"], i["preset"], i["iterations"], i["expected"], i["predicted"])
-        for i in items
-    ]
-    links = link(root, keys, [i["external_id"] for i in items])
+def prepare(
+    root: Path, named: list[list], items: list[dict], ds: Dataset
+) -> tuple[Links, dict[int, np.ndarray]]:
+    """The links of an import's items, from each row's (tool, extent, iteration, expected,
+    predicted) cells, and their images as uint8 (C, H, W), every file read and checked."""
+    links = link(root, [key(*n) for n in named], [i["external_id"] for i in items])
     return links, convert(links, ds)
 
 

@@ -242,7 +242,7 @@ def import_csv(
         except ValueError:
             raise ConfigError(f"{col} {text!r} is not a number") from None
 
-    items, judged, empty = [], [], 0
+    items, judged, empty, named = [], [], 0, []
     now = datetime.now()
     first_row: dict[str, int] = {}  # ID -> the data row that has it
     for item_id, (line, r) in enumerate(df.iterrows()):
@@ -261,6 +261,9 @@ def import_csv(
                     f"({', '.join(ds.class_names)}); pick the --dataset the images were "
                     "generated for"
                 )
+            # The image files are named by the numbers as written (ImageNet's ids, not ours).
+            cols = (m.generator, m.perturbation, m.iteration, m.expected, m.predicted)
+            named.append([r.get(c) if c else None for c in cols])
             items.append(
                 {
                     "item_id": item_id,
@@ -301,7 +304,7 @@ def import_csv(
     disagreements = cross_check(df, v, m)
     sid = new_study_id()
     # Every image file is read and checked before anything is written.
-    links, pngs = icst_images.prepare(Path(images), items, ds) if images else (None, {})
+    links, pngs = icst_images.prepare(Path(images), named, items, ds) if images else (None, {})
     study = {
         "id": sid,
         "name": name or file_name,
