@@ -31,6 +31,7 @@ from engine.labelling import agreement, icst_images
 from engine.labelling import exchange as label_exchange
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
 from engine.labelling.validity import new_study_id
+from engine.labelling.verdict_columns import cross_check
 from store import Store
 from store import labels as label_store
 
@@ -145,20 +146,6 @@ def parse_answer(text: object, ds: Dataset, m: ImportMapping) -> int | None:
 
 def _class_or_none(a: int | None) -> int | None:
     return a if a is not None and a >= 0 else None
-
-
-def parse_verdict(text: object) -> bool | None:
-    """The file's own verdict column: yes/no/true/false/1/0, anything else undecided."""
-    if text is None or (isinstance(text, float) and np.isnan(text)):
-        return None
-    t = str(text).strip().lower()
-    return (
-        True
-        if t in {"yes", "y", "true", "1", "1.0"}
-        else False
-        if t in {"no", "n", "false", "0", "0.0"}
-        else None
-    )
 
 
 def import_csv(
@@ -400,25 +387,3 @@ def import_key(path: Path, dataset: str, m: ImportMapping, encoding: str | None 
             h.update(block)
     h.update(json.dumps([dataset, m.model_dump(), encoding], sort_keys=True).encode())
     return h.hexdigest()
-
-
-def cross_check(df: pd.DataFrame, v: pd.DataFrame, m: ImportMapping) -> pd.DataFrame:
-    """Rows where the file's own verdicts differ from ours (undecided counts as a value)."""
-    out = []
-    for (_, r), ours in zip(df.iterrows(), v.itertuples(), strict=True):
-        for col, mine in ((m.validity, ours.validity), (m.preservation, ours.preservation)):
-            if col is None or col not in df.columns:
-                continue
-            theirs = parse_verdict(r[col])
-            if not ours.complete:
-                mine = None
-            if theirs != mine:
-                out.append(
-                    {
-                        "ID": r[m.id],
-                        "column": col,
-                        "file": r[col],
-                        "latentfuzz": {True: "yes", False: "no", None: "undecided"}[mine],
-                    }
-                )
-    return pd.DataFrame(out, columns=["ID", "column", "file", "latentfuzz"])
