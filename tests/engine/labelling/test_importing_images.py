@@ -190,3 +190,19 @@ def test_the_cli_refuses_in_one_line(home, tmp_path):
     assert isinstance(r.exception, LatentfuzzError), r.output
     assert "holds no file laid out as" in str(r.exception) and "\n" not in str(r.exception)
     assert ls.validity_studies(Store(home / "latentfuzz.duckdb")).empty
+
+
+def test_the_pngs_of_a_study_the_store_refuses_are_removed(home, tmp_path, tree, monkeypatch):
+    def refuse(*_a, **_k):
+        raise RuntimeError("the store refused the study")
+
+    monkeypatch.setattr(ls, "create_validity_study", refuse)
+    with pytest.raises(RuntimeError):
+        import_csv(
+            Store(home / "latentfuzz.duckdb"),
+            write_csv(tmp_path / "s.csv", ROWS),
+            "mnist",
+            home=home,
+            images=tree,
+        )
+    assert not any((home / "studies").iterdir())
