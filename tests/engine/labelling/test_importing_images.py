@@ -206,3 +206,14 @@ def test_the_pngs_of_a_study_the_store_refuses_are_removed(home, tmp_path, tree,
             images=tree,
         )
     assert not any((home / "studies").iterdir())
+
+
+def test_a_latentfuzz_export_with_images_is_refused(home, tmp_path, tree):
+    f = tmp_path / "wide.csv"
+    f.write_text(
+        "item_id,kind,generator,preset,image,expected,answer 1\n"
+        "0,result,mnist-vae,high,campaigns/c/seed_0000/result.png,3,3\n"
+    )
+    with pytest.raises(LatentfuzzError, match="drop --images"):
+        import_csv(Store(home / "latentfuzz.duckdb"), f, "mnist", home=home, images=tree)
+    assert ls.validity_studies(Store(home / "latentfuzz.duckdb")).empty
