@@ -48,7 +48,7 @@ def key(tool: str, extent: str, iteration: str, expected: str, predicted: str | 
     """A CSV row's key from its cells as written; None when one is no whole number."""
     try:
         numbers = tuple(int(float(t)) for t in (iteration, expected, predicted))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # "inf" and "nan" are no iteration
         return None
     return (tool.strip().lower(), extent.strip().lower(), *numbers)
 
