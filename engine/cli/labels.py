@@ -116,6 +116,11 @@ def import_cmd(
     again: Annotated[
         bool, typer.Option(help="import a file already imported as another study")
     ] = False,
+    images: Annotated[
+        Path | None,
+        typer.Option(help="genai_tigs image folder (generated_images/mnist): link each row"),
+    ] = None,
+    verbose: Annotated[bool, typer.Option(help="list the rows --images left unlinked")] = False,
     home: HomeOpt = None,
 ) -> None:
     """Create a study from an external study's CSV and recompute its verdicts."""
@@ -135,6 +140,7 @@ def import_cmd(
         max_rows=max_rows,
         again=again,
         home=resolve_home(home),
+        images=images,
     )
     if res.shape is None:
         console.print(
@@ -147,6 +153,12 @@ def import_cmd(
             f"answers and {res.adjudications} adjudications into {res.study_id}"
             + (f" (not in the file, assumed: {res.assumed})" if res.assumed else "")
         )
+    if res.images is not None:
+        unlinked = res.images.ambiguous or res.images.missing
+        hint = "; --verbose lists them" if unlinked and not verbose else ""
+        console.print(Text(res.images.summary() + hint))
+        for line in res.images.details() if verbose else ():
+            console.print(Text(f"  {line}"))
     if res.disagreements.empty:
         console.print("the file's own verdict columns agree with ours")
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,10 +27,11 @@ from engine.core.errors import ConfigError
 from engine.core.untrusted import HEADER_QUOTE, inside, quote
 from engine.core.yaml_io import read_mapping
 from engine.datasets import Dataset, get_dataset, printable
-from engine.labelling import agreement
+from engine.labelling import agreement, icst_images
 from engine.labelling import exchange as label_exchange
 from engine.labelling.agreement import INVALID, OTHER, UNSURE
 from engine.labelling.validity import new_study_id
+from engine.labelling.verdict_columns import cross_check
 from store import Store
 from store import labels as label_store
 
@@ -99,6 +101,7 @@ class ImportResult:
     shape: str | None = None  # "wide" or "raw" for a latentfuzz export, None for a mapping
     assumed: str = ""  # study settings the file did not carry, in words
     adjudications: int = 0
+    images: icst_images.Links | None = None  # with `images`: which rows got their image
 
 
 def parse_answer(text: object, ds: Dataset, m: ImportMapping) -> int | None:
@@ -145,20 +148,6 @@ def _class_or_none(a: int | None) -> int | None:
     return a if a is not None and a >= 0 else None
 
 
-def parse_verdict(text: object) -> bool | None:
-    """The file's own verdict column: yes/no/true/false/1/0, anything else undecided."""
-    if text is None or (isinstance(text, float) and np.isnan(text)):
-        return None
-    t = str(text).strip().lower()
-    return (
-        True
-        if t in {"yes", "y", "true", "1", "1.0"}
-        else False
-        if t in {"no", "n", "false", "0", "0.0"}
-        else None
-    )
-
-
 def import_csv(
     store: Store,
     path: Path,
@@ -171,6 +160,7 @@ def import_csv(
     again: bool = False,
     file_name: str | None = None,
     home: Path | None = None,
+    images: Path | None = None,
 ) -> ImportResult:
     """Create a study from an external CSV; everything is checked before anything is written.
     Its image paths must lie inside `home` (default: the store's folder), which the pages
@@ -178,7 +168,10 @@ def import_csv(
     The same file, dataset and mapping imported a second time is refused unless `again`:
     two studies of one file count its answers twice in every report that pools them.
     The study is named `name`, else (our exports) the exported study's name, else
-    `file_name` (the name an upload had), else the file's."""
+    `file_name` (the name an upload had), else the file's.
+    With `images` (a genai_tigs folder such as generated_images/mnist), each row is linked
+    to its image there, converted to a PNG in the study's folder of the home
+    (engine/labelling/icst_images.py); rows with no single match keep the file's name."""
     # A name that is not UTF-8 (a Latin-1 disk's) as \xNN: the store holds text only.
     file_name = printable(file_name or Path(path).name)
     home = Path(home) if home is not None else Path(store.path).parent
@@ -202,6 +195,11 @@ def import_csv(
     # A trailing comma in the header gives an unnamed, empty column: drop it.
     df = df.loc[:, [c for c in df.columns if not c.startswith("Unnamed:") or df[c].ne("").any()]]
     if mapping is None and (shape := label_exchange.detect(list(df.columns))):
+        if images is not None:
+            raise ConfigError(
+                f"{path} is a latentfuzz {shape} export, whose images are named in it; "
+                "--images links the rows of an ICST study file: drop --images"
+            )
         return _import_own(store, path, df, shape, ds, name, file_name, key, home)
     needed = [m.image, m.id, m.generator, m.perturbation, m.expected, *m.assessors]
     missing = [c for c in needed if c not in df.columns]
@@ -231,7 +229,7 @@ def import_csv(
         except ValueError:
             raise ConfigError(f"{col} {text!r} is not a number") from None
 
-    items, judged, empty = [], [], 0
+    items, judged, empty, named = [], [], 0, []
     now = datetime.now()
     first_row: dict[str, int] = {}  # ID -> the data row that has it
     for item_id, (line, r) in enumerate(df.iterrows()):
@@ -250,6 +248,9 @@ def import_csv(
                     f"({', '.join(ds.class_names)}); pick the --dataset the images were "
                     "generated for"
                 )
+            # The image files are named by the numbers as written (ImageNet's ids, not ours).
+            cols = (m.generator, m.perturbation, m.iteration, m.expected, m.predicted)
+            named.append([r.get(c) if c else None for c in cols])
             items.append(
                 {
                     "item_id": item_id,
@@ -289,6 +290,8 @@ def import_csv(
     v = agreement.verdicts(items_df, j, pd.DataFrame(), k, "icst")
     disagreements = cross_check(df, v, m)
     sid = new_study_id()
+    # Every image file is read and checked before anything is written.
+    links, pngs = icst_images.prepare(Path(images), named, items, ds) if images else (None, {})
     study = {
         "id": sid,
         "name": name or file_name,
@@ -300,8 +303,17 @@ def import_csv(
         "resamples": 1000,
         "config": {"file": printable(path), "mapping": m.model_dump(), "import_key": key},
     }
-    label_store.create_validity_study(store, study, items_df, j)
-    return ImportResult(sid, len(items_df), len(j), empty, disagreements)
+    if links is not None:
+        study["config"]["images"] = printable(Path(images).resolve())
+        written = icst_images.write(home, sid, pngs)
+        items_df["image"] = [written.get(i, x) for i, x in enumerate(items_df["image"])]
+    try:
+        label_store.create_validity_study(store, study, items_df, j)
+    except BaseException:
+        if links is not None:  # the PNGs of a study the store refused belong to nothing
+            shutil.rmtree(home / "studies" / sid, ignore_errors=True)
+        raise
+    return ImportResult(sid, len(items_df), len(j), empty, disagreements, images=links)
 
 
 def _import_own(store, path, df, shape, ds, name, file_name, key, home) -> ImportResult:
@@ -375,25 +387,3 @@ def import_key(path: Path, dataset: str, m: ImportMapping, encoding: str | None 
             h.update(block)
     h.update(json.dumps([dataset, m.model_dump(), encoding], sort_keys=True).encode())
     return h.hexdigest()
-
-
-def cross_check(df: pd.DataFrame, v: pd.DataFrame, m: ImportMapping) -> pd.DataFrame:
-    """Rows where the file's own verdicts differ from ours (undecided counts as a value)."""
-    out = []
-    for (_, r), ours in zip(df.iterrows(), v.itertuples(), strict=True):
-        for col, mine in ((m.validity, ours.validity), (m.preservation, ours.preservation)):
-            if col is None or col not in df.columns:
-                continue
-            theirs = parse_verdict(r[col])
-            if not ours.complete:
-                mine = None
-            if theirs != mine:
-                out.append(
-                    {
-                        "ID": r[m.id],
-                        "column": col,
-                        "file": r[col],
-                        "latentfuzz": {True: "yes", False: "no", None: "undecided"}[mine],
-                    }
-                )
-    return pd.DataFrame(out, columns=["ID", "column", "file", "latentfuzz"])
