@@ -70,11 +70,11 @@ class Calibration:
 
     def as_row(self) -> dict:
         row = asdict(self)
-        ci = row.pop("auc_ci")
+        del row["auc_ci"]  # asdict made it a plain tuple
         return {
             **row,
-            "auc_ci_low": ci["low"],
-            "auc_ci_high": ci["high"],
+            "auc_ci_low": self.auc_ci.low,
+            "auc_ci_high": self.auc_ci.high,
             "decides": self.decides,
             "decides_share": self.decides / self.n,
         }
@@ -170,7 +170,8 @@ def calibrate(
     if len(s) == 0:
         raise CannotCalibrate(
             f"no image has both a score and a decided {what} verdict "
-            f"({int(decided.sum())} decided, {int(scored.sum())} scored); label more images"
+            f"({int(decided.sum())} decided, {int(scored.sum())} scored); label more images "
+            "on the Label page"
         )
     if y.all() or not y.any():
         one = yes if y.all() else no
