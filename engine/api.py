@@ -57,6 +57,10 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "INVALID": ("engine.labelling.agreement", "INVALID"),
     "ImportMapping": ("engine.labelling.importing", "ImportMapping"),
     "import_csv": ("engine.labelling.importing", "import_csv"),
+    # validity filters calibrated on a study's verdicts
+    "VALIDATORS": ("engine.validators", "VALIDATORS"),
+    "study_calibration": ("engine.labelling.study_calibration", None),
+    "calibration_headline": ("engine.labelling.calibration", "headline"),
 }
 
 __all__ = sorted(_NAMES)
