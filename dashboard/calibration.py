@@ -68,11 +68,11 @@ def roc_chart(points: pd.DataFrame) -> alt.LayerChart:
     chance = pd.DataFrame({"fpr": [0, 1], "tpr": [0, 1]})
     lines = (
         alt.Chart(points)
-        .mark_line(interpolate="step-after", point=True)
+        .mark_line(point=True)  # straight between points: a tie of scores is a diagonal
         .encode(
             x=alt.X("fpr:Q", title="false positive rate (invalid called valid)"),
             y=alt.Y("tpr:Q", title="true positive rate (valid called valid)"),
-            color=alt.Color("validator:N", title="validator"),
+            color=alt.Color("validator:N", title="validator", scale=alt.Scale(scheme="tableau10")),
             tooltip=["validator", alt.Tooltip("fpr:Q", format=".2f"), "tpr"],
         )
     )
