@@ -30,7 +30,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from engine.core.errors import ConfigError
-from engine.labelling.agreement import BootstrapCI, bootstrap_ci
+from engine.labelling.agreement import BootstrapCI
 
 #: The precision a side of the filter must reach for its decisions to stand in for people.
 PRECISION = 0.95
@@ -91,8 +91,38 @@ def auc(scores: np.ndarray, y: np.ndarray) -> float:
     return float((ranks[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
-def _auc_of_pairs(pairs: np.ndarray) -> float:
-    return auc(pairs[:, 0], pairs[:, 1].astype(bool))
+def auc_ci(
+    scores: np.ndarray, y: np.ndarray, resamples: int = 1000, seed: int = 0, block: int = 250
+) -> BootstrapCI:
+    """The percentile bootstrap 95% interval of the AUC: agreement.bootstrap_ci's draws and
+    rules (resamples with one class only left out), without ranking each resample.
+
+    A resample is a count per original image, so its AUC is the sum, over its valid
+    images, of the invalid ones scored below (ties half), read from the original images'
+    order once; ranking every resample took about 3 s for 1,819 images x 1,000."""
+    n = len(scores)
+    idx = np.random.default_rng(seed).integers(0, n, (resamples, n))  # bootstrap_ci's draws
+    order = np.argsort(scores, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(scores[order]) != 0])  # each tie group
+    yo = y[order]
+    stats = []
+    for lo in range(0, resamples, block):
+        rows = idx[lo : lo + block]
+        b = len(rows)
+        flat = (rows + n * np.arange(b)[:, None]).ravel()
+        w = np.bincount(flat, minlength=b * n).reshape(b, n)[:, order]
+        pos = np.add.reduceat(w * yo, starts, axis=1)
+        neg = np.add.reduceat(w * ~yo, starts, axis=1)
+        below = np.cumsum(neg, axis=1) - neg
+        n1, n0 = pos.sum(1), neg.sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stats.append((pos * (below + neg / 2)).sum(1) / (n1 * n0))
+    got = np.concatenate(stats) if stats else np.zeros(0)
+    got = got[np.isfinite(got)]
+    if len(got) == 0 or len(got) < 0.5 * resamples:
+        return BootstrapCI(math.nan, math.nan, len(got), resamples)
+    low, high = np.quantile(got, [0.025, 0.975])
+    return BootstrapCI(float(low), float(high), len(got), resamples)
 
 
 def kappa(pred: np.ndarray, y: np.ndarray) -> float:
@@ -183,7 +213,7 @@ def calibrate(
     pred = s >= threshold
     tp = int((pred & y).sum())
     accept_at, accepted, reject_at, rejected = sure_sides(s, y)
-    ci = bootstrap_ci(np.stack([s, y.astype(float)], 1), _auc_of_pairs, resamples, seed)
+    ci = auc_ci(s, y, resamples, seed)
     return Calibration(
         n=len(s),
         positives=int(y.sum()),

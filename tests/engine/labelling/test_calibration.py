@@ -16,9 +16,11 @@ from sklearn.metrics import (
 )
 
 from engine.core.errors import LatentfuzzError
+from engine.labelling.agreement import bootstrap_ci
 from engine.labelling.calibration import (
     CannotCalibrate,
     auc,
+    auc_ci,
     best_threshold,
     calibrate,
     headline,
@@ -50,6 +52,20 @@ def test_the_figures_match_scikit_learn(seed, ties):
     best = max(balanced_accuracy_score(y, s >= t) for t in np.unique(s))
     assert c.balanced_accuracy == pytest.approx(best)
     assert c.auc_ci.low <= c.auc <= c.auc_ci.high and c.auc_ci.resamples == 200
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_the_ranked_bootstrap_is_the_studies_bootstrap_of_the_auc(ties):
+    """auc_ci ranks resamples a block at a time; it must be agreement.bootstrap_ci of
+    the AUC, resample for resample (one-class resamples left out by both)."""
+    s, y = _case(8, n=6, ties=ties)  # small: some resamples hold one class only
+    want = bootstrap_ci(
+        np.stack([s, y], 1), lambda p: auc(p[:, 0], p[:, 1].astype(bool)), 300, seed=5
+    )
+    got = auc_ci(s, y, 300, seed=5, block=7)
+    assert 150 < want.defined < 300
+    assert got.defined == want.defined and got.resamples == 300
+    assert (got.low, got.high) == pytest.approx((want.low, want.high))
 
 
 def test_the_bootstrap_interval_is_seeded():
