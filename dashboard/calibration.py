@@ -102,14 +102,15 @@ def calibration_section(store: Store, home: Path, sid: str) -> None:
                 st.warning(f"{name} skipped: {why}")
             if done.unreadable:
                 st.warning(f"{done.unreadable} images not scored, e.g. {done.why_unreadable}")
-    table = study_calibration.calibration_table(store, sid)
+    calibs = study_calibration.calibrations(store, sid)
+    table = study_calibration.table_of(calibs)
     if table.empty:
         st.info(
             "No validity filter has scored this study yet: press Score the study "
             f"(or `latentfuzz labels calibrate {sid}`)."
         )
         return
-    for name, c in study_calibration.calibrations(store, sid).items():
+    for name, c in calibs.items():
         if name[1] == "validity" and not isinstance(c, str):
             st.markdown(f"**{calibration_headline(name[0], c)}**")
     st.dataframe(shown_table(table), hide_index=True, width="stretch")

@@ -268,15 +268,16 @@ def report_cmd(
     print_calibration(store, study, calibration_csv)
 
 
-def print_calibration(store, study: str, csv: Path | None = None, headlines: bool = True):
+def print_calibration(store, study: str, csv: Path | None = None) -> None:
     """The calibration table of a study's scored validity filters, their headlines, and
     the table as CSV when `csv` is given; nothing when no filter scored the study."""
     # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.core.csv_io import to_csv
     from engine.labelling.calibration import headline
-    from engine.labelling.study_calibration import calibration_table, calibrations
+    from engine.labelling.study_calibration import calibrations, table_of
 
-    table = calibration_table(store, study)
+    calibs = calibrations(store, study)
+    table = table_of(calibs)
     if table.empty:
         if csv is not None:
             raise LatentfuzzError(
@@ -319,10 +320,9 @@ def print_calibration(store, study: str, csv: Path | None = None, headlines: boo
     undecided = table.loc[table["verdict"].eq("validity"), "undecided"].max()
     if undecided and undecided == undecided:  # NaN when every row is a note
         console.print(f"{_images(int(undecided))} with an undecided verdict left out")
-    if headlines:
-        for (name, what), c in calibrations(store, study).items():
-            if what == "validity" and not isinstance(c, str):
-                console.print(headline(name, c), markup=False)
+    for (name, what), c in calibs.items():
+        if what == "validity" and not isinstance(c, str):
+            console.print(headline(name, c), markup=False)
     if csv is not None:
         to_csv(table, csv)  # formula cells neutralised
         console.print(f"wrote {csv} ({len(table)} rows)", markup=False)

@@ -2,7 +2,7 @@
 people's verdicts (engine/labelling/calibration.py), and hand a fitted threshold to
 `latentfuzz validate --validator NAME=calibrated:STUDY`.
 
-The images calibrated are the study's failing images (results, seeds, triggering inputs,
+The images calibrated are the study's images (results, seed images, triggering inputs,
 imported ones); gold items, real test images shown to check the labellers, are left out,
 as from the study's other figures. Validators that need the generator (the GAN's
 discriminator) score a study only when its images come from campaigns of one generator;
@@ -95,7 +95,7 @@ def _images(home: Path, items: pd.DataFrame, shape: tuple) -> tuple[pd.DataFrame
 def score_study(
     store: Store, home: Path, study_id: str, validators: list[str] | None = None
 ) -> Scored:
-    """Score every non-gold image of a study with each validator (those named, else every
+    """Score every image of a study but its gold ones with each validator (those named, else every
     one that can score it) and store the scores, replacing earlier ones."""
     s = _study(store, study_id)
     for name in validators or []:
@@ -116,7 +116,11 @@ def score_study(
         cls = VALIDATORS.get(name)
         why = cls.check(generator)
         if why is not None:
-            out.skipped[name] = f"study {study_id}: {why_none or why}"
+            out.skipped[name] = (
+                f"it needs the images' generator, and study {study_id} has none: {why_none}"
+                if generator is None
+                else why
+            )
             continue
         if images is None:
             out.skipped[name] = f"study {study_id} has no image it can read"
@@ -195,16 +199,21 @@ def calibrations(store: Store, study_id: str, validators: list[str] | None = Non
     return out
 
 
-def calibration_table(
-    store: Store, study_id: str, validators: list[str] | None = None
-) -> pd.DataFrame:
-    """One row per validator and verdict (TABLE_COLUMNS); a row that cannot be computed
-    has its reason in `note` and NaN figures. Empty when nothing was scored."""
+def table_of(calibs: dict) -> pd.DataFrame:
+    """calibrations' result as one row per validator and verdict (TABLE_COLUMNS); a row
+    that cannot be computed has its reason in `note` and NaN figures."""
     rows = []
-    for (name, what), c in calibrations(store, study_id, validators).items():
+    for (name, what), c in calibs.items():
         base = {"validator": name, "verdict": what}
         rows.append({**base, "note": c} if isinstance(c, str) else {**base, **c.as_row()})
     return pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
+
+
+def calibration_table(
+    store: Store, study_id: str, validators: list[str] | None = None
+) -> pd.DataFrame:
+    """The calibration table of a study (table_of); empty when nothing was scored."""
+    return table_of(calibrations(store, study_id, validators))
 
 
 def roc_points(store: Store, study_id: str) -> pd.DataFrame:

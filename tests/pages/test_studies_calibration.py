@@ -37,7 +37,10 @@ def test_the_calibration_tab_scores_the_study_and_shows_the_table(page, study):
     at.button(key="cal_score").click().run()
     assert not at.exception, at.exception
     # The bundled default generator has no discriminator: skipped, with the reason.
-    assert any(w.value.startswith("discriminator skipped: study") for w in at.warning)
+    assert any(
+        w.value.startswith("discriminator skipped: validity filter 'discriminator' needs a GAN")
+        for w in at.warning
+    )
     assert store_cal.scored_validators(store, sid) == ["ssim-nearest"]
     table = next(d.value for d in at.dataframe if "ROC AUC" in d.value.columns)
     assert table["validator"].tolist() == ["ssim-nearest"]

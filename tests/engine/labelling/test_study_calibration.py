@@ -128,6 +128,12 @@ def test_an_imported_study_skips_the_discriminator_and_counts_images_it_cannot_r
     assert "no campaign (an imported study)" in done.skipped["discriminator"]
     assert done.unreadable == 3
     assert store_cal.scored_validators(store, "imported-x") == ["ssim-nearest"]
+    # Only the discriminator asked for: a one-line refusal, and nothing written.
+    r = run_cli("labels", "calibrate", "imported-x", "--validator", "discriminator", home=home)
+    assert isinstance(r.exception, LatentfuzzError), r.output
+    assert str(r.exception).startswith("no validity filter could score study imported-x: ")
+    assert "\n" not in str(r.exception)
+    assert store_cal.scored_validators(store, "imported-x") == ["ssim-nearest"]
 
 
 class Preserving(Validator):
