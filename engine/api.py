@@ -67,6 +67,10 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "INVALID": ("engine.labelling.agreement", "INVALID"),
     "ImportMapping": ("engine.labelling.importing", "ImportMapping"),
     "import_csv": ("engine.labelling.importing", "import_csv"),
+    # validity filters calibrated on a study's verdicts
+    "VALIDATORS": ("engine.validators", "VALIDATORS"),
+    "study_calibration": ("engine.labelling.study_calibration", None),
+    "calibration_headline": ("engine.labelling.calibration", "headline"),
 }
 
 __all__ = sorted(_NAMES)
@@ -102,8 +106,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.io.import_results import imported_note
     from engine.labelling import exchange as label_exchange
     from engine.labelling import statistics as label_stats
+    from engine.labelling import study_calibration
     from engine.labelling import validity as labelling
     from engine.labelling.agreement import INVALID, sample_size
+    from engine.labelling.calibration import headline as calibration_headline
     from engine.labelling.importing import ImportMapping, import_csv
     from engine.labelling.statistics import campaign_validity
     from engine.labelling.validity import StudyConfig, create_study, marker_choices
@@ -125,3 +131,4 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.search.strategies import STRATEGIES
     from engine.studies.effectiveness import bundled_generators
     from engine.studies.escape import confusion_rates, escape_table
+    from engine.validators import VALIDATORS

@@ -8,6 +8,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard.annotations import annotation_editor
+from dashboard.calibration import calibration_section
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
@@ -49,8 +50,8 @@ SIDES = {
 store, home = get_store(), get_home()
 st.title("Validity studies")
 studies = ls.validity_studies(store)
-tab_stats, tab_adj, tab_new = st.tabs(
-    ["Statistics", "Adjudication", "New study"], key="tab", bind="query-params"
+tab_stats, tab_adj, tab_cal, tab_new = st.tabs(
+    ["Statistics", "Adjudication", "Calibration", "New study"], key="tab", bind="query-params"
 )
 
 with tab_new:
@@ -303,3 +304,6 @@ with tab_adj:
         if b.button("Take back", help="the image goes back to the queue above"):
             judging.unadjudicate(store, sid, int(back))
             st.rerun()
+
+with tab_cal:
+    calibration_section(store, home, sid)

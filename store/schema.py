@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -210,6 +210,7 @@ DDL = [
         score DOUBLE NOT NULL,
         threshold DOUBLE NOT NULL,
         valid BOOLEAN NOT NULL,           -- score >= threshold
+        calibrated_on VARCHAR,            -- the validity study the threshold was fitted on
         PRIMARY KEY (campaign_id, kind, ref, validator)
     )""",
     # Schema 7 (issue 11): tags and notes of a campaign or a study, kept apart from the
@@ -229,6 +230,17 @@ DDL = [
         grid VARCHAR NOT NULL,            -- the grid's name (also the campaigns' study)
         cell VARCHAR NOT NULL,            -- stable id derived from the cell's values
         axes JSON NOT NULL                -- {axis: value}, in the grid's axis order
+    )""",
+    # Schema 12 (issue 37): validity filters' scores of a validity study's images, which
+    # engine/labelling/study_calibration.py calibrates against people's verdicts.
+    """CREATE TABLE IF NOT EXISTS study_scores (
+        study_id VARCHAR NOT NULL,
+        item_id INTEGER NOT NULL,
+        validator VARCHAR NOT NULL,
+        score DOUBLE NOT NULL,            -- higher is more valid
+        preserves DOUBLE,                 -- label-preservation score, where it has one
+        scored_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (study_id, item_id, validator)
     )""",
 ]
 
@@ -367,4 +379,7 @@ MIGRATIONS: dict[int, list] = {
     ],
     10: [],  # issue 16, grids: DDL creates grid_cells
     11: [drop_unindexed_keys],  # issue 12: individuals' rows written at half the cost
+    12: [  # issue 37: the study a calibrated threshold came from; DDL adds study_scores
+        lambda con: add_column(con, "validity", "calibrated_on VARCHAR"),
+    ],
 }

@@ -57,9 +57,15 @@ def register(app: typer.Typer) -> None:
     app.command("diff-study")(diff_study)
 
 
-def parse_validators(items: list[str]) -> dict[str, float | None]:
-    """['ssim-nearest=0.4', 'discriminator'] -> {'ssim-nearest': 0.4, 'discriminator': None}."""
-    out: dict[str, float | None] = {}
+#: `--validator NAME=calibrated:STUDY`: the threshold fitted on a validity study.
+CALIBRATED = "calibrated:"
+
+
+def parse_validators(items: list[str], calibrated: bool = False) -> dict[str, float | str | None]:
+    """['ssim-nearest=0.4', 'discriminator'] -> {'ssim-nearest': 0.4, 'discriminator': None}.
+    With `calibrated` (validate), 'NAME=calibrated:STUDY' -> {NAME: 'STUDY'}: a str value
+    is the validity study whose fitted threshold to use (calibrated_thresholds)."""
+    out: dict[str, float | str | None] = {}
     for item in items:
         name, eq, value = item.partition("=")
         if eq and not value.strip():  # "discriminator=" meant a threshold, not the default
@@ -67,17 +73,49 @@ def parse_validators(items: list[str]) -> dict[str, float | None]:
                 f"--validator {item!r}: the threshold is empty; give NAME=THRESHOLD, e.g. "
                 f"{name.strip() or 'ssim-nearest'}=0.4, or NAME alone for its default"
             )
+        if value.strip().startswith(CALIBRATED):
+            study = value.strip()[len(CALIBRATED) :].strip()
+            if not calibrated:
+                raise LatentfuzzError(
+                    f"--validator {item!r}: a calibrated threshold is for `latentfuzz "
+                    "validate ID --validator NAME=calibrated:STUDY`; here give NAME or "
+                    "NAME=THRESHOLD"
+                )
+            if not study:
+                raise LatentfuzzError(
+                    f"--validator {item!r}: the study is empty; give NAME=calibrated:STUDY "
+                    "with a study id from `latentfuzz labels list`"
+                )
+            out[name.strip()] = study
+            continue
         try:
             threshold = float(value) if value else None
         except ValueError:
             raise LatentfuzzError(
                 f"--validator {item!r}: the threshold {value!r} is not a number; "
-                "expected NAME or NAME=THRESHOLD, e.g. ssim-nearest=0.4"
+                "expected NAME, NAME=THRESHOLD or NAME=calibrated:STUDY, e.g. ssim-nearest=0.4"
             ) from None
         if threshold is not None and not math.isfinite(threshold):
             raise LatentfuzzError(f"--validator {item!r}: the threshold must be finite")
         out[name.strip()] = threshold
     return out
+
+
+def calibrated_thresholds(
+    store: Any, chosen: dict[str, float | str | None]
+) -> tuple[dict[str, float | None], dict[str, tuple[str, float]]]:
+    """`chosen` with each study replaced by the threshold fitted on it, and {validator:
+    (study, threshold)} of those replaced."""
+    # Deferred (start-up time: loads torch, scipy, duckdb).
+    from engine.labelling.study_calibration import calibrated_threshold
+
+    used = {
+        name: (v, calibrated_threshold(store, v, name))
+        for name, v in chosen.items()
+        if isinstance(v, str)
+    }
+    fixed = {n: used[n][1] if n in used else v for n, v in chosen.items()}
+    return fixed, used
 
 
 def parse_pairs(text: str) -> list[list[str]]:
@@ -98,7 +136,10 @@ def validate(
     campaign: Annotated[str, typer.Argument(help="campaign id")],
     validator: Annotated[
         list[str] | None,
-        typer.Option(help="NAME or NAME=THRESHOLD (repeat) [the campaign's, else all that apply]"),
+        typer.Option(
+            help="NAME, NAME=THRESHOLD or NAME=calibrated:STUDY (the threshold fitted on a "
+            "validity study by `labels calibrate`; repeat) [the campaign's, else all that apply]"
+        ),
     ] = None,
     features: FeaturesOpt = "conv",
     geo_subset: GeoSubsetOpt = 1000,
@@ -115,6 +156,7 @@ def validate(
 
     # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.validators import check_validators, default_validators
+    from store import calibration
     from store import campaigns as sc
     from store import metrics as sm
 
@@ -123,18 +165,24 @@ def validate(
     if row is None:
         raise LatentfuzzError(f"no campaign {campaign!r}; `latentfuzz campaigns` lists them")
     r = resolve(from_record(row["config"]))
-    chosen = parse_validators(validator) if validator else r.validators
-    chosen = chosen or default_validators(r.generator)
+    chosen, used = calibrated_thresholds(
+        store, parse_validators(validator, calibrated=True) if validator else {}
+    )
+    chosen = chosen or r.validators or default_validators(r.generator)
     check_validators(chosen, r.generator)
     metrics = sm.metrics(store, campaign)
     evaluations = 0 if metrics is None else int(metrics["evaluations"])
     rows, figs = differential.close(
         r, store, resolve_home(home), campaign, evaluations, chosen, spec
     )
+    if used:
+        calibration.record_calibrated(store, campaign, used)
     for (kind, name), part in rows.groupby(["kind", "validator"]):
+        study = f", calibrated on {used[name][0]}" if name in used else ""
         console.print(
             f"{kind} images, {name}: {int(part['valid'].sum())} of {len(part)} valid "
-            f"(threshold {part['threshold'].iloc[0]:.3f})"
+            f"(threshold {part['threshold'].iloc[0]:.3f}{study})",
+            markup=False,
         )
     if figs is not None:
         console.print(
