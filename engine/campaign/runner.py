@@ -295,9 +295,9 @@ def execute(
                 lock.release()
         if failure is not None:
             raise user_error(failure, cid) from failure
-        if status == "finished" and (r.archive or r.validators) and row["evaluations"]:
+        if status == "finished" and row["evaluations"]:
             # Still holding the lock: the campaign cannot be deleted while its validity
-            # scores are written (a differential campaign's take seconds).
+            # scores and realism are written (a differential campaign's take seconds).
             try:
                 # Deferred (start-up time: loads pandas).
                 from engine.campaign import triggering as differential

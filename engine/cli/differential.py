@@ -125,7 +125,7 @@ def validate(
     r = resolve(from_record(row["config"]))
     chosen = parse_validators(validator) if validator else r.validators
     chosen = chosen or default_validators(r.generator)
-    check_validators(chosen, r.generator)
+    check_validators(chosen, r.generator, r.dataset)
     metrics = sm.metrics(store, campaign)
     evaluations = 0 if metrics is None else int(metrics["evaluations"])
     rows, figs = differential.close(
@@ -135,6 +135,14 @@ def validate(
         console.print(
             f"{kind} images, {name}: {int(part['valid'].sum())} of {len(part)} valid "
             f"(threshold {part['threshold'].iloc[0]:.3f})"
+        )
+    realism = (sm.metrics(store, campaign) or {}).get("realism")
+    if realism:
+        console.print(
+            f"realism against {realism['reference_images']} real test images "
+            f"({realism['images']} images, {realism['features']}): "
+            f"FID (classifier features, not Inception) {fmt(realism['fid'], '.2f') or 'n/a'}, "
+            f"KID {fmt(realism['kid'], '.4f') or 'n/a'}"
         )
     if figs is not None:
         console.print(
