@@ -98,6 +98,19 @@ def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     )
 
 
+def realism_images(store: Store, campaign_id: str) -> list[str]:
+    """The images a campaign's realism is measured on: its seeds' results, then its
+    archived failing inputs, each distinct file once (plain rows: no pandas at a close)."""
+    rows = store.query_rows(
+        "SELECT image FROM (SELECT result_image AS image, 0 AS part, seed_idx AS pos FROM seeds "
+        "WHERE campaign_id = ? AND result_image IS NOT NULL "
+        "UNION ALL SELECT image, 1, entry FROM archive WHERE campaign_id = ?) "
+        "ORDER BY part, pos",
+        [campaign_id, campaign_id],
+    )
+    return list(dict.fromkeys(r["image"] for r in rows))
+
+
 def write_realism(store: Store, campaign_id: str, realism: dict[str, Any]) -> None:
     """Store a campaign's realism figures (engine/campaign/realism.py) beside its other
     metrics (the metrics row exists once the campaign finished)."""

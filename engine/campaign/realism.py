@@ -41,7 +41,6 @@ from engine.core.images import read_uint8
 from engine.models import zoo
 from engine.validators import references as ref
 from store import Store
-from store import differential as sd
 from store import metrics as sm
 
 #: Test images the campaign's images are compared with (MNIST's whole test split).
@@ -189,12 +188,6 @@ def feature_classifier(r: Any) -> tuple[str, Any] | None:
     return name, ref.classifier(name, r.dataset, r.config.device)
 
 
-def campaign_images(store: Store, cid: str) -> list[str]:
-    """The campaign's result and archived images, each distinct file once, in order."""
-    arch, res = sd.validity_inputs(store, cid)
-    return list(dict.fromkeys([*res["image"].tolist(), *arch["image"].tolist()]))
-
-
 def measure(store: Store, home: Path, cid: str, r: Any) -> dict[str, Any] | None:
     """Campaign `cid`'s realism (see the module docstring), stored in its metrics row;
     None (nothing stored) where the dataset has no default classifier."""
@@ -203,7 +196,7 @@ def measure(store: Store, home: Path, cid: str, r: Any) -> dict[str, Any] | None
         return None
     name, clf = found
     real, real_moments = reference_features(name, clf, r.dataset, Path(home) / "cache")
-    paths = campaign_images(store, cid)
+    paths = sm.realism_images(store, cid)
     images = (
         torch.from_numpy(np.stack([read_uint8(Path(home) / p) for p in paths])) if paths else None
     )

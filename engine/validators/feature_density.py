@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +90,7 @@ def _read(path: Path) -> dict[str, torch.Tensor] | None:
             return None
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: torch.from_numpy(f[k].copy()) for k in ("train", "scale", "test_scores")}
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     train, scale, scores = arrays["train"], arrays["scale"], arrays["test_scores"]
     ok = (

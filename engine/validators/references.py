@@ -100,9 +100,10 @@ def unit(images: torch.Tensor) -> torch.Tensor:
     return images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
 
 
-def spaced(split: Any, most: int = REFERENCE_IMAGES) -> tuple[torch.Tensor, torch.Tensor]:
-    """Up to `most` images (N, C, H, W) uint8 and labels (N,) evenly spaced over a split."""
-    n = len(split)
+def spaced(split: Any, most: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Up to `most` (REFERENCE_IMAGES by default) images (N, C, H, W) uint8 and labels (N,)
+    evenly spaced over a split."""
+    n, most = len(split), REFERENCE_IMAGES if most is None else most
     idx = torch.linspace(0, n - 1, min(n, most)).round().long().unique()
     return split.images[idx], split.labels[idx].long()
 
