@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.core.errors import ConfigError
+from engine.core.errors import LatentfuzzError
 from engine.core.images import read_uint8
 from engine.models import zoo
 from engine.validators import references as ref
@@ -200,12 +200,17 @@ def feature_classifier(r: Any) -> tuple[str, Any] | None:
     None when the dataset has none (realism is then not measured)."""
     try:
         name = zoo.resolve("classifier", r.config.dataset, None)
-    except ConfigError:
+        for clf, clf_name in (
+            (r.classifier, r.classifier_name),
+            (r.classifier_b, r.classifier_b_name),
+        ):
+            if clf is not None and clf_name == name:
+                return name, clf
+        return name, ref.classifier(name, r.dataset, r.config.device)
+    except LatentfuzzError:
+        # No default classifier, or one that does not load for this dataset (trained on
+        # other files): no realism, and the campaign closes as before.
         return None
-    for clf, clf_name in ((r.classifier, r.classifier_name), (r.classifier_b, r.classifier_b_name)):
-        if clf is not None and clf_name == name:
-            return name, clf
-    return name, ref.classifier(name, r.dataset, r.config.device)
 
 
 def measure(store: Store, home: Path, cid: str, r: Any) -> dict[str, Any] | None:
