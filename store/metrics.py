@@ -79,7 +79,7 @@ def metrics(store: Store, campaign_id: str) -> dict[str, Any] | None:
         k: (None if not isinstance(v, str) and pd.isna(v) else v)
         for k, v in df.iloc[0].to_dict().items()
     }
-    for c in ("result_gaps", "test_gaps", "per_generation", "test_confusion", "differential"):
+    for c in (*JSON_COLS, "differential", "realism"):
         row[c] = None if row.get(c) is None else json.loads(row[c])
     return row
 
@@ -94,5 +94,62 @@ def metrics_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
     return store.query(
         f"SELECT campaign_id, evaluations, {', '.join(METRIC_LABELS)} FROM campaign_metrics "
         f"WHERE campaign_id IN ({marks(campaign_ids)})",
+        list(campaign_ids),
+    )
+
+
+def realism_images(store: Store, campaign_id: str) -> list[str]:
+    """The images a campaign's realism is measured on: its seeds' results, then its
+    archived failing inputs, each distinct file once (plain rows: no pandas at a close)."""
+    rows = store.query_rows(
+        "SELECT image FROM (SELECT result_image AS image, 0 AS part, seed_idx AS pos FROM seeds "
+        "WHERE campaign_id = ? AND result_image IS NOT NULL "
+        "UNION ALL SELECT image, 1, entry FROM archive WHERE campaign_id = ?) "
+        "ORDER BY part, pos",
+        [campaign_id, campaign_id],
+    )
+    return list(dict.fromkeys(r["image"] for r in rows))
+
+
+def write_realism(store: Store, campaign_id: str, realism: dict[str, Any]) -> None:
+    """Store a campaign's realism figures (engine/campaign/realism.py) beside its other
+    metrics (the metrics row exists once the campaign finished)."""
+    with store.write() as con:
+        con.execute(
+            "UPDATE campaign_metrics SET realism = ? WHERE campaign_id = ?",
+            [json.dumps(realism), campaign_id],
+        )
+
+
+#: The realism figures (engine/campaign/realism.py), with their labels: never Inception's.
+REALISM_LABELS: dict[str, str] = {
+    "fid": "FID (classifier features, not Inception)",
+    "kid": "KID (classifier features, not Inception)",
+    "kid_sd": "KID SD over subsets",
+    "images": "images compared",
+    "reference_images": "real test images",
+}
+
+
+def realism_table(store: Store, campaign_ids: list[str]) -> pd.DataFrame:
+    """The realism of several campaigns, one row each with its generator (those measured):
+    campaign_id, generator, fid, kid, kid_sd, images, reference_images, features."""
+    # Deferred (start-up time: loads pandas).
+    import pandas as pd  # here: write_metrics is on every campaign's start-up path (0.3 s)
+
+    cols = ["campaign_id", "generator", *REALISM_LABELS, "features"]
+    if not campaign_ids:
+        return pd.DataFrame(columns=cols)
+    return store.query(
+        "SELECT m.campaign_id, c.generator, "
+        "TRY_CAST(json_extract(m.realism, '$.fid') AS DOUBLE) AS fid, "
+        "TRY_CAST(json_extract(m.realism, '$.kid') AS DOUBLE) AS kid, "
+        "TRY_CAST(json_extract(m.realism, '$.kid_sd') AS DOUBLE) AS kid_sd, "
+        "TRY_CAST(json_extract(m.realism, '$.images') AS BIGINT) AS images, "
+        "TRY_CAST(json_extract(m.realism, '$.reference_images') AS BIGINT) AS reference_images, "
+        "json_extract_string(m.realism, '$.features') AS features "
+        "FROM campaign_metrics m JOIN campaigns c ON c.id = m.campaign_id "
+        f"WHERE m.realism IS NOT NULL AND m.campaign_id IN ({marks(campaign_ids)}) "
+        "ORDER BY c.created_at, m.campaign_id",
         list(campaign_ids),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -186,7 +186,10 @@ DDL = [
         -- schema 6: the classifier's test-set confusion counts [true][predicted]
         test_confusion JSON,
         -- schema 8: differential campaigns' figures (engine/campaign/triggering.py)
-        differential JSON
+        differential JSON,
+        -- schema 13: FID and KID in the default classifier's features, not Inception's
+        -- (engine/campaign/realism.py)
+        realism JSON
     )""",
     # Schema 8 (issue 14): every distinct failing input of a campaign with `archive` on.
     """CREATE TABLE IF NOT EXISTS archive (
@@ -381,5 +384,8 @@ MIGRATIONS: dict[int, list] = {
     11: [drop_unindexed_keys],  # issue 12: individuals' rows written at half the cost
     12: [  # issue 37: the study a calibrated threshold came from; DDL adds study_scores
         lambda con: add_column(con, "validity", "calibrated_on VARCHAR"),
+    ],
+    13: [  # issue 37: realism per campaign (engine/campaign/realism.py)
+        lambda con: add_column(con, "campaign_metrics", "realism JSON"),
     ],
 }

@@ -119,7 +119,7 @@ def load_models(
         )
     except ModelError as e:
         raise ConfigError(str(e)) from None
-    check_validators(cfg.validators, gen)
+    check_validators(cfg.validators, gen, ds)
     if extra := sorted(set(cfg.generator_params) - set(gen.Options.model_fields)):
         # "Extra inputs are not permitted" did not say that --guidance is the DM's alone.
         takes = ", ".join(gen.Options.model_fields) or "none"

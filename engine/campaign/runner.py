@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from engine.campaign import realism
 from engine.campaign.batching import batch_record
 from engine.campaign.batching import choose as choose_batch
 from engine.campaign.checkpoint import Checkpoints, Saved
@@ -295,14 +296,18 @@ def execute(
                 lock.release()
         if failure is not None:
             raise user_error(failure, cid) from failure
-        if status == "finished" and (r.archive or r.validators) and row["evaluations"]:
+        if status == "finished" and row["evaluations"]:
             # Still holding the lock: the campaign cannot be deleted while its validity
-            # scores are written (a differential campaign's take seconds).
+            # scores and realism are written (a differential campaign's take seconds).
             try:
-                # Deferred (start-up time: loads pandas).
-                from engine.campaign import triggering as differential
+                if r.archive or r.validators:
+                    # Deferred (start-up time: loads pandas).
+                    from engine.campaign import triggering as differential
 
-                differential.close(r, store, home, cid, row["evaluations"])
+                    differential.close(r, store, home, cid, row["evaluations"])
+                else:
+                    with torch.inference_mode():
+                        realism.measure(store, home, cid, r)
             except Exception as e:
                 if interrupts.forced() is not None:
                     # A second Ctrl-C inside a query: DuckDB raised its own error for it.

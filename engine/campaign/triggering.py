@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from engine.campaign import realism
 from engine.core.images import read_uint8
 from engine.search.diversity import (
     GeometricSpec,
@@ -79,19 +80,29 @@ def validate(
     generator: Any,
     dataset: Any,
     chosen: dict[str, float | None],
+    classifier: str | None = None,
 ) -> pd.DataFrame:
     """Score every archived and result image of campaign `cid` with each chosen filter
-    and store the scores; returns them (kind, ref, validator, score, threshold, valid)."""
+    and store the scores; returns them (kind, ref, validator, score, threshold, valid).
+    classifier: the campaign's classifier under test (a filter that needs an independent
+    one picks another)."""
 
     arch, res = sd.validity_inputs(store, cid)
     parts = []
+    # Each filter once for both kinds: the model-based ones load and calibrate as they
+    # are built.
+    built: dict[str, Any] = {}
     for kind, df in (("archive", arch), ("result", res)):
         if df.empty:
             continue
         images = load_images(home, df["image"].tolist())
         labels = torch.tensor(df["label"].to_numpy(), dtype=torch.long)
         for name, threshold in chosen.items():
-            v = VALIDATORS.get(name)(generator, dataset, threshold)
+            if name not in built:
+                built[name] = VALIDATORS.get(name)(
+                    generator, dataset, threshold, classifier=classifier, cache=Path(home) / "cache"
+                )
+            v = built[name]
             with torch.inference_mode():
                 score = v.score(images, labels).numpy()
             parts.append(
@@ -197,11 +208,15 @@ def close(
 ) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:
     """Score the validity filters (the campaign's, or `chosen`), then store the
     differential figures of a campaign with an archive (geometric diversity as `spec`
-    says, DiffGAN's by default); returns (scores, figures). Run when a campaign finishes,
-    and by `latentfuzz validate`."""
+    says, DiffGAN's by default) and every campaign's realism (engine/campaign/realism.py);
+    returns (scores, figures). Run when a campaign finishes, and by `latentfuzz validate`."""
     spec = spec or GeometricSpec()
     chosen = r.validators if chosen is None else chosen
-    rows = validate(store, home, cid, r.generator, r.dataset, chosen) if chosen else None
+    rows = (
+        validate(store, home, cid, r.generator, r.dataset, chosen, r.classifier_name)
+        if chosen
+        else None
+    )
     figs = None
     if r.archive:
         clf = feature_classifier(r)
@@ -210,4 +225,6 @@ def close(
         features_of = extractor(clf, spec.features)
         figs = figures(store, home, cid, evaluations, features_of, r.config.seed, scored, spec)
         sd.write_differential(store, cid, figs)
+    with torch.inference_mode():
+        realism.measure(store, home, cid, r)
     return rows, figs

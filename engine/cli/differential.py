@@ -169,7 +169,7 @@ def validate(
         store, parse_validators(validator, calibrated=True) if validator else {}
     )
     chosen = chosen or r.validators or default_validators(r.generator)
-    check_validators(chosen, r.generator)
+    check_validators(chosen, r.generator, r.dataset)
     metrics = sm.metrics(store, campaign)
     evaluations = 0 if metrics is None else int(metrics["evaluations"])
     rows, figs = differential.close(
@@ -183,6 +183,14 @@ def validate(
             f"{kind} images, {name}: {int(part['valid'].sum())} of {len(part)} valid "
             f"(threshold {part['threshold'].iloc[0]:.3f}{study})",
             markup=False,
+        )
+    realism = (sm.metrics(store, campaign) or {}).get("realism")
+    if realism:
+        console.print(
+            f"realism against {realism['reference_images']} real test images "
+            f"({realism['images']} images, {realism['features']}): "
+            f"FID (classifier features, not Inception) {fmt(realism['fid'], '.2f') or 'n/a'}, "
+            f"KID {fmt(realism['kid'], '.4f') or 'n/a'}"
         )
     if figs is not None:
         console.print(

@@ -21,6 +21,7 @@ from engine.models import zoo
 from engine.studies.grid import run_grid
 from engine.studies.spec import GridSpec
 from store import Store
+from store import metrics as sm
 from store import studies as ss
 
 FAMILY_ORDER = {"vae": 0, "gan": 1, "dm": 2}
@@ -92,3 +93,15 @@ def run_study(
 
     run_grid(spec, home, workers=workers, models_root=models_root, on_status=status, on_done=done)
     return study, ss.study_table(Store(db_path(home)), study)
+
+
+def study_realism(store: Store, table: pd.DataFrame) -> pd.DataFrame:
+    """The study table (one row per generator x preset campaign) with each campaign's
+    realism beside it: ``fid`` and ``kid`` in the default classifier's features, NOT
+    Inception's (engine/campaign/realism.py), ``realism_images`` compared; missing where
+    a campaign has none (its dataset has no default classifier, or it predates them)."""
+    r = sm.realism_table(store, table["campaign"].tolist())
+    r = r[["campaign_id", "fid", "kid", "images"]].rename(
+        columns={"campaign_id": "campaign", "images": "realism_images"}
+    )
+    return table.merge(r, on="campaign", how="left")

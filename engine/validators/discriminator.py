@@ -24,7 +24,7 @@ class DiscriminatorFilter(Validator):
     score_range = (0.0, 1.0)
 
     @classmethod
-    def check(cls, generator) -> str | None:
+    def check(cls, generator, dataset=None) -> str | None:
         if not hasattr(generator, "realness"):
             return (
                 f"validity filter 'discriminator' needs a GAN with its discriminator; "
@@ -32,8 +32,8 @@ class DiscriminatorFilter(Validator):
             )
         return None
 
-    def __init__(self, generator, dataset, threshold: float | None = None) -> None:
-        super().__init__(generator, dataset, threshold)
+    def __init__(self, generator, dataset, threshold: float | None = None, **context) -> None:
+        super().__init__(generator, dataset, threshold, **context)
         if threshold is None:
             self.threshold = self.calibrate()
 

@@ -20,8 +20,8 @@ class SSIMNearest(Validator):
     describes = "SSIM to the most similar image of the training split"
     score_range = (-1.0, 1.0)
 
-    def __init__(self, generator, dataset, threshold: float | None = None) -> None:
-        super().__init__(generator, dataset, threshold)
+    def __init__(self, generator, dataset, threshold: float | None = None, **context) -> None:
+        super().__init__(generator, dataset, threshold, **context)
         self.nearest = NearestSSIM(dataset.load("train").images)
 
     def score(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -138,7 +138,7 @@ def test_a_schema_10_store_loses_the_individuals_index_and_keeps_its_rows(tmp_pa
     con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "12"
+    assert maintenance.schema_info(store)["schema_version"] == str(SCHEMA_VERSION) == "13"
     got = store.query("SELECT * FROM individuals ORDER BY individual")
     assert [
         tuple(r) for r in got.astype(object).where(got.notna(), None).itertuples(index=False)
