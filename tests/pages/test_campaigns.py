@@ -1,7 +1,10 @@
-"""AppTest of the Campaigns page (pages/campaigns.py): search, filters kept in the URL, and
-both classifiers of a differential campaign named."""
+"""AppTest of the Campaigns page (pages/campaigns.py): search, filters and sort kept in the
+URL, ticked runs opened in Compare, its columns, and both classifiers of a differential
+campaign named."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -26,7 +29,7 @@ def test_campaigns_page_filters_by_tag_from_the_url(two, monkeypatch):
     assert not at.exception, at.exception
     shown = at.dataframe[0].value
     assert shown["name"].tolist() == ["second"]
-    assert shown["tags"].tolist() == [["ablation"]]
+    assert shown["tags"].tolist() == ["ablation"]
     status = next(m for m in at.multiselect if m.label == "Status")
     status.set_value(["finished"]).run()
     assert at.query_params["status"] in ("finished", ["finished"])
@@ -82,3 +85,82 @@ def test_lists_name_both_classifiers_of_a_differential_campaign(diffed_app, diff
     assert "final pred (A / B)" in shown  # `show`'s seeds give both answers
     page = diffed_app("campaign.py", id=cid)
     assert "A and B disagree" in [m.label for m in page.metric]
+
+
+def widget(at, label: str):
+    return next(w for w in [*at.selectbox, *at.multiselect] if w.label == label)
+
+
+def test_sort_and_filters_round_trip_through_the_url(two, monkeypatch):
+    """A header click sorted the grid only: a refresh, a bookmark or a shared link lost it."""
+    home, _ = two
+    opened = page_opener(home, monkeypatch)
+    at = opened("campaigns.py", sort="name", order="desc", strategy="ga", status="finished")
+    assert not at.exception, at.exception
+    assert widget(at, "Sort by").value == "name" and widget(at, "Order").value == "desc"
+    assert widget(at, "Strategy").value == ["ga"] and widget(at, "Status").value == ["finished"]
+    assert at.dataframe[0].value["name"].tolist() == ["second", "first"]
+    widget(at, "Order").set_value("asc").run()
+    assert at.query_params["order"] in ("asc", ["asc"])
+    assert at.dataframe[0].value["name"].tolist() == ["first", "second"]
+    # The URL the page wrote opens the same view in a new session (a bookmark).
+    link = {k: at.query_params[k] for k in ("sort", "order", "strategy", "status")}
+    again = opened("campaigns.py", **link)
+    assert widget(again, "Sort by").value == "name" and widget(again, "Order").value == "asc"
+    assert again.dataframe[0].value["name"].tolist() == ["first", "second"]
+    # A sort the user picks starts in its own direction: fewest iterations first.
+    widget(again, "Sort by").set_value("iterations").run()
+    assert widget(again, "Order").value == "asc" and again.query_params["sort"] in (
+        "iterations",
+        ["iterations"],
+    )
+
+
+def test_the_columns_that_tell_runs_apart_come_first_and_empty_cells_are_blank(two, monkeypatch):
+    home, _ = two
+    at = page_opener(home, monkeypatch)("campaigns.py")
+    assert not at.exception, at.exception
+    table = at.dataframe[0]
+    shown = [c for c in table.value.columns if c != "id"]
+    assert shown[:4] == ["open", "name", "misclassified_pct", "iterations_icst"]
+    assert table.proto.placeholder == ""  # a missing figure is blank, not "None"
+    assert "–" not in table.value["preset"].tolist()
+
+
+def ticks(at, rows: list[int]):
+    """Tick `rows` of the Campaigns table, as a click on their boxes does."""
+    key = f"runs:{at.session_state['runs:version']}"
+    at.session_state[key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+    return at.run()
+
+
+def test_ticking_two_runs_opens_compare_with_those_two(two, monkeypatch):
+    home, (first, second) = two
+    at = page_opener(home, monkeypatch)("campaigns.py", sort="name", order="asc")
+    button = next(b for b in at.button if b.label.startswith("Compare"))
+    assert button.disabled  # one or none ticked: nothing to compare
+    ticks(at, [0, 1])
+    button = next(b for b in at.button if b.label.startswith("Compare"))
+    assert button.label == "Compare 2 ticked" and not button.disabled
+    button.click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Compare"
+    assert sorted(at.query_params["id"]) == sorted([first, second])
+    assert sorted(at.multiselect[0].value) == sorted([first, second])
+
+
+def test_ticks_stay_with_their_campaigns_when_the_rows_move(two, monkeypatch):
+    """The grid's selection is row positions: another sort (or a campaign that started
+    meanwhile) moved the rows, and the ticks fell on other campaigns."""
+    home, (first, second) = two
+    at = page_opener(home, monkeypatch)("campaigns.py", sort="name", order="asc")
+    ticks(at, [0])  # "first"
+    widget(at, "Order").set_value("desc").run()  # "first" is now the second row
+    assert at.dataframe[0].value["name"].tolist() == ["second", "first"]
+    assert at.session_state["runs:ticked"] == [first]
+    at.run()  # the table drawn afresh ticks "first" on its new row, and keeps it
+    assert at.session_state["runs:ticked"] == [first]
+    drawn = json.loads(at.dataframe[0].proto.selection_default)
+    assert drawn["selection"]["rows"] == [1]  # the box on "first"'s new row is ticked
+    button = next(b for b in at.button if b.label.startswith("Compare"))
+    assert button.label.startswith("Compare (")  # one ticked, whichever row it is on now
