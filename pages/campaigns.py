@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import runlist as rl
 from dashboard.data import get_store
+from dashboard.deleting import say_deleted
 from dashboard.url_state import url_text, url_widget
 from store import annotations
 from store import campaigns as sc
@@ -17,6 +18,7 @@ from store import campaigns as sc
 st.title("Campaigns")
 store = get_store()
 COMPARE = Path(__file__).with_name("compare.py")
+say_deleted()  # a campaign just deleted on its page: what went
 
 
 def with_tags(df):

@@ -164,3 +164,40 @@ def test_ticks_stay_with_their_campaigns_when_the_rows_move(two, monkeypatch):
     assert drawn["selection"]["rows"] == [1]  # the box on "first"'s new row is ticked
     button = next(b for b in at.button if b.label.startswith("Compare"))
     assert button.label.startswith("Compare (")  # one ticked, whichever row it is on now
+
+
+def test_delete_names_what_it_deletes_then_says_what_went(tmp_path, monkeypatch):
+    """Delete jumped to another campaign without a word: nothing said what went."""
+    from engine.campaign.config import parse_config
+    from engine.campaign.runner import run_campaign
+    from store import campaigns as sc
+
+    home = tmp_path / "home"
+    cfg = {"seeds": 2, "seed": 1, "strategy_params": {"generations": 3}}
+    kept = run_campaign(parse_config({**cfg, "name": "kept"}), home).campaign_id
+    cid = run_campaign(parse_config({**cfg, "name": "doomed"}), home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    rows = sc.footprint(store, cid)["rows"]
+    files = [f for f in (home / "campaigns" / cid).rglob("*") if f.is_file()]
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert not [b for b in at.button if b.label == "Delete"]  # not before it is asked
+    next(b for b in at.button if b.label == "Delete this campaign…").click().run()
+    said = " ".join(w.value for w in at.warning)
+    assert f"Delete campaign **doomed \\({cid}\\)**?" in said.replace("\\-", "-"), said
+    assert f"its 2 seeds ({rows:,} rows of the store)" in said
+    assert f"its folder of {len(files)} files" in said and "cannot be undone" in said
+    next(b for b in at.button if b.label == "Cancel").click().run()
+    assert sc.campaign(store, cid) is not None and not at.warning  # Cancel keeps it
+    next(b for b in at.button if b.label == "Delete this campaign…").click().run()
+    next(b for b in at.button if b.label == "Delete").click().run()
+    assert not at.exception, at.exception
+    assert sc.campaign(store, cid) is None and not (home / "campaigns" / cid).exists()
+    # The Campaigns page, saying what went, with the campaign kept.
+    assert at.title[0].value == "Campaigns"
+    message = at.success[0].value
+    assert message.startswith(f"Deleted campaign doomed ({cid}): {rows:,} rows of the store")
+    assert f"and {len(files)} files (" in message and message.endswith(" removed.")
+    assert at.dataframe[0].value["id"].tolist() == [kept]
+    at.run()  # said once
+    assert not at.success
