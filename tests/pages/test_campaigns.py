@@ -201,3 +201,32 @@ def test_delete_names_what_it_deletes_then_says_what_went(tmp_path, monkeypatch)
     assert at.dataframe[0].value["id"].tolist() == [kept]
     at.run()  # said once
     assert not at.success
+
+
+def test_saving_tags_draws_them_without_running_the_page_again(two, monkeypatch):
+    """Save reran the whole app after writing (st.rerun): the Campaign page's charts,
+    gallery and metrics again, 2.2 s for a line of tags. Counted, not timed: no rerun."""
+    import streamlit as st
+
+    home, (first, _) = two
+    at = page_opener(home, monkeypatch)("campaign.py", id=first)
+    reruns = []
+    real = st.rerun
+    monkeypatch.setattr(st, "rerun", lambda *a, **k: (reruns.append(k), real(*a, **k))[1])
+    at.text_input(key=f"tags-{first}").input("quick, saved")
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception, at.exception
+    assert reruns == []
+    assert "**Tags:** quick · saved" in [m.value for m in at.markdown]
+    assert an.get(Store(home / "latentfuzz.duckdb"), "campaign", first)["tags"] == [
+        "quick",
+        "saved",
+    ]
+    # A refused save says why in the form, and keeps what was stored.
+    at.text_input(key=f"tags-{first}").input("x" * 500)
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception and at.error, at.error
+    assert an.get(Store(home / "latentfuzz.duckdb"), "campaign", first)["tags"] == [
+        "quick",
+        "saved",
+    ]
