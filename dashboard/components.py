@@ -183,7 +183,7 @@ def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> p
     def pct(v: float) -> str:
         return "–" if pd.isna(v) else f"{v:.1f}"
 
-    # Deferred (start-up time: loads torch).
+    # Deferred (start-up time: loads scipy, for the Studies page only).
     from engine.api import label_stats
 
     names = {"generator": "generator", "preset": "perturbation", "campaign_id": "campaign"}
