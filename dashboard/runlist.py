@@ -48,7 +48,7 @@ SORTS = {
     "name": ("name", "name", "asc"),
     "duration": ("duration_s", "duration", "desc"),
 }
-ORDERS = {"desc": "high to low (newest first)", "asc": "low to high (oldest first)"}
+ORDERS = {"desc": "high first", "asc": "low first"}
 
 
 def sort_changed() -> None:

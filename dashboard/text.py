@@ -48,7 +48,7 @@ SETTING_WORDS = {
     "fitness": "objective",
     "criterion": "failure criterion",
     "validators": "validity filters",
-    "evaluation_budget": "most evaluations a seed could cost",
+    "evaluation_budget": "most evaluations per seed",
     "budget_rule": "budget kept by",
     "batch_size": "batch size",
     "stop_at_failure": "stop at the first failure",
@@ -59,6 +59,12 @@ SETTING_WORDS = {
     "strategy_params.init_step": "initial step",
     "strategy_params.elites": "elites",
     "strategy_params.population": "population",
+    "strategy_params.init_noise": "initial noise",
+    "strategy_params.mask_p": "reset-to-seed probability",
+    "strategy_params.decay": "step decay",
+    "strategy_params.grow": "step growth",
+    "strategy_params.min_step": "smallest step",
+    "strategy_params.max_step": "largest step",
 }
 
 

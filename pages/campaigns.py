@@ -45,7 +45,7 @@ if df.empty:
 FILTERS = ("status", "strategy", "dataset", "generator", "classifier")
 # Two rows: in one row of five filters, a chosen model's name was cut to "mnist-co…"; the
 # sort and its order share the second row's end.
-cols = [*st.columns(4), *st.columns([1, 1, 1, 0.85, 0.65])]
+cols = [*st.columns(4), *st.columns([1, 1, 1, 0.9, 0.7])]
 text = url_text(cols[0].text_input, "Name or id contains", "q")
 tag = url_widget(
     cols[1].multiselect, "Tag", "tag", sorted({t for ts in df["tags"] for t in ts}), [], many=True
@@ -73,7 +73,7 @@ order = url_widget(
     "order",
     list(rl.ORDERS),
     rl.SORTS[sort][2],
-    format_func=lambda k: rl.ORDERS[k].split(" (")[0],
+    format_func=rl.ORDERS.get,
 )
 
 
@@ -116,15 +116,16 @@ def campaign_table() -> None:
     running = int((df["status"] == "running").sum())
     live = f" {running} running: this list refreshes every 2 s." if running else ""
     count = f"{len(view)} campaign{'' if len(view) == 1 else 's'}"
-    left, right = st.columns([4, 1])
+    left, right = st.columns([3, 1])
     left.caption(
         f"{count}. Sort with Sort by (kept in the link; a click on a header sorts this view "
         f"only). Tick two or more to compare them; click an id to open it.{live}"
     )
     if right.button(
-        f"Compare {len(ticked)} ticked" if len(ticked) >= 2 else "Compare (tick two or more)",
+        f"Compare {len(ticked)} ticked",
         type="primary",
         disabled=len(ticked) < 2,
+        help="Tick two or more campaigns in the table to compare them.",
         width="stretch",
     ):
         st.switch_page(COMPARE, query_params={"id": ticked})

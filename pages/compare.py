@@ -241,6 +241,6 @@ st.subheader("Settings that differ")
 st.dataframe(
     config_diff(store, ids, camps).rename(columns=labels),
     width="stretch",
-    column_config={"_index": st.column_config.Column("setting", width="medium")},
+    column_config={"_index": st.column_config.Column("setting", width=230)},
 )
 # (a setting's name, such as strategy_params.generations, was cut to "strategy_params.ge…")

@@ -163,7 +163,7 @@ def test_ticks_stay_with_their_campaigns_when_the_rows_move(two, monkeypatch):
     drawn = json.loads(at.dataframe[0].proto.selection_default)
     assert drawn["selection"]["rows"] == [1]  # the box on "first"'s new row is ticked
     button = next(b for b in at.button if b.label.startswith("Compare"))
-    assert button.label.startswith("Compare (")  # one ticked, whichever row it is on now
+    assert button.label == "Compare 1 ticked" and button.disabled  # one, on its new row
 
 
 def test_delete_names_what_it_deletes_then_says_what_went(tmp_path, monkeypatch):
