@@ -1,4 +1,5 @@
-"""User-supplied strings (campaign, study and labeller names, file names) shown as text."""
+"""Words shown to people: user-supplied strings (campaign, study and labeller names, file
+names) as literal text, and config settings in the glossary's words."""
 
 from __future__ import annotations
 
