@@ -7,11 +7,21 @@ import streamlit as st
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 
 st.set_page_config(page_title="latentfuzz", layout="wide")
+# Every page has a path of its own (/campaigns, /new_campaign, /campaign, /compare,
+# /studies, /label, /models): the Campaigns page was the default, served at "/" only,
+# and /campaigns opened a "Page not found" box.
+campaigns = st.Page(PAGES / "campaigns.py", title="Campaigns", icon=":material/table_chart:")
+
+
+def start() -> None:
+    """The root opens the Campaigns page at its own path, with the link's parameters."""
+    st.switch_page(campaigns, query_params={k: st.query_params.get_all(k) for k in st.query_params})
+
+
 nav = st.navigation(
     [
-        st.Page(
-            PAGES / "campaigns.py", title="Campaigns", icon=":material/table_chart:", default=True
-        ),
+        st.Page(start, title="Start", url_path="start", default=True, visibility="hidden"),
+        campaigns,
         st.Page(PAGES / "new_campaign.py", title="New campaign", icon=":material/rocket_launch:"),
         st.Page(PAGES / "campaign.py", title="Campaign", icon=":material/monitoring:"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare:"),

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 from scipy.stats import fisher_exact, mannwhitneyu
 
-from dashboard.text import md_text
+from dashboard.text import setting_label
 from engine.api import campaign_validity
 from store import Store
 from store import campaigns as sc
 from store import studies as ss
-from store.failures import failed_as
 
 ALPHA = 0.05
 COLUMNS = {
@@ -95,7 +93,8 @@ def pivot(table: pd.DataFrame) -> pd.DataFrame:
         t, by = t.assign(block="all cells"), ["block"]
     p = t.pivot_table(index=by, columns=along, values="figure", aggfunc="first", sort=False)
     p.columns = [str(c).removeprefix(AXIS) for c in p.columns]
-    p.index.names = [str(n).removeprefix(AXIS) for n in p.index.names]
+    # The axes in people's words (the index showed "strategy_params.perturbation").
+    p.index.names = [setting_label(str(n).removeprefix(AXIS)) for n in p.index.names]
     return p.fillna("–")  # a cell not selected, or not run: it showed "None"
 
 
@@ -121,7 +120,7 @@ def block_columns(table: pd.DataFrame) -> list[str]:
     return [CRITERION, *base] if mixed else base
 
 
-def _base(cols: list[str]) -> list[str]:
+def without_criterion(cols: list[str]) -> list[str]:
     """The block columns without the criterion."""
     return cols[1:] if cols[:1] == [CRITERION] else cols
 
@@ -202,7 +201,7 @@ def campaign_rows(
         table[c] = table[c].fillna(0).astype(int)
     cols = block_columns(table)
     first = [CRITERION] if cols[:1] == [CRITERION] else []
-    if _base(cols) == BLOCK:  # the study's order: low before high, then our own presets
+    if without_criterion(cols) == BLOCK:  # the study's order: low before high, then our own presets
         order = table.apply(
             lambda r: (
                 *(str(r[c]) for c in first),
@@ -275,153 +274,3 @@ def _mark_block(t: pd.DataFrame, iterations: dict[str, pd.Series], marks: pd.Dat
                 x, y = iterations[t.loc[best, "campaign"]], iterations[t.loc[i, "campaign"]]
                 p = mannwhitneyu(x, y, alternative="two-sided")[1] if len(x) and len(y) else 0.0
             marks.loc[i, col] = "tied" if p >= ALPHA else ""
-
-
-def block_title(key: tuple, cols: list[str] | None = None) -> str:
-    if cols is not None and cols[:1] == [CRITERION]:
-        return f"{block_title(key[1:], cols[1:])}; failing: {failed_as(key[0])}"
-    if cols is not None and cols not in (BLOCK, STRATEGY_BLOCK):
-        parts = [f"{c.removeprefix(AXIS)} = {v}" for c, v in zip(cols, key, strict=True)]
-        return ", ".join(parts) or "all cells"
-    if cols == STRATEGY_BLOCK:
-        dataset, seeds_from, budget = key
-        # An imported campaign has no budget; the others' then read as floats ("170.0").
-        shown = "an unknown number of" if pd.isna(budget) else f"{int(budget)}"
-        return f"{dataset}, {seeds_from}, {shown} evaluations per seed at most"
-    dataset, preset, budget = key
-    return f"{dataset}, {preset} perturbation, {budget} generations"
-
-
-#: Under a block of several strategies, whose iterations are not marked.
-ITERATIONS_NOTE = (
-    "Iterations count generations, and a generation is a different number of evaluations "
-    "for each strategy: they are not marked."
-)
-
-
-def budget_note(rows: pd.DataFrame) -> str:
-    """How the campaigns of a strategy block kept their budget, from the rules they
-    recorded (engine/search/strategies/base.py's BUDGET_RULE), and that their iterations
-    are not compared; '' where neither applies."""
-    rules = sorted({str(r) for r in rows.get("budget_rule", pd.Series()).dropna()})
-    notes = [f"Budget kept by: {', '.join(rules)}."] if rules else []
-    if "strategy" in rows and rows["strategy"].nunique() > 1:
-        notes.append(ITERATIONS_NOTE)
-    return " ".join(notes)
-
-
-def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
-    """The ICST table as markdown, one table per block: bold best, underlined not
-    significantly different from the best of the block."""
-
-    def cell(i: int, col: str, text: str) -> str:
-        mark = marks.loc[i, col]
-        return f"**{text}**" if mark == "best" else f"<u>{text}</u>" if mark == "tied" else text
-
-    def num(v: float, fmt: str, empty: str = "n/a") -> str:
-        return empty if pd.isna(v) else f"{v:{fmt}}"
-
-    def labelled(i: int, r: pd.Series, col: str, count: str) -> str:
-        if pd.isna(r[col]):
-            return "–"  # no validity study covers this campaign yet
-        return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
-
-    cols = block_columns(table)
-    strategies = _base(cols) == STRATEGY_BLOCK
-    second = table.attrs.get("along") or ("strategy" if strategies else "generator")
-    out = []
-    for key, rows in blocks(table):
-        crit = table.loc[rows[0]].get(CRITERION) or "misclassified"
-        failing = "misclassification" if crit == "misclassified" else failed_as(crit)
-        note = budget_note(table.loc[rows]) if strategies else ""
-        out += [
-            f"**Block: {md_text(block_title(key, cols))}**",
-            "",
-            *([md_text(note), ""] if note else []),
-            f"| campaign | {md_text(second.removeprefix(AXIS))} | % viable seeds "
-            f"| % {failing} (#) "
-            "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
-            "| % validity (#) | % label preservation (#) |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for i in rows:
-            r = table.loc[i]
-            icst = num(r.iterations_icst, ".1f")
-            status = r.get("status", "finished")
-            name = md_text(r["name"]) + ("" if status == "finished" else f" *({status})*")
-            out.append(
-                f"| {name} | {md_text(r[second])} | "
-                f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
-                f"{cell(i, 'misclassified_pct', num(r.misclassified_pct, '.0f'))} "
-                f"({r.misclassified}) | "
-                f"{cell(i, 'iterations_icst', icst)} ({num(r.iterations_icst_std, '.1f', '-')}) | "
-                f"{num(r.iterations_to_failure, '.1f')} "
-                f"({num(r.iterations_to_failure_std, '.1f', '-')}) | "
-                f"{labelled(i, r, 'valid_pct', 'valid')} | "
-                f"{labelled(i, r, 'preserved_pct', 'preserved')} |"
-            )
-        out.append("")
-    return "\n".join(out)
-
-
-def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Settings that differ between the campaigns (flattened config keys)."""
-    camps = sc.campaigns_by_id(store, ids) if camps is None else camps
-    rows = camps.set_index("id")
-    flat = {}
-    for cid in ids:
-        r = rows.loc[cid]
-        # One canonical model name: the zoo name the campaign resolved ('mnist-vae'), not
-        # the family or default a config may give ('vae', none), which would differ falsely.
-        # And its name now: a campaign renamed since showed the name it was launched with.
-        # (An unnamed campaign's name is its id: a row repeating the column headers.)
-        cfg = {
-            **r["config"],
-            "generator": r["generator"],
-            "classifier": r["classifier"],
-            "name": r["name"] if r["name"] != cid else None,
-        }
-        flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
-    df = pd.DataFrame(flat)
-    return df[df.nunique(axis=1) > 1]
-
-
-def by_objective(camps: pd.DataFrame, ids: list[str]) -> dict[str, list[str]]:
-    """{objective: campaign ids}, in the selection's order: fitness values of different
-    objectives (a logit margin, a latent distance, a divergence) share no scale, so a
-    convergence chart holds one objective's campaigns only."""
-    # A campaign imported from another tool's results records no objective (and has no
-    # generation rows to draw): "not recorded", not a margin chart of nothing.
-    fitness = dict(
-        zip(
-            camps["id"],
-            ((c or {}).get("fitness") or "not recorded" for c in camps["config"]),
-            strict=True,
-        )
-    )
-    out: dict[str, list[str]] = {}
-    for c in ids:
-        out.setdefault(fitness[c], []).append(c)
-    return out
-
-
-def failure_curves(
-    failures: dict[str, pd.Series], n_viable: dict[str, int], names: dict[str, str]
-) -> pd.DataFrame:
-    """Share of viable seeds failed by iteration, a step curve per campaign with a failure
-    (iterations, share, campaign): each from (0, 0) to the last failure of any campaign,
-    as a step line through one point (a campaign with a single failing seed) drew nothing."""
-    end = max((float(it.max()) for it in failures.values() if len(it)), default=0.0)
-    curves = []
-    for c, it in failures.items():
-        if not len(it):
-            continue
-        x = list(it.sort_values().astype(float))
-        y = list(np.arange(1, len(it) + 1) / n_viable[c])
-        tail = [(end, y[-1])] if x[-1] < end else []
-        points = [(0.0, 0.0), *zip(x, y, strict=True), *tail]
-        frame = pd.DataFrame(points, columns=["iterations", "share"])
-        curves.append(frame.assign(campaign=names[c]))
-    return (
-        pd.concat(curves) if curves else pd.DataFrame(columns=["iterations", "share", "campaign"])
-    )

@@ -183,11 +183,15 @@ def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> p
     def pct(v: float) -> str:
         return "–" if pd.isna(v) else f"{v:.1f}"
 
+    # Deferred (start-up time: loads scipy, for the Studies page only).
+    from engine.api import label_stats
+
     names = {"generator": "generator", "preset": "perturbation", "campaign_id": "campaign"}
-    # group_table adds a kind column where a study mixes result and seed images: without
-    # it the two rows of one generator read as duplicates with different figures.
-    by = (["kind"] if "kind" in t.columns and "kind" not in by else []) + list(by)
-    out = t[by].rename(columns=names)
+    # group_table adds kind and strategy columns where a study mixes result and seed
+    # images, or strategies: without them two rows of one generator read as duplicates.
+    by = label_stats.group_keys(t) or list(by)
+    # A strategy without perturbation presets (SINVAD, Argus) showed "None".
+    out = t[by].map(label_stats.key_text).rename(columns=names)
     if "campaign" in out and store is not None:
         camps = sc.campaigns_by_id(store, out["campaign"].dropna().tolist())
         named = dict(zip(camps["id"], camps["name"], strict=True))

@@ -1,4 +1,5 @@
-"""User-supplied strings (campaign, study and labeller names, file names) shown as text."""
+"""Words shown to people: user-supplied strings (campaign, study and labeller names, file
+names) as literal text, and config settings in the glossary's words."""
 
 from __future__ import annotations
 
@@ -34,3 +35,46 @@ def person_name(text: object, with_what: str = "answer") -> tuple[str | None, st
     if len(name) > MAX_PERSON:
         return None, f"A name of {len(name):,} characters; at most {MAX_PERSON}, please."
     return name, None
+
+
+#: A setting's name in the glossary's words (docs/concepts/glossary.md), for the config
+#: paths Compare shows: grid axes, blocks, settings that differ ("Block:
+#: strategy_params.perturbation = high" read as a field path).
+SETTING_WORDS = {
+    "seed": "random seed",
+    "seeds": "seeds",
+    "classifier_b": "classifier B",
+    "target_class": "seed class",
+    "target": "target class",
+    "fitness": "objective",
+    "criterion": "failure criterion",
+    "validators": "validity filters",
+    "evaluation_budget": "most evaluations per seed",
+    "budget_rule": "budget kept by",
+    "batch_size": "batch size",
+    "stop_at_failure": "stop at the first failure",
+    "strategy_params.perturbation": "perturbation",
+    "strategy_params.generations": "generation budget",
+    "strategy_params.evaluations": "evaluation budget per seed",
+    "strategy_params.step": "mutation step",
+    "strategy_params.init_step": "initial step",
+    "strategy_params.elites": "elites",
+    "strategy_params.population": "population",
+    "strategy_params.init_noise": "initial noise",
+    "strategy_params.mask_p": "reset-to-seed probability",
+    "strategy_params.decay": "step decay",
+    "strategy_params.grow": "step growth",
+    "strategy_params.min_step": "smallest step",
+    "strategy_params.max_step": "largest step",
+}
+
+
+def setting_label(path: str) -> str:
+    """A config path in people's words: the glossary's word where it has one, else the
+    last part with spaces ("strategy_params.lambda_steps" -> "lambda steps"), a
+    generator's own settings said as such."""
+    if path in SETTING_WORDS:
+        return SETTING_WORDS[path]
+    head, _, last = path.rpartition(".")
+    words = last.replace("_", " ")
+    return f"generator {words}" if head == "generator_params" else words

@@ -7,6 +7,7 @@ from dashboard import launch
 from dashboard.annotations import annotation_editor
 from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
 from dashboard.data import get_home, get_store
+from dashboard.deleting import delete_panel
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
 from dashboard.gallery import gallery
@@ -32,7 +33,7 @@ from engine.api import (
 )
 from store import campaigns as sc
 from store import liveness
-from store.admin import delete_campaign, rename_campaign
+from store.admin import rename_campaign
 from store.errors import StoreBusy, StoreError
 from store.failures import failed_as
 
@@ -197,15 +198,7 @@ def manage() -> None:
                 st.error(f"Not renamed: {e}")
             else:
                 st.rerun()
-        sure = st.checkbox(f"Yes, delete {cid} and its folder", key="confirm_delete")
-        if st.button("Delete", type="primary", disabled=not sure):
-            try:
-                delete_campaign(store, home, cid)
-            except (StoreError, StoreBusy) as e:  # running since the page was drawn, a busy store
-                st.error(f"Not deleted: {e}")
-                return
-            st.query_params.clear()
-            st.rerun(scope="app")
+        delete_panel(store, home, cid, c["name"])  # confirms, then says what went
 
 
 manage()

@@ -1,17 +1,24 @@
-"""Campaigns: every campaign in the store, filterable, newest first, each linking to its page.
+"""Campaigns: every campaign in the store, filterable and sortable, each linking to its
+page; tick two or more and Compare opens with them.
 
-Filters (tag, status, dataset, generator, classifier) live in the URL, so a filtered list
-can be bookmarked; while a campaign runs, the list refreshes itself every 2 s."""
+Filters (text, tag, status, strategy, dataset, generator, classifier) and the sort live in
+the URL, so a list can be bookmarked; while a campaign runs, it refreshes every 2 s."""
+
+from pathlib import Path
 
 import streamlit as st
 
+from dashboard import runlist as rl
 from dashboard.data import get_store
+from dashboard.deleting import say_deleted
 from dashboard.url_state import url_text, url_widget
 from store import annotations
 from store import campaigns as sc
 
 st.title("Campaigns")
 store = get_store()
+COMPARE = Path(__file__).with_name("compare.py")
+say_deleted()  # a campaign just deleted on its page: what went
 
 
 def with_tags(df):
@@ -35,13 +42,10 @@ if df.empty:
     wait_for_a_first_campaign()
     st.stop()
 
-FILTERS = ("status", "dataset", "generator", "classifier")
-FAILED_HELP = (
-    "Failing seeds: misclassified; for a campaign of two classifiers (A vs B), "
-    "inputs A and B label differently; for a targeted one, the target reached."
-)
-# Two rows of three: in one row of five, a chosen model's name was cut to "mnist-co…".
-cols = [*st.columns(3), *st.columns(3)]
+FILTERS = ("status", "strategy", "dataset", "generator", "classifier")
+# Two rows: in one row of five filters, a chosen model's name was cut to "mnist-co…"; the
+# sort and its order share the second row's end.
+cols = [*st.columns(4), *st.columns([1, 1, 1, 0.9, 0.7])]
 text = url_text(cols[0].text_input, "Name or id contains", "q")
 tag = url_widget(
     cols[1].multiselect, "Tag", "tag", sorted({t for ts in df["tags"] for t in ts}), [], many=True
@@ -50,8 +54,27 @@ chosen = {
     f: url_widget(
         col.multiselect, f.capitalize(), f, sorted(df[f].dropna().unique()), [], many=True
     )
-    for col, f in zip(cols[2:], FILTERS, strict=True)
+    for col, f in zip(cols[2:7], FILTERS, strict=True)
 }
+# The sort lives in the URL with the filters: a header click sorts the grid only, and was
+# lost on every refresh and in every shared link.
+sort = url_widget(
+    cols[7].selectbox,
+    "Sort by",
+    "sort",
+    list(rl.SORTS),
+    "started",
+    format_func=lambda k: rl.SORTS[k][1],
+    on_change=rl.sort_changed,
+)
+order = url_widget(
+    cols[8].selectbox,
+    "Order",
+    "order",
+    list(rl.ORDERS),
+    rl.SORTS[sort][2],
+    format_func=rl.ORDERS.get,
+)
 
 
 # Live: every 2 s while a campaign runs, every 10 s otherwise, so that a campaign started
@@ -61,7 +84,7 @@ FAST = (df["status"] == "running").any()
 
 @st.fragment(run_every=2.0 if FAST else 10.0)
 def campaign_table() -> None:
-    """The filtered list; reruns alone (live)."""
+    """The filtered, sorted list, whose ticked rows open in Compare; reruns alone (live)."""
     if FAST:
         sc.reap(store)  # a campaign killed meanwhile is listed crashed, not running
     df = with_tags(sc.list_campaigns(store))
@@ -76,65 +99,36 @@ def campaign_table() -> None:
         # Plain text, not a regular expression: "(" or "[" in a search must not raise.
         hit = [df[c].str.contains(text, case=False, regex=False, na=False) for c in ("name", "id")]
         df = df[hit[0] | hit[1]]
-    view = df.assign(
-        open="/campaign?id=" + df["id"],
-        preset=df["preset"].fillna("–"),  # a strategy without presets (it showed "None")
-        # A differential campaign's two classifiers (the filter matches its A).
-        classifier=df["classifier"]
-        + df["classifier_b"].map(lambda b: f" vs {b}" if isinstance(b, str) else ""),
-        duration_s=df["wall_seconds"].round(1),
-        # Numbers, so that the column sorts as numbers ("9 of 9" came after "90 of 90").
-        viable_seeds=df["viable"].astype(int),
-        seeds=df["n_seeds"].astype(int),
-    )[
-        [
-            "open",
-            "name",
-            "tags",
-            "status",
-            "dataset",
-            "generator",
-            "classifier",
-            "strategy",
-            "preset",
-            "viable_seeds",
-            "seeds",
-            "misclassified",
-            "misclassified_pct",
-            "iterations_icst",
-            "iterations_to_failure",
-            "created_at",
-            "duration_s",
-        ]
-    ]
-    st.dataframe(
+    view = rl.sorted_view(rl.table_view(df), sort, order)
+    key, ticks = rl.ticked_rows("runs", view["id"])
+    event = st.dataframe(
         view,
         hide_index=True,
         width="stretch",
-        column_config={
-            "open": st.column_config.LinkColumn("campaign", display_text=r"id=(.*)"),
-            "tags": st.column_config.ListColumn("tags"),
-            # One column for every campaign's failing seeds; what a failure is, in its help.
-            "misclassified": st.column_config.NumberColumn("misclassified", help=FAILED_HELP),
-            "misclassified_pct": st.column_config.NumberColumn(
-                "misclassified %", format="%.1f", help=FAILED_HELP
-            ),
-            "iterations_icst": st.column_config.NumberColumn(
-                "iterations (ICST)", format="%.1f", help=sc.ICST_ITERATIONS
-            ),
-            "iterations_to_failure": st.column_config.NumberColumn(
-                "iterations to failure", format="%.1f", help=sc.FAILURE_ITERATIONS
-            ),
-            "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
-            "viable_seeds": st.column_config.NumberColumn("viable seeds"),
-            "seeds": st.column_config.NumberColumn("of seeds"),
-            "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
-        },
+        column_config=rl.column_config(view),
+        placeholder="",  # an empty cell is blank (it read "None")
+        key=key,
+        on_select="rerun",
+        selection_mode="multi-row",
+        selection_default={"selection": {"rows": ticks}},
     )
+    ticked = [view["id"].iloc[r] for r in event.selection.rows if r < len(view)]
     running = int((df["status"] == "running").sum())
     live = f" {running} running: this list refreshes every 2 s." if running else ""
     count = f"{len(view)} campaign{'' if len(view) == 1 else 's'}"
-    st.caption(f"{count}. Click a column header to sort; click an id to open it.{live}")
+    left, right = st.columns([3, 1])
+    left.caption(
+        f"{count}. Sort with Sort by (kept in the link; a click on a header sorts this view "
+        f"only). Tick two or more to compare them; click an id to open it.{live}"
+    )
+    if right.button(
+        f"Compare {len(ticked)} ticked",
+        type="primary",
+        disabled=len(ticked) < 2,
+        help="Tick two or more campaigns in the table to compare them.",
+        width="stretch",
+    ):
+        st.switch_page(COMPARE, query_params={"id": ticked})
 
 
 campaign_table()

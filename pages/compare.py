@@ -4,23 +4,15 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from dashboard.compare import (
-    ALPHA,
-    by_objective,
-    campaign_rows,
-    config_diff,
-    failure_curves,
-    markdown_table,
-    pivot,
-    significance,
-    with_axes,
-)
+from dashboard.compare import ALPHA, campaign_rows, pivot, significance, with_axes
+from dashboard.compare_charts import by_objective, failure_curves
+from dashboard.compare_table import config_diff, markdown_table
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
 from dashboard.metrics import metrics_markdown
 from dashboard.palette import categorical
-from dashboard.text import md_text
+from dashboard.text import md_text, setting_label
 from dashboard.url_state import url_unknown, url_widget
 from engine.api import to_csv_bytes
 from store import campaigns as sc
@@ -84,7 +76,14 @@ cells = ss.grid_cells(store, ids)
 if len(cells) == len(ids) and cells["grid"].nunique() == 1:
     # One grid's cells: blocked by its axes, compared along the one chosen.
     axes = list(cells["axes"].iloc[0])
-    along = url_widget(st.selectbox, "Compare along (grid axis)", "along", axes, axes[0])
+    along = url_widget(
+        st.selectbox,
+        "Compare along (grid axis)",
+        "along",
+        axes,
+        axes[0],
+        format_func=setting_label,  # "perturbation", not "strategy_params.perturbation"
+    )
     table = with_axes(table, cells, along)
 st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow_html=True)
 st.caption(
@@ -242,6 +241,6 @@ st.subheader("Settings that differ")
 st.dataframe(
     config_diff(store, ids, camps).rename(columns=labels),
     width="stretch",
-    column_config={"_index": st.column_config.Column("setting", width="medium")},
+    column_config={"_index": st.column_config.Column("setting", width=230)},
 )
 # (a setting's name, such as strategy_params.generations, was cut to "strategy_params.ge…")

@@ -193,12 +193,15 @@ with tab_stats:
         f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
         f"{s['seed']}; validity over all images, preservation over valid ones"
     )
+    # Split by strategy too where the study's campaigns use several (as `labels report`).
+    by_strategy = label_stats.with_strategy(store, v)
+    mixed = by_strategy["strategy"].nunique() > 1
     for title, by in (
-        ("By generator and perturbation", ["generator", "preset"]),
+        (f"By {'strategy, ' * mixed}generator and perturbation", ["generator", "preset"]),
         ("By campaign", ["campaign_id"]),
     ):
         st.subheader(title)
-        t = label_stats.group_table(v, by, int(s["seed"]), int(s["resamples"]))
+        t = label_stats.group_table(by_strategy, by, int(s["seed"]), int(s["resamples"]))
         if t.empty:
             st.info("No image has all its answers yet.")
             break

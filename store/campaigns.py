@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from store.admin import CAMPAIGN_TABLES
 from store.connection import Store
 from store.errors import StoreBusy
 from store.liveness import CRASHED_ERROR, alive
@@ -315,3 +316,17 @@ def insert_finished(
         con.unregister("new_campaign")
         for table, rows in tables.items():
             insert_table(con, table, rows, campaign_id)
+
+
+def footprint(store: Store, campaign_id: str) -> dict[str, int]:
+    """What deleting a campaign removes from the store: {"seeds": its seeds, "rows": its
+    rows in every table}, for the confirmation that names it."""
+    counts = " UNION ALL ".join(
+        f"SELECT '{t}' AS t, count(*) AS n FROM {t} WHERE campaign_id = ?" for t in CAMPAIGN_TABLES
+    )
+    rows = store.query_rows(
+        f"{counts} UNION ALL SELECT 'campaigns', count(*) FROM campaigns WHERE id = ?",
+        [campaign_id] * (len(CAMPAIGN_TABLES) + 1),
+    )
+    by_table = {r["t"]: int(r["n"]) for r in rows}
+    return {"seeds": by_table.get("seeds", 0), "rows": sum(by_table.values())}

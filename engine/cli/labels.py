@@ -176,18 +176,22 @@ def import_cmd(
 def report_cmd(
     study: Annotated[str | None, typer.Argument(help="study id [the latest]")] = None,
     by: Annotated[
-        str, typer.Option(help="comma-separated: generator, preset, campaign_id, kind")
+        str,
+        typer.Option(help="comma-separated: generator, preset, strategy, campaign_id, kind"),
     ] = "generator,preset",
     calibration_csv: Annotated[
         Path | None, typer.Option(help="CSV: the calibration table, when filters scored it")
     ] = None,
     home: HomeOpt = None,
 ) -> None:
-    """Validity and label preservation per generator x perturbation, and how well the
-    validity filters scored on the study agree with people (`labels calibrate`)."""
+    """Validity and label preservation per generator x perturbation (and strategy, where
+    the study's campaigns use several), and how well the validity filters scored on the
+    study agree with people (`labels calibrate`)."""
     # Deferred (start-up time: loads torch, scipy, duckdb).
     from engine.labelling.statistics import (
         agreement_table,
+        group_keys,
+        key_text,
         labeller_table,
         load,
         model_agreement,
@@ -205,8 +209,7 @@ def report_cmd(
         study = str(df.iloc[0]["id"])
     keys = tuple(c.strip() for c in by.split(","))
     table = report(store, study, keys)
-    if "kind" in table.columns and "kind" not in keys:
-        keys = ("kind", *keys)
+    keys = tuple(group_keys(table)) or keys  # with kind and strategy where they vary
     s, v, j = load(store, study)
     console.print(Text.assemble((study, "bold"), f" {s['name']}  rule {s['rule']}, k={s['k']}"))
     headers = {"generator": "generator", "preset": "perturbation"}
@@ -222,7 +225,7 @@ def report_cmd(
     )
     for r in table.itertuples():
         t.add_row(
-            *[str(getattr(r, c)) for c in keys],
+            *[key_text(getattr(r, c)) for c in keys],
             str(r.n),
             str(r.valid),
             _pct(r.valid_pct),

@@ -12,7 +12,12 @@ import pandas as pd
 from engine.core.errors import ConfigError
 from engine.labelling import agreement
 from store import Store
+from store import campaigns as campaign_store
 from store import labels as label_store
+
+#: Shown for a group key a strategy does not have (SINVAD's and Argus's perturbation
+#: preset): "None" in the dashboard, "nan" in `labels report`.
+NO_VALUE = "—"
 
 
 def undecided(v: pd.DataFrame) -> pd.DataFrame:
@@ -42,6 +47,11 @@ def group_table(v: pd.DataFrame, by: list[str], seed: int, resamples: int) -> pd
     each with a percentile bootstrap 95% CI, per group. Gold items are not in it; seed
     images, when the study has them, are a group of their own (kind), never mixed in."""
     v = v[v["complete"] & v["kind"].ne("gold")]
+    # A SINVAD and an Argus campaign on one VAE share generator and (no) preset: without
+    # their strategy they were one row, `mnist-vae / None`. Added, like kind, only where
+    # it varies, so that a study of one strategy reads as before.
+    if "strategy" in v and "strategy" not in by and v["strategy"].nunique() > 1:
+        by = ["strategy", *by]
     if "kind" not in by and v["kind"].nunique() > 1:
         by = ["kind", *by]
     rows = []
@@ -138,10 +148,31 @@ def load(store: Store, study_id: str) -> tuple[dict[str, Any], pd.DataFrame, pd.
     return s, v, j
 
 
+def with_strategy(store: Store, v: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts with each item's campaign's strategy (None for an item of no campaign
+    in this store: a gold image, an imported study's), for group_table."""
+    ids = v["campaign_id"].dropna().unique().tolist() if "campaign_id" in v else []
+    camps = campaign_store.campaigns_by_id(store, ids) if ids else pd.DataFrame()
+    named = dict(zip(camps["id"], camps["strategy"], strict=True)) if len(camps) else {}
+    return v.assign(strategy=[named.get(c) for c in v.get("campaign_id", [None] * len(v))])
+
+
+def group_keys(t: pd.DataFrame) -> list[str]:
+    """The columns a group_table is grouped by (those before its counts)."""
+    return list(t.columns[: t.columns.get_loc("n")]) if "n" in t else []
+
+
+def key_text(value: Any) -> str:
+    """A group key as text: NO_VALUE for a missing one (None, NaN)."""
+    missing = value is None or (isinstance(value, float) and np.isnan(value))
+    return NO_VALUE if missing else str(value)
+
+
 def report(store: Store, study_id: str, by: tuple[str, ...] = ("generator", "preset")):
-    """The per generator x perturbation table of a study (see group_table)."""
+    """The per generator x perturbation table of a study (see group_table), split by
+    strategy where the study's campaigns use more than one."""
     s, v, _ = load(store, study_id)
-    return group_table(v, list(by), int(s["seed"]), int(s["resamples"]))
+    return group_table(with_strategy(store, v), list(by), int(s["seed"]), int(s["resamples"]))
 
 
 def model_agreement(v: pd.DataFrame, rule: str) -> pd.DataFrame:

@@ -15,9 +15,9 @@ from dashboard.compare import (
     STRATEGY_BLOCK,
     block_columns,
     blocks,
-    markdown_table,
     significance,
 )
+from dashboard.compare_table import markdown_table
 from dashboard.text import md_text
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
@@ -129,7 +129,7 @@ def test_an_unfinished_campaign_says_so_and_takes_no_part_in_the_marks():
 
 
 def test_failure_curves_start_at_zero_and_reach_the_last_failure():
-    from dashboard.compare import failure_curves
+    from dashboard.compare_charts import failure_curves
 
     failures = {
         "a": pd.Series([8.0]),
@@ -245,14 +245,14 @@ def test_a_grid_along_classifier_b_splits_its_blocks_by_criterion():
 
 def test_a_campaign_without_a_recorded_objective_is_not_called_margin():
     """An imported campaign's config has no fitness: it was grouped as "margin"."""
-    from dashboard.compare import by_objective
+    from dashboard.compare_charts import by_objective
 
     camps = pd.DataFrame({"id": ["a", "b", "c"], "config": [{"fitness": "boundary"}, {}, None]})
     assert by_objective(camps, ["a", "b", "c"]) == {"boundary": ["a"], "not recorded": ["b", "c"]}
 
 
 def test_settings_that_differ_name_a_renamed_campaign_by_its_name_now(home: Path):
-    from dashboard.compare import config_diff
+    from dashboard.compare_table import config_diff
     from engine.campaign.config import parse_config
     from engine.campaign.runner import run_campaign
     from store import Store, admin
@@ -282,7 +282,7 @@ def test_settings_that_differ_name_a_renamed_campaign_by_its_name_now(home: Path
 def test_one_canonical_model_name_in_the_settings_that_differ(tmp_path):
     """A campaign asked for 'vae' and one for 'mnist-vae' use the same model: Compare's
     settings that differ must not list the generator (or the default classifier)."""
-    from dashboard.compare import config_diff
+    from dashboard.compare_table import config_diff
     from store import Store
 
     home = tmp_path / "home"
@@ -296,7 +296,8 @@ def test_one_canonical_model_name_in_the_settings_that_differ(tmp_path):
 
 
 def test_a_strategy_block_without_a_budget_says_so_and_whole_numbers_stay_whole():
-    from dashboard.compare import STRATEGY_BLOCK, block_title
+    from dashboard.compare import STRATEGY_BLOCK
+    from dashboard.compare_table import block_title
 
     # An imported campaign has no evaluation budget: "nan evaluations" before, and a
     # missing value turned the others' column into floats ("170.0 evaluations").
@@ -452,3 +453,37 @@ def test_campaigns_outside_a_study_are_blocked_by_their_own_budget(home: Path):
         con.execute("UPDATE campaigns SET study = NULL")
     t, its, _ = campaign_rows(store, ["s-ga", "s-sinvad", "s-random"])
     assert len(blocks(t)) == 3 and (significance(t, its) == "").all().all()
+
+
+def test_settings_that_differ_are_named_in_people_s_words_with_blank_cells(tmp_path):
+    """The settings read as config paths ("strategy_params.generations") and a setting
+    one strategy has not read "None"."""
+    from dashboard.compare_table import config_diff
+    from store import Store
+
+    home = tmp_path / "home"
+    base = {"seeds": 1, "seed": 1}
+    ga = run_campaign(
+        parse_config({**base, "strategy_params": {"generations": 2, "perturbation": "high"}}),
+        home,
+    ).campaign_id
+    sinvad = run_campaign(
+        parse_config({**base, "strategy": "sinvad", "strategy_params": {"generations": 3}}),
+        home,
+    ).campaign_id
+    diff = config_diff(Store(home / "latentfuzz.duckdb"), [ga, sinvad])
+    assert {"generation budget", "perturbation", "strategy"} <= set(diff.index), diff.index
+    assert not any("strategy_params" in k or "_" in k for k in diff.index), list(diff.index)
+    assert diff.loc["perturbation"].tolist() == ["high", ""]  # SINVAD has no preset
+    assert not diff.isin(["None", "nan"]).any().any(), diff
+
+
+def test_a_block_of_campaigns_without_a_preset_says_so_not_none():
+    from dashboard.compare_table import block_title
+
+    assert block_title(("mnist", "None", "None"), BLOCK) == "mnist, no perturbation preset"
+    assert (
+        block_title(("mnist", "high", "250"), BLOCK) == "mnist, high perturbation, 250 generations"
+    )
+    cols = ["axis: strategy_params.perturbation", "axis: classifier_b"]
+    assert block_title(("high", "None"), cols) == "perturbation = high, classifier B = none"

@@ -180,18 +180,21 @@ def test_compare_opens_with_the_grid_blocked_by_its_axes(home: Path, monkeypatch
     assert group.value == "g2x2"
     assert sorted(at.multiselect[0].value) == sorted(ids)
     along = next(s for s in at.selectbox if s.label == "Compare along (grid axis)")
-    assert along.value == "seed" and list(along.options) == list(GRID["axes"])
+    # The axes in the glossary's words, not config paths ("Block:
+    # strategy_params.perturbation = low").
+    assert along.value == "seed" and list(along.options) == ["random seed", "perturbation"]
     table = at.markdown[0].value
     # Compared along the seed, blocked by the perturbation: one block per preset.
-    axis = r"strategy\_params\.perturbation"  # markdown-escaped
-    assert f"**Block: {axis} = low**" in table and f"**Block: {axis} = strong**" in table
-    assert "| campaign | seed | % viable seeds" in table
+    assert "**Block: perturbation = low**" in table and "**Block: perturbation = strong**" in table
+    assert "| campaign | random seed | % viable seeds" in table
+    assert "strategy\\_params" not in table
     pivot = at.dataframe[0].value
     assert list(pivot.columns) == ["1", "2"] and list(pivot.index) == ["low", "strong"]
+    assert pivot.index.name == "perturbation"
     along.set_value("strategy_params.perturbation").run()
     assert not at.exception, at.exception
     table = at.markdown[0].value
-    assert "**Block: seed = 1**" in table and "**Block: seed = 2**" in table
+    assert "**Block: random seed = 1**" in table and "**Block: random seed = 2**" in table
     assert list(at.dataframe[0].value.columns) == ["low", "strong"]
     # A cell left out of the selection is a dash in the pivot (it showed "None").
     at.multiselect[0].set_value(ids[:3]).run()

@@ -1,0 +1,161 @@
+"""Compare's ICST table in words: one markdown table per block, its title and notes, in
+the glossary's words (a grid's axes are config paths; "Block:
+strategy_params.perturbation = high" read as one), and the settings that differ.
+
+The rows, blocks and marks come from dashboard/compare.py."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from dashboard.compare import (
+    AXIS,
+    BLOCK,
+    CRITERION,
+    STRATEGY_BLOCK,
+    block_columns,
+    blocks,
+    without_criterion,
+)
+from dashboard.text import md_text, setting_label
+from store import Store
+from store import campaigns as sc
+from store.failures import failed_as
+
+
+def axis_label(column: str) -> str:
+    """A table column of a grid's axis (AXIS + config path) in people's words."""
+    return setting_label(column.removeprefix(AXIS))
+
+
+def block_title(key: tuple, cols: list[str] | None = None) -> str:
+    if cols is not None and cols[:1] == [CRITERION]:
+        return f"{block_title(key[1:], cols[1:])}; failing: {failed_as(key[0])}"
+    if cols is not None and cols not in (BLOCK, STRATEGY_BLOCK):
+        parts = [f"{axis_label(c)} = {_value(v)}" for c, v in zip(cols, key, strict=True)]
+        return ", ".join(parts) or "all cells"
+    if cols == STRATEGY_BLOCK:
+        dataset, seeds_from, budget = key
+        # An imported campaign has no budget; the others' then read as floats ("170.0").
+        shown = "an unknown number of" if pd.isna(budget) else f"{int(budget)}"
+        return f"{dataset}, {seeds_from}, {shown} evaluations per seed at most"
+    dataset, preset, budget = key
+    # A strategy without presets (SINVAD, Argus) or an imported campaign: "None
+    # perturbation, None generations".
+    parts = [
+        str(dataset),
+        "no perturbation preset" if _missing(preset) else f"{preset} perturbation",
+        *([] if _missing(budget) else [f"{budget} generations"]),
+    ]
+    return ", ".join(parts)
+
+
+def _missing(v: object) -> bool:
+    """A block key's missing value: the keys are text, so None reads "None" (or "nan")."""
+    return v is None or (isinstance(v, float) and pd.isna(v)) or str(v) in ("None", "nan", "")
+
+
+def _value(v: object) -> str:
+    return "none" if _missing(v) else str(v)
+
+
+#: Under a block of several strategies, whose iterations are not marked.
+ITERATIONS_NOTE = (
+    "Iterations count generations, and a generation is a different number of evaluations "
+    "for each strategy: they are not marked."
+)
+
+
+def budget_note(rows: pd.DataFrame) -> str:
+    """How the campaigns of a strategy block kept their budget, from the rules they
+    recorded (engine/search/strategies/base.py's BUDGET_RULE), and that their iterations
+    are not compared; '' where neither applies."""
+    rules = sorted({str(r) for r in rows.get("budget_rule", pd.Series()).dropna()})
+    notes = [f"Budget kept by: {', '.join(rules)}."] if rules else []
+    if "strategy" in rows and rows["strategy"].nunique() > 1:
+        notes.append(ITERATIONS_NOTE)
+    return " ".join(notes)
+
+
+def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
+    """The ICST table as markdown, one table per block: bold best, underlined not
+    significantly different from the best of the block."""
+
+    def cell(i: int, col: str, text: str) -> str:
+        mark = marks.loc[i, col]
+        return f"**{text}**" if mark == "best" else f"<u>{text}</u>" if mark == "tied" else text
+
+    def num(v: float, fmt: str, empty: str = "n/a") -> str:
+        return empty if pd.isna(v) else f"{v:{fmt}}"
+
+    def labelled(i: int, r: pd.Series, col: str, count: str) -> str:
+        if pd.isna(r[col]):
+            return "–"  # no validity study covers this campaign yet
+        return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
+
+    cols = block_columns(table)
+    strategies = without_criterion(cols) == STRATEGY_BLOCK
+    second = table.attrs.get("along") or ("strategy" if strategies else "generator")
+    out = []
+    for key, rows in blocks(table):
+        crit = table.loc[rows[0]].get(CRITERION) or "misclassified"
+        failing = "misclassification" if crit == "misclassified" else failed_as(crit)
+        note = budget_note(table.loc[rows]) if strategies else ""
+        out += [
+            f"**Block: {md_text(block_title(key, cols))}**",
+            "",
+            *([md_text(note), ""] if note else []),
+            f"| campaign | {md_text(axis_label(second))} | % viable seeds "
+            f"| % {failing} (#) "
+            "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
+            "| % validity (#) | % label preservation (#) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for i in rows:
+            r = table.loc[i]
+            icst = num(r.iterations_icst, ".1f")
+            status = r.get("status", "finished")
+            name = md_text(r["name"]) + ("" if status == "finished" else f" *({status})*")
+            out.append(
+                f"| {name} | {md_text(_value(r[second]))} | "
+                f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
+                f"{cell(i, 'misclassified_pct', num(r.misclassified_pct, '.0f'))} "
+                f"({r.misclassified}) | "
+                f"{cell(i, 'iterations_icst', icst)} ({num(r.iterations_icst_std, '.1f', '-')}) | "
+                f"{num(r.iterations_to_failure, '.1f')} "
+                f"({num(r.iterations_to_failure_std, '.1f', '-')}) | "
+                f"{labelled(i, r, 'valid_pct', 'valid')} | "
+                f"{labelled(i, r, 'preserved_pct', 'preserved')} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def config_diff(store: Store, ids: list[str], camps: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Settings that differ between the campaigns (flattened config keys)."""
+    camps = sc.campaigns_by_id(store, ids) if camps is None else camps
+    rows = camps.set_index("id")
+    flat = {}
+    for cid in ids:
+        r = rows.loc[cid]
+        # One canonical model name: the zoo name the campaign resolved ('mnist-vae'), not
+        # the family or default a config may give ('vae', none), which would differ falsely.
+        # And its name now: a campaign renamed since showed the name it was launched with.
+        # (An unnamed campaign's name is its id: a row repeating the column headers.)
+        cfg = {
+            **r["config"],
+            "generator": r["generator"],
+            "classifier": r["classifier"],
+            "name": r["name"] if r["name"] != cid else None,
+        }
+        flat[cid] = pd.json_normalize(json.loads(json.dumps(cfg))).iloc[0].astype(str)
+    df = pd.DataFrame(flat)
+    # A setting only some campaigns have (SINVAD's decay, the GA's preset) differs too.
+    df = df[df.nunique(axis=1, dropna=False) > 1]
+    # People's words for the settings (snake_case config paths before), the path itself
+    # where two would read the same; a setting one campaign has not: blank, not "None".
+    words = [setting_label(k) for k in df.index]
+    df.index = [w if words.count(w) == 1 else k for w, k in zip(words, df.index, strict=True)]
+    return df.replace({"None": "", "nan": ""}).fillna("")
