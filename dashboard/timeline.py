@@ -199,7 +199,7 @@ def timeline(
     frames = read_frames(home, imp, width)
     words = [frame_words(r, class_names) for r in imp.itertuples()]
     if frames[i] is not None:
-        st.image(enlarged(frames[i], LARGE_PX), caption=" · ".join(words[i]))
+        st.image(enlarged(frames[i], LARGE_PX), caption=" · ".join(words[i]), output_format="PNG")
     else:
         st.caption(" · ".join(words[i]) + " (its image cannot be read)")
     st.html(strip_html(frames, words, i))
