@@ -39,6 +39,9 @@ class Wording:
 
     criterion: str | None = None
     whole_budget: bool = False
+    #: The campaign's target class, for seeds whose row names none (a `target_class`
+    #: campaign stores it once; an escape campaign's seeds each have their own).
+    target: int | None = None
 
     @property
     def unit(self) -> str:
@@ -70,7 +73,8 @@ def wording_of(campaign: dict) -> Wording:
         except ValueError:  # a stored config an older version wrote: the usual words
             params = None
         whole = params is not None and not getattr(params, "stop_at_failure", True)
-    return Wording(cfg.get("criterion"), whole)
+    target = campaign.get("target_class")
+    return Wording(cfg.get("criterion"), whole, None if pd.isna(target) else int(target))
 
 
 def filter_seeds(
@@ -208,7 +212,7 @@ def _count(n: int, unit: str) -> str:
     return f"{n:,} {unit}{'s' * (n != 1)}"
 
 
-def searched(r, wording: Wording) -> str:
+def search_length(r, wording: Wording) -> str:
     """How long a searched seed's search ran, in its strategy's units: "after 12
     iterations", or, for a strategy that searches its whole budget, "first in generation 1;
     10 generations, 1,600 evaluations" (NSGA-II read "after 1 iteration" after 10)."""
@@ -256,12 +260,14 @@ def card_text(r, class_names: tuple[str, ...], wording: Wording) -> str:
         said = "they disagree" if r.status == "misclassified" else status
         return (
             f"{head}, A says **{final}**, B says **{class_names[int(r.final_pred_b)]}** "
-            f"{searched(r, wording)} ({said})"
+            f"{search_length(r, wording)} ({said})"
         )
     target = getattr(r, "target", None)
-    if target is not None and not pd.isna(target):
+    if target is None or pd.isna(target):
+        target = wording.target if wording.criterion == "targeted" else None
+    if target is not None:
         # A targeted search names its target: "(survived)" beside "predicted 9" never did.
         name = class_names[int(target)]
         outcome = target_outcome(r.status == "misclassified", f"**{name}**", f"**{final}**")
-        return f"{head}, {outcome} {searched(r, wording)}"
-    return f"{head}, predicted **{final}** {searched(r, wording)} ({status})"
+        return f"{head}, {outcome} {search_length(r, wording)}"
+    return f"{head}, predicted **{final}** {search_length(r, wording)} ({status})"

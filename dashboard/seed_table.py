@@ -32,16 +32,19 @@ COLUMNS = {
     "latent_distance": "latent distance to the seed",
     "elapsed_s": "seconds",
 }
+#: Columns only some campaigns fill (a second classifier, targets): left out where no seed
+#: has a value; the others stay, blank, until the seeds have one (a stopped campaign).
+OPTIONAL = ("target", "seed_pred_b", "final_pred_b", "generations")
 #: Columns holding a class index, shown by the class's name.
 CLASSES = ("seed_label", "target", "seed_pred", "seed_pred_b", "final_pred", "final_pred_b")
 
 
 def seed_table(seeds: pd.DataFrame, class_names: tuple[str, ...], wording: Wording) -> pd.DataFrame:
     """`seeds` (store.campaigns.seeds) as shown: headers of COLUMNS, class names, outcome
-    words; a column no seed has a value in is left out, and an empty cell is blank."""
+    words; an OPTIONAL column no seed has a value in is left out, an empty cell is blank."""
     out = pd.DataFrame(index=seeds.index)
     for col, header in COLUMNS.items():
-        if col not in seeds or seeds[col].isna().all():
+        if col not in seeds or (col in OPTIONAL and seeds[col].isna().all()):
             continue  # a single-classifier campaign has no "predicted by B" at all
         v = seeds[col]
         if col in CLASSES:

@@ -11,7 +11,7 @@ from dashboard.components import X_AXES, convergence_chart, load_image, status_b
 from dashboard.data import get_home, get_store
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
-from dashboard.gallery import gallery, searched, wording_of
+from dashboard.gallery import gallery, search_length, wording_of
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
 from dashboard.progress import (
@@ -299,7 +299,7 @@ if tab_seed.open:
             if pd.isna(row.iterations):
                 length = "– iterations"
             elif wording.whole_budget:  # NSGA-II read "1 iterations" after 10 generations
-                length = searched(row, wording)
+                length = search_length(row, wording)
             else:
                 length = f"{int(row.iterations)} iterations"
             st.markdown(
