@@ -129,9 +129,14 @@ def gallery(
     st.caption(" · ".join(f"{counts[s]} {said(s)}" for s in present) or "No seed yet.")
     if seeds.empty:
         return
-    a, b, p, c = st.columns([2, 2, 2, 1])
-    # Searched seeds by default, as GIFTbench's gallery; the others on request.
-    default = [s for s in present if s not in HIDDEN] or present
+    a, b, p = st.columns([3, 2, 2])
+    # Seeds searched to an outcome by default, as GIFTbench's gallery; the others on
+    # request (a running campaign before its first outcome: the seeds searching).
+    default = (
+        [s for s in present if s not in HIDDEN]
+        or [s for s in present if s != "non-viable"]
+        or present
+    )
     statuses = url_widget(
         a.multiselect,
         "Show",
@@ -145,6 +150,7 @@ def gallery(
     names = list(class_names)
     classes = url_widget(b.multiselect, "Expected class", "gallery_class", names, [], many=True)
     predicted = url_widget(p.multiselect, "Predicted class", "gallery_pred", names, [], many=True)
+    c, d, e = st.columns([2, 3, 2])
     top = int(seeds["iterations"].max()) if seeds["iterations"].notna().any() else 0
     # Only once some seed has its iterations (a crashed campaign's have none yet): a box
     # that said "at most 0" beside nine seeds shown read as a filter that failed.
@@ -158,7 +164,7 @@ def gallery(
         # link made now still shows seeds that later searches run longer.
         url_int_written("gallery_iterations", most, omit=top)
     order = url_widget(
-        st.selectbox,
+        d.selectbox,
         "Sort by",
         "gallery_sort",
         SORTS,
@@ -180,7 +186,7 @@ def gallery(
     page = 1
     if pages > 1:
         page = url_widget(
-            st.selectbox,
+            e.selectbox,
             f"Page (of {pages}, {PAGE_SIZE} seeds each)",
             "gallery_page",
             list(range(1, pages + 1)),

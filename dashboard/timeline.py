@@ -134,10 +134,12 @@ def strip_html(frames: list[Image.Image | None], words: list[list[str]], chosen:
     cells = []
     for i, (img, lines) in enumerate(zip(frames, words, strict=True)):
         outline = "outline:3px solid #d55e00;" if i == chosen else ""
+        big = None if img is None else enlarged(img)
+        # At its own size: a CSS width of 96 px squeezed a 112 px frame unevenly.
         pic = (
-            f'<img src="{_data_uri(enlarged(img))}" style="image-rendering:pixelated;'
-            f'width:{MIN_PX}px;height:auto;{outline}"/>'
-            if img is not None
+            f'<img src="{_data_uri(big)}" width="{big.width}" height="{big.height}" '
+            f'style="image-rendering:pixelated;{outline}"/>'
+            if big is not None
             else f'<div style="width:{MIN_PX}px;height:{MIN_PX}px;background:#eee"></div>'
         )
         text = "<br/>".join(html.escape(x) for x in lines)
