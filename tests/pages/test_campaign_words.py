@@ -57,6 +57,11 @@ def test_targeted_counts_and_cards_name_the_target_in_the_same_words(targeted, m
                 f"did not reach target **{int(r.target)}** (predicted **{int(r.final_pred)}**)" in c
             )
     assert [c for c in shown if "did not reach target" in c]  # all 9 on one page
+    # The escape panel's table too.
+    pairs = next(e for e in at.expander if e.label.startswith("Per pair"))
+    (table,) = [d.value for d in pairs.dataframe]
+    assert "reached target" in table.columns and "successes" not in table.columns
+    assert table["reached target"].sum() == counts["misclassified"]
     # The status filter offers the same words.
     show = next(m for m in at.multiselect if m.label == "Show")
     assert show.format_func("survived") == "did not reach target"
