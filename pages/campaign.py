@@ -134,11 +134,12 @@ def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
     done = int(seeds["status"].ne("searching").sum())
     note = f" (so far: {done} of {len(seeds)} seeds)" if so_far else ""
     a, b = st.columns(2)
-    a.download_button(f"Download CSV{note}", to_csv_bytes(seeds), f"{cid}-seeds.csv", "text/csv")
+    # While it runs, made on the click (from the rows of the last refresh): not at every
+    # refresh of the live panel, every 2 s.
+    csv = (lambda: to_csv_bytes(seeds)) if so_far else to_csv_bytes(seeds)
+    a.download_button(f"Download CSV{note}", csv, f"{cid}-seeds.csv", "text/csv")
     if so_far:
-        b.download_button(
-            f"Download zip{note}", lambda: zip_so_far(), f"{cid}.zip", "application/zip"
-        )
+        b.download_button(f"Download zip{note}", zip_so_far, f"{cid}.zip", "application/zip")
         st.caption(
             "The downloads hold what the campaign has written so far; seeds still "
             "searching have no result image yet."
