@@ -180,7 +180,8 @@ def triggering_gallery(
             img = load_image(home, r.image, scale=3)
             if img is not None:
                 col.image(img, width="stretch")
-            scores = " · ".join(
+            # One filter a line: four verdicts in one run of text read as a paragraph.
+            scores = "  \n".join(
                 verdict(
                     f,
                     getattr(r, "score_" + f.replace("-", "_"), None),
@@ -191,7 +192,7 @@ def triggering_gallery(
             )
             col.caption(
                 f"#{r.entry}: A **{names[int(r.pred)]}**, B **{names[int(r.pred_b)]}** "
-                f"(intended {names[int(r.label)]}){' · ' + scores if scores else ''}"
+                f"(intended {names[int(r.label)]})" + ("  \n" + scores if scores else "")
             )
 
 

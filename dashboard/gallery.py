@@ -26,7 +26,7 @@ SHOWN = ("misclassified", "survived", "non-viable", "interrupted", "searching")
 #: Statuses not shown unless asked: never searched, or not searched to an outcome yet (a
 #: running campaign's gallery opened on seeds without a result image).
 HIDDEN = ("non-viable", "searching")
-#: The sort orders (the URL's value first), "seed" the default.
+#: The sort orders, as the URL holds them ("-": most first); "seed" the default.
 SORTS = ("seed", "iterations", "-iterations")
 
 
@@ -35,7 +35,7 @@ class Wording:
     """How a campaign's seeds are told: its failure criterion (store.failures), and
     whether its strategy searches its whole budget past the first failure (NSGA-II,
     Argus's interpolation), whose `iterations` is then the generation a failure was first
-    found in, not the length of the search (dashboard/units.py asks the strategy)."""
+    found in, not the length of the search (`wording_of` asks the strategy)."""
 
     criterion: str | None = None
     whole_budget: bool = False
@@ -53,8 +53,7 @@ class Wording:
     def sort_label(self, key: str) -> str:
         if key == "seed":
             return "seed"
-        first = "fewest first" if key == "iterations" else "most first"
-        return f"{'generation found' if self.whole_budget else 'iterations'}, {first}"
+        return f"{self.unit}, {'fewest' if key == 'iterations' else 'most'} first"
 
 
 def wording_of(campaign: dict) -> Wording:
@@ -260,13 +259,15 @@ def card_text(r, class_names: tuple[str, ...], wording: Wording) -> str:
     if pd.isna(r.final_pred):
         return f"{head} ({status})"
     final = class_names[int(r.final_pred)]
+    # "B says 6 after 30 iterations", but "B says 6, first in generation 1; searched ...".
+    length = (", " if wording.whole_budget else " ") + search_length(r, wording)
     if not pd.isna(getattr(r, "final_pred_b", None)):
         # Two classifiers: the search's failure is their disagreement, often with A right
         # ("expected 5, predicted 5 (misclassified)" read as a contradiction).
         said = "they disagree" if r.status == "misclassified" else status
         return (
-            f"{head}, A says **{final}**, B says **{class_names[int(r.final_pred_b)]}** "
-            f"{search_length(r, wording)} ({said})"
+            f"{head}, A says **{final}**, B says **{class_names[int(r.final_pred_b)]}**"
+            f"{length} ({said})"
         )
     target = getattr(r, "target", None)
     if target is None or pd.isna(target):
@@ -275,5 +276,5 @@ def card_text(r, class_names: tuple[str, ...], wording: Wording) -> str:
         # A targeted search names its target: "(survived)" beside "predicted 9" never did.
         name = class_names[int(target)]
         outcome = target_outcome(r.status == "misclassified", f"**{name}**", f"**{final}**")
-        return f"{head}, {outcome} {search_length(r, wording)}"
-    return f"{head}, predicted **{final}** {search_length(r, wording)} ({status})"
+        return f"{head}, {outcome}{length}"
+    return f"{head}, predicted **{final}**{length} ({status})"
