@@ -147,11 +147,30 @@ def pareto_panel(store: Store, cid: str, seeds: list[int]) -> None:
     right.altair_chart(chart, width="stretch")
 
 
-def triggering_gallery(home: Path, arch: pd.DataFrame, names: list[str], filters: list[str]):
+def verdict(name: str, score: float, threshold: float | None, valid: bool | None) -> str:
+    """One filter's score with its threshold and pass / fail: "ssim-nearest 0.41 ≥ 0.30
+    ✓ valid" (cards showed the score alone, which said nothing without the threshold)."""
+    if score is None or pd.isna(score):
+        return f"{name} not scored"
+    if threshold is None or pd.isna(threshold):
+        return f"{name} {score:.2f} " + ("✓ valid" if valid else "✗ invalid")
+    # The filter's own verdict, stored with its score (a score reaching the threshold).
+    sign, word = ("≥", "✓ valid") if valid else ("<", "✗ invalid")
+    return f"{name} {score:.2f} {sign} {threshold:.2f} {word}"
+
+
+def triggering_gallery(
+    home: Path,
+    arch: pd.DataFrame,
+    names: list[str],
+    filters: list[str],
+    thresholds: dict[str, float] | None = None,
+):
     n = len(arch)
     if not n:
         st.info("No triggering input matches.")
         return
+    thresholds = thresholds or {}
     pages = (n + PAGE - 1) // PAGE
     page = st.number_input(f"Page (of {pages})", 1, pages, 1, key="trig_page") if pages > 1 else 1
     chunk = arch.iloc[(page - 1) * PAGE : page * PAGE]
@@ -161,13 +180,19 @@ def triggering_gallery(home: Path, arch: pd.DataFrame, names: list[str], filters
             img = load_image(home, r.image, scale=3)
             if img is not None:
                 col.image(img, width="stretch")
-            scores = " · ".join(
-                f"{f} {getattr(r, 'score_' + f.replace('-', '_'), float('nan')):.2f}"
+            # One filter a line: four verdicts in one run of text read as a paragraph.
+            scores = "  \n".join(
+                verdict(
+                    f,
+                    getattr(r, "score_" + f.replace("-", "_"), None),
+                    thresholds.get(f),
+                    getattr(r, "valid_" + f.replace("-", "_"), None),
+                )
                 for f in filters
             )
             col.caption(
                 f"#{r.entry}: A **{names[int(r.pred)]}**, B **{names[int(r.pred_b)]}** "
-                f"(intended {names[int(r.label)]}){' · ' + scores if scores else ''}"
+                f"(intended {names[int(r.label)]})" + ("  \n" + scores if scores else "")
             )
 
 
@@ -251,7 +276,10 @@ def differential_panel(store: Store, home: Path, cid: str, names: list[str]) -> 
         with st.expander("Pareto front per generation", expanded=True):
             pareto_panel(store, cid, seeds)
     with st.expander(f"Triggering inputs ({len(shown)})", expanded=True):
-        triggering_gallery(home, shown, names, [f.replace("_", "-") for f in filters])
+        scored = sd.validity(store, cid)
+        scored = scored[scored["kind"] == "archive"]
+        thresholds = scored.groupby("validator")["threshold"].first().to_dict()
+        triggering_gallery(home, shown, names, [f.replace("_", "-") for f in filters], thresholds)
     st.download_button(
         "Download triggering inputs (CSV)",
         to_csv_bytes(shown),

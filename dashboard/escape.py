@@ -12,6 +12,24 @@ from store import metrics as sm
 
 #: Both heatmaps share this colour scale, so a cell means the same in each.
 SCALE = alt.Scale(domain=[0, 1], scheme="orangered")
+#: The per-pair table's headers, in the words the gallery's cards and counts use ("reached
+#: target"); the CSV download keeps the stored columns.
+HEADERS = {
+    "source_name": "source class",
+    "target_name": "target class",
+    "attempts": "attempts",
+    "viable": "searched (viable seeds)",
+    "successes": "reached target",
+    "success_rate": "share that reached it",
+    "median_iterations": "median iterations to reach it",
+    "rate": "rate",
+    "count": "test images",
+}
+
+
+def tips(fields: list[str]) -> list[alt.Tooltip]:
+    """Tooltips of `fields` under HEADERS' words."""
+    return [alt.Tooltip(f, title=HEADERS.get(f, f)) for f in fields]
 
 
 def heatmap(df: pd.DataFrame, value: str, title: str, names: list[str], tip: list) -> alt.Chart:
@@ -26,7 +44,7 @@ def heatmap(df: pd.DataFrame, value: str, title: str, names: list[str], tip: lis
         y=alt.Y("source_name:O", title="source class", **axis),
     )
     rect = base.mark_rect().encode(
-        color=alt.Color(f"{value}:Q", scale=SCALE, title="rate"), tooltip=tip
+        color=alt.Color(f"{value}:Q", scale=SCALE, title="rate"), tooltip=tips(tip)
     )
     text = base.mark_text(fontSize=10).encode(
         text=alt.Text(f"{value}:Q", format=".2f"),
@@ -80,8 +98,9 @@ def escape_panel(store: Store, campaign_id: str, names: list[str]) -> None:
                 ["source_name", "target_name", "count", "rate"],
             ),
         )
-    with st.expander("Per pair: attempts, successes, median iterations"):
-        st.dataframe(df, hide_index=True, width="stretch")
+    with st.expander("Per pair: attempts, how many reached the target, median iterations"):
+        table = df[[c for c in HEADERS if c in df.columns]].rename(columns=HEADERS)
+        st.dataframe(table, hide_index=True, width="stretch")
     st.download_button(
         "Download escape matrix (CSV)",
         to_csv_bytes(df),

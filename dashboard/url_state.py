@@ -148,3 +148,40 @@ def url_unknown(param: str) -> list[str]:
     """The values the last link or bookmark gave `param` that matched no option (a deleted
     campaign, a link from another home): the page says so instead of dropping them."""
     return st.session_state.get(f"url:{param}:unknown", [])
+
+
+def url_int(label: str, param: str, key: str, low: int, high: int) -> None:
+    """Before a number widget keyed `key` (over [low, high]) draws: where the query
+    parameter `param` changed since the widget last wrote it (a link, a bookmark, back),
+    its value, clamped to [low, high], replaces the widget's; a link without it, `high`
+    (the widget's "no filter"). A value that is no whole number is said in one line, as
+    `url_widget` says unknown values."""
+    qp = st.query_params
+    url_now = qp.get(param, "")
+    if st.session_state.get(f"url:{param}:synced") == url_now:
+        return
+    st.session_state[f"url:{param}:synced"] = url_now
+    if not url_now:
+        if f"url:{param}:seen" in st.session_state:  # back to a link without the filter
+            st.session_state[key] = high
+        return
+    st.session_state[f"url:{param}:seen"] = True
+    try:
+        st.session_state[key] = min(max(int(url_now), low), high)
+    except ValueError:
+        st.caption(
+            f"⚠ The link gives {label} = {url_now}, which is not a whole number; "
+            f"showing {st.session_state.get(key, high)}."
+        )
+
+
+def url_int_written(param: str, value: int, omit: int | None = None) -> None:
+    """After the widget of `url_int` drew: its value to the URL, left out at `omit`."""
+    qp = st.query_params
+    if value == omit or value is None:
+        if param in qp:
+            del qp[param]
+    else:
+        qp[param] = str(value)
+    st.session_state[f"url:{param}:synced"] = qp.get(param, "")
+    st.session_state[f"url:{param}:seen"] = True

@@ -24,6 +24,8 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "resolve_home": ("engine.core.home", "resolve_home"),
     "to_csv_bytes": ("engine.core.csv_io", "to_csv_bytes"),
     "open_image": ("engine.core.images", "open_image"),
+    "read_frame": ("engine.core.images", "read_frame"),
+    "inside": ("engine.core.untrusted", "inside"),
     # registries and configs
     "get_dataset": ("engine.datasets", "get_dataset"),
     "dataset_names": ("engine.datasets", "dataset_names"),
@@ -100,7 +102,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.core.csv_io import to_csv_bytes
     from engine.core.errors import ConfigError, LatentfuzzError, ModelError
     from engine.core.home import db_path, resolve_home
-    from engine.core.images import open_image
+    from engine.core.images import open_image, read_frame
+    from engine.core.untrusted import inside
     from engine.datasets import DatasetError, dataset_names, get_dataset
     from engine.io.export import zip_bytes
     from engine.io.import_results import imported_note

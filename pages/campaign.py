@@ -1,5 +1,7 @@
 """Campaign: live while it runs, then its status, convergence, gallery and per-seed detail."""
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -10,7 +12,7 @@ from dashboard.data import get_home, get_store
 from dashboard.deleting import delete_panel
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
-from dashboard.gallery import gallery
+from dashboard.gallery import gallery, search_length, wording_of
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
 from dashboard.progress import (
@@ -20,7 +22,9 @@ from dashboard.progress import (
     wait_for_start,
     watch_for_resume,
 )
+from dashboard.seed_table import seed_table
 from dashboard.text import campaign_label, md_text
+from dashboard.timeline import timeline
 from dashboard.url_state import url_widget
 from engine.api import (
     DatasetError,
@@ -32,10 +36,10 @@ from engine.api import (
     zip_bytes,
 )
 from store import campaigns as sc
-from store import liveness
+from store import history, liveness
 from store.admin import rename_campaign
 from store.errors import StoreBusy, StoreError
-from store.failures import failed_as
+from store.failures import status_as
 
 store, home = get_store(), get_home()
 campaigns = sc.list_campaigns(store)
@@ -97,7 +101,8 @@ st.caption(
 )
 annotation_editor(store, "campaign", cid)
 try:
-    class_names = get_dataset(c["dataset"]).class_names
+    dataset = get_dataset(c["dataset"])
+    class_names, frame_width = dataset.class_names, dataset.shape[-1]
 except DatasetError as e:  # a user's dataset removed or moved since
     st.error(f"Cannot show this: {e}")
     st.stop()
@@ -112,6 +117,53 @@ def live_now(status: str) -> bool:
 
 running = live_now(c["status"])
 imported = c.get("kind") == "imported"  # another tool's results: no generations rows
+wording = wording_of(c)
+
+
+def seeds_now() -> pd.DataFrame:
+    """The per-seed rows written so far; with the generations each searched where the
+    strategy searches its whole budget (the gallery says them, not "iterations")."""
+    seeds = sc.seeds(store, cid)
+    if wording.whole_budget:
+        seeds = seeds.merge(history.generations_run(store, cid), on="seed_idx", how="left")
+    return seeds
+
+
+def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
+    """The CSV and the zip; while the campaign runs, what was written so far, said on
+    the buttons, the zip made only when asked (it reads every image written)."""
+    done = int(seeds["status"].ne("searching").sum())
+    note = f" (so far: {done} of {len(seeds)} seeds)" if so_far else ""
+    a, b = st.columns(2)
+    # While it runs, made on the click (from the rows of the last refresh): not at every
+    # refresh of the live panel, every 2 s.
+    csv = (lambda: to_csv_bytes(seeds)) if so_far else to_csv_bytes(seeds)
+    a.download_button(f"Download CSV{note}", csv, f"{cid}-seeds.csv", "text/csv")
+    if so_far:
+        b.download_button(f"Download zip{note}", zip_so_far, f"{cid}.zip", "application/zip")
+        st.caption(
+            "The downloads hold what the campaign has written so far; seeds still "
+            "searching have no result image yet."
+        )
+        return
+    try:
+        archive = zip_bytes(store, home, cid)
+    except LatentfuzzError as e:  # its folder moved or damaged: the rest of the page shows
+        b.warning(f"No zip: {e}. `latentfuzz doctor` lists what is missing.")
+    else:
+        b.download_button("Download zip", archive, f"{cid}.zip", "application/zip")
+
+
+def zip_so_far() -> bytes:
+    """The zip of a running campaign, made on the button's click (in its own thread):
+    a result image is written a moment after its seed's row, so a missing one is waited
+    for briefly before the error stands."""
+    for wait in (0.5, 1.0, 2.0):
+        try:
+            return zip_bytes(store, home, cid)
+        except LatentfuzzError:
+            time.sleep(wait)
+    return zip_bytes(store, home, cid)
 
 
 def resume_offer(status: str) -> None:
@@ -174,6 +226,13 @@ def live() -> None:
         fitness, criterion = cfg.get("fitness") or "margin", cfg.get("criterion")
         chart = convergence_chart(gens, x_axis, fitness, criterion)
         st.altair_chart(chart, width="stretch")
+    if running:
+        # The failures found so far, with the finished view's cards and filters: they
+        # are in the store one flush after they are found.
+        seeds = seeds_now()
+        st.subheader("Seeds so far")
+        gallery(seeds, home, class_names, wording=wording)
+        downloads(seeds, so_far=True)
     if running and not live_now(now["status"]):
         st.rerun()  # closed: render the final page once, without the timer
 
@@ -208,7 +267,7 @@ if not imported:
     metrics_panel(store, cid, c["status"], c["strategy"])
 escape_panel(store, cid, class_names)
 differential_panel(store, home, cid, class_names)
-seeds = sc.seeds(store, cid)
+seeds = seeds_now()
 # The open tab is in the URL (shareable) and only it renders: a closed tab costs nothing.
 tab_gallery, tab_seed, tab_table = st.tabs(
     ["Gallery", "Seed detail", "Per-seed table"],
@@ -219,8 +278,7 @@ tab_gallery, tab_seed, tab_table = st.tabs(
 )
 if tab_gallery.open:
     with tab_gallery:
-        failed = failed_as((c["config"] or {}).get("criterion"))
-        gallery(seeds, home, class_names, failed=failed)
+        gallery(seeds, home, class_names, wording=wording)
 if tab_seed.open:
     with tab_seed:
         searched = seeds[seeds["viable"]]
@@ -232,29 +290,27 @@ if tab_seed.open:
             row = searched.set_index("seed_idx").loc[s]
             # A seed stopped mid-search (an interrupted or crashed campaign) has no outcome yet.
             final = "–" if pd.isna(row.final_pred) else class_names[int(row.final_pred)]
-            its = "–" if pd.isna(row.iterations) else int(row.iterations)
+            if pd.isna(row.iterations):
+                length = "– iterations"
+            elif wording.whole_budget:  # NSGA-II read "1 iterations" after 10 generations
+                length = search_length(row, wording)
+            else:
+                length = f"{int(row.iterations)} iterations"
             st.markdown(
                 f"expected **{class_names[int(row.seed_label)]}**, final prediction "
-                f"**{final}**, {its} iterations, status {row.status}"
+                f"**{final}**, {length}, status {status_as(row.status, wording.criterion)}"
             )
-            strip = load_image(home, row.improvements_image, scale=2)
-            if strip is not None:
-                st.image(strip, caption="best image at each improvement, left to right")
             g = sc.generations(store, cid, int(s))
             result = load_image(home, row.result_image, scale=4)
             if g.empty and result is not None:  # imported: the tool kept the result only
                 st.image(result, caption="result")
             elif not g.empty:
+                st.markdown("**Search history**: the best image at each improvement")
+                imp = history.improvements(store, cid, int(s))
+                timeline(home, g, imp, class_names, frame_width, key=f"timeline:{s}")
                 st.altair_chart(top2_chart(g, class_names), width="stretch")
 if tab_table.open:
     with tab_table:
-        st.dataframe(seeds, hide_index=True, width="stretch")
+        st.dataframe(seed_table(seeds, class_names, wording), hide_index=True, width="stretch")
 
-a, b = st.columns(2)
-a.download_button("Download CSV", to_csv_bytes(seeds), f"{cid}-seeds.csv", "text/csv")
-try:
-    archive = zip_bytes(store, home, cid)
-except LatentfuzzError as e:  # its folder moved or damaged: the rest of the page still shows
-    b.warning(f"No zip: {e}. `latentfuzz doctor` lists what is missing.")
-else:
-    b.download_button("Download zip", archive, f"{cid}.zip", "application/zip")
+downloads(seeds, so_far=False)

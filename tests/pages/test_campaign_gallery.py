@@ -117,3 +117,46 @@ def test_the_seed_detail_is_in_the_url(campaign, monkeypatch):
     assert [c.value for c in at.caption if c.value.startswith("⚠")] == [
         f"⚠ The link gives Seed = 999, which matches nothing here; showing {first}."
     ]
+
+
+def test_every_gallery_filter_and_the_sort_round_trip_through_the_url(campaign, monkeypatch):
+    """The class filter was in the URL, the iterations filter was not: a shared link lost
+    it. Now every filter and the sort are, and a link opens the same view."""
+    home, cid = campaign
+    seeds = sc.seeds(Store(home / "latentfuzz.duckdb"), cid)
+    searched = seeds[seeds["status"] != "non-viable"]
+    top = int(searched["iterations"].max())
+    cut = int(searched["iterations"].median())
+    assert 0 < cut < top
+    open_page = page_opener(home, monkeypatch)
+    at = open_page("campaign.py", id=cid)
+    next(m for m in at.multiselect if m.label == "Expected class").set_value(
+        sorted({str(v) for v in searched["seed_label"]})[:5]
+    ).run()
+    at.number_input(key="gallery_iterations").set_value(cut).run()
+    at.selectbox(key="url:gallery_sort").set_value("-iterations").run()
+    assert not at.exception, at.exception
+    assert url(at, "gallery_iterations") == [str(cut)]
+    assert url(at, "gallery_sort") == ["-iterations"]
+    classes = url(at, "gallery_class")
+    want = searched[
+        searched["seed_label"].astype(str).isin(classes) & (searched["iterations"] <= cut)
+    ].sort_values(["iterations", "seed_idx"], ascending=[False, True])
+    expected = [f"seed {s}" for s in want["seed_idx"].iloc[:12]]
+    assert [c.split(":")[0] for c in gallery_captions(at)] == expected
+    # The link opens the same view in a new session.
+    link = {k: at.query_params[k] for k in at.query_params}
+    again = open_page("campaign.py", **link)
+    assert not again.exception, again.exception
+    assert again.number_input(key="gallery_iterations").value == cut
+    assert again.selectbox(key="url:gallery_sort").value == "-iterations"
+    assert next(m for m in again.multiselect if m.label == "Expected class").value == classes
+    assert [c.split(":")[0] for c in gallery_captions(again)] == expected
+    # Predicted class too; at the campaign's maximum the iterations box filters nothing
+    # and leaves the URL.
+    pred = str(int(want["final_pred"].iloc[0]))
+    next(m for m in again.multiselect if m.label == "Predicted class").set_value([pred]).run()
+    assert url(again, "gallery_pred") == [pred]
+    assert all(f"predicted **{pred}**" in c for c in gallery_captions(again))
+    again.number_input(key="gallery_iterations").set_value(top).run()
+    assert "gallery_iterations" not in again.query_params
