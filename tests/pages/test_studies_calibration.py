@@ -46,6 +46,9 @@ def test_the_calibration_tab_scores_the_study_and_shows_the_table(page, study):
     others = sorted(n for n in VALIDATORS.names() if n != "discriminator")
     assert store_cal.scored_validators(store, sid) == others
     table = next(d.value for d in at.dataframe if "ROC AUC" in d.value.columns)
+    # classifier-confidence also scores label preservation: a row of its own.
+    assert set(table["verdict"]) == {"validity", "preservation"}
+    table = table[table["verdict"] == "validity"]
     assert sorted(table["validator"]) == others
     assert table["images"].tolist() == [str(len(failing))] * len(others)
     assert all(x.endswith(f" of {len(failing)}") for x in table["decides at 95% precision"])
