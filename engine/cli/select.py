@@ -61,7 +61,8 @@ def select(
 def show(rows: list[dict[str, Any]], fresh: list[str]) -> None:
     """One table row per selector: what it learnt from, and its accuracies."""
     first = rows[0]
-    heads = ["trained on", "inputs (only A / only B / both wrong)", "held-out selection"]
+    heads = ["trained on", "inputs (only A / only B / both wrong)"]
+    heads += ["held-out selection (always the majority)"]
     heads += ["test: A / B / selected"]
     heads += [f"fresh {f}: A / B / selected" for f in fresh]
     t = Table(
@@ -74,7 +75,8 @@ def show(rows: list[dict[str, Any]], fresh: list[str]) -> None:
         cells = [
             f"{r['campaign']} ({r['strategy']})",
             f"{r['inputs']} ({r['only_a_right']} / {r['only_b_right']} / {r['both_wrong']})",
-            f"{pct(r['held_out_selection'])} of {r['held_out_n']}",
+            f"{pct(r['held_out_selection'])} of {r['held_out_n']} "
+            f"({pct(r['held_out_majority'])}, {r['majority']})",
             f"{pct(r['test_a'])} / {pct(r['test_b'])} / {pct(r['test_selected'])}",
         ]
         for j in range(len(fresh)):

@@ -263,6 +263,11 @@ def run_selection(
         o = outs[cid]
         train, held = split_by_group(o, seed)
         sel_acc, sel_n = selection_accuracy(Selector(seed).fit(train), held)
+        # The forest against "always trust the classifier right more often in training".
+        t_who, h_who = train.who(), held.who()
+        majority = B if (t_who == B).sum() > (t_who == A).sum() else A
+        h_one = h_who[h_who >= 0]
+        base = float((h_one == majority).mean()) if len(h_one) else None
         full = Selector(seed).fit(o)  # held-out figures measured, it learns from all
         who = o.who()
         row: dict[str, Any] = {
@@ -276,6 +281,8 @@ def run_selection(
             "both_wrong": int((who < 0).sum()),
             "held_out_selection": sel_acc,
             "held_out_n": sel_n,
+            "held_out_majority": base,
+            "majority": "A" if majority == A else "B",
             **{f"test_{k}": v for k, v in accuracies(full, test).items()},
             "test_disagree": int((test.pred_a != test.pred_b).sum()),
         }

@@ -117,6 +117,8 @@ def test_a_real_campaign_end_to_end(diffed):
     # On the test split the ensemble differs from A only where A and B disagree.
     assert abs(row["test_selected"] - row["test_a"]) <= row["test_disagree"] / 1000
     assert row["fresh0_n"] == row["inputs"] and row["fresh0_a"] is not None
+    assert row["majority"] in ("A", "B")
+    assert row["held_out_majority"] is None or 0 <= row["held_out_majority"] <= 1
 
 
 def test_the_cli_prints_the_table_and_refuses_wrong_campaigns_in_one_line(diffed):
