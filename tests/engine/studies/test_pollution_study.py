@@ -58,17 +58,20 @@ def test_flags_first_is_the_lowest_polluted_rate_ranked_first():
 
 
 @pytest.mark.slow
-def test_a_tiny_study_end_to_end(home, monkeypatch, tmp_path):
+@pytest.mark.parametrize(("extra", "pairs"), [([], 90), (["--row-only"], 9)])
+def test_a_tiny_study_end_to_end(home, monkeypatch, tmp_path, extra, pairs):
     import engine.core.home
 
     monkeypatch.setattr(engine.core.home, "_current", engine.core.home._current)
     csv = tmp_path / "p.csv"
     args = ["pollution-study", "--pair", "7:1", "--rates", "0,0.5", "--epochs", "1"]
     args += ["--per-pair", "1", "--generations", "2", "--csv", str(csv), "--home", str(home)]
+    args += extra
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     df = pd.read_csv(csv)
-    assert df["rate"].tolist() == [0, 0.5] and df["pairs"].tolist() == [90, 90]
+    assert df["rate"].tolist() == [0, 0.5] and df["pairs"].tolist() == [pairs, pairs]
     assert df["relabelled"].tolist() == [0, 200] and df["of"].tolist() == [400, 400]
     assert (df["escape_attempts"] == 1).all() and (df["test_of"] == 100).all()
+    assert (df["escape_rank"] <= pairs).all() and (df["test_rank"] <= pairs).all()
     assert "first rate at which the pair ranks 1" in res.output
