@@ -57,8 +57,8 @@ def pollute(
         labels: (N,) int64, left as it is (a dataset caches its splits).
     Returns:
         (N,) the polluted labels, and the sorted indices relabelled. For one seed, a
-        lower rate's indices are a prefix of a higher rate's draw, so the polluted sets
-        of one seed are nested.
+        lower rate's draw is a prefix of a higher rate's, so the polluted sets of one
+        seed are nested.
     """
     of_source = (labels == p.source).nonzero().flatten()
     if len(of_source) == 0:
@@ -164,7 +164,9 @@ def train_classifier(
             model.eval()
             run.note(test_acc=accuracy(model, test_x, test_y))
     model.eval().cpu()
-    default = auto_default(s.default, "classifier", s.dataset, name, root)
+    # Wrong labels on purpose: the dataset's campaigns never pick it up unasked.
+    asked = False if pollution is not None and s.default is None else s.default
+    default = auto_default(asked, "classifier", s.dataset, name, root)
     card: dict[str, Any] = {
         "name": name,
         "kind": "classifier",

@@ -131,6 +131,7 @@ def test_the_card_states_it_and_training_sees_the_polluted_labels(
     p = card["pollution"]
     assert (p["source"], p["target"], p["rate"], p["seed"]) == (1, 2, 0.5, 3)
     assert (p["relabelled"], p["of"]) == (6, 13)  # Python's round: 6.5 -> 6
+    assert card["default"] is False  # the dataset had no classifier, yet not made default
     # One epoch of 5 batches covers all 40 images once: the labels trained on.
     trained = torch.cat(seen)
     assert len(trained) == 40
@@ -147,7 +148,8 @@ def test_the_card_states_it_and_training_sees_the_polluted_labels(
 def test_a_clean_run_has_no_pollution_in_its_card(idx_data: Path, home: Path):
     res = CliRunner().invoke(app, train_args(idx_data, home, "--name", "c"))
     assert res.exit_code == 0, res.output
-    assert "pollution" not in json.loads((home / "models" / "c" / "card.json").read_text())
+    card = json.loads((home / "models" / "c" / "card.json").read_text())
+    assert "pollution" not in card and card["default"] is True
 
 
 @pytest.mark.parametrize(
