@@ -159,6 +159,7 @@ def run_pollution_study(
     # Deferred (start-up time: loads the campaign runner and the training loop).
     from engine.campaign.config import parse_config
     from engine.campaign.runner import run_campaign
+    from engine.classifiers import ARCHITECTURES
     from engine.datasets import get_dataset
     from engine.train.classifier import train_classifier
 
@@ -169,18 +170,22 @@ def run_pollution_study(
             f"--pair {study.source}:{study.target}: classes out of range; mnist has "
             f"classes 0..{k - 1}"
         )
-    rows = []
-    for rate in study.rates:
-        settings = TrainSettings(
-            "mnist", study.epochs, 64, seed=study.seed, name=study.model_name(rate), default=False
+    if study.architecture not in ARCHITECTURES:
+        raise ConfigError(
+            f"--architecture {quote(study.architecture)} is unknown; expected one of "
+            f"{', '.join(ARCHITECTURES.names())}"
         )
-        pollution = Pollution(study.source, study.target, rate) if rate > 0 else None
-        card = train_classifier(settings, study.architecture, pollution=pollution)
-        cfg = parse_config(
+    for flag, value in (("--epochs", study.epochs), ("--generations", study.generations)):
+        if isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{flag} {value}: expected 1 or more")
+    # Every campaign's settings are checked before the first classifier trains: a wrong
+    # --per-pair found after an hour of training is an hour lost.
+    configs = {
+        rate: parse_config(
             {
                 "dataset": "mnist",
                 "generator": study.generator,
-                "classifier": card["name"],
+                "classifier": study.model_name(rate),
                 "strategy": "sinvad",
                 "escape_per_pair": study.per_pair,
                 "target_class": study.source if study.row_only else None,
@@ -190,6 +195,15 @@ def run_pollution_study(
                 "strategy_params": {"generations": study.generations},
             }
         )
+        for rate in study.rates
+    }
+    rows = []
+    for rate, cfg in configs.items():
+        settings = TrainSettings(
+            "mnist", study.epochs, 64, seed=study.seed, name=study.model_name(rate), default=False
+        )
+        pollution = Pollution(study.source, study.target, rate) if rate > 0 else None
+        card = train_classifier(settings, study.architecture, pollution=pollution)
         res = run_campaign(cfg, h)
         rows.append(measure(study, rate, h, card, res.campaign_id))
         if done is not None:

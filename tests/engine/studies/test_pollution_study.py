@@ -57,6 +57,31 @@ def test_flags_first_is_the_lowest_polluted_rate_ranked_first():
     assert flags_first(df.assign(test_rank=2)) == {"escape": 0.2, "test": None}
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--per-pair", "0", "escape_per_pair: Input should be greater than or equal to 1"),
+        ("--epochs", "0", "--epochs 0: expected 1 or more"),
+        ("--generations", "0", "--generations 0: expected 1 or more"),
+        ("--architecture", "nope", "--architecture 'nope' is unknown"),
+        ("--pair", "7:12", "--pair 7:12: classes out of range"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_trains(home, monkeypatch, flag, value, said):
+    import engine.core.home
+    import engine.train.classifier
+
+    monkeypatch.setattr(engine.core.home, "_current", engine.core.home._current)
+    trained = []
+    monkeypatch.setattr(
+        engine.train.classifier, "train_classifier", lambda *a, **k: trained.append(a)
+    )
+    res = CliRunner().invoke(app, ["pollution-study", flag, value, "--home", str(home)])
+    assert res.exception is not None and said in str(res.exception), res.output
+    assert "\n" not in str(res.exception) and not trained
+    assert not list(home.glob("models/*"))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("extra", "pairs"), [([], 90), (["--row-only"], 9)])
 def test_a_tiny_study_end_to_end(home, monkeypatch, tmp_path, extra, pairs):
