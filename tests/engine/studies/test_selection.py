@@ -97,16 +97,30 @@ def test_agreeing_inputs_keep_their_label_and_the_split_holds_searches_out_whole
         split_by_group(one, 0)
 
 
+@pytest.fixture(autouse=True)
+def _process_home(monkeypatch):
+    """`--home` makes its folder the process's home (engine/core/home.py); put it back after."""
+    import engine.core.home
+
+    monkeypatch.setattr(engine.core.home, "_current", engine.core.home._current)
+
+
 @pytest.fixture(scope="module")
 def diffed(tmp_path_factory):
     """A tiny GA differential campaign (the bundled GAN, convnet vs LeNet-5) and a
     single-classifier one, in one home."""
+    import engine.core.home
+
+    before = engine.core.home._current
     home = tmp_path_factory.mktemp("select")
     params = {"generations": 6, "population": 20, "stop_at_failure": False, "best_left": 5}
     base = {"generator": "gan", "classifier": "convnet", "strategy": "ga", "seeds": 4}
     diff = parse_config({**base, "classifier_b": "lenet5", "seed": 3, "strategy_params": params})
     single = parse_config({**base, "seeds": 2, "seed": 1, "strategy_params": params})
-    return home, run_campaign(diff, home).campaign_id, run_campaign(single, home).campaign_id
+    try:
+        yield home, run_campaign(diff, home).campaign_id, run_campaign(single, home).campaign_id
+    finally:
+        engine.core.home._current = before
 
 
 def test_a_real_campaign_end_to_end(diffed):
