@@ -41,6 +41,13 @@ def select(
             "--all-inputs", help="also learn from and measure on inputs the validity filters reject"
         ),
     ] = False,
+    study: Annotated[
+        str | None,
+        typer.Option(
+            help="people's verdicts instead of the generator's label: a validity study of "
+            "the campaigns' triggering inputs (`labels create --triggering`)"
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="seeds the held-out split and the forest")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
     home: HomeOpt = None,
@@ -51,7 +58,9 @@ def select(
     # Deferred (start-up time: loads torch, scikit-learn and the store).
     from engine.studies.selection import run_selection
 
-    rows = run_selection(campaign, fresh or [], home, valid_only=not all_inputs, seed=seed)
+    rows = run_selection(
+        campaign, fresh or [], home, valid_only=not all_inputs, seed=seed, study=study
+    )
     if as_json:
         console.print_json(json.dumps(rows))
         return
@@ -67,8 +76,9 @@ def show(rows: list[dict[str, Any]], fresh: list[str]) -> None:
     heads += [f"fresh {f}: A / B / selected" for f in fresh]
     t = Table(
         *heads,
-        title=f"selector between A = {first['classifier']} and B = {first['classifier_b']} "
-        f"(test split: {first['test_n']} images, {first['test_disagree']} disagreements)",
+        title=f"selector between A = {first['classifier']} and B = {first['classifier_b']}, "
+        f"verdicts: {first['verdicts']} (test split: {first['test_n']} images, "
+        f"{first['test_disagree']} disagreements)",
         box=box.SIMPLE_HEAD,
     )
     for r in rows:

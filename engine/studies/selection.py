@@ -186,19 +186,53 @@ def campaign_pair(store: Any, cid: str) -> dict[str, Any]:
     return row
 
 
+def people_labels(store: Any, study_id: str) -> dict[tuple[str, int], int]:
+    """People's verdicts from a validity study of triggering inputs (`labels create
+    --triggering`): (campaign, archive entry) -> the class they give, A's or B's label
+    under the study's rule, or -1 when they give neither (both classifiers wrong). Only
+    complete items judged valid count; undecided ones are left out."""
+    # Deferred (start-up time: loads the labelling statistics and DuckDB).
+    from engine.labelling import agreement
+    from engine.labelling.statistics import load
+
+    s, v, _ = load(store, study_id)
+    t = v[(v["kind"] == "triggering") & v["complete"]] if "kind" in v else v.iloc[:0]
+    out: dict[tuple[str, int], int] = {}
+    for it in t.itertuples():
+        if it.validity is not True or not str(it.external_id).startswith("archive:"):
+            continue
+        a = agreement.preservation(it.answers, int(it.predicted), s["rule"])
+        b = agreement.preservation(it.answers, int(it.predicted_b), s["rule"])
+        said = int(it.predicted) if a else int(it.predicted_b) if b else None
+        if said is None and a is False and b is False:
+            said = -1
+        if said is not None:
+            out[(it.campaign_id, int(str(it.external_id).split(":", 1)[1]))] = said
+    return out
+
+
 def triggering_outputs(
-    store: Any, home: Path, cid: str, models: tuple[Any, Any], valid_only: bool = True
+    store: Any,
+    home: Path,
+    cid: str,
+    models: tuple[Any, Any],
+    valid_only: bool = True,
+    people: dict[tuple[str, int], int] | None = None,
 ) -> Outputs:
     """Both classifiers' outputs on a campaign's archived triggering inputs (valid ones
     only by default), re-read from their PNGs; the inputs A and B no longer label
-    differently once stored as 8-bit images are left out."""
+    differently once stored as 8-bit images are left out. With ``people``
+    (``people_labels``), only the inputs people judged, with their verdict as the label."""
     # Deferred (start-up time: loads DuckDB and pandas).
     from engine.core.images import read_uint8
     from store import differential as sd
 
     df = sd.archive(store, cid)
     df = df[df["pred_b"].notna()]
-    if valid_only:
+    if people is not None:
+        said = df["entry"].map(lambda e: people.get((cid, int(e))))
+        df = df[said.notna()].assign(label=said[said.notna()].astype(int))
+    elif valid_only:
         df = df[df["valid"]]
     paths = [inside(home, p, "archive.image", source=f"campaign {cid}") for p in df["image"]]
     if not paths:
@@ -233,10 +267,12 @@ def run_selection(
     home: Path | None = None,
     valid_only: bool = True,
     seed: int = 0,
+    study: str | None = None,
 ) -> list[dict[str, Any]]:
     """Train a selector on each of ``campaigns``' triggering inputs and measure it (see the
     module doc); one row per training campaign. Every campaign must test the same pair
-    (A, B) on one dataset, checked before any model loads."""
+    (A, B) on one dataset, checked before any model loads. With ``study``, every
+    campaign's inputs are those people judged in that study, labelled by their verdict."""
     # Deferred (start-up time: loads the dataset readers, the zoo and DuckDB).
     from engine.core.home import db_path, resolve_home
     from engine.datasets import get_dataset
@@ -254,9 +290,18 @@ def run_selection(
             "one pair: give campaigns of the same classifiers and dataset"
         )
     (a_ref, b_ref, dataset) = pair.pop()
+    people = people_labels(store, study) if study is not None else None
+    if people is not None:
+        none = [c for c in rows if not any(k[0] == c for k in people)]
+        if none:
+            raise LatentfuzzError(
+                f"study {quote(study)} has no decided verdict on a triggering input of "
+                f"campaign {none[0]}; label its inputs (`latentfuzz labels create --campaign "
+                f"{none[0]} --triggering`) or leave --study out to use the generator's labels"
+            )
     ds = get_dataset(dataset)
     models = (zoo.load_classifier(a_ref, dataset), zoo.load_classifier(b_ref, dataset))
-    outs = {c: triggering_outputs(store, h, c, models, valid_only) for c in rows}
+    outs = {c: triggering_outputs(store, h, c, models, valid_only, people) for c in rows}
     test = split_outputs(ds, models)
     out = []
     for cid in campaigns:
@@ -273,6 +318,7 @@ def run_selection(
         row: dict[str, Any] = {
             "campaign": cid,
             "strategy": rows[cid]["strategy"],
+            "verdicts": f"people (study {study})" if study else "generator's label",
             "classifier": a_ref,
             "classifier_b": b_ref,
             "inputs": len(o),

@@ -149,3 +149,37 @@ def test_the_cli_prints_the_table_and_refuses_wrong_campaigns_in_one_line(diffed
         assert isinstance(res.exception, LatentfuzzError), res.output
         assert said in str(res.exception) and "\n" not in str(res.exception)
     assert B == 1
+
+
+def test_peoples_verdicts_replace_the_generators_label(diffed):
+    from datetime import datetime
+
+    from engine.labelling import validity as labelling
+    from engine.studies.selection import people_labels
+    from store import Store, judging
+    from store import labels as ls
+
+    home, cid, _ = diffed
+    store = Store(home / "latentfuzz.duckdb")
+    cfg = labelling.StudyConfig(campaigns=[cid], k=1, gold_rate=0.0, triggering=True, sample=40)
+    sid = labelling.create_study(store, home, cfg)
+    items = ls.items(store, sid).set_index("item_id")
+    # People give A's label to even items, B's to odd ones: who is right alternates.
+    judging.join(store, sid, "ann")
+    while (item := judging.next_item(store, sid, "ann")) is not None:
+        row = items.loc[item]
+        said = row["predicted"] if item % 2 == 0 else row["predicted_b"]
+        judging.answer(store, sid, item, "ann", int(said), datetime.now())
+    people = people_labels(store, sid)
+    assert len(people) == len(items)
+    for item, row in items.iterrows():
+        entry = int(row["external_id"].split(":")[1])
+        want = row["predicted"] if item % 2 == 0 else row["predicted_b"]
+        assert people[(cid, entry)] == want
+    (r,) = run_selection([cid], [], home, study=sid)
+    assert r["verdicts"] == f"people (study {sid})" and r["both_wrong"] == 0
+    assert r["only_a_right"] > 0 and r["only_b_right"] > 0
+    assert r["inputs"] <= len(items)  # only what people judged
+    unanswered = labelling.create_study(store, home, cfg.model_copy(update={"seed": 1}))
+    with pytest.raises(LatentfuzzError, match=f"has no decided verdict on .* campaign {cid}"):
+        run_selection([cid], [], home, study=unanswered)
