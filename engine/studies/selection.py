@@ -4,9 +4,10 @@ trust, input by input.
 A differential campaign archives triggering inputs: images its classifiers A and B label
 differently. Each has a verdict of who is right, the generator's intended label (the
 archive's ``label``; only inputs valid under the campaign's validity filters are used by
-default), or people's (a validity study of the triggering inputs, ``people_labels``). The selector is a random forest over the two classifiers' softmax vectors,
-concatenated (2K features), trained on the inputs where exactly one of them is right to
-predict which one; inputs where both are wrong teach it nothing about whom to trust.
+default), or people's (a validity study of the triggering inputs, ``people_labels``).
+The selector is a random forest over the two classifiers' softmax vectors, concatenated
+(2K features), trained on the inputs where exactly one of them is right to predict which
+one; inputs where both are wrong teach it nothing about whom to trust.
 
 The selected ensemble answers A's label where A and B agree, and the label of the
 classifier the selector picks where they differ. It is measured on:
