@@ -18,7 +18,7 @@ import typer
 from engine.cli.common import HomeOpt, console, typer_signature
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
-from engine.train.settings import TrainSettings
+from engine.train.settings import TrainSettings, parse_pollution
 
 train_app = typer.Typer(
     no_args_is_help=True,
@@ -125,15 +125,31 @@ def train_classifier_cmd(
     width: Annotated[
         int | None, typer.Option(help="vgg/resnet: first stage's channels [32]")
     ] = None,
+    pollute: Annotated[
+        str | None,
+        typer.Option(
+            metavar="A:B:RATE",
+            help="relabel a share RATE in (0, 1] of class A's training images as B "
+            "(seeded by --seed; the card states it): SINVAD's polluted training data",
+        ),
+    ] = None,
 ) -> None:
     """Train a classifier; prints its card's metrics."""
+    pollution = parse_pollution(pollute)  # before torch loads: a typo fails at once
     # Deferred (start-up time: loads torch, numpy, safetensors).
     from engine.train.classifier import train_classifier  # torch: not for `--help`
 
-    card = train_classifier(settings, architecture, width=width)
+    card = train_classifier(settings, architecture, width=width, pollution=pollution)
+    p = card.get("pollution")
+    said = (
+        f", {p['relabelled']} of {p['of']} training images of class {p['source']} "
+        f"relabelled {p['target']}"
+        if p
+        else ""
+    )
     console.print(
         f"{card['name']}: test accuracy {card['metrics']['test_accuracy']:.4f}, "
-        f"{card['inference']}{stopped(card)}"
+        f"{card['inference']}{said}{stopped(card)}"
     )
 
 
