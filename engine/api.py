@@ -45,6 +45,9 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "imported_note": ("engine.io.import_results", "imported_note"),
     "confusion_rates": ("engine.studies.escape", "confusion_rates"),
     "escape_table": ("engine.studies.escape", "escape_table"),
+    # repair (engine/repair/)
+    "repair_events": ("engine.repair.run", "repair_events"),
+    "RepairSettings": ("engine.repair.settings", "RepairSettings"),
     # validity studies (labelling)
     "labelling": ("engine.labelling.validity", None),
     "label_stats": ("engine.labelling.statistics", None),
@@ -98,6 +101,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.labelling.statistics import campaign_validity
     from engine.labelling.validity import StudyConfig, create_study, marker_choices
     from engine.models import zoo
+    from engine.repair.run import repair_events
+    from engine.repair.settings import RepairSettings
     from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS
     from engine.search.strategies import STRATEGIES
     from engine.studies.effectiveness import bundled_generators

@@ -20,6 +20,7 @@ from engine.cli import (
     escape,
     import_results,
     labels,
+    repair,
     run,
     studies,
     train,
@@ -65,6 +66,7 @@ for module in (
     train,
     data,
     bench,
+    repair,
 ):
     module.register(app)
 app.add_typer(labels.labels_app, name="labels")
@@ -84,7 +86,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "ui",
     ),
     "Studies and grids": ("study", "grid", "escape", "diff-study"),
-    "Models and data": ("models", "train", "data"),
+    "Models and data": ("models", "train", "repair", "data"),
     "Labelling": ("labels",),
     "Import and export": ("export", "import", "import-results"),
     "Maintenance": ("doctor", "bench"),
