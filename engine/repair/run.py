@@ -62,7 +62,6 @@ def repair_events(s: RepairSettings, home: str | os.PathLike[str] | None = None)
     dataset = card["dataset"]
     parent = zoo.load_classifier(s.classifier, dataset, str(dev))
     store = Store(db_path(home))
-    yield {"stage": "failures", "message": f"reading the failures of {s.source}"}
     if s.campaign is not None:
         src = from_campaign(store, home, s.campaign, parent, dataset, s.validators)
     else:
