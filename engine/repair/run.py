@@ -169,8 +169,7 @@ def _measure(
         arm: (n, zoo.load_classifier(n, dataset, s.device)) for arm, n in arms.items()
     }
     template = src.template
-    fresh_n = s.fresh_seeds if s.fresh_seeds is not None else None
-    run_fresh = template is not None and fresh_n != 0
+    run_fresh = template is not None and s.fresh_seeds != 0
     fresh_seed = (
         s.fresh_seed if s.fresh_seed is not None else int((template or {}).get("seed", 0)) + 1
     )
