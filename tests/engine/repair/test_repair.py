@@ -162,3 +162,29 @@ def test_the_cli_refuses_in_one_line(source, env) -> None:
     assert p.returncode == 2
     assert p.stderr.startswith("error: --from-campaign 'nope': no such campaign")
     assert p.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_fresh_campaigns_run_against_the_repaired_model(at_home) -> None:
+    home, cid = at_home
+    s = RepairSettings(
+        CLASSIFIER,
+        campaign=cid,
+        validators={"ssim-nearest": None},
+        replay=1,
+        epochs=1,
+        name="fresh",
+        controls=False,
+        fresh_seeds=2,
+        fresh_generations=3,
+    )
+    report = run(s, home)
+    before, after = report["rows"]
+    store = Store(home / "latentfuzz.duckdb")
+    for row, name in ((before, CLASSIFIER), (after, "fresh")):
+        c = store.query(
+            "SELECT classifier, n_seeds FROM campaigns WHERE id = ?", [row["fresh_campaign"]]
+        )
+        assert (c["classifier"][0], int(c["n_seeds"][0])) == (name, 2)
+        assert "fresh_misclassified_pct" in row and "fresh_iterations_icst" in row
+    assert report["fresh"]["seed"] == 2  # the source's seed + 1
