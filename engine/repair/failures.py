@@ -203,7 +203,7 @@ def from_campaign(
         valid,
         unfiltered,
         row["config"],
-        {"campaign": cid, "validators": limits, "failures": len(unfiltered)},
+        {"campaign": cid, "validators": limits, "unfiltered": len(unfiltered)},
     )
 
 
@@ -262,5 +262,5 @@ def from_study(store: Store, home: Path, sid: str, classifier: Any) -> Source:
         valid,
         unfiltered,
         template,
-        {"study": sid, "rule": study["rule"], "failures": len(unfiltered)},
+        {"study": sid, "rule": study["rule"], "unfiltered": len(unfiltered)},
     )
