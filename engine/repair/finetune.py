@@ -49,6 +49,25 @@ def finetune(
 ) -> Iterator[dict[str, Any]]:
     """Train ``module`` in place on ``data``; yields {"epoch", "epochs", "loss"} after
     each epoch (the mean training loss of that epoch)."""
+    # Dropout draws from torch's global generator, which takes no generator argument: it
+    # is seeded from the run's, inside a fork so that the caller's global state stays.
+    dropout_seed = int(torch.randint(0, 2**62, (1,), generator=rng))
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(dropout_seed)
+        yield from _train(module, data, epochs, lr, batch_size, rng, device, augment_shift)
+    module.eval().cpu()
+
+
+def _train(
+    module: nn.Module,
+    data: Mix,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    rng: torch.Generator,
+    device: torch.device,
+    augment_shift: int,
+) -> Iterator[dict[str, Any]]:
     module.to(device)
     opt = torch.optim.AdamW(module.parameters(), lr=lr, weight_decay=1e-4)
     for epoch in range(epochs):
@@ -63,7 +82,6 @@ def finetune(
             opt.step()
             total, seen = total + float(loss.detach()) * len(idx), seen + len(idx)
         yield {"epoch": epoch + 1, "epochs": epochs, "loss": total / max(seen, 1)}
-    module.eval().cpu()
 
 
 def steps(data: Mix, epochs: int, batch_size: int) -> int:
