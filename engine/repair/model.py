@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,28 @@ def set_metrics(folder: Path, metrics: dict[str, Any]) -> None:
     card = json.loads((folder / zoo.CARD).read_text())
     card["metrics"] = metrics
     (folder / zoo.CARD).write_text(json.dumps(card, indent=2) + "\n")
+
+
+def staging_folder(name: str) -> Path:
+    """This run's staging folder, after removing those of runs killed before their
+    cleanup (a SIGKILL): hidden, and one level deeper than a model's card, so that the
+    zoo never lists what is staged."""
+    root = zoo.user_models_dir()
+    for old in root.glob(".repair-*"):
+        pid = old.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return root / f".repair-{os.getpid()}-{name}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def publish(staging: Path, model_names: list[str]) -> None:

@@ -103,8 +103,7 @@ def repair_events(s: RepairSettings, home: str | os.PathLike[str] | None = None)
         "seed": s.seed,
         "report": model.REPORT,
     }
-    staging = zoo.user_models_dir() / f".repair-{os.getpid()}-{name}"
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = model.staging_folder(name)
     eval_x, eval_y = test.images[plan.eval_idx], test.labels[plan.eval_idx]
     try:
         for arm, model_name in arms.items():
