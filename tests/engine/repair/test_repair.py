@@ -64,7 +64,11 @@ def test_lineage_is_in_the_card_and_the_controls_add_as_many(at_home) -> None:
         name="fixed",
         fresh_seeds=0,
     )
+    # A run killed before its cleanup (SIGKILL) left its staging folder behind.
+    stale = home / "models" / ".repair-999999999-old" / "old"
+    stale.mkdir(parents=True)
     report = run(s, home)
+    assert not stale.parent.exists()
     # Scored first: the campaign had no validity rows.
     assert set(sd.validity(Store(home / "latentfuzz.duckdb"), cid)["validator"]) == {"ssim-nearest"}
     n = report["counts"]["failures_used"]
@@ -122,7 +126,9 @@ def test_a_study_without_verdicts_is_refused_and_a_judged_one_filters(at_home) -
     home, cid = at_home
     store = Store(home / "latentfuzz.duckdb")
     sid = create_study(store, home, StudyConfig(campaigns=[cid], k=1, gold_rate=0.0, name="repair"))
-    s = RepairSettings(CLASSIFIER, study=sid, replay=1, epochs=1, fresh_seeds=0, name="judged")
+    s = RepairSettings(
+        CLASSIFIER, study=sid, replay=1, epochs=1, fresh_seeds=0, name="judged", controls=False
+    )
     refused(s, home, r"has a verdict yet")
     judging.join(store, sid, "ann")
     items = store.query("SELECT item_id, expected FROM label_items WHERE study_id = ?", [sid])
@@ -139,6 +145,7 @@ def test_a_study_without_verdicts_is_refused_and_a_judged_one_filters(at_home) -
     assert report["counts"]["failures_unfiltered"] == len(items)
 
 
+@pytest.mark.slow  # the CLI's start-up; the refusals themselves are tested in process above
 def test_the_cli_refuses_in_one_line(source, env) -> None:
     home, _ = source
     p = subprocess.run(
