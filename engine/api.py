@@ -57,6 +57,9 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "imported_note": ("engine.io.import_results", "imported_note"),
     "confusion_rates": ("engine.studies.escape", "confusion_rates"),
     "escape_table": ("engine.studies.escape", "escape_table"),
+    # repair (engine/repair/)
+    "repair_events": ("engine.repair.run", "repair_events"),
+    "RepairSettings": ("engine.repair.settings", "RepairSettings"),
     # validity studies (labelling)
     "labelling": ("engine.labelling.validity", None),
     "label_stats": ("engine.labelling.statistics", None),
@@ -130,6 +133,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
         used_by,
         user_cards,
     )
+    from engine.repair.run import repair_events
+    from engine.repair.settings import RepairSettings
     from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS
     from engine.search.strategies import STRATEGIES
     from engine.studies.effectiveness import bundled_generators

@@ -21,6 +21,7 @@ from engine.cli import (
     import_results,
     labels,
     pollution,
+    repair,
     run,
     select,
     studies,
@@ -69,6 +70,7 @@ for module in (
     train,
     data,
     bench,
+    repair,
 ):
     module.register(app)
 app.add_typer(labels.labels_app, name="labels")
@@ -88,7 +90,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "ui",
     ),
     "Studies and grids": ("study", "grid", "escape", "diff-study", "pollution-study", "select"),
-    "Models and data": ("models", "train", "data"),
+    "Models and data": ("models", "train", "repair", "data"),
     "Labelling": ("labels",),
     "Import and export": ("export", "import", "import-results"),
     "Maintenance": ("doctor", "bench"),

@@ -278,3 +278,40 @@ def test_run_refuses_a_calibrated_threshold():
     }
     with pytest.raises(LatentfuzzError, match="the study is empty"):
         parse_validators(["ssim-nearest=calibrated:"], calibrated=True)
+
+
+@pytest.mark.slow  # a fine-tuning and a measurement: about 40 s
+def test_repair_takes_a_threshold_fitted_on_a_study_and_records_the_study(judged, monkeypatch):
+    """`repair --validator NAME=calibrated:STUDY`: the fitted threshold filters the
+    failures, and the lineage names the study it came from."""
+    from engine.models import zoo
+
+    home, cid, sid, _ = judged
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    store = Store(home / "latentfuzz.duckdb")
+    score_study(store, home, sid, ["ssim-nearest"])
+    fitted = calibrated_threshold(store, sid, "ssim-nearest")
+    r = run_cli(
+        "repair",
+        "--classifier",
+        "mnist-convnet",
+        "--from-campaign",
+        cid,
+        "--validator",
+        f"ssim-nearest=calibrated:{sid}",
+        "--epochs",
+        "1",
+        "--replay",
+        "1",
+        "--no-controls",
+        "--fresh-seeds",
+        "0",
+        "--name",
+        "calibrated-fix",
+        home=home,
+    )
+    assert r.exit_code == 0, f"{r.output} {r.exception}"
+    assert f"ssim-nearest: threshold {fitted:.4g}, calibrated on {sid}" in r.output
+    lin = zoo.load_card("calibrated-fix")["lineage"]["failures"]
+    assert lin["validators"] == {"ssim-nearest": pytest.approx(fitted)}
+    assert lin["calibrated_on"] == {"ssim-nearest": sid}
