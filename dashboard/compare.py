@@ -218,6 +218,35 @@ def campaign_rows(
     return table, iterations, failures
 
 
+#: Prefix of the columns that carry a validity filter's automatic figures (``with_auto``):
+#: AUTO + validator + ":" + valid_pct, valid, images, threshold or study.
+AUTO = "auto: "
+
+
+def auto_column(validator: str, field: str) -> str:
+    """The table column of a validity filter's automatic figure (valid_pct, valid, images,
+    threshold, study)."""
+    return f"{AUTO}{validator}:{field}"
+
+
+def with_auto(table: pd.DataFrame, auto: pd.DataFrame, validators: list[str]) -> pd.DataFrame:
+    """The table with each chosen validity filter's automatic validity of the campaign's
+    result images (store.calibration.auto_validity_table): % valid, valid, images, the
+    threshold and the study it was calibrated on (None: fixed); missing where the filter
+    scored none of a campaign's result images. The chosen filters are kept in
+    ``attrs["auto"]``, in order: the markdown gives each its column beside people's."""
+    t = table.copy()
+    by = auto.set_index(["campaign_id", "validator"]) if len(auto) else None
+    for v in validators:
+        for field in ("valid_pct", "valid", "images", "threshold", "study"):
+            t[auto_column(v, field)] = [
+                by.loc[(c, v), field] if by is not None and (c, v) in by.index else None
+                for c in t["campaign"]
+            ]
+    t.attrs = {**table.attrs, "auto": list(validators)}
+    return t
+
+
 def blocks(table: pd.DataFrame) -> list[tuple[tuple, pd.Index]]:
     """(dataset, preset, budget), or (dataset, evaluation budget) across strategies, and
     the rows of each block, in table order."""

@@ -15,6 +15,7 @@ from dashboard.compare import (
     BLOCK,
     CRITERION,
     STRATEGY_BLOCK,
+    auto_column,
     block_columns,
     blocks,
     without_criterion,
@@ -79,6 +80,40 @@ def budget_note(rows: pd.DataFrame) -> str:
     return " ".join(notes)
 
 
+def how_scored(threshold: float, study: str | None) -> str:
+    """How a validity filter decided: "calibrated on STUDY" or "threshold T"."""
+    return f"calibrated on {study}" if isinstance(study, str) else f"threshold {threshold:.3g}"
+
+
+def auto_header(rows: pd.DataFrame, validator: str) -> tuple[str, bool]:
+    """A validity filter's column title over a block's rows, and whether it says how the
+    filter decided (one study or threshold for every campaign it scored; else each cell
+    says it): "ssim-nearest: % valid (auto, calibrated on S) (#)"."""
+    pct = rows[auto_column(validator, "valid_pct")]
+    scored = rows[pct.notna()]
+    hows = {
+        how_scored(r[auto_column(validator, "threshold")], r[auto_column(validator, "study")])
+        for _, r in scored.iterrows()
+    }
+    if len(hows) == 1:
+        return f"{validator}: % valid (auto, {hows.pop()}) (#)", True
+    return f"{validator}: % valid (auto) (#)", False
+
+
+def auto_cell(r: pd.Series, validator: str, said: bool) -> str:
+    """A campaign's automatic validity by one filter, "62 (5)", with how it decided
+    where the column title does not say it; "–" where the filter scored none of its
+    result images."""
+    pct = r[auto_column(validator, "valid_pct")]
+    if pct is None or pd.isna(pct):
+        return "–"
+    text = f"{pct:.0f} ({int(r[auto_column(validator, 'valid')])})"
+    if said:
+        return text
+    how = how_scored(r[auto_column(validator, "threshold")], r[auto_column(validator, "study")])
+    return f"{text}, {md_text(how)}"
+
+
 def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
     """The ICST table as markdown, one table per block: bold best, underlined not
     significantly different from the best of the block."""
@@ -103,6 +138,8 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
         crit = table.loc[rows[0]].get(CRITERION) or "misclassified"
         failing = "misclassification" if crit == "misclassified" else failed_as(crit)
         note = budget_note(table.loc[rows]) if strategies else ""
+        # Each validity filter's automatic figure, beside people's.
+        heads = [(v, *auto_header(table.loc[rows], v)) for v in table.attrs.get("auto", [])]
         out += [
             f"**Block: {md_text(block_title(key, cols))}**",
             "",
@@ -110,8 +147,9 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
             f"| campaign | {md_text(axis_label(second))} | % viable seeds "
             f"| % {failing} (#) "
             "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
-            "| % validity (#) | % label preservation (#) |",
-            "|---|---|---|---|---|---|---|---|",
+            f"| % validity (#) | {''.join(md_text(h) + ' | ' for _, h, _ in heads)}"
+            "% label preservation (#) |",
+            "|---|---|---|---|---|---|---|---|" + "---|" * len(heads),
         ]
         for i in rows:
             r = table.loc[i]
@@ -127,9 +165,49 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
                 f"{num(r.iterations_to_failure, '.1f')} "
                 f"({num(r.iterations_to_failure_std, '.1f', '-')}) | "
                 f"{labelled(i, r, 'valid_pct', 'valid')} | "
+                f"{''.join(auto_cell(r, v, said) + ' | ' for v, _, said in heads)}"
                 f"{labelled(i, r, 'preserved_pct', 'preserved')} |"
             )
         out.append("")
+    return "\n".join(out)
+
+
+#: Realism's columns (store.metrics.realism_table), their titles and formats: never
+#: Inception's features, which every title says.
+REALISM = {
+    "fid": ("FID (classifier features, not Inception)", ",.1f"),
+    "kid": ("KID (classifier features, not Inception)", ",.2f"),
+    "kid_sd": ("KID SD over subsets", ",.2f"),
+    "images": ("images compared", ",d"),
+    "reference_images": ("real test images", ",d"),
+}
+
+
+def realism_markdown(realism: pd.DataFrame, table: pd.DataFrame) -> str:
+    """One row per campaign of the ICST table (campaign, name, status, generator), in its
+    order: its realism figures (store.metrics.realism_table); "–" where none is stored
+    (an older campaign, one not finished, a dataset without a default classifier), "n/a"
+    for a figure that too few images leave undefined."""
+    by = realism.set_index("campaign_id")
+
+    def figure(v: object, fmt: str) -> str:
+        if v is None or pd.isna(v):
+            return "n/a"
+        return format(int(v) if fmt.endswith("d") else float(v), fmt)
+
+    out = [
+        "| campaign | generator | " + " | ".join(t for t, _ in REALISM.values()) + " |",
+        "|---|---|" + "---|" * len(REALISM),
+    ]
+    for _, r in table.iterrows():
+        status = r.get("status", "finished")
+        name = md_text(r["name"]) + ("" if status == "finished" else f" *({status})*")
+        if r["campaign"] in by.index:
+            m = by.loc[r["campaign"]]
+            cells = [figure(m[k], f) for k, (_, f) in REALISM.items()]
+        else:
+            cells = ["–"] * len(REALISM)
+        out.append(f"| {name} | {md_text(_value(r['generator']))} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

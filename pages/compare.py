@@ -4,9 +4,16 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from dashboard.compare import ALPHA, campaign_rows, pivot, significance, with_axes
+from dashboard.compare import (
+    ALPHA,
+    campaign_rows,
+    pivot,
+    significance,
+    with_auto,
+    with_axes,
+)
 from dashboard.compare_charts import by_objective, failure_curves
-from dashboard.compare_table import config_diff, markdown_table
+from dashboard.compare_table import config_diff, markdown_table, realism_markdown
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
@@ -15,7 +22,9 @@ from dashboard.palette import categorical
 from dashboard.text import md_text, setting_label
 from dashboard.url_state import url_unknown, url_widget
 from engine.api import to_csv_bytes
+from store import calibration as scal
 from store import campaigns as sc
+from store import metrics as sm
 from store import studies as ss
 
 st.title("Compare")
@@ -28,6 +37,15 @@ studies = ss.campaign_studies(store)
 labels = dict(zip(campaigns["id"], campaigns["name"], strict=True))
 # A group (a study, or a grid: its cells) picks the campaigns; a link's ?id= list wins.
 ANY = "(campaigns of your choice)"
+#: Most validity filters given a column at once; more are chosen from a list.
+MOST_FILTERS = 3
+AUTO_NOTE = (
+    " % valid (auto): the share of a campaign's result images that a validity filter "
+    "passes, at the threshold fitted on a validity study (`latentfuzz validate ID "
+    "--validator NAME=calibrated:STUDY`) or at a fixed one; no person's verdict, so never "
+    "marked. –: the filter scored none of the campaign's result images (`latentfuzz "
+    "validate ID` scores them)."
+)
 # The newest group with two campaigns or more: a one-cell grid opened on "Choose at least
 # two campaigns".
 several = studies.loc[studies["campaigns"] >= 2, "study"]
@@ -85,6 +103,18 @@ if len(cells) == len(ids) and cells["grid"].nunique() == 1:
         format_func=setting_label,  # "perturbation", not "strategy_params.perturbation"
     )
     table = with_axes(table, cells, along)
+# Validity filters' automatic % valid beside people's: a column per filter that scored any
+# of these campaigns' result images (not cached: `validate` rescores a finished campaign).
+auto = scal.auto_validity_table(store, ids)
+filters = sorted(set(auto["validator"]))
+if len(filters) > MOST_FILTERS:  # five filters made a table of thirteen columns
+    calibrated = sorted(set(auto.loc[auto["study"].notna(), "validator"]))
+    filters = st.multiselect(
+        "Validity filters beside people's % validity",
+        filters,
+        [*calibrated, *(f for f in filters if f not in calibrated)][:MOST_FILTERS],
+    )
+table = with_auto(table, auto, filters)
 st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow_html=True)
 st.caption(
     f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
@@ -102,7 +132,7 @@ st.caption(
     f"beside it, unmarked. A campaign that has not finished shows its status; its figures "
     f"cover the seeds finished so far, and it takes no part in the marks. Validity and "
     f"label preservation: each labelled result image once, with the verdict of the newest "
-    f"validity study that holds all its answers."
+    f"validity study that holds all its answers." + (AUTO_NOTE if filters else "")
 )
 st.download_button("Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv")
 if "along" in table.attrs:
@@ -123,6 +153,22 @@ st.caption(
     "(SINVAD's boundary check). —: a campaign "
     "imported from another tool's results, which has no search evaluations, or one "
     "that has not finished (metrics are computed when it ends)."
+)
+
+st.subheader("Realism")
+realism = sm.realism_table(store, ids)
+st.markdown(realism_markdown(realism, table))
+features = ", ".join(sorted(set(realism["features"].dropna())))
+st.caption(
+    "These are not Inception FIDs: FID and KID here measure how far a campaign's images "
+    "(its seeds' results and archived failing inputs) lie from up to 1,000 real test "
+    "images in the features of the dataset's default classifier"
+    + (f" ({features})" if features else "")
+    + ", not Inception-v3's. Compare campaigns of one dataset with each other, never with "
+    "a published FID; lower is closer to the real images. FID is biased upwards for few "
+    "images: compare campaigns with similar image counts. KID is unbiased, so it can be "
+    "slightly negative. –: no realism stored (a campaign from before it, one not finished, "
+    "or a dataset without a default classifier): `latentfuzz validate ID` computes it."
 )
 
 differential_table(store, ids, labels)

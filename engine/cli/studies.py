@@ -39,7 +39,8 @@ def study(
     budget (a grid: `latentfuzz grid` runs any such grid)."""
     # Deferred (start-up time: loads torch, duckdb, pandas).
     from engine.core.csv_io import to_csv
-    from engine.studies.effectiveness import run_study
+    from engine.studies.effectiveness import run_study, study_realism
+    from store import metrics as sm
     from store import studies as ss
 
     h = resolve_home(home)
@@ -74,11 +75,14 @@ def study(
     if table.empty:
         known = ", ".join(ss.campaign_studies(_store(home))["study"]) or "none yet"
         raise LatentfuzzError(f"no study {quote(show)}; the studies are: {known}")
+    table = study_realism(_store(home), table)  # its CSV keeps them too
     console.print(
         study_table(
             table, show, seeds=int(table["seeds"].iloc[0]), seed=seed, generations=generations
         )
     )
+    features = sm.realism_table(_store(home), table["campaign"].tolist())["features"]
+    console.print(realism_note(set(features.dropna())), markup=False, highlight=False)
     path = h / "studies" / f"{show}.csv"
     path.parent.mkdir(exist_ok=True)
     to_csv(table, path)  # formula cells neutralised
@@ -133,6 +137,8 @@ def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> T
         "% misclassification (#)",
         "iterations, mean (std): viable seeds, survivors at budget",
         "iterations to failure, mean (std): failing seeds",
+        "FID (classifier features, not Inception)",
+        "KID (classifier features, not Inception)",
         title=f"{study_id}: {seeds} seeds per cell, {generations} generations, seed {seed}",
     )
     for r in df.itertuples():
@@ -145,8 +151,24 @@ def study_table(df, study_id: str, seeds: int, seed: int, generations: int) -> T
             f"({fmt(r.iterations_icst_std, '.1f') or '-'})",
             f"{fmt(r.iterations_to_failure, '.1f') or 'n/a'} "
             f"({fmt(r.iterations_to_failure_std, '.1f') or '-'})",
+            fmt(getattr(r, "fid", None), ",.1f"),
+            fmt(getattr(r, "kid", None), ",.2f"),
         )
     return t
+
+
+def realism_note(features: set[str]) -> str:
+    """What the realism columns of the study's table measure, in words (`features`: the
+    campaigns' feature names, "penultimate of mnist-convnet"): never Inception's, and how
+    a campaign without them gets them."""
+    return (
+        "FID and KID: how far each campaign's images lie from up to 1,000 real test images "
+        "in the features of the dataset's default classifier"
+        + (f" ({', '.join(sorted(features))})" if features else "")
+        + ", not Inception's: they compare these generators with each other, never with a "
+        "published FID. Blank: no realism stored (a campaign from before it, or a dataset "
+        "without a default classifier); `latentfuzz validate ID` computes it."
+    )
 
 
 def print_table(df, study: str) -> Table:
