@@ -361,7 +361,8 @@ def calibrate_cmd(
     store = _store(home)
     done = score_study(store, resolve_home(home), study, validator)
     for name, n in done.scored.items():
-        console.print(f"{name}: scored {_images(n)}")
+        part = f" ({done.partly[name]})" if name in done.partly else ""
+        console.print(f"{name}: scored {_images(n)}{part}")
     for name, why in done.skipped.items():
         console.print(Text(f"{name}: skipped: {why}", "yellow"))
     if done.unreadable:

@@ -278,3 +278,58 @@ def test_run_refuses_a_calibrated_threshold():
     }
     with pytest.raises(LatentfuzzError, match="the study is empty"):
         parse_validators(["ssim-nearest=calibrated:"], calibrated=True)
+
+
+def test_a_mixed_generator_study_scores_the_discriminator_on_its_gan_images_only(judged):
+    """A study over a GAN and a VAE campaign: the discriminator scores the GAN campaign's
+    images (it cannot judge the VAE's), the calibration counts the others as unscored,
+    and the CLI says which images were scored."""
+    home, gan, _, _ = judged
+    cfg = {"generator": "vae", "seeds": 6, "seed": 2, "strategy_params": {"generations": 30}}
+    vae = run_campaign(parse_config(cfg), home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[gan, vae], gold_rate=0, k=2, seed=5))
+    truth = simulate(store, sid, seed=11)
+    items = ls.items(store, sid)
+    from_gan = set(items.loc[items["campaign_id"].eq(gan), "item_id"].astype(int))
+    from_vae = set(items["item_id"].astype(int)) - from_gan
+    assert from_gan and from_vae
+    done = score_study(store, home, sid, ["discriminator"])
+    assert done.scored == {"discriminator": len(from_gan)}
+    assert "mnist-gan" in done.partly["discriminator"]
+    scored = store_cal.study_scores(store, sid)
+    assert set(scored["item_id"].astype(int)) == from_gan
+    row = calibration_table(store, sid).set_index("validator").loc["discriminator"]
+    assert (row["n"], row["unscored"]) == (len(from_gan), len(from_vae))
+    y = np.array([truth[i] for i in sorted(from_gan)])
+    s = scored.set_index("item_id").loc[sorted(from_gan), "score"]
+    assert row["auc"] == pytest.approx(roc_auc_score(y, s))
+    r = run_cli("labels", "calibrate", sid, "--validator", "discriminator", home=home)
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert (
+        f"discriminator: scored {len(from_gan)} images (only the images of its mnist-gan campaigns"
+        in out
+    )
+
+
+class Recording(Preserving):
+    """A fake filter that keeps the classifier under test it was given."""
+
+    name = "fake-recording"
+    seen: list = []
+
+    def __init__(self, generator, dataset, threshold=None, **context) -> None:
+        super().__init__(generator, dataset, threshold, **context)
+        Recording.seen.append(self.classifier_under_test)
+
+
+def test_a_filter_is_told_the_classifier_the_study_campaigns_tested(judged, monkeypatch):
+    """classifier-confidence must pick a classifier independent of the one under test:
+    score_study passes it, as campaign close does."""
+    home, cid, sid, _ = judged
+    monkeypatch.setitem(VALIDATORS._items, "fake-recording", Recording)
+    store = Store(home / "latentfuzz.duckdb")
+    tested = store.query("SELECT classifier FROM campaigns WHERE id = ?", [cid])["classifier"]
+    score_study(store, home, sid, ["fake-recording"])
+    assert Recording.seen == [tested.iloc[0]]
