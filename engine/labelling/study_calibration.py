@@ -227,15 +227,27 @@ def _verdicts(v: pd.DataFrame) -> pd.DataFrame:
     return v[v["kind"].ne("gold")][["item_id", "validity", "preservation"]]
 
 
-def calibrations(store: Store, study_id: str, validators: list[str] | None = None) -> dict:
+def _of_generator(store: Store, study_id: str, generator: str) -> pd.Series:
+    items = label_store.items(store, study_id)
+    return items.loc[items["generator"].eq(generator), "item_id"]
+
+
+def calibrations(
+    store: Store, study_id: str, validators: list[str] | None = None, generator: str | None = None
+) -> dict:
     """{(validator, verdict): Calibration or the one-line reason it cannot be computed},
     verdict "validity" over all scored images and "preservation" over valid ones (only
-    where the validator gives a preservation score)."""
+    where the validator gives a preservation score); over the images of one generator
+    when `generator` is given (validators that scored none of them are left out)."""
     s, v, _ = load(store, study_id)
     scores = store_cal.study_scores(store, study_id, validators)
     seed, resamples = int(s["seed"]), int(s["resamples"])
     out: dict = {}
     verdicts = _verdicts(v)
+    if generator is not None:
+        ids = _of_generator(store, study_id, generator)
+        verdicts = verdicts[verdicts["item_id"].isin(ids)]
+        scores = scores[scores["item_id"].isin(ids)]
     for name, part in scores.groupby("validator", sort=True):
         m = verdicts.merge(part, on="item_id", how="left")
         for what, col in (("validity", "score"), ("preservation", "preserves")):
@@ -260,6 +272,28 @@ def table_of(calibs: dict) -> pd.DataFrame:
         base = {"validator": name, "verdict": what}
         rows.append({**base, "note": c} if isinstance(c, str) else {**base, **c.as_row()})
     return pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
+
+
+def study_generators(store: Store, study_id: str) -> list[str]:
+    """The generators of a study's images but its gold ones (an imported study's are the
+    names its file gives, e.g. the ICST study's vae, gan and sd)."""
+    items = label_store.items(store, study_id)
+    return sorted(set(items.loc[items["kind"].ne("gold"), "generator"].dropna()))
+
+
+def calibration_by_generator(store: Store, study_id: str) -> pd.DataFrame:
+    """The calibration table over each generator's images apart (a `generator` column
+    first), for a study of several generators; empty for one (the pooled table is it).
+
+    A pooled AUC also rewards a filter for telling the generators apart when their shares
+    of invalid images differ; these rows show what is left within each."""
+    names = study_generators(store, study_id)
+    if len(names) < 2:
+        return pd.DataFrame(columns=["generator", *TABLE_COLUMNS])
+    frames = [
+        table_of(calibrations(store, study_id, generator=g)).assign(generator=g) for g in names
+    ]
+    return pd.concat(frames, ignore_index=True).reindex(columns=["generator", *TABLE_COLUMNS])
 
 
 def calibration_table(

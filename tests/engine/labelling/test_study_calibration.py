@@ -280,10 +280,10 @@ def test_run_refuses_a_calibrated_threshold():
         parse_validators(["ssim-nearest=calibrated:"], calibrated=True)
 
 
-def test_a_mixed_generator_study_scores_the_discriminator_on_its_gan_images_only(judged):
-    """A study over a GAN and a VAE campaign: the discriminator scores the GAN campaign's
-    images (it cannot judge the VAE's), the calibration counts the others as unscored,
-    and the CLI says which images were scored."""
+@pytest.fixture(scope="module")
+def mixed(judged) -> tuple[Path, str, set, set, dict]:
+    """(home, study, GAN items, VAE items, {item: valid}): a study over the GAN campaign
+    and a VAE one, answered by the simulated labellers."""
     home, gan, _, _ = judged
     cfg = {"generator": "vae", "seeds": 6, "seed": 2, "strategy_params": {"generations": 30}}
     vae = run_campaign(parse_config(cfg), home).campaign_id
@@ -294,10 +294,18 @@ def test_a_mixed_generator_study_scores_the_discriminator_on_its_gan_images_only
     from_gan = set(items.loc[items["campaign_id"].eq(gan), "item_id"].astype(int))
     from_vae = set(items["item_id"].astype(int)) - from_gan
     assert from_gan and from_vae
+    return home, sid, from_gan, from_vae, truth
+
+
+def test_a_mixed_generator_study_scores_the_discriminator_on_its_gan_images_only(mixed):
+    """The discriminator scores the GAN campaign's images (it cannot judge the VAE's), the
+    calibration counts the others as unscored, and the CLI says which images it scored."""
+    home, sid, from_gan, from_vae, truth = mixed
+    store = Store(home / "latentfuzz.duckdb")
     done = score_study(store, home, sid, ["discriminator"])
     assert done.scored == {"discriminator": len(from_gan)}
     assert "mnist-gan" in done.partly["discriminator"]
-    scored = store_cal.study_scores(store, sid)
+    scored = store_cal.study_scores(store, sid, ["discriminator"])
     assert set(scored["item_id"].astype(int)) == from_gan
     row = calibration_table(store, sid).set_index("validator").loc["discriminator"]
     assert (row["n"], row["unscored"]) == (len(from_gan), len(from_vae))
@@ -307,10 +315,43 @@ def test_a_mixed_generator_study_scores_the_discriminator_on_its_gan_images_only
     r = run_cli("labels", "calibrate", sid, "--validator", "discriminator", home=home)
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
-    assert (
-        f"discriminator: scored {len(from_gan)} images (only the images of its mnist-gan campaigns"
-        in out
-    )
+    assert f"discriminator: scored {len(from_gan)} images (only the images of its mnist-gan" in out
+
+
+def test_a_mixed_generator_study_is_also_calibrated_per_generator(mixed, judged, tmp_path):
+    """Rows per generator, each the metrics of that generator's images alone, in the CLI
+    and its CSV beside the pooled rows; a filter that scored none of a generator's images
+    has no row for it."""
+    from engine.labelling import study_calibration
+
+    home, sid, from_gan, from_vae, truth = mixed
+    store = Store(home / "latentfuzz.duckdb")
+    score_study(store, home, sid, ["discriminator", "ssim-nearest"])
+    apart = study_calibration.calibration_by_generator(store, sid)
+    got = apart.query("verdict == 'validity'").set_index(["generator", "validator"])
+    assert sorted(got.index) == [
+        ("mnist-gan", "discriminator"),
+        ("mnist-gan", "ssim-nearest"),
+        ("mnist-vae", "ssim-nearest"),
+    ]
+    scores = store_cal.study_scores(store, sid, ["ssim-nearest"]).set_index("item_id")["score"]
+    for gen, ids in (("mnist-gan", sorted(from_gan)), ("mnist-vae", sorted(from_vae))):
+        row = got.loc[(gen, "ssim-nearest")]
+        y = np.array([truth[i] for i in ids])
+        assert row["n"] == len(ids)
+        if y.all() or not y.any():
+            assert row["note"].startswith("cannot calibrate")
+        else:
+            assert row["auc"] == pytest.approx(roc_auc_score(y, scores.loc[ids]))
+    out = tmp_path / "cal.csv"
+    r = run_cli("labels", "report", sid, "--calibration-csv", str(out), home=home)
+    assert r.exit_code == 0, r.output
+    assert "The same over each generator's images" in " ".join(r.output.split())
+    rows = pd.read_csv(out)
+    assert list(rows.columns[:2]) == ["generator", "validator"]
+    assert sorted(set(rows["generator"])) == ["all", "mnist-gan", "mnist-vae"]
+    # The judged study has one generator: no per-generator rows.
+    assert study_calibration.calibration_by_generator(store, judged[2]).empty
 
 
 class Recording(Preserving):
