@@ -100,6 +100,8 @@ def calibration_section(store: Store, home: Path, sid: str) -> None:
         else:
             for name, why in done.skipped.items():
                 st.warning(f"{name} skipped: {why}")
+            for name, part in done.partly.items():
+                st.info(f"{name} scored {done.scored[name]} images: {part}")
             if done.unreadable:
                 st.warning(f"{done.unreadable} images not scored, e.g. {done.why_unreadable}")
     calibs = study_calibration.calibrations(store, sid)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from engine.cli.calibration_view import print_calibration
 from engine.cli.common import HomeOpt, Table, console, fmt, one_line, warn_unfinished
 from engine.cli.common import open_store as _store
 from engine.core.errors import LatentfuzzError
@@ -283,66 +284,6 @@ def report_cmd(
     print_calibration(store, study, calibration_csv)
 
 
-def print_calibration(store, study: str, csv: Path | None = None) -> None:
-    """The calibration table of a study's scored validity filters, their headlines, and
-    the table as CSV when `csv` is given; nothing when no filter scored the study."""
-    # Deferred (start-up time: loads torch, scipy, duckdb).
-    from engine.core.csv_io import to_csv
-    from engine.labelling.calibration import headline
-    from engine.labelling.study_calibration import calibrations, table_of
-
-    calibs = calibrations(store, study)
-    table = table_of(calibs)
-    if table.empty:
-        if csv is not None:
-            raise LatentfuzzError(
-                f"no validity filter scored study {study}, so there is no calibration "
-                f"table to write; run `latentfuzz labels calibrate {study}` first"
-            )
-        return
-    t = Table(
-        "validator",
-        "verdict",
-        "n",
-        "AUC",
-        "95% CI",
-        "threshold",
-        "bal. acc.",
-        "precision",
-        "recall",
-        "kappa",
-        "decides at 95%",
-        title="Validity filters against people (threshold: best balanced accuracy)",
-    )
-    for r in table.itertuples():
-        if isinstance(r.note, str):
-            t.add_row(r.validator, r.verdict, "", Text(r.note, "yellow"))
-            continue
-        t.add_row(
-            r.validator,
-            r.verdict,
-            str(r.n),
-            fmt(r.auc, ".3f"),
-            f"{fmt(r.auc_ci_low, '.2f')}-{fmt(r.auc_ci_high, '.2f')}",
-            fmt(r.threshold, ".4g"),
-            fmt(r.balanced_accuracy, ".3f"),
-            fmt(r.precision, ".3f"),
-            fmt(r.recall, ".3f"),
-            fmt(r.kappa, ".2f"),
-            f"{r.decides} of {r.n}",
-        )
-    console.print(t)
-    undecided = table.loc[table["verdict"].eq("validity"), "undecided"].max()
-    if undecided and undecided == undecided:  # NaN when every row is a note
-        console.print(f"{_images(int(undecided))} with an undecided verdict left out")
-    for (name, what), c in calibs.items():
-        if what == "validity" and not isinstance(c, str):
-            console.print(headline(name, c), markup=False)
-    if csv is not None:
-        to_csv(table, csv)  # formula cells neutralised
-        console.print(f"wrote {csv} ({len(table)} rows)", markup=False)
-
-
 @labels_app.command("calibrate")
 def calibrate_cmd(
     study: Annotated[str, typer.Argument(help="study id")],
@@ -361,7 +302,8 @@ def calibrate_cmd(
     store = _store(home)
     done = score_study(store, resolve_home(home), study, validator)
     for name, n in done.scored.items():
-        console.print(f"{name}: scored {_images(n)}")
+        part = f" ({done.partly[name]})" if name in done.partly else ""
+        console.print(f"{name}: scored {_images(n)}{part}")
     for name, why in done.skipped.items():
         console.print(Text(f"{name}: skipped: {why}", "yellow"))
     if done.unreadable:

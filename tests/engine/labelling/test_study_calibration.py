@@ -315,3 +315,99 @@ def test_repair_takes_a_threshold_fitted_on_a_study_and_records_the_study(judged
     lin = zoo.load_card("calibrated-fix")["lineage"]["failures"]
     assert lin["validators"] == {"ssim-nearest": pytest.approx(fitted)}
     assert lin["calibrated_on"] == {"ssim-nearest": sid}
+
+
+@pytest.fixture(scope="module")
+def mixed(judged) -> tuple[Path, str, set, set, dict]:
+    """(home, study, GAN items, VAE items, {item: valid}): a study over the GAN campaign
+    and a VAE one, answered by the simulated labellers."""
+    home, gan, _, _ = judged
+    cfg = {"generator": "vae", "seeds": 6, "seed": 2, "strategy_params": {"generations": 30}}
+    vae = run_campaign(parse_config(cfg), home).campaign_id
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[gan, vae], gold_rate=0, k=2, seed=5))
+    truth = simulate(store, sid, seed=11)
+    items = ls.items(store, sid)
+    from_gan = set(items.loc[items["campaign_id"].eq(gan), "item_id"].astype(int))
+    from_vae = set(items["item_id"].astype(int)) - from_gan
+    assert from_gan and from_vae
+    return home, sid, from_gan, from_vae, truth
+
+
+def test_a_mixed_generator_study_scores_the_discriminator_on_its_gan_images_only(mixed):
+    """The discriminator scores the GAN campaign's images (it cannot judge the VAE's), the
+    calibration counts the others as unscored, and the CLI says which images it scored."""
+    home, sid, from_gan, from_vae, truth = mixed
+    store = Store(home / "latentfuzz.duckdb")
+    done = score_study(store, home, sid, ["discriminator"])
+    assert done.scored == {"discriminator": len(from_gan)}
+    assert "mnist-gan" in done.partly["discriminator"]
+    scored = store_cal.study_scores(store, sid, ["discriminator"])
+    assert set(scored["item_id"].astype(int)) == from_gan
+    row = calibration_table(store, sid).set_index("validator").loc["discriminator"]
+    assert (row["n"], row["unscored"]) == (len(from_gan), len(from_vae))
+    y = np.array([truth[i] for i in sorted(from_gan)])
+    s = scored.set_index("item_id").loc[sorted(from_gan), "score"]
+    assert row["auc"] == pytest.approx(roc_auc_score(y, s))
+    r = run_cli("labels", "calibrate", sid, "--validator", "discriminator", home=home)
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert f"discriminator: scored {len(from_gan)} images (only the images of its mnist-gan" in out
+
+
+def test_a_mixed_generator_study_is_also_calibrated_per_generator(mixed, judged, tmp_path):
+    """Rows per generator, each the metrics of that generator's images alone, in the CLI
+    and its CSV beside the pooled rows; a filter that scored none of a generator's images
+    has no row for it."""
+    from engine.labelling import study_calibration
+
+    home, sid, from_gan, from_vae, truth = mixed
+    store = Store(home / "latentfuzz.duckdb")
+    score_study(store, home, sid, ["discriminator", "ssim-nearest"])
+    apart = study_calibration.calibration_by_generator(store, sid)
+    got = apart.query("verdict == 'validity'").set_index(["generator", "validator"])
+    assert sorted(got.index) == [
+        ("mnist-gan", "discriminator"),
+        ("mnist-gan", "ssim-nearest"),
+        ("mnist-vae", "ssim-nearest"),
+    ]
+    scores = store_cal.study_scores(store, sid, ["ssim-nearest"]).set_index("item_id")["score"]
+    for gen, ids in (("mnist-gan", sorted(from_gan)), ("mnist-vae", sorted(from_vae))):
+        row = got.loc[(gen, "ssim-nearest")]
+        y = np.array([truth[i] for i in ids])
+        assert row["n"] == len(ids)
+        if y.all() or not y.any():
+            assert row["note"].startswith("cannot calibrate")
+        else:
+            assert row["auc"] == pytest.approx(roc_auc_score(y, scores.loc[ids]))
+    out = tmp_path / "cal.csv"
+    r = run_cli("labels", "report", sid, "--calibration-csv", str(out), home=home)
+    assert r.exit_code == 0, r.output
+    assert "The same over each generator's images" in " ".join(r.output.split())
+    rows = pd.read_csv(out)
+    assert list(rows.columns[:2]) == ["generator", "validator"]
+    assert sorted(set(rows["generator"])) == ["all", "mnist-gan", "mnist-vae"]
+    # The judged study has one generator: no per-generator rows.
+    assert study_calibration.calibration_by_generator(store, judged[2]).empty
+
+
+class Recording(Preserving):
+    """A fake filter that keeps the classifier under test it was given."""
+
+    name = "fake-recording"
+    seen: list = []
+
+    def __init__(self, generator, dataset, threshold=None, **context) -> None:
+        super().__init__(generator, dataset, threshold, **context)
+        Recording.seen.append(self.classifier_under_test)
+
+
+def test_a_filter_is_told_the_classifier_the_study_campaigns_tested(judged, monkeypatch):
+    """classifier-confidence must pick a classifier independent of the one under test:
+    score_study passes it, as campaign close does."""
+    home, cid, sid, _ = judged
+    monkeypatch.setitem(VALIDATORS._items, "fake-recording", Recording)
+    store = Store(home / "latentfuzz.duckdb")
+    tested = store.query("SELECT classifier FROM campaigns WHERE id = ?", [cid])["classifier"]
+    score_study(store, home, sid, ["fake-recording"])
+    assert Recording.seen == [tested.iloc[0]]
