@@ -18,10 +18,17 @@ from store import campaigns as sc
 from store.failures import failed_as
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
+WHOLE_BUDGET_ICST = (
+    "mean generation a failure was first found in (viable seeds, survivors at the budget); "
+    "the search went on to its budget"
+)
+WHOLE_BUDGET_FAILURE = "mean generation a failure was first found in (failing seeds)"
 
 
-def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
-    """GIFTbench's status bar, each counter named for what it counts."""
+def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False) -> None:
+    """GIFTbench's status bar, each counter named for what it counts. A strategy that
+    searches its whole budget (NSGA-II, `Wording.whole_budget`) records the generation a
+    failure was first found in, not a search length: "iterations" misled there."""
     a, b, c, d = st.columns(4)
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
@@ -30,11 +37,15 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
         f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
     )
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
-    c.metric("iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=sc.ICST_ITERATIONS)
+    c.metric(
+        "generation found (ICST)" if whole_budget else "iterations (ICST)",
+        "–" if icst is None else f"{icst:.1f}",
+        help=WHOLE_BUDGET_ICST if whole_budget else sc.ICST_ITERATIONS,
+    )
     d.metric(
-        "iterations to failure",
+        "generation of first failure" if whole_budget else "iterations to failure",
         "–" if fail is None else f"{fail:.1f}",
-        help=sc.FAILURE_ITERATIONS,
+        help=WHOLE_BUDGET_FAILURE if whole_budget else sc.FAILURE_ITERATIONS,
     )
     if summary.get("interrupted"):
         resumable = summary.get("status") in liveness.RESUMABLE  # not a failed one

@@ -114,3 +114,29 @@ def test_load_image_refuses_a_decompression_bomb_and_bounds_the_enlargement(tmp_
     Image.fromarray(np.zeros((600, 300), np.uint8)).save(tmp_path / "big.png")
     shown = load_image(tmp_path, "big.png", scale=8)  # 4800 px high: kept under the bound
     assert max(shown.size) <= SHOWN_SIDE and shown.size == (900, 1800)
+
+
+def _status_bar_app(whole_budget: bool) -> None:
+    from dashboard.components import status_bar
+
+    summary = {"viable": 9, "misclassified": 4, "misclassified_pct": 44.4}
+    summary |= {"iterations_icst": 7.5, "iterations_to_failure": 3.0, "criterion": None}
+    status_bar(summary, 10, whole_budget=whole_budget)
+
+
+@pytest.mark.parametrize(
+    ("whole_budget", "labels"),
+    [
+        (False, ["iterations (ICST)", "iterations to failure"]),
+        # NSGA-II searches its whole budget: "iterations" read as the length of the search.
+        (True, ["generation found (ICST)", "generation of first failure"]),
+    ],
+)
+def test_the_status_bar_uses_the_strategys_words(whole_budget: bool, labels: list[str]):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_status_bar_app, kwargs={"whole_budget": whole_budget}).run(
+        timeout=60
+    )
+    assert not at.exception
+    assert [m.label for m in at.metric][2:] == labels
