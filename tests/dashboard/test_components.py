@@ -36,6 +36,34 @@ def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
     assert [r["best_fitness"] for r in data] == [0.5]  # the 1e6 placeholder is not drawn
 
 
+def test_the_escape_chart_draws_distances_not_the_unreached_placeholder():
+    """A class-escape campaign's chart ran from 0 to 1,000,000 (SINVAD's "not reached yet"
+    score), every distance flat on the axis, titled "best fitness(escape)"."""
+    import pandas as pd
+
+    from dashboard.components import convergence_chart
+    from engine.search.fitness import BOUNDARY_UNCHANGED
+
+    gens = pd.DataFrame(
+        {
+            "seed_idx": [0, 0, 1],
+            "generation": [1, 2, 1],
+            "evaluations": [25, 50, 25],
+            "elapsed_s": [0.1, 0.2, 0.1],
+            "best_fitness": [BOUNDARY_UNCHANGED, 12.5, BOUNDARY_UNCHANGED],
+            "best_pred": [3, 4, 3],
+        }
+    )
+    spec = convergence_chart(gens, fitness="escape", criterion="targeted").to_dict()
+    data = spec["datasets"][spec["layer"][0]["data"]["name"]]
+    assert [r["best_fitness"] for r in data] == [12.5]
+    assert spec["layer"][0]["encoding"]["y"]["title"] == [
+        "best fitness",
+        "(L1 distance to the seed,",
+        "once the target is reached)",
+    ]
+
+
 def test_the_failure_line_is_drawn_only_where_a_score_splits_failing_from_passing():
     """A red line at 0 on every convergence chart read, for a divergence or a boundary
     distance, as a failure threshold that those objectives do not have."""
