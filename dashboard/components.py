@@ -18,10 +18,17 @@ from store import campaigns as sc
 from store.failures import failed_as
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
+WHOLE_BUDGET_ICST = (
+    "mean generation a failure was first found in (viable seeds, survivors at the budget); "
+    "the search went on to its budget"
+)
+WHOLE_BUDGET_FAILURE = "mean generation a failure was first found in (failing seeds)"
 
 
-def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
-    """GIFTbench's status bar, each counter named for what it counts."""
+def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False) -> None:
+    """GIFTbench's status bar, each counter named for what it counts. A strategy that
+    searches its whole budget (NSGA-II, `Wording.whole_budget`) records the generation a
+    failure was first found in, not a search length: "iterations" misled there."""
     a, b, c, d = st.columns(4)
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
@@ -30,11 +37,15 @@ def status_bar(summary: dict[str, Any], n_seeds: int) -> None:
         f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
     )
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
-    c.metric("iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=sc.ICST_ITERATIONS)
+    c.metric(
+        "generation found (ICST)" if whole_budget else "iterations (ICST)",
+        "–" if icst is None else f"{icst:.1f}",
+        help=WHOLE_BUDGET_ICST if whole_budget else sc.ICST_ITERATIONS,
+    )
     d.metric(
-        "iterations to failure",
+        "generation of first failure" if whole_budget else "iterations to failure",
         "–" if fail is None else f"{fail:.1f}",
-        help=sc.FAILURE_ITERATIONS,
+        help=WHOLE_BUDGET_FAILURE if whole_budget else sc.FAILURE_ITERATIONS,
     )
     if summary.get("interrupted"):
         resumable = summary.get("status") in liveness.RESUMABLE  # not a failed one
@@ -71,6 +82,7 @@ FITNESS_TITLES = {
     "margin": ["best fitness", "(margin of the expected class)"],
     "targeted": ["best fitness", "(how far the target trails", "the top other class)"],
     "boundary": ["best fitness", "(L1 distance to the seed,", "once the class changed)"],
+    "escape": ["best fitness", "(L1 distance to the seed,", "once the target is reached)"],
 }
 
 
@@ -83,12 +95,14 @@ def convergence_chart(
     """Best fitness per generation for each seed, plus median and inter-quartile band, and
     the score below which a seed fails where the objective has one."""
     # Deferred (start-up time: loads torch).
-    from engine.api import BOUNDARY_UNCHANGED, FITNESS
+    from engine.api import FITNESS
 
-    if fitness == "boundary":
-        # Until a seed's class changes its fitness is a 1e6 constant, which would flatten
-        # every distance to the axis: only generations with a changed class are drawn.
-        gens = gens[gens["best_fitness"] < BOUNDARY_UNCHANGED]
+    objective = FITNESS.get(fitness) if fitness in FITNESS.names() else None
+    if objective is not None and objective.unreached is not None:
+        # Until a seed reaches its goal (a changed class, the target) its fitness is a 1e6
+        # constant, which flattened every distance to the axis: only generations that
+        # reached it are drawn.
+        gens = gens[gens["best_fitness"] < objective.unreached]
     x = X_AXES[x_axis]
     # Whole generations on the axis; points, so a seed with one row still shows.
     whole = alt.Axis(format="d", tickMinStep=1) if x != "elapsed_s" else alt.Axis()
@@ -116,7 +130,6 @@ def convergence_chart(
         alt.Chart(band).mark_line(color="#1f77b4", strokeWidth=3).encode(x=f"{x}:Q", y="median:Q")
     )
     chart = lines + area + median
-    objective = FITNESS.get(fitness) if fitness in FITNESS.names() else None
     # Only under the criterion it goes with: a divergence or a distance has no such
     # score, and a line at 0 there read as a failure threshold that is none.
     if objective and objective.fails_below is not None and criterion in (None, objective.criterion):

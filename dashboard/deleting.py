@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard.text import md_text
 from store import Store, StoreBusy, StoreError
 from store import campaigns as sc
-from store.admin import delete_campaign
+from store.admin import delete_campaign, validity_studies_using
 
 #: Session key of the message the Campaigns page shows once after a delete.
 DELETED = "campaigns:deleted"
@@ -46,6 +46,18 @@ def delete_panel(store: Store, home: Path, cid: str, name: object) -> None:
 
     if not st.session_state.get(asked):
         st.button("Delete this campaign…", key=f"{asked}:ask", on_click=ask, args=(True,))
+        return
+    if used := validity_studies_using(store, cid):
+        # Said before any confirmation: the click on Delete refused it, and left Delete on
+        # offer. (delete_campaign still refuses, for a study made since.)
+        studies = ", ".join(used)
+        st.warning(
+            f"Campaign **{md_text(_named(cid, name))}** cannot be deleted: validity "
+            f"stud{'ies' if len(used) > 1 else 'y'} {md_text(studies)} "
+            f"show{'' if len(used) > 1 else 's'} its images, and would lose them.",
+            icon=":material/block:",
+        )
+        st.button("Cancel", key=f"{asked}:cancel", on_click=ask, args=(False,))
         return
     what = sc.footprint(store, cid)
     files, size = _folder(home, cid)

@@ -20,6 +20,26 @@ JS_SAFE = 2**53 - 1
 #: A campaign projected to run longer than this asks for confirmation first.
 CONFIRM_SECONDS = 600
 
+#: What each strategy is, said beside the id the CLI and configs use: the picker offered
+#: bare ids ("interpolate", "nsga2"). A strategy added later shows its id alone until
+#: it is worded here.
+STRATEGY_WORDS = {
+    "fgsm": "FGSM, gradient sign steps in pixel space",
+    "ga": "GIFTbench's genetic algorithm, defects fixed",
+    "interpolate": "Argus, interpolation towards other classes (needs a VAE)",
+    "mutation": "metamorphic pixel mutations (DeepHunter)",
+    "nsga2": "NSGA-II, two classifiers disagree (DiffGAN)",
+    "pgd": "PGD, projected gradient steps in pixel space",
+    "pixel-ga": "SINVAD's pixel-space baseline",
+    "random": "random search, the equal-budget baseline",
+    "sinvad": "SINVAD's boundary search",
+}
+
+
+def strategy_words(name: str) -> str:
+    """A strategy as the New campaign picker offers it: "nsga2: NSGA-II, ... (DiffGAN)"."""
+    return f"{name}: {STRATEGY_WORDS[name]}" if name in STRATEGY_WORDS else name
+
 
 def limits(model: type[BaseModel], field: str) -> dict[str, Any]:
     """An int field's number_input settings: the model's range in its help, and only the

@@ -160,15 +160,17 @@ def measured(card: dict[str, Any]) -> str:
 def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
     """An uploader that makes a TorchScript or ONNX classifier for ``dataset`` a model of
     the home; returns its card once added (None before, or after a refusal it shows)."""
+    n = st.session_state.get(f"{key}:added", 0)
     with where.form(key, enter_to_submit=False, border=False):
         up = st.file_uploader(
             "TorchScript (.pt) or ONNX (.onnx) classifier",
+            key=f"{key}:file:{n}",
             type=CLASSIFIER_TYPES,
             help="checked, measured (accuracy on the test split, time per image) and added "
             "to your models, as `latentfuzz models import` does; an ONNX file with external "
             "weights needs that command",
         )
-        name = st.text_input("Name", placeholder="the file's name")
+        name = st.text_input("Name", placeholder="the file's name", key=f"{key}:name:{n}")
         go = st.form_submit_button("Add classifier")
     if not go or up is None:
         if go:
@@ -183,7 +185,7 @@ def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
         return None
     try:
         with st.spinner(f"Checking and measuring {up.name}…"):
-            return register_upload(
+            card = register_upload(
                 up.name,
                 up.getvalue(),
                 lambda p: import_classifier(p, dataset, name, origin=f"upload {up.name}"),
@@ -191,18 +193,30 @@ def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
     except LatentfuzzError as e:
         where.error(f"Cannot add {up.name}: {in_words(str(e), LABELS)}")
         return None
+    _empty_form_next_run(key)
+    return card
+
+
+def _empty_form_next_run(key: str) -> None:
+    """New keys for the form's widgets: the added file stayed in the uploader, and a
+    second click said its name was taken, as if the first had failed. (A refusal keeps
+    them, to fix the name and try again.)"""
+    st.session_state[f"{key}:added"] = st.session_state.get(f"{key}:added", 0) + 1
 
 
 def add_generator(where, dataset: str, classes: int, key: str) -> dict[str, Any] | None:
     """An uploader that makes a TorchScript decoder for ``dataset`` a generator of the
     home (latent bounds, viability and time measured); its card once added, else None."""
+    n = st.session_state.get(f"{key}:added", 0)
     with where.form(key, enter_to_submit=False, border=False):
-        up = st.file_uploader("TorchScript (.pt) decoder: latents to images", type=["pt", "ts"])
+        up = st.file_uploader(
+            "TorchScript (.pt) decoder: latents to images", type=["pt", "ts"], key=f"{key}:file:{n}"
+        )
         a, b, c = st.columns(3)
         shape = a.text_input("Latent shape", "100", help="one latent, e.g. 100 or 4,8,8")
         low_high = b.text_input("Output range", "0,1", help="-1,1 for a tanh output")
         conditional = c.checkbox("Takes a class label", help="decoder(latents, labels)")
-        name = st.text_input("Name", placeholder="the file's name", key=f"{key}-name")
+        name = st.text_input("Name", placeholder="the file's name", key=f"{key}-name:{n}")
         go = st.form_submit_button("Add generator")
     if not go or up is None:
         if go:
@@ -219,7 +233,7 @@ def add_generator(where, dataset: str, classes: int, key: str) -> dict[str, Any]
         sizes = parse_latent_shape(shape)
         lo, hi = parse_floats(low_high, "Output range", 2)
         with st.spinner(f"Checking and measuring {up.name}…"):
-            return register_upload(
+            card = register_upload(
                 up.name,
                 up.getvalue(),
                 lambda p: import_generator(
@@ -236,6 +250,8 @@ def add_generator(where, dataset: str, classes: int, key: str) -> dict[str, Any]
     except LatentfuzzError as e:
         where.error(f"Cannot add {up.name}: {in_words(str(e), LABELS)}")
         return None
+    _empty_form_next_run(key)
+    return card
 
 
 def manage(where, name: str) -> None:

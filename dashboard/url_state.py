@@ -113,7 +113,9 @@ def url_widget(
         st.session_state.pop(f"{key}:unknown", None)  # the user chose since the link
     st.session_state[f"{key}:synced"] = written
     if say_unknown and (gone := url_unknown(param)):
-        now = ", ".join(map(str, value)) if many else value
+        # In the widget's words: "showing misclassified" beside "A and B disagree" misled.
+        said = kwargs.get("format_func", str)
+        now = ", ".join(map(said, value)) if many else value if value is None else said(value)
         st.caption(
             f"⚠ The link gives {label} = {', '.join(gone)}, which matches nothing "
             f"here; showing {now if now not in (None, '') else 'all'}."

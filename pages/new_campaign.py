@@ -13,6 +13,7 @@ from dashboard.form_check import (
     limits,
     problems,
     projected_seconds,
+    strategy_words,
 )
 from dashboard.launch import launch
 from dashboard.models import add_classifier, measured
@@ -113,6 +114,7 @@ strategy = st.selectbox(
     "Search strategy",
     STRATEGIES.names(),
     index=STRATEGIES.names().index("ga"),
+    format_func=strategy_words,
     help="ga: GIFTbench's genetic algorithm, defects fixed; sinvad: SINVAD's boundary "
     "search; random: the equal-budget baseline; interpolate: Argus (needs a VAE); "
     "nsga2: DiffGAN's two-objective search (pick a second classifier)",

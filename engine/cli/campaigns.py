@@ -22,6 +22,7 @@ from engine.cli.common import (
     stopped_in_close,
 )
 from engine.cli.common import open_store as _store
+from engine.cli.models import size_text
 from engine.core import threads as threads_
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
@@ -97,8 +98,13 @@ def delete(
         f"delete campaign {campaign_id} ({c['name']}, {c['status']}) and its folder?"
     ):
         raise LatentfuzzError("nothing deleted (answer y, or pass --yes)")
-    delete_campaign(store, resolve_home(home), campaign_id)
-    console.print(f"deleted {campaign_id}")
+    done = delete_campaign(store, resolve_home(home), campaign_id)
+    console.print(
+        f"deleted campaign {campaign_id}: {done['rows']:,} rows of the store and "
+        f"{done['files']:,} files ({size_text(done['bytes'])}) removed",
+        markup=False,
+        highlight=False,
+    )
 
 
 def rename(campaign_id: str, name: str, home: HomeOpt = None) -> None:

@@ -1,4 +1,5 @@
-"""`latentfuzz models import` and `models import-generator`: bring your own models."""
+"""`latentfuzz models import`, `import-generator`, `rename` and `delete`: bring your own
+models, and look after them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from engine.cli.common import HomeOpt, console
+from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 
 NameOpt = Annotated[str | None, typer.Option(help="model name [the file's name]")]
@@ -23,7 +25,8 @@ def _timing(card: dict[str, Any]) -> str:
 
 
 def register(zoo_app: typer.Typer) -> None:
-    """Add `import` and `import-generator` to the `models` (`zoo`) group."""
+    """Add `import`, `import-generator`, `rename` and `delete` to the `models` (`zoo`)
+    group."""
 
     @zoo_app.command("import")
     def import_cmd(
@@ -113,3 +116,48 @@ def register(zoo_app: typer.Typer) -> None:
             f"use it with: latentfuzz run --dataset {dataset} --generator {card['name']}",
             markup=False,
         )
+
+    @zoo_app.command("rename")
+    def rename_cmd(
+        name: Annotated[str, typer.Argument(help="one of your models (`latentfuzz models`)")],
+        new_name: Annotated[str, typer.Argument(help="its new name")],
+        home: HomeOpt = None,
+    ) -> None:
+        """Rename one of your own models (refused while campaigns use it)."""
+        # Deferred (start-up time: loads torch through the generator registry).
+        from engine.models.manage import rename_model
+
+        resolve_home(home)
+        rename_model(name, new_name)
+        console.print(f"renamed model {name} to {new_name}", markup=False, highlight=False)
+
+    @zoo_app.command("delete")
+    def delete_cmd(
+        name: Annotated[str, typer.Argument(help="one of your models (`latentfuzz models`)")],
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+        home: HomeOpt = None,
+    ) -> None:
+        """Delete one of your own models and its files (refused while campaigns use it)."""
+        # Deferred (start-up time: loads torch through the generator registry).
+        from engine.models.manage import delete_model, users_model
+
+        resolve_home(home)
+        folder = users_model(name)  # a bundled or unknown name is refused before asking
+        files = [f for f in folder.rglob("*") if f.is_file()]
+        size = sum(f.stat().st_size for f in files)
+        what = f"{len(files)} file{'s' if len(files) != 1 else ''}, {size_text(size)}"
+        if not yes and not typer.confirm(f"delete model {name} ({what})?"):
+            raise LatentfuzzError("nothing deleted (answer y, or pass --yes)")
+        delete_model(name)
+        console.print(f"deleted model {name} ({what})", markup=False, highlight=False)
+
+
+def size_text(n: float) -> str:
+    """Bytes as people read them: 1.2 MB."""
+    if n < 1000:
+        return f"{int(n):,} bytes"
+    for unit in ("KB", "MB", "GB"):
+        n /= 1000
+        if n < 1000 or unit == "GB":
+            break
+    return f"{n:.1f} {unit}"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.form_check import strategy_words
 from tests.dashboard.browser import ARGS, CHROMIUM, IDLE, REPO, diagnose, open_browser, pick
 
 pytestmark = pytest.mark.browser
@@ -46,7 +47,7 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
             pick(page, "Generator", "mnist-gan")
             pick(page, "Second classifier", "mnist-lenet5")
         if strategy != "ga":  # the form is rebuilt from the strategy's parameter model
-            pick(page, "Search strategy", strategy)
+            pick(page, "Search strategy", strategy_words(strategy))
             field = page.get_by_role("spinbutton", name=OWN_FIELD[strategy], exact=True)
             field.wait_for(timeout=30_000)
             # The GA form's stale fields linger for a moment after the rerun.

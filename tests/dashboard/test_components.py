@@ -36,6 +36,34 @@ def test_convergence_chart_says_what_the_fitness_is_and_draws_single_points():
     assert [r["best_fitness"] for r in data] == [0.5]  # the 1e6 placeholder is not drawn
 
 
+def test_the_escape_chart_draws_distances_not_the_unreached_placeholder():
+    """A class-escape campaign's chart ran from 0 to 1,000,000 (SINVAD's "not reached yet"
+    score), every distance flat on the axis, titled "best fitness(escape)"."""
+    import pandas as pd
+
+    from dashboard.components import convergence_chart
+    from engine.search.fitness import BOUNDARY_UNCHANGED
+
+    gens = pd.DataFrame(
+        {
+            "seed_idx": [0, 0, 1],
+            "generation": [1, 2, 1],
+            "evaluations": [25, 50, 25],
+            "elapsed_s": [0.1, 0.2, 0.1],
+            "best_fitness": [BOUNDARY_UNCHANGED, 12.5, BOUNDARY_UNCHANGED],
+            "best_pred": [3, 4, 3],
+        }
+    )
+    spec = convergence_chart(gens, fitness="escape", criterion="targeted").to_dict()
+    data = spec["datasets"][spec["layer"][0]["data"]["name"]]
+    assert [r["best_fitness"] for r in data] == [12.5]
+    assert spec["layer"][0]["encoding"]["y"]["title"] == [
+        "best fitness",
+        "(L1 distance to the seed,",
+        "once the target is reached)",
+    ]
+
+
 def test_the_failure_line_is_drawn_only_where_a_score_splits_failing_from_passing():
     """A red line at 0 on every convergence chart read, for a divergence or a boundary
     distance, as a failure threshold that those objectives do not have."""
@@ -114,3 +142,29 @@ def test_load_image_refuses_a_decompression_bomb_and_bounds_the_enlargement(tmp_
     Image.fromarray(np.zeros((600, 300), np.uint8)).save(tmp_path / "big.png")
     shown = load_image(tmp_path, "big.png", scale=8)  # 4800 px high: kept under the bound
     assert max(shown.size) <= SHOWN_SIDE and shown.size == (900, 1800)
+
+
+def _status_bar_app(whole_budget: bool) -> None:
+    from dashboard.components import status_bar
+
+    summary = {"viable": 9, "misclassified": 4, "misclassified_pct": 44.4}
+    summary |= {"iterations_icst": 7.5, "iterations_to_failure": 3.0, "criterion": None}
+    status_bar(summary, 10, whole_budget=whole_budget)
+
+
+@pytest.mark.parametrize(
+    ("whole_budget", "labels"),
+    [
+        (False, ["iterations (ICST)", "iterations to failure"]),
+        # NSGA-II searches its whole budget: "iterations" read as the length of the search.
+        (True, ["generation found (ICST)", "generation of first failure"]),
+    ],
+)
+def test_the_status_bar_uses_the_strategys_words(whole_budget: bool, labels: list[str]):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_status_bar_app, kwargs={"whole_budget": whole_budget}).run(
+        timeout=60
+    )
+    assert not at.exception
+    assert [m.label for m in at.metric][2:] == labels

@@ -27,7 +27,8 @@ def script() -> None:
             "result_image": [None] * len(rows),
         }
     )
-    gallery(seeds, st.session_state["home"], tuple(str(c) for c in range(10)))
+    wording = st.session_state.get("wording")
+    gallery(seeds, st.session_state["home"], tuple(str(c) for c in range(10)), wording=wording)
 
 
 INTERRUPTED = [("misclassified", 98), ("misclassified", 97), ("interrupted", 60)]
@@ -114,3 +115,20 @@ def test_a_value_lowered_before_a_resume_stays_through_the_runs_that_skip_the_ga
     assert at.number_input[0].value == 50
     assert not at.info  # "No seed matches these filters." (the box was at 0)
     assert not at.exception
+
+
+def test_a_stale_status_link_is_answered_in_the_campaigns_words(tmp_path):
+    from dashboard.gallery import Wording
+
+    # The link a running differential campaign's page wrote (its seeds were searching),
+    # opened once it finished: the note said "showing misclassified" beside a filter that
+    # reads "A and B disagree".
+    at = AppTest.from_function(script)
+    at.session_state["home"] = tmp_path
+    at.session_state["wording"] = Wording("disagree", whole_budget=True)
+    at.query_params["gallery_status"] = "searching"
+    run(at, [("misclassified", 1), ("non-viable", 0)])
+    notes = [c.value for c in at.caption if c.value.startswith("⚠")]
+    assert notes == [
+        "⚠ The link gives Show = searching, which matches nothing here; showing A and B disagree."
+    ]

@@ -203,6 +203,22 @@ def test_delete_names_what_it_deletes_then_says_what_went(tmp_path, monkeypatch)
     assert not at.success
 
 
+def test_delete_of_a_campaign_a_study_shows_is_refused_before_it_is_confirmed(study, monkeypatch):
+    """The confirmation offered Delete, and only the click said the campaign was kept
+    (a label study shows its images), leaving Delete on offer."""
+    from store import campaigns as sc
+
+    home, cid, sid = study
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    next(b for b in at.button if b.label == "Delete this campaign…").click().run()
+    assert not at.exception, at.exception
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert f"cannot be deleted: validity study {sid} shows its images" in said, said
+    assert not [b for b in at.button if b.label == "Delete"]  # nothing to confirm
+    next(b for b in at.button if b.label == "Cancel").click().run()
+    assert not at.warning and sc.campaign(Store(home / "latentfuzz.duckdb"), cid) is not None
+
+
 def test_saving_tags_draws_them_without_running_the_page_again(two, monkeypatch):
     """Save reran the whole app after writing (st.rerun): the Campaign page's charts,
     gallery and metrics again, 2.2 s for a line of tags. Counted, not timed: no rerun."""

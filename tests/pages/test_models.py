@@ -135,3 +135,18 @@ def test_a_decoder_added_on_models_is_a_generator_the_form_offers(home: Path, mo
     form = opener("new_campaign.py")
     generator = next(s for s in form.selectbox if s.label == "Generator")
     assert "my_decoder (yours)" in generator.options
+
+
+def test_the_upload_form_is_empty_again_once_a_model_is_added(home: Path, monkeypatch):
+    """The added file stayed in the uploader: a second click on Add classifier said the
+    name was taken, as if the first had failed."""
+    from tests.pages.test_new_campaign_models import tiny_classifier
+
+    monkeypatch.setattr(home_module, "_current", home)  # restored: imports write here
+    at = page_opener(home, monkeypatch)("models.py")
+    at.file_uploader[0].set_value(("tiny_mnist.pt", tiny_classifier(), "application/octet-stream"))
+    next(b for b in at.button if b.label == "Add classifier").click().run()
+    assert not at.exception and not at.error, at.error
+    assert at.success[0].value.startswith("Added tiny_mnist (")
+    assert at.file_uploader[0].value is None
+    assert next(t for t in at.text_input if t.label == "Name").value == ""

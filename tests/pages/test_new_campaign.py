@@ -319,3 +319,15 @@ def test_an_out_of_model_combination_is_refused_on_the_page(blank_form, monkeypa
     said = blank_form.error[0].value.replace("\\", "")
     assert "Elites = 10 must be smaller than Population = 10" in said
     assert launched == []
+
+
+def test_the_strategy_picker_says_what_each_strategy_is(blank_form):
+    # The picker offered bare ids ("interpolate", "nsga2"): Argus and DiffGAN were only
+    # in its help text.
+    box = strategy_box(blank_form)
+    shown = dict(zip(STRATEGIES.names(), box.options, strict=True))
+    assert shown["interpolate"].startswith("interpolate: Argus")
+    assert shown["nsga2"].startswith("nsga2: NSGA-II") and "DiffGAN" in shown["nsga2"]
+    assert shown["ga"].startswith("ga: GIFTbench") and shown["sinvad"].startswith("sinvad: SINVAD")
+    assert all(words.startswith(f"{n}: ") for n, words in shown.items())
+    assert box.value == "ga"
