@@ -213,7 +213,7 @@ def live() -> None:
             st.toast("The campaign's process is gone; it is marked crashed.")
     if now["error"] and not (now["status"] in liveness.RESUMABLE and not imported):
         st.error(now["error"])  # (a resumable campaign's is in the Resume offer above)
-    status_bar(sc.summary(store, cid), int(now["n_seeds"]))
+    status_bar(sc.summary(store, cid), int(now["n_seeds"]), wording.whole_budget)
     if imported:
         st.info(imported_note(now))
         return

@@ -83,6 +83,8 @@ def test_nsga2_cards_say_generations_and_evaluations_not_iterations(diffed_app, 
             assert f"first in generation {int(r.iterations)};" in c
     box = [n.label for n in at.number_input]
     assert "Found by generation" in box and "At most iterations" not in box
+    tiles = [m.label for m in at.metric]  # the status bar's, too
+    assert tiles and not [t for t in tiles if "iteration" in t], tiles
     at = diffed_app("campaign.py", id=cid, tab="Seed detail")
     detail = next(m.value for m in at.markdown if m.value.startswith("expected"))
     assert "iterations" not in detail and "generations" in detail, detail
