@@ -165,9 +165,7 @@ def table(rep: dict[str, Any]) -> pd.DataFrame:
 
 def show_report(rep: dict[str, Any]) -> None:
     c = rep["counts"]
-    st.markdown(
-        f"**{md_text(rep['model'])}**: {repair_note(rep['model'], rep['parent'], rep['lineage'])}"
-    )
+    st.markdown(repair_note(rep["model"], rep["parent"], rep["lineage"]) + ".")
     st.dataframe(table(rep), hide_index=True, width="stretch")
     st.caption(
         f"Held-out: {c['evaluation_images']} test images that no model trained on. The two "
