@@ -6,13 +6,16 @@ with its controls, and refusals in one line."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 import dashboard.repair as repair
-from store import Store
+from engine.labelling.validity import StudyConfig, create_study
+from store import Store, judging
 from store import campaigns as sc
+from store import labels as ls
 from tests.helpers import page_opener
 
 
@@ -206,3 +209,26 @@ def test_a_study_without_verdicts_is_refused_in_one_line(study, monkeypatch):
         "them under Adjudication), then repair."
     ]
     assert not [b for b in at.button if b.label == "Launch repair"]
+
+
+def test_a_judged_study_offers_the_settings_and_launches_from_it(study, monkeypatch):
+    home, cid, _ = study
+    store = Store(home / "latentfuzz.duckdb")
+    sid = create_study(store, home, StudyConfig(campaigns=[cid], gold_rate=0.0, k=1, seed=7))
+    items = ls.items(store, sid).set_index("item_id")
+    judging.join(store, sid, "ann")
+    while (i := judging.next_item(store, sid, "ann")) is not None:
+        judging.answer(store, sid, i, "ann", int(items.loc[i, "expected"]), datetime.now())
+    stub = Stub()
+    monkeypatch.setattr(repair.subprocess, "Popen", stub)
+    at = page_opener(home, monkeypatch)("studies.py", study=sid)
+    assert not at.exception
+    assert "Validity filter" not in labels(at)  # people validated these failures
+    (clf,) = [s for s in at.selectbox if s.label == "Classifier to repair"]
+    assert clf.value == "mnist-convnet"  # the study's campaign's
+    [b for b in at.button if b.label == "Launch repair"][0].click()
+    at.run()
+    assert not at.exception
+    cmd = stub.args
+    assert cmd[cmd.index("repair") + 1 :][:2] == ["--from-study", sid]
+    assert at.get("progress")  # the newest repair of this study, live
