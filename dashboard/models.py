@@ -16,6 +16,7 @@ import streamlit as st
 from PIL import Image
 
 from dashboard.form_check import in_words
+from dashboard.lineage import lineage_facts
 from dashboard.uploads import model_name, register_upload
 
 DASH = "–"
@@ -79,6 +80,7 @@ def card_facts(c: dict[str, Any]) -> list[tuple[str, str]]:
         ("torch", str(c.get("torch", DASH))),
         ("weights sha256", f"`{c.get('sha256', DASH)}`"),
     ]
+    facts += lineage_facts(c)  # a repaired model: its parent, failures used, settings
     return [(k, v) for k, v in facts if v not in (DASH, f"{DASH} s", "`–`")]
 
 

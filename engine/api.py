@@ -60,6 +60,7 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     # repair (engine/repair/)
     "repair_events": ("engine.repair.run", "repair_events"),
     "RepairSettings": ("engine.repair.settings", "RepairSettings"),
+    "REPAIR_REPORT": ("engine.repair.model", "REPORT"),
     # validity studies (labelling)
     "labelling": ("engine.labelling.validity", None),
     "label_stats": ("engine.labelling.statistics", None),
@@ -133,6 +134,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
         used_by,
         user_cards,
     )
+    from engine.repair.model import REPORT as REPAIR_REPORT
     from engine.repair.run import repair_events
     from engine.repair.settings import RepairSettings
     from engine.search.fitness import BOUNDARY_UNCHANGED, FITNESS

@@ -22,6 +22,7 @@ from dashboard.progress import (
     wait_for_start,
     watch_for_resume,
 )
+from dashboard.repair import campaign_repair
 from dashboard.seed_table import seed_table
 from dashboard.text import campaign_label, md_text
 from dashboard.timeline import timeline
@@ -314,3 +315,4 @@ if tab_table.open:
         st.dataframe(seed_table(seeds, class_names, wording), hide_index=True, width="stretch")
 
 downloads(seeds, so_far=False)
+campaign_repair(store, home, c)

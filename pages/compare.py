@@ -17,6 +17,7 @@ from dashboard.compare_table import config_diff, markdown_table, realism_markdow
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
+from dashboard.lineage import parent_first
 from dashboard.metrics import metrics_markdown
 from dashboard.palette import categorical
 from dashboard.text import md_text, setting_label
@@ -84,6 +85,7 @@ for param, what in (("group", "study or grid"), ("id", "campaign")):
 if len(ids) < 2:
     st.info("Choose at least two campaigns.")
     st.stop()
+ids = parent_first(ids, dict(zip(campaigns["id"], campaigns["classifier"], strict=True)))
 
 # Set-based reads: a few queries for any number of campaigns, finished ones cached.
 status = dict(zip(campaigns["id"], campaigns["status"], strict=True))

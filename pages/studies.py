@@ -12,6 +12,7 @@ from dashboard.calibration import calibration_section
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
 from dashboard.form_check import limits, problems
+from dashboard.repair import study_repair
 from dashboard.study_import import import_form
 from dashboard.text import campaign_label, md_text, person_name
 from dashboard.url_state import url_unknown, url_widget
@@ -310,3 +311,5 @@ with tab_adj:
 
 with tab_cal:
     calibration_section(store, home, sid)
+with tab_stats:
+    study_repair(store, home, sid, s, v)
