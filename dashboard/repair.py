@@ -223,12 +223,14 @@ def section(
     base: list[str],
     refusal: str | None = None,
     validator: bool = False,
+    prefer: tuple[str, ...] = (),
 ) -> None:
     """The Repair section for `source` ("campaign ID" or "study ID"): settings and Launch,
     then the newest repair of it: its progress, or its refusal, or its report.
 
     base: the command's source options; refusal: why it cannot be repaired, known now;
-    validator: ask which validity filter passes the failures (a campaign's)."""
+    validator: ask which validity filter passes the failures (a campaign's); prefer: the
+    filters offered first (the campaign's own, then ssim-nearest, the one measured)."""
     st.subheader("Repair")
     st.caption(
         f"Fine-tune a copy of a classifier on the validated failures of this {source.split()[0]}, "
@@ -248,7 +250,8 @@ def section(
         return
     args = list(base)
     if validator:
-        names = VALIDATORS.names()
+        first = [n for n in (*prefer, "ssim-nearest") if n in VALIDATORS]
+        names = list(dict.fromkeys([*first, *VALIDATORS.names()]))
         a, b = st.columns(2)
         v = a.selectbox("Validity filter", names, key=f"repair-validator-{key}")
         t = b.text_input("Its threshold (blank: the filter's own)", key=f"repair-t-{key}")
@@ -307,6 +310,7 @@ def campaign_repair(store: Any, home: Path, c: dict[str, Any]) -> None:
         ["--from-campaign", c["id"]],
         refusal=None if found else "This campaign found no failure: there is nothing to repair.",
         validator=True,
+        prefer=tuple((c.get("config") or {}).get("validators") or ()),
     )
 
 

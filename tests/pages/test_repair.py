@@ -116,6 +116,8 @@ def test_repair_section_launches_shows_progress_then_the_report(failed, monkeypa
         assert label in shown
     (clf,) = [s for s in at.selectbox if s.label == "Classifier to repair"]
     assert clf.value == "mnist-convnet"  # the campaign's
+    (flt,) = [s for s in at.selectbox if s.label == "Validity filter"]
+    assert flt.value == "ssim-nearest"  # the campaign named none: the one measured
     [e for e in at.number_input if e.label == "Epochs"][0].set_value(2)
     [b for b in at.button if b.label == "Launch repair"][0].click()
     at.run()
@@ -123,6 +125,7 @@ def test_repair_section_launches_shows_progress_then_the_report(failed, monkeypa
     cmd = stub.args
     assert cmd[cmd.index("repair") + 1 :][:2] == ["--from-campaign", cid]
     assert "--epochs=2" in cmd and "--classifier" in cmd
+    assert cmd[cmd.index("--validator") + 1] == "ssim-nearest"
     name = cmd[cmd.index("--name") + 1]
     assert name == f"mnist-convnet-repair-{cid}"
     stub.write(
