@@ -7,6 +7,11 @@ import streamlit as st
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 
 st.set_page_config(page_title="latentfuzz", layout="wide")
+# Once per server process: no full garbage collection after every run, heavy imports in
+# the background (dashboard/warmup.py says what each cost).
+from dashboard import warmup  # noqa: E402 - after set_page_config, which comes first
+
+warmup.start()
 # Every page has a path of its own (/campaigns, /new_campaign, /campaign, /compare,
 # /studies, /label, /models): the Campaigns page was the default, served at "/" only,
 # and /campaigns opened a "Page not found" box.
