@@ -20,6 +20,7 @@ import pstats
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 COUNTS = threading.local()
@@ -31,7 +32,7 @@ def _count(name: str) -> None:
         c[name] = c.get(name, 0) + 1
 
 
-def _wrap(owner: Any, attr: str, name: str) -> None:
+def _wrap(owner: Any, attr: str, name: str) -> Callable[[], None]:
     fn = getattr(owner, attr)
 
     def counted(*a: Any, **k: Any) -> Any:
@@ -39,20 +40,24 @@ def _wrap(owner: Any, attr: str, name: str) -> None:
         return fn(*a, **k)
 
     setattr(owner, attr, counted)
+    return lambda: setattr(owner, attr, fn)
 
 
-def install(log: str) -> None:
-    """Wrap the script runner and the counted calls; each run appends a line to `log`."""
+def install(log: str) -> Callable[[], None]:
+    """Wrap the script runner and the counted calls; each run appends a line to `log`.
+    Returns what undoes it (for tests; the server keeps it for its life)."""
     # Deferred (the wrapper is installed before streamlit's CLI starts, in this process only).
     import streamlit as st
     from streamlit.runtime.scriptrunner import script_runner
 
     from store import Store, host
 
-    _wrap(Store, "query", "queries")
-    _wrap(Store, "query_rows", "queries")
-    _wrap(host, "attach", "connections")
-    _wrap(st, "rerun", "reruns")
+    undo = [
+        _wrap(Store, "query", "queries"),
+        _wrap(Store, "query_rows", "queries"),
+        _wrap(host, "attach", "connections"),
+        _wrap(st, "rerun", "reruns"),
+    ]
     profile = bool(os.environ.get("LATENTFUZZ_UI_CPROFILE"))
     top = int(os.environ.get("LATENTFUZZ_UI_CPROFILE_N", "25"))
     run = script_runner.ScriptRunner._run_script
@@ -78,7 +83,7 @@ def install(log: str) -> None:
                 "script_s": round(time.perf_counter() - t0, 4),
                 **COUNTS.c,
             }
-            COUNTS.c = None
+            COUNTS.c = None  # a run of this thread's, not of the next one's
             if prof:
                 out = io.StringIO()
                 pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
@@ -87,6 +92,13 @@ def install(log: str) -> None:
                 f.write(json.dumps(line) + "\n")
 
     script_runner.ScriptRunner._run_script = timed
+    undo.append(lambda: setattr(script_runner.ScriptRunner, "_run_script", run))
+
+    def uninstall() -> None:
+        for u in undo:
+            u()
+
+    return uninstall
 
 
 def main() -> None:
