@@ -50,6 +50,7 @@ def install(log: str) -> Callable[[], None]:
     import streamlit as st
     from streamlit.runtime.scriptrunner import script_runner
 
+    # Deferred (likewise: the store's calls are counted only in a profiled server).
     from store import Store, host
 
     undo = [
