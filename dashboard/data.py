@@ -24,11 +24,17 @@ def _store(path: str) -> Store:
     return Store(path)
 
 
+def home_store() -> Store:
+    """The home's store as it is (app.py opens the page run's session on it first, so
+    that the checks of `get_store` use that session's connection, not one of their own)."""
+    return _store(str(db_path(get_home())))
+
+
 def get_store() -> Store:
     """The home's store, with dead `running` campaigns marked `crashed` on every rerun
     (a few lock checks; store/liveness.py)."""
 
-    store = _store(str(db_path(get_home())))
+    store = home_store()
     recovery.ingest(store)
     reap(store)
     return store

@@ -115,7 +115,13 @@ def startup_progress(
     return frac, "\n".join(lines), (now - min(times.values())) if times else 0.0
 
 
-@st.fragment(run_every=1.0)
+#: Seconds between two looks while a launched campaign has shown nothing yet: its row, then
+#: its first generation (issue 36: launch to first generation under 5 s). Each look is a
+#: query or two; the live panel's 2 s refresh takes over once the chart is drawn.
+FIRST_POLL_S = 0.5
+
+
+@st.fragment(run_every=FIRST_POLL_S)
 def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> None:
     """Until the campaign's row exists: the engine's start-up steps, checked off as its
     process reports them (engine/campaign/startup.py), then the whole page once the row is there
@@ -128,6 +134,15 @@ def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> No
     frac, checklist, waited = startup_progress(startup.read(home, cid), startup.STEPS, time.time())
     st.progress(frac, text=f"start-up: {waited:.0f} s")
     st.markdown(checklist or "- ◻ starting the campaign's process")
+
+
+@st.fragment(run_every=FIRST_POLL_S)
+def wait_for_first_generation(store: Store, home: Path, cid: str) -> None:
+    """A running campaign whose page showed no generation: the whole page again as soon
+    as one is written, or its process is gone (the page then says why). The live panel
+    alone looked every 2 s."""
+    if sc.has_generation(store, cid) or not liveness.alive(home, cid):
+        st.rerun()
 
 
 @st.fragment(run_every=2.0)

@@ -18,6 +18,7 @@ from dashboard.metrics import metrics_panel
 from dashboard.progress import (
     campaign_progress,
     wait_for_first,
+    wait_for_first_generation,
     wait_for_resume,
     wait_for_start,
     watch_for_resume,
@@ -240,8 +241,11 @@ def live() -> None:
 
 if c["status"] in liveness.RESUMABLE and not imported:
     resume_offer(c["status"])
+no_generation_yet = running and not imported and not sc.has_generation(store, cid)
 live()
 if running:
+    if no_generation_yet:  # polled faster than the live panel, until the chart has one
+        wait_for_first_generation(store, home, cid)
     st.stop()
 
 

@@ -171,6 +171,15 @@ def seeds(store: Store, campaign_id: str) -> pd.DataFrame:
     )
 
 
+def has_generation(store: Store, campaign_id: str) -> bool:
+    """Whether any generation of the campaign is written: one index probe, for the page
+    that polls a just-launched campaign every half second."""
+    rows = store.query_rows(
+        "SELECT EXISTS (SELECT 1 FROM generations WHERE campaign_id = ?) AS yes", [campaign_id]
+    )
+    return bool(rows[0]["yes"])
+
+
 def generations(store: Store, campaign_id: str, seed_idx: int | None = None) -> pd.DataFrame:
     """Per-seed, per-generation history (one seed when seed_idx is given)."""
     sql = "SELECT * EXCLUDE (campaign_id) FROM generations WHERE campaign_id = ?"

@@ -38,6 +38,8 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
+#: Keys pressed on the Label page, each timed to the next image.
+LABEL_KEYS = 20
 #: The issue's targets, in seconds.
 TARGETS = {"first_load_s": 2.0, "rerun_s": 0.5, "label_p95_s": 0.3, "launch_s": 5.0}
 
@@ -77,8 +79,8 @@ def build_home(home: Path, campaigns: int) -> dict[str, Any]:
     from engine.campaign.runner import run_campaign
     from engine.labelling.validity import StudyConfig, create_study
     from store import campaigns as sc
+    from store import judging, scale
     from store import labels as ls
-    from store import scale
 
     store = _store(home)
     have = sc.list_campaigns(store)
@@ -95,12 +97,18 @@ def build_home(home: Path, campaigns: int) -> dict[str, Any]:
         batch = min(25, campaigns - n)
         scale.clone(store, [(src[(k + i) % len(src)], f"x{k + i:06d}", None) for i in range(batch)])
         k, n = k + batch, n + batch
-    studies = ls.validity_studies(store)
-    if len(studies):
-        study = str(studies.iloc[0][studies.columns[0]])
+    # A study with answers left for a run's labellers (the label page's first load and its
+    # keys): each run of a kept home answers 20 items of the study's 60.
+    left = [
+        sid
+        for sid in ls.validity_studies(store)["id"]
+        if (p := judging.progress(store, sid))["wanted"] - p["done"] >= LABEL_KEYS + 5
+    ]
+    if left:
+        study = str(left[0])
     else:
         study = create_study(
-            store, home, StudyConfig(campaigns=["src-vae"], gold_rate=0.8, seed_images=True, k=1)
+            store, home, StudyConfig(campaigns=["src-vae"], gold_rate=0.8, seed_images=True, k=5)
         )
     scale.checkpoint(store)
     return {"sources": src, "study": study, "campaigns": n}
@@ -127,11 +135,14 @@ def kill(proc: Any) -> None:
     proc.wait(timeout=30)
 
 
-def serve(home: Path, log: Path) -> tuple[Any, str]:
+def serve(home: Path, log: Path, runs: Path | None = None) -> tuple[Any, str]:
+    """Streamlit on a free port; with `runs`, each script run is timed and counted into
+    that file (engine/bench/ui_profile.py)."""
     port = free_port()
     env = {**os.environ, "LATENTFUZZ_HOME": str(home)}
+    how = ["-m", "engine.bench.ui_profile", str(runs), "streamlit"] if runs else ["-m", "streamlit"]
     proc = start(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py")]
+        [sys.executable, *how, "run", str(REPO / "dashboard" / "app.py")]
         + ["--server.port", str(port), "--server.headless", "true"]
         + ["--browser.gatherUsageStats", "false"],
         env,
@@ -147,15 +158,47 @@ def serve(home: Path, log: Path) -> tuple[Any, str]:
     raise RuntimeError(f"streamlit did not listen on {port} within 90 s; see {log}")
 
 
-def first_load(browser: Any, url: str, reruns: int = 3) -> dict[str, Any]:
+def server_runs(runs: Path | None, since: int) -> dict[str, Any] | None:
+    """The script runs logged after line `since`: how many, their seconds, the store
+    queries and connections, the st.rerun calls (None without a log)."""
+    if runs is None or not runs.exists():
+        return None
+    lines = [json.loads(x) for x in runs.read_text().splitlines()[since:]]
+    total = {"runs": len(lines), "fragments": sum(x["fragment"] for x in lines)}
+    total["script_s"] = round(sum(x["script_s"] for x in lines), 3)
+    for k in ("queries", "connections", "reruns"):
+        total[k] = sum(x.get(k, 0) for x in lines)
+    return total
+
+
+def logged(runs: Path | None) -> int:
+    return len(runs.read_text().splitlines()) if runs and runs.exists() else 0
+
+
+def first_load(browser: Any, url: str, reruns: int = 3, runs: Path | None = None) -> dict[str, Any]:
     """A new session opening `url`: seconds from navigation to the settled page, then the
-    median of `reruns` reruns (key r), each from the key to the settled page."""
+    median of `reruns` reruns (key r), each from the key to the settled page. With `runs`,
+    what the server did for each (`server_runs`)."""
+    mark = logged(runs)
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     ctx.add_init_script(OBSERVER)
     page = ctx.new_page()
     page.goto(url)
     page.wait_for_function(SETTLED, arg=[0, 700], timeout=120_000, polling=20)
     first = page.evaluate("window.__st.filter(([s]) => s === 'notRunning').pop()[1]") / 1000
+    # The same page in a second tab of that browser: a new Streamlit session again, with
+    # the app's scripts in the browser's cache, as for anyone past their first visit.
+    tab = ctx.new_page()
+    tab.goto(url)
+    tab.wait_for_function(SETTLED, arg=[0, 700], timeout=120_000, polling=20)
+    cached = tab.evaluate("window.__st.filter(([s]) => s === 'notRunning').pop()[1]") / 1000
+    tab.close()
+    paint = page.evaluate(
+        "(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null"
+    )
+    elements = page.evaluate("document.getElementsByTagName('*').length")
+    server = {"first": server_runs(runs, mark)}  # both tabs' first loads
+    mark = logged(runs)
     times = []
     for _ in range(reruns):
         page.evaluate("document.activeElement && document.activeElement.blur()")
@@ -166,16 +209,21 @@ def first_load(browser: Any, url: str, reruns: int = 3) -> dict[str, Any]:
         times.append((end - t0) / 1000)
     errors = page.locator("[data-testid=stException]").count()
     ctx.close()
+    server["reruns"] = server_runs(runs, mark)
     rerun = round(statistics.median(times), 3) if times else None
-    return {
+    out = {
         "first_s": round(first, 3),
+        "first_cached_s": round(cached, 3),
         "rerun_s": rerun,
         "reruns_s": [round(t, 3) for t in times],
         "exceptions": errors,
+        "first_paint_s": round(paint / 1000, 3) if paint else None,
+        "elements": elements,
     }
+    return {**out, "server": server} if runs else out
 
 
-def label_latency(browser: Any, url: str, keys: int = 20) -> dict[str, Any]:
+def label_latency(browser: Any, url: str, keys: int = LABEL_KEYS) -> dict[str, Any]:
     """Key press to the next image on screen (loaded, the counter moved on)."""
     shown = (
         "([old, n]) => { const img = document.querySelector('[data-testid=stImage] img');"
@@ -241,8 +289,17 @@ def launch_to_first_generation(browser: Any, server: str, home: Path) -> dict[st
     return {"launch_s": round(seconds, 3), "campaign": cid}
 
 
-def measure(home: Path, campaigns: int, busy: bool, log: Path) -> dict[str, Any]:
-    """Every figure of the module docstring, in a dict (see `report`)."""
+def measure(
+    home: Path,
+    campaigns: int,
+    busy: bool,
+    log: Path,
+    profile: bool = False,
+    only: set[str] | None = None,
+) -> dict[str, Any]:
+    """Every figure of the module docstring, in a dict (see `report`). `profile`: with
+    what the server did for each (script runs, seconds, queries, reruns); `only`: those
+    pages (and "label", "launch") alone."""
     # Deferred (start-up time: loads playwright).
     from playwright.sync_api import sync_playwright
 
@@ -250,7 +307,10 @@ def measure(home: Path, campaigns: int, busy: bool, log: Path) -> dict[str, Any]
     hog = start([sys.executable, "-c", "while True: pass"]) if busy else None
     server = None
     try:
-        server, url = serve(home, log)
+        runs = home / "script-runs.jsonl" if profile else None
+        if runs is not None:
+            runs.unlink(missing_ok=True)
+        server, url = serve(home, log, runs)
         out: dict[str, Any] = {"campaigns": built["campaigns"], "busy_core": busy}
         ids = [f"x{i:06d}" for i in range(5)]
         stamp = int(time.time())  # a labeller of its own per run: a kept home's study lasts
@@ -269,11 +329,14 @@ def measure(home: Path, campaigns: int, busy: bool, log: Path) -> dict[str, Any]
             out["server_first_page_s"] = first_load(browser, pages["campaigns"], 0)["first_s"]
             out["pages"] = {}
             for name, u in pages.items():
-                print(f"page {name}…", file=sys.stderr, flush=True)
-                out["pages"][name] = first_load(browser, u)
+                if only is None or name.split(" ")[0] in only:
+                    print(f"page {name}…", file=sys.stderr, flush=True)
+                    out["pages"][name] = first_load(browser, u, runs=runs)
             lab = f"{url}/label?study={built['study']}&labeller=keys-{stamp}"
-            out["label"] = label_latency(browser, lab)
-            out["launch"] = launch_to_first_generation(browser, url, home)
+            if only is None or "label" in only:
+                out["label"] = label_latency(browser, lab)
+            if only is None or "launch" in only:
+                out["launch"] = launch_to_first_generation(browser, url, home)
             browser.close()
     finally:
         if server is not None:
@@ -296,17 +359,21 @@ def report(fig: dict[str, Any]) -> list[str]:
     for name, r in fig["pages"].items():
         ok = r["first_s"] < t["first_load_s"] and r["rerun_s"] < t["rerun_s"]
         lines.append(
-            f"{name}: first load {r['first_s']:.2f} s (< {t['first_load_s']:g}), rerun "
+            f"{name}: first load {r['first_s']:.2f} s (< {t['first_load_s']:g}; "
+            f"{r['first_cached_s']:.2f} s with the app's scripts cached), rerun "
             f"{r['rerun_s']:.2f} s (< {t['rerun_s']:g}) {'ok' if ok else 'OVER'}"
         )
-    lab = fig["label"]
-    lines.append(
-        f"label: key to next image median {lab['median_ms']} ms, p95 {lab['p95_ms']} ms "
-        f"(< {1000 * t['label_p95_s']:.0f}), {lab['over_1s']} of {lab['keys']} over 1 s"
-    )
-    lines.append(
-        f"launch to first generation: {fig['launch']['launch_s']:.2f} s (< {t['launch_s']:g})"
-    )
+        if "server" in r:
+            lines.append(f"  server: {json.dumps(r['server'])}")
+    if lab := fig.get("label"):
+        lines.append(
+            f"label: key to next image median {lab['median_ms']} ms, p95 {lab['p95_ms']} ms "
+            f"(< {1000 * t['label_p95_s']:.0f}), {lab['over_1s']} of {lab['keys']} over 1 s"
+        )
+    if "launch" in fig:
+        lines.append(
+            f"launch to first generation: {fig['launch']['launch_s']:.2f} s (< {t['launch_s']:g})"
+        )
     return lines
 
 
@@ -316,12 +383,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--home", type=Path, default=None, help="a home to build once and reuse")
     ap.add_argument("--out", type=Path, default=REPO / "test-artifacts" / "ui-timing.json")
     ap.add_argument("--no-busy", action="store_true", help="no CPU-bound process beside it")
+    ap.add_argument(
+        "--profile", action="store_true", help="count and time the server's script runs"
+    )
+    ap.add_argument(
+        "--only", default=None, help="comma-separated pages (campaigns, campaign, …, label, launch)"
+    )
     a = ap.parse_args(argv)
     own = a.home is None
     home = Path(tempfile.mkdtemp(prefix="latentfuzz-ui-")) if own else a.home
     home.mkdir(parents=True, exist_ok=True)
     try:
-        fig = measure(home, a.campaigns, not a.no_busy, home / "streamlit.log")
+        only = set(a.only.split(",")) if a.only else None
+        fig = measure(home, a.campaigns, not a.no_busy, home / "streamlit.log", a.profile, only)
     finally:
         if own:
             shutil.rmtree(home, ignore_errors=True)

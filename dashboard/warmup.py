@@ -1,0 +1,77 @@
+"""The dashboard server's start: the costs every page run paid, paid once per process.
+
+Profiled with 300 campaigns (engine/bench/ui.py --profile, docs/measured/dashboard.md):
+- Streamlit collected garbage after every script run (runner.postScriptGC), a full
+  gc.collect(2) over a heap that holds torch, pandas and altair: 0.3 to 1 s per page run
+  and per fragment run, with the GIL held, so the server answered nothing meanwhile.
+  Python's own generational collection still runs; objects that live as long as the
+  process (the imported modules) are frozen out of it after the warm-up.
+- The first page of a session to import a heavy library waited for it: New campaign
+  imported torch (its config model), Compare scipy.stats, the Campaign page altair.
+  A background thread imports them while the first page shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import threading
+
+from streamlit import config
+
+#: What pages import on first use (imported in a background thread, in this order).
+HEAVY = (
+    "pandas",
+    "altair",
+    "PIL.Image",
+    "dashboard.components",
+    "dashboard.gallery",
+    "dashboard.launch",
+    "scipy.stats",
+    "dashboard.compare",
+)
+#: engine.api names whose first use imports torch and the engine (New campaign's config).
+ENGINE = ("CampaignConfig", "resolve", "get_dataset", "zoo", "zip_bytes", "campaign_validity")
+
+_LOCK = threading.Lock()
+_STARTED = threading.Event()
+#: Set once the warm-up thread has imported HEAVY (tests and the bench wait on it).
+DONE = threading.Event()
+
+
+def no_gc_after_each_run() -> None:
+    """Turn off Streamlit's full collection after every script run (see above)."""
+    config.set_option("runner.postScriptGC", False)
+
+
+def _warm() -> None:
+    try:
+        for name in HEAVY:
+            # A library missing here fails the page that needs it, with its own message.
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                continue
+        # Deferred (engine.api loads its names on first use: this is that use).
+        from engine import api
+
+        for name in ENGINE:
+            with contextlib.suppress(ImportError):
+                getattr(api, name)
+        # What exists now lives as long as the process: out of every later collection.
+        gc.freeze()
+    finally:
+        DONE.set()
+
+
+def start() -> bool:
+    """Once per process: GC off after runs, heavy imports in a daemon thread. True the
+    first time."""
+    with _LOCK:  # two sessions' first runs may come at once
+        if _STARTED.is_set():
+            return False
+        _STARTED.set()
+    no_gc_after_each_run()
+    threading.Thread(target=_warm, name="latentfuzz-warmup", daemon=True).start()
+    return True
