@@ -174,17 +174,12 @@ def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
         )
         name = st.text_input("Name", placeholder="the file's name", key=f"{key}:name:{n}")
         go = st.form_submit_button("Add classifier")
-    if not go or up is None:
-        if go:
-            where.error("Choose a file to upload first.")
+    name = _submitted(where, go, up, name)
+    if name is None:
         return None
     # Deferred (start-up time: loads torch, safetensors, pydantic).
     from engine.api import LatentfuzzError, import_classifier
 
-    name = name.strip() or model_name(up.name)
-    if why := taken(name):
-        where.error(why)
-        return None
     try:
         with st.spinner(f"Checking and measuring {up.name}…"):
             card = register_upload(
@@ -197,6 +192,20 @@ def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
         return None
     _empty_form_next_run(key)
     return card
+
+
+def _submitted(where, go: bool, up: Any, name: str) -> str | None:
+    """The model's name once the form was submitted with a file and a free name; else
+    None, with the reason shown where the form is."""
+    if not go or up is None:
+        if go:
+            where.error("Choose a file to upload first.")
+        return None
+    name = name.strip() or model_name(up.name)
+    if why := taken(name):
+        where.error(why)
+        return None
+    return name
 
 
 def _empty_form_next_run(key: str) -> None:
@@ -220,17 +229,12 @@ def add_generator(where, dataset: str, classes: int, key: str) -> dict[str, Any]
         conditional = c.checkbox("Takes a class label", help="decoder(latents, labels)")
         name = st.text_input("Name", placeholder="the file's name", key=f"{key}-name:{n}")
         go = st.form_submit_button("Add generator")
-    if not go or up is None:
-        if go:
-            where.error("Choose a file to upload first.")
+    name = _submitted(where, go, up, name)
+    if name is None:
         return None
     # Deferred (start-up time: loads torch, safetensors, pydantic).
     from engine.api import LatentfuzzError, import_generator, parse_floats, parse_latent_shape
 
-    name = name.strip() or model_name(up.name)
-    if why := taken(name):
-        where.error(why)
-        return None
     try:
         sizes = parse_latent_shape(shape)
         lo, hi = parse_floats(low_high, "Output range", 2)
