@@ -80,7 +80,7 @@ def print_calibration(store, study: str, csv: Path | None = None) -> None:
         console.print(f"{_images(int(undecided))} with an undecided verdict left out")
     for (name, what), c in calibs.items():
         if what == "validity" and not isinstance(c, str):
-            console.print(headline(name, c), markup=False)
+            console.print(headline(name, c), markup=False, soft_wrap=True)
     apart = calibration_by_generator(store, study)
     if not apart.empty:
         title = "The same over each generator's images (a pooled AUC also tells generators apart)"

@@ -70,6 +70,14 @@ def judged(tmp_path_factory) -> tuple[Path, str, str, dict]:
     return home, cid, sid, truth
 
 
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch):
+    """Under xdist the console is 80 columns: the table's cells wrap."""
+    from engine.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 250)
+
+
 def run_cli(*args: str, home: Path):
     r = CliRunner().invoke(app, [*args, "--home", str(home)], catch_exceptions=True)
     return r
@@ -175,7 +183,18 @@ def test_labels_calibrate_prints_the_table_and_headlines_and_report_writes_the_c
     judged, tmp_path
 ):
     home, _, sid, _ = judged
-    r = run_cli("labels", "calibrate", sid, "--validator", "ssim-nearest", home=home)
+    # Both named: under xdist this module's tests may run on two workers, each with its
+    # own home, so no other test's scores can be counted on.
+    r = run_cli(
+        "labels",
+        "calibrate",
+        sid,
+        "--validator",
+        "ssim-nearest",
+        "--validator",
+        "discriminator",
+        home=home,
+    )
     assert r.exit_code == 0, r.output
     lines = [" ".join(x.split()) for x in r.output.splitlines()]
     assert any(x.startswith("ssim-nearest: scored") for x in lines)

@@ -135,6 +135,14 @@ def test_a_real_campaign_end_to_end(diffed):
     assert row["held_out_majority"] is None or 0 <= row["held_out_majority"] <= 1
 
 
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch):
+    """Under xdist the console is 80 columns: the tables' cells wrap and ids are cut."""
+    from engine.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 250)
+
+
 def test_the_cli_prints_the_table_and_refuses_wrong_campaigns_in_one_line(diffed):
     home, cid, single = diffed
     ok = CliRunner().invoke(app, ["select", "--campaign", cid, "--all-inputs", "--home", str(home)])
