@@ -159,6 +159,11 @@ def _key(clf_name: str, dataset: Any) -> str:
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
 
 
+def user_cache() -> Path:
+    """The user's cache folder of latentfuzz ($XDG_CACHE_HOME, else ~/.cache)."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "latentfuzz"
+
+
 def _read(path: Path) -> np.ndarray | None:
     """Cached reference features, or None when absent or not ours (then made again)."""
     try:
@@ -180,17 +185,23 @@ def reference_features(
     key = _key(clf_name, dataset)
     if key in _REFERENCE:
         return _REFERENCE[key]
-    path = None if cache is None else Path(cache) / "realism" / f"{key}.npy"
-    feats = None if path is None else _read(path)
+    paths = [Path(cache) / "realism" / f"{key}.npy"] if cache is not None else []
+    # Also the user's cache, shared by homes (as the parsed MNIST is): the key names the
+    # classifier's weights, the dataset's files and torch, so a new home reads them back
+    # instead of classifying the reference images again.
+    paths.append(user_cache() / "realism" / f"{key}.npy")
+    feats = next((f for f in map(_read, paths) if f is not None), None)
     if feats is None:
         images, _ = ref.spaced(dataset.load("test"), REFERENCE_IMAGES)
         feats = ref.penultimate(clf, images).numpy()
-        if path is not None:
-            with contextlib.suppress(OSError):  # a read-only or full home: made again
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.stem}.{os.getpid()}.part.npy")
-                np.save(tmp, feats)
-                os.replace(tmp, path)
+    for path in paths:
+        if path.exists():
+            continue
+        with contextlib.suppress(OSError):  # a read-only or full home: made again
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.stem}.{os.getpid()}.part.npy")
+            np.save(tmp, feats)
+            os.replace(tmp, path)
     _REFERENCE[key] = feats, moments(feats)
     return _REFERENCE[key]
 

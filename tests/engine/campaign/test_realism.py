@@ -80,3 +80,25 @@ def test_a_campaign_close_stores_its_realism_and_caches_the_reference(tmp_path, 
     table = sm.realism_table(store, [cid, "not-a-campaign"])
     assert table["campaign_id"].tolist() == [cid] and table["generator"].tolist() == ["mnist-vae"]
     assert table["fid"].iloc[0] == pytest.approx(got["fid"])
+
+
+def test_a_new_home_reads_the_reference_from_the_users_cache(tmp_path, monkeypatch):
+    """Homes share the reference features through the user's cache: a second home
+    classifies no reference image again, and keeps a copy of its own."""
+    from engine.datasets import get_dataset
+    from engine.validators import references as ref
+
+    monkeypatch.setattr(realism, "REFERENCE_IMAGES", 200)
+    monkeypatch.setattr(realism, "user_cache", lambda: tmp_path / "user")
+    ds = get_dataset("mnist")
+    clf = ref.classifier("mnist-convnet", ds, "cpu")
+    calls: list[int] = []
+    real = ref.penultimate
+    monkeypatch.setattr(ref, "penultimate", lambda c, x: calls.append(len(x)) or real(c, x))
+    realism._REFERENCE.clear()
+    a, _ = realism.reference_features("mnist-convnet", clf, ds, tmp_path / "one" / "cache")
+    realism._REFERENCE.clear()  # a new process
+    b, _ = realism.reference_features("mnist-convnet", clf, ds, tmp_path / "two" / "cache")
+    assert calls == [200]
+    np.testing.assert_array_equal(a, b)
+    assert len(list((tmp_path / "two" / "cache" / "realism").glob("*.npy"))) == 1
