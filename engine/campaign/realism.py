@@ -19,8 +19,9 @@ not an option without a new dependency.
 
 A campaign's images are its seeds' result images and its archived failing inputs, each
 distinct file once. The reference is up to REFERENCE_IMAGES evenly spaced test images;
-their features are kept in the home's cache (``cache/realism``), named by the classifier's
-weights hash and the dataset's fingerprint.
+their features are kept in the home's cache (``cache/realism``) and the user's
+(``~/.cache/latentfuzz/realism``), named by the classifier's weights hash, the dataset's
+fingerprint and torch's version.
 """
 
 from __future__ import annotations
