@@ -5,12 +5,15 @@ generator's images apart."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from rich.text import Text
 
 from engine.cli.common import Table, console, fmt
 from engine.core.errors import LatentfuzzError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FIGURES = [
     "verdict",
@@ -86,6 +89,9 @@ def print_calibration(store, study: str, csv: Path | None = None) -> None:
         title = "The same over each generator's images (a pooled AUC also tells generators apart)"
         console.print(_table(apart, title, by_generator=True))
     if csv is not None:
+        # Deferred (start-up time: `latentfuzz --help` loads no pandas).
+        import pandas as pd
+
         rows = pd.concat([table.assign(generator="all"), apart], ignore_index=True)
         to_csv(rows.reindex(columns=["generator", *table.columns]), csv)  # formulas neutralised
         console.print(f"wrote {csv} ({len(rows)} rows)", markup=False)

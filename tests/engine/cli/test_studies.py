@@ -9,6 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from engine.cli.common import console
 from engine.cli.main import app
 from engine.studies.effectiveness import run_study
 from store import Store
@@ -17,6 +18,8 @@ from store import metrics as sm
 
 def test_study_prints_realism_per_generator_and_blank_where_none(tmp_path: Path, monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)  # piped: the table as wide as its content
+    # The console takes its width at import: under xdist that is 80 columns.
+    monkeypatch.setattr(console, "_width", 250)
     # The bundled zoo's trained generators: every seed viable, every campaign measured.
     study, table = run_study(
         tmp_path,
