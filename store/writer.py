@@ -93,9 +93,6 @@ class CampaignWriter:
         self._staged: tuple[dict[str, list[Columns]], list[Columns]] | None = None
         self._lock = threading.RLock()
         self._stop = threading.Event()
-        #: Set to flush before the period is up: the first generation, and stopping.
-        self._wake = threading.Event()
-        self._first_tried = False
         self._error: BaseException | None = None
         #: Wall seconds spent inside the store (any thread), for benchmarks and the contract.
         self.seconds = 0.0
@@ -142,10 +139,6 @@ class CampaignWriter:
                     self._pending[t].extend(chunks)
                 self._seed_updates.extend(self._staged[1])
                 self.batches += 1
-                # The first generation goes to the store at once, not a period later: a
-                # campaign launched from the dashboard shows it that much sooner.
-                if self.batches == 1:
-                    self._wake.set()
             finally:
                 self._staged = None
 
@@ -166,17 +159,11 @@ class CampaignWriter:
     def maybe_flush(self) -> None:
         """Without a background thread: flush when due, never waiting for a lock."""
         self._raise_pending_error()
-        first = self.batches > 0 and not self._first_tried
-        if self._thread is None and (first or time.monotonic() - self._last >= self._interval):
-            self._first_tried = self._first_tried or first  # tried once; then by the period
+        if self._thread is None and time.monotonic() - self._last >= self._interval:
             self.flush(block=False)
 
     def _loop(self) -> None:
-        while True:
-            self._wake.wait(self._interval)
-            if self._stop.is_set():
-                return
-            self._wake.clear()
+        while not self._stop.wait(self._interval):
             try:
                 self.flush(block=False)
             except BaseException as e:  # surfaced on the search thread's next append
@@ -246,7 +233,6 @@ class CampaignWriter:
         """Stop the background thread (the pending rows stay pending)."""
         if self._thread is not None:
             self._stop.set()
-            self._wake.set()
             self._thread.join()
             self._thread = None
 
