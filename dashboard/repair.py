@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard.form_check import in_words as form_words
 from dashboard.launch import failure
 from dashboard.lineage import repair_note
 from dashboard.text import md_text
@@ -114,14 +115,25 @@ def taken(name: str) -> str | None:
     return None
 
 
+#: The form's labels of the command's options, for the process's refusals.
+LABELS = {
+    "validator": "Validity filter",
+    "name": "Name of the repaired model",
+    "replay": "Training images per failure",
+    "epochs": "Epochs",
+    "lr": "Learning rate",
+    "seed": "Random seed",
+}
+
+
 def in_words(line: str) -> str:
-    """The process's one-line refusal without the command's option names."""
+    """The process's one-line refusal in the form's words (form_check.in_words), less
+    what only a command line has: the `error:` prefix, the source it names (the section
+    is that source) and asides of syntax or commands."""
     line = re.sub(r"^error:\s*", "", line)
     line = re.sub(r"^--from-(campaign|study) \S+: ", "", line)
     line = re.sub(r"\s*\((?:NAME=THRESHOLD|`latentfuzz [^`]*`)\)", "", line)
-    line = line.replace("the validator", "the validity filter")
-    line = line.replace("--validator", "validity filter").replace("pick another --name", "")
-    return line[:1].upper() + line[1:]
+    return form_words(line.replace("the validator", "the validity filter"), LABELS)
 
 
 def progress(log: str) -> tuple[float, str]:
@@ -194,13 +206,13 @@ def settings_form(key: str, classifiers: list[str], default: str) -> dict[str, A
             classifiers,
             index=classifiers.index(default) if default in classifiers else 0,
         )
-        name = b.text_input("Name of the repaired model", free_name(f"{clf}-repair-{key}"))
+        name = b.text_input(LABELS["name"], free_name(f"{clf}-repair-{key}"))
         c, d, e, f = st.columns(4)
         out = {
             "classifier": clf,
             "name": name.strip(),
             "replay": c.number_input(
-                "Training images per failure",
+                LABELS["replay"],
                 0.0,
                 1000.0,
                 10.0,
@@ -208,9 +220,9 @@ def settings_form(key: str, classifiers: list[str], default: str) -> dict[str, A
                 help="real training images mixed in beside each failure, so the classifier "
                 "keeps what it knew",
             ),
-            "epochs": d.number_input("Epochs", 1, 1000, 5),
-            "lr": e.number_input("Learning rate", 1e-6, 1.0, 5e-4, format="%.5f"),
-            "seed": f.number_input("Random seed", 0, 2**31, 0),
+            "epochs": d.number_input(LABELS["epochs"], 1, 1000, 5),
+            "lr": e.number_input(LABELS["lr"], 1e-6, 1.0, 5e-4, format="%.5f"),
+            "seed": f.number_input(LABELS["seed"], 0, 2**31, 0),
         }
         return out if st.form_submit_button("Launch repair") else None
 
@@ -253,7 +265,7 @@ def section(
         first = [n for n in (*prefer, "ssim-nearest") if n in VALIDATORS]
         names = list(dict.fromkeys([*first, *VALIDATORS.names()]))
         a, b = st.columns(2)
-        v = a.selectbox("Validity filter", names, key=f"repair-validator-{key}")
+        v = a.selectbox(LABELS["validator"], names, key=f"repair-validator-{key}")
         t = b.text_input("Its threshold (blank: the filter's own)", key=f"repair-t-{key}")
         args += ["--validator", f"{v}={t.strip()}" if t.strip() else v]
     chosen = settings_form(key, classifiers, default)
