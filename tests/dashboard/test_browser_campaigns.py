@@ -78,7 +78,8 @@ def test_launch_and_watch_a_campaign(strategy: str, server: str, home: Path, ser
             shown = seeds[seeds["result_image"].notna()]
             assert len(shown) >= 1, f"no seed finished:\n{seeds.to_string()}"
             for i in shown["seed_idx"]:
-                page.get_by_text(f"seed {i}: expected").wait_for(timeout=60_000)
+                # The card, and the Seed detail tab's copy of the selected seed's.
+                page.get_by_text(f"seed {i}: expected").first.wait_for(timeout=60_000)
             page.wait_for_function(
                 f"document.querySelectorAll('img').length >= {2 * len(shown)}", timeout=30_000
             )
