@@ -3,8 +3,11 @@ the share of viable seeds failed by iteration."""
 
 from __future__ import annotations
 
+import altair as alt
 import numpy as np
 import pandas as pd
+
+from dashboard.palette import categorical
 
 
 def by_objective(camps: pd.DataFrame, ids: list[str]) -> dict[str, list[str]]:
@@ -45,4 +48,43 @@ def failure_curves(
         curves.append(frame.assign(campaign=names[c]))
     return (
         pd.concat(curves) if curves else pd.DataFrame(columns=["iterations", "share", "campaign"])
+    )
+
+
+def convergence_bands(
+    bands: pd.DataFrame, order: list[str], names: list[str], objective: str, height: int
+) -> alt.LayerChart:
+    """Median best fitness per generation of each campaign with its inter-quartile band,
+    one colour per campaign in the selection's `order`; `names` are those drawn here."""
+    base = alt.Chart(bands[bands["campaign"].isin(names)]).encode(
+        x="generation:Q", color=categorical("campaign", domain=order, listed=names)
+    )
+    return (
+        (
+            base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
+            + base.mark_line(strokeWidth=2.5).encode(
+                y=alt.Y("median:Q", title="median best fitness")
+            )
+        )
+        # The objective in the title: in the axis title it was cut off.
+        .properties(height=height, title=f"objective: {objective}")
+        # The legend draws the first layer's symbol: the bands' 15% opacity made every
+        # campaign's swatch the same pale tint.
+        .configure_legend(symbolOpacity=1)
+    )
+
+
+def failure_chart(curves: pd.DataFrame, order: list[str]) -> alt.Chart:
+    """The share of viable seeds failed by each iteration, a step line per campaign."""
+    return (
+        alt.Chart(curves)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x="iterations:Q",
+            y=alt.Y(
+                "share:Q", title="share of viable seeds failed", scale=alt.Scale(domain=[0, 1])
+            ),
+            color=categorical("campaign", domain=order),
+        )
+        .properties(height=300)
     )

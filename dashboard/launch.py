@@ -14,13 +14,15 @@ from pathlib import Path
 
 import yaml
 
-from engine.api import CampaignConfig, new_campaign_id, resolve
+from engine.api import CampaignConfig, new_campaign_id
 from store import liveness
 
 
 def launch(cfg: CampaignConfig, home: Path) -> str:
-    """Validate cfg (ConfigError if invalid), start the campaign, return its id."""
-    cfg = resolve(cfg).config  # with what resolve derives (an escape campaign's seeds)
+    """Start the campaign of `cfg`, as `resolve` returned it (checked, with what it
+    derives: an escape campaign's seeds), and return its id. The page resolves once, at
+    Launch: this resolved it again, loading every model a second time before the process
+    started (and the process loads them once more)."""
     cid = new_campaign_id()
     cfg_path = log_path(home, cid).with_suffix(".yaml")
     cfg_path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from dashboard import vega
 from dashboard.palette import categorical
 from dashboard.text import md_text
 from store import Store, liveness
@@ -96,7 +97,7 @@ def metrics_panel(
         "at least one failing evaluation."
     )
     if m["result_gaps"]:
-        st.altair_chart(gap_histogram(m), width="stretch")
+        vega.chart(gap_histogram, m)
     if not interpolation:
         return
     df = si.per_lambda(store, campaign_id)

@@ -5,10 +5,10 @@ import time
 import pandas as pd
 import streamlit as st
 
-from dashboard import launch
+from dashboard import launch, vega
 from dashboard.annotations import annotation_editor
 from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
-from dashboard.data import get_home, get_store
+from dashboard.data import finished_zip, get_home, get_store
 from dashboard.deleting import delete_panel
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
@@ -44,15 +44,16 @@ from store.errors import StoreBusy, StoreError
 from store.failures import status_as
 
 store, home = get_store(), get_home()
-campaigns = sc.list_campaigns(store)
 linked = [i for i in st.query_params.get_all("id") if i]  # `?id=` (emptied by hand): no id
 cid = linked[0] if linked else None
+# Every campaign only for the picker: a linked page read all 300 rows at every rerun.
+campaigns = sc.list_campaigns(store) if cid is None else None
 if len(linked) > 1:  # it showed the last one, and nothing said the others were dropped
     st.warning(
         f"The link names {len(linked)} campaigns ({md_text(', '.join(linked))}); this "
         "page shows the first. The Compare page shows several side by side."
     )
-if cid is None and not campaigns.empty:
+if cid is None and not campaigns.empty:  # (read above when no id is linked)
     names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
     cid = st.selectbox(
         "Campaign", campaigns["id"], format_func=lambda i: campaign_label(i, names[i])
@@ -149,7 +150,7 @@ def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
         )
         return
     try:
-        archive = zip_bytes(store, home, cid)
+        archive = finished_zip(store, home, cid, seeds)
     except LatentfuzzError as e:  # its folder moved or damaged: the rest of the page shows
         b.warning(f"No zip: {e}. `latentfuzz doctor` lists what is missing.")
     else:
@@ -193,17 +194,19 @@ def resume_offer(status: str) -> None:
 @st.fragment(run_every=2.0 if running else None)
 def live() -> None:
     # Killed while this page watched it: it said "running", with Stop and a ticking
-    # clock, until a reload, since only a whole page run marked dead campaigns.
-    sc.reap(store)
-    now = read_campaign()
+    # clock, until a reload, since only a whole page run marked dead campaigns. A page
+    # run that found it done has just read (and reaped) it: no second read.
+    if running:
+        sc.reap(store)
+    now = read_campaign() if running else c
     if now is None:  # deleted while this page was open
         st.warning(f"Campaign {cid} has been deleted.")
         st.page_link("../pages/campaigns.py", label="All campaigns")
         return
-    p = sc.progress(store, cid)
     left, right = st.columns([4, 1])
     left.markdown(f"**Status:** {now['status']}")
     if now["status"] == "running":
+        p = sc.progress(store, cid)
         frac, text = campaign_progress(now, p, replay=startup.read_replay(home, cid))
         left.progress(frac, text=text)
     if now["status"] == "finished" and running:
@@ -226,8 +229,7 @@ def live() -> None:
     else:
         cfg = now["config"] or {}
         fitness, criterion = cfg.get("fitness") or "margin", cfg.get("criterion")
-        chart = convergence_chart(gens, x_axis, fitness, criterion)
-        st.altair_chart(chart, width="stretch")
+        vega.chart(convergence_chart, gens, x_axis, fitness, criterion)
     if running:
         # The failures found so far, with the finished view's cards and filters: they
         # are in the store one flush after they are found.
@@ -313,7 +315,7 @@ if tab_seed.open:
                 st.markdown("**Search history**: the best image at each improvement")
                 imp = history.improvements(store, cid, int(s))
                 timeline(home, g, imp, class_names, frame_width, key=f"timeline:{s}")
-                st.altair_chart(top2_chart(g, class_names), width="stretch")
+                vega.chart(top2_chart, g, class_names)
 if tab_table.open:
     with tab_table:
         st.dataframe(seed_table(seeds, class_names, wording), hide_index=True, width="stretch")

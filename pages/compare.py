@@ -1,9 +1,9 @@
 """Compare: several campaigns side by side, in the ICST layout."""
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
+from dashboard import vega
 from dashboard.compare import (
     ALPHA,
     campaign_rows,
@@ -12,14 +12,19 @@ from dashboard.compare import (
     with_auto,
     with_axes,
 )
-from dashboard.compare_charts import by_objective, failure_curves
+from dashboard.compare_charts import (
+    by_objective,
+    convergence_bands,
+    failure_chart,
+    failure_curves,
+)
 from dashboard.compare_table import config_diff, markdown_table, realism_markdown
 from dashboard.components import convergence_frame, load_image
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
 from dashboard.lineage import parent_first
+from dashboard.memo import kept
 from dashboard.metrics import metrics_markdown
-from dashboard.palette import categorical
 from dashboard.text import md_text, setting_label
 from dashboard.url_state import url_unknown, url_widget
 from engine.api import to_csv_bytes
@@ -117,7 +122,7 @@ if len(filters) > MOST_FILTERS:  # five filters made a table of thirteen columns
         [*calibrated, *(f for f in filters if f not in calibrated)][:MOST_FILTERS],
     )
 table = with_auto(table, auto, filters)
-st.markdown(markdown_table(table, significance(table, iterations)), unsafe_allow_html=True)
+st.markdown(markdown_table(table, kept(significance, table, iterations)), unsafe_allow_html=True)
 st.caption(
     f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
     f"budget, as in the ICST study; campaigns of different strategies, within blocks of "
@@ -181,7 +186,9 @@ empty = pd.DataFrame(columns=["seed_idx", "generation", "best_fitness", "evaluat
 # The charts' names carry an unfinished campaign's status, as the tables do: its curves
 # stop where it stopped, not where the search would have.
 shown = {c: labels[c] + ("" if status[c] == "finished" else f" ({status[c]})") for c in ids}
-bands = pd.concat([convergence_frame(best.get(c, empty)).assign(campaign=shown[c]) for c in ids])
+bands = pd.concat(
+    [kept(convergence_frame, best.get(c, empty)).assign(campaign=shown[c]) for c in ids]
+)
 with left:
     st.subheader("Convergence")
     # One colour per campaign in both charts, in the selection's order.
@@ -192,23 +199,8 @@ with left:
     }  # a group with no rows draws nothing
     for objective, members in groups.items():
         names = [shown[c] for c in members]
-        base = alt.Chart(bands[bands["campaign"].isin(names)]).encode(
-            x="generation:Q", color=categorical("campaign", domain=order, listed=names)
-        )
-        st.altair_chart(
-            (
-                base.mark_area(opacity=0.15).encode(y="q1:Q", y2="q3:Q")
-                + base.mark_line(strokeWidth=2.5).encode(
-                    y=alt.Y("median:Q", title="median best fitness")
-                )
-            )
-            # The objective in the title: in the axis title it was cut off.
-            .properties(height=300 if len(groups) == 1 else 220, title=f"objective: {objective}")
-            # The legend draws the first layer's symbol: the bands' 15% opacity made every
-            # campaign's swatch the same pale tint.
-            .configure_legend(symbolOpacity=1),
-            width="stretch",
-        )
+        height = 300 if len(groups) == 1 else 220
+        vega.chart(convergence_bands, bands, order, names, objective, height)
     if len(groups) > 1:
         st.caption(
             f"One chart per objective ({', '.join(groups)}): their fitness values have "
@@ -222,19 +214,7 @@ with right:
     if curves.empty:
         st.info("No selected campaign has a misclassified seed yet.")
     else:
-        st.altair_chart(
-            alt.Chart(curves)
-            .mark_line(interpolate="step-after")
-            .encode(
-                x="iterations:Q",
-                y=alt.Y(
-                    "share:Q", title="share of viable seeds failed", scale=alt.Scale(domain=[0, 1])
-                ),
-                color=categorical("campaign", domain=order),
-            )
-            .properties(height=300),
-            width="stretch",
-        )
+        vega.chart(failure_chart, curves, order)
 
 st.subheader("Results by seed")
 # Seed i is the same starting point in two campaigns only when both drew their seeds the

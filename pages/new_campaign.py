@@ -246,15 +246,11 @@ with st.form("campaign", enter_to_submit=False):
     submitted = st.form_submit_button("Launch", type="primary", disabled=not classifier_ok)
 
 
-def start(raw: dict) -> None:
-    """Launch (the engine's own checks run first) or say in one line why it cannot run."""
-    try:
-        cid = launch(parse_config(raw), home)
-    except ConfigError as err:
-        st.error(f"Cannot launch: {md_text(in_words(str(err), LABELS))}")
-    else:
-        st.session_state.pop("confirm_launch", None)
-        st.switch_page(Path(__file__).with_name("campaign.py"), query_params={"id": cid})
+def start(cfg: CampaignConfig) -> None:
+    """Launch a config the engine's checks passed (`resolve`, at Launch)."""
+    cid = launch(cfg, home)
+    st.session_state.pop("confirm_launch", None)
+    st.switch_page(Path(__file__).with_name("campaign.py"), query_params={"id": cid})
 
 
 if submitted:
@@ -279,7 +275,8 @@ if submitted:
         st.error("Cannot launch; please fix:\n" + "\n".join(f"- {md_text(w)}" for w in wrong))
     else:
         try:  # the engine's own checks (seed pool, model fit) come before any question
-            n = resolve(parse_config(raw)).config.seeds
+            cfg = resolve(parse_config(raw)).config
+            n = cfg.seeds
         except ConfigError as err:
             st.error(f"Cannot launch: {md_text(in_words(str(err), LABELS))}")
             n = None
@@ -294,12 +291,12 @@ if submitted:
         if n is None:
             pass
         elif cost is not None and cost > CONFIRM_SECONDS:
-            st.session_state["confirm_launch"] = (raw, cost, n, per_seed)
+            st.session_state["confirm_launch"] = (cfg, cost, n, per_seed)
         else:
-            start(raw)
+            start(cfg)
 
 if "confirm_launch" in st.session_state:
-    raw, cost, n, per_seed = st.session_state["confirm_launch"]
+    cfg, cost, n, per_seed = st.session_state["confirm_launch"]
     st.warning(
         f"This campaign is projected to take about **{duration(cost)}**: {n:,} seeds x up to "
         f"{per_seed:,} evaluations each, at the models' measured time per image (their zoo "
@@ -307,7 +304,7 @@ if "confirm_launch" in st.session_state:
     )
     go, cancel = st.columns(2)
     if go.button(f"Launch anyway ({duration(cost)})", type="primary", key="confirm"):
-        start(raw)
+        start(cfg)
     if cancel.button("Change the settings", key="cancel"):
         st.session_state.pop("confirm_launch")
         st.rerun()

@@ -51,112 +51,116 @@ SIDES = {
 store, home = get_store(), get_home()
 st.title("Validity studies")
 studies = ls.validity_studies(store)
+# Only the open tab runs (it is in the URL): every run computed all four, 27 queries.
 tab_stats, tab_adj, tab_cal, tab_new = st.tabs(
     ["Statistics", "Adjudication", "Calibration", "New study"], key="tab", bind="query-params"
 )
 
-with tab_new:
-    st.subheader("From campaigns")
-    campaigns = sc.list_campaigns(store)
-    campaigns = campaigns[(campaigns["status"] != "running") & (campaigns["misclassified"] > 0)]
-    if campaigns.empty:
-        st.info("No finished campaign with a misclassification yet.")
-    else:
-        names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
-        # The newest campaign of one classifier: a differential one is refused by a study
-        # of failing seeds, the form's default (its triggering inputs are a tick away).
-        plain = campaigns.loc[campaigns["classifier_b"].isna(), "id"].tolist()
-        chosen = st.multiselect(
-            "Campaigns",
-            list(names),
-            default=(plain or list(names))[:1],
-            format_func=lambda c: campaign_label(c, names[c]),
-        )
-        population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
-        planned = sample_size(population) if population else 0
-        st.caption(
-            f"{population} failing image{'s' * (population != 1)}; the planner proposes "
-            f"**{planned}** for a 95% "
-            "confidence level and a 5% margin of error (Cochran, finite-population correction)."
-        )
-        with st.form("new_study", enter_to_submit=False):  # Enter commits a field only
-            a, b, c, d = st.columns(4)
-            name = a.text_input("Name", "")
-            # The model's bound, checked at Create: Streamlit's own min and max refused a
-            # typed -4 with a red box and no word, and Create did nothing.
-            bounds = limits(labelling.StudyConfig, "sample")
-            sample = b.number_input(
-                "Images to label",
-                value=max(1, planned),
-                **{
-                    **bounds,
-                    "help": (
-                        f"{bounds['help'] or ''} Drawn from the {population} failing images; "
-                        "more than that labels them all."
-                    ),
-                },
+if tab_new.open:
+    with tab_new:
+        st.subheader("From campaigns")
+        campaigns = sc.list_campaigns(store)
+        campaigns = campaigns[(campaigns["status"] != "running") & (campaigns["misclassified"] > 0)]
+        if campaigns.empty:
+            st.info("No finished campaign with a misclassification yet.")
+        else:
+            names = dict(zip(campaigns["id"], campaigns["name"], strict=True))
+            # The newest campaign of one classifier: a differential one is refused by a study
+            # of failing seeds, the form's default (its triggering inputs are a tick away).
+            plain = campaigns.loc[campaigns["classifier_b"].isna(), "id"].tolist()
+            chosen = st.multiselect(
+                "Campaigns",
+                list(names),
+                default=(plain or list(names))[:1],
+                format_func=lambda c: campaign_label(c, names[c]),
             )
-            k = c.number_input(
-                "Labellers per image (k)", value=2, **limits(labelling.StudyConfig, "k")
+            population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
+            planned = sample_size(population) if population else 0
+            st.caption(
+                f"{population} failing image{'s' * (population != 1)}; the planner proposes "
+                f"**{planned}** for a 95% "
+                "confidence level and a 5% margin of error (Cochran, finite-population correction)."
             )
-            rule = d.selectbox(
-                "Verdict rule", ["icst", "majority"], help="majority vote needs k >= 3"
-            )
-            e, f, g = st.columns(3)
-            gold = e.slider(
-                "Gold items (real test images)",
-                0.0,
-                0.5,
-                0.1,
-                0.05,
-                help="share of the study; measures each labeller's accuracy",
-            )
-            seed_images = f.checkbox("Also show the seed images", False)
-            triggering = f.checkbox(
-                "Triggering inputs instead",
-                False,  # (a longer label was cut off)
-                help="differential campaigns: the images two classifiers label "
-                "differently; the statistics then say which classifier people agree with",
-            )
-            seed = g.number_input("Random seed", value=0, **limits(labelling.StudyConfig, "seed"))
-            if st.form_submit_button("Create study", type="primary", disabled=not chosen):
-                try:
-                    raw = dict(
-                        campaigns=chosen,
-                        name=name or None,
-                        k=k,
-                        rule=rule,
-                        sample=sample,
-                        seed_images=seed_images,
-                        gold_rate=gold,
-                        seed=seed,
-                        triggering=triggering,
-                    )
-                    cfg = labelling.StudyConfig(**raw)
-                    sid = labelling.create_study(store, home, cfg)
-                except ValidationError:  # sentences naming the fields, not pydantic's dump
-                    wrong = problems(labelling.StudyConfig, raw, STUDY_NAMES)
-                    st.error(
-                        "Cannot create the study; please fix:\n"
-                        + "\n".join(f"- {md_text(w)}" for w in wrong)
-                    )
-                except (ConfigError, ValueError) as err:
-                    st.error(f"Cannot create the study: {err}")
-                else:
-                    # The sidebar shows the new study now (it stayed on the one before).
-                    st.query_params["study"] = sid
-                    studies = ls.validity_studies(store)
-                    st.success(f"Created {sid}.")
-                    st.page_link(
-                        "../pages/label.py",
-                        label="Open the Label page",
-                        query_params={"study": sid},
-                    )
+            with st.form("new_study", enter_to_submit=False):  # Enter commits a field only
+                a, b, c, d = st.columns(4)
+                name = a.text_input("Name", "")
+                # The model's bound, checked at Create: Streamlit's own min and max refused a
+                # typed -4 with a red box and no word, and Create did nothing.
+                bounds = limits(labelling.StudyConfig, "sample")
+                sample = b.number_input(
+                    "Images to label",
+                    value=max(1, planned),
+                    **{
+                        **bounds,
+                        "help": (
+                            f"{bounds['help'] or ''} Drawn from the {population} failing images; "
+                            "more than that labels them all."
+                        ),
+                    },
+                )
+                k = c.number_input(
+                    "Labellers per image (k)", value=2, **limits(labelling.StudyConfig, "k")
+                )
+                rule = d.selectbox(
+                    "Verdict rule", ["icst", "majority"], help="majority vote needs k >= 3"
+                )
+                e, f, g = st.columns(3)
+                gold = e.slider(
+                    "Gold items (real test images)",
+                    0.0,
+                    0.5,
+                    0.1,
+                    0.05,
+                    help="share of the study; measures each labeller's accuracy",
+                )
+                seed_images = f.checkbox("Also show the seed images", False)
+                triggering = f.checkbox(
+                    "Triggering inputs instead",
+                    False,  # (a longer label was cut off)
+                    help="differential campaigns: the images two classifiers label "
+                    "differently; the statistics then say which classifier people agree with",
+                )
+                seed = g.number_input(
+                    "Random seed", value=0, **limits(labelling.StudyConfig, "seed")
+                )
+                if st.form_submit_button("Create study", type="primary", disabled=not chosen):
+                    try:
+                        raw = dict(
+                            campaigns=chosen,
+                            name=name or None,
+                            k=k,
+                            rule=rule,
+                            sample=sample,
+                            seed_images=seed_images,
+                            gold_rate=gold,
+                            seed=seed,
+                            triggering=triggering,
+                        )
+                        cfg = labelling.StudyConfig(**raw)
+                        sid = labelling.create_study(store, home, cfg)
+                    except ValidationError:  # sentences naming the fields, not pydantic's dump
+                        wrong = problems(labelling.StudyConfig, raw, STUDY_NAMES)
+                        st.error(
+                            "Cannot create the study; please fix:\n"
+                            + "\n".join(f"- {md_text(w)}" for w in wrong)
+                        )
+                    except (ConfigError, ValueError) as err:
+                        st.error(f"Cannot create the study: {err}")
+                    else:
+                        # The sidebar shows the new study now (it stayed on the one before).
+                        st.query_params["study"] = sid
+                        studies = ls.validity_studies(store)
+                        st.success(f"Created {sid}.")
+                        st.page_link(
+                            "../pages/label.py",
+                            label="Open the Label page",
+                            query_params={"study": sid},
+                        )
 
-    st.divider()
-    if imported := import_form(store, home):
-        st.query_params["study"] = imported  # the sidebar shows it, as after Create
-        studies = ls.validity_studies(store)
+        st.divider()
+        if imported := import_form(store, home):
+            st.query_params["study"] = imported  # the sidebar shows it, as after Create
+            studies = ls.validity_studies(store)
 
 if studies.empty:
     tab_stats.info(
@@ -182,134 +186,144 @@ except DatasetError as e:  # a user's dataset removed or moved since
     st.error(f"Cannot show this: {e}")
     st.stop()
 
-with tab_stats:
-    annotation_editor(store, "study", sid)
-    p = judging.progress(store, sid)
-    a, b, c, d = st.columns(4)
-    a.metric("images", p["items"])
-    b.metric("answers", f"{p['done']} of {p['wanted']}")
-    c.metric("labellers", j["labeller"].nunique())
-    d.metric("undecided", len(label_stats.undecided(v)))
-    st.caption(
-        f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
-        f"{s['seed']}; validity over all images, preservation over valid ones"
-    )
-    # Split by strategy too where the study's campaigns use several (as `labels report`).
-    by_strategy = label_stats.with_strategy(store, v)
-    mixed = by_strategy["strategy"].nunique() > 1
-    for title, by in (
-        (f"By {'strategy, ' * mixed}generator and perturbation", ["generator", "preset"]),
-        ("By campaign", ["campaign_id"]),
-    ):
-        st.subheader(title)
-        t = label_stats.group_table(by_strategy, by, int(s["seed"]), int(s["resamples"]))
-        if t.empty:
-            st.info("No image has all its answers yet.")
-            break
-        st.dataframe(study_table(t, by, store), hide_index=True, width="stretch")
-    sides = label_stats.model_agreement(v, s["rule"])
-    if len(sides):
-        st.subheader("Which classifier people agree with")
+if tab_stats.open:
+    with tab_stats:
+        annotation_editor(store, "study", sid)
+        p = judging.progress(store, sid)
+        a, b, c, d = st.columns(4)
+        a.metric("images", p["items"])
+        b.metric("answers", f"{p['done']} of {p['wanted']}")
+        c.metric("labellers", j["labeller"].nunique())
+        d.metric("undecided", len(label_stats.undecided(v)))
         st.caption(
-            "triggering inputs of differential campaigns: of the images judged valid, "
-            "those the labellers give classifier A's label, B's, or another"
+            f"rule {s['rule']}, k = {s['k']}; bootstrap: {s['resamples']} resamples, seed "
+            f"{s['seed']}; validity over all images, preservation over valid ones"
         )
-        st.dataframe(sides.rename(columns=SIDES), hide_index=True, width="stretch")
-    st.subheader("Agreement and labellers")
-    ag = label_stats.agreement_table(j, v)
-    a, b, c = st.columns(3)
-    names = (
-        ("Cohen's kappa", "cohen_kappa"),
-        ("Fleiss' kappa", "fleiss_kappa"),
-        ("Krippendorff's alpha", "krippendorff_alpha"),
-    )
-    for col, (label, k) in zip((a, b, c), names, strict=True):
-        col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
-    # As text: the Styler's na_rep did not reach the browser, which showed "None".
-    lt = label_stats.labeller_table(j, v)
-    shown = lambda col, fmt: ["–" if pd.isna(x) else format(x, fmt) for x in lt[col]]  # noqa: E731
-    st.dataframe(
-        lt.assign(
-            gold_accuracy_pct=shown("gold_accuracy_pct", ".0f"),
-            median_seconds=shown("median_seconds", ".1f"),
-        ).rename(
-            columns={
-                "gold_accuracy_pct": "gold accuracy %",
-                "median_seconds": "median seconds per answer",
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-    a, b = st.columns(2)
-    a.download_button(
-        "Download raw judgements (CSV)",
-        to_csv_bytes(label_exchange.raw_export(store, sid)),
-        f"{sid}-judgements.csv",
-        "text/csv",
-    )
-    b.download_button(
-        "Download one row per image (CSV)",
-        to_csv_bytes(label_exchange.wide_export(store, sid)),
-        f"{sid}-images.csv",
-        "text/csv",
-    )
-
-with tab_adj:
-    queue = label_stats.undecided(v)
-    if queue.empty:
-        st.success("No undecided image: nothing to settle.")
-    else:
-        typed = st.text_input("Reviewer", key="reviewer", placeholder="your name, to settle images")
-        reviewer, why = person_name(typed, "verdict")
-        if typed and why:  # spaces only were stored as the reviewer
-            st.error(why)
-        elif not reviewer:  # the buttons below wait for it, greyed out without a word
+        # Split by strategy too where the study's campaigns use several (as `labels report`).
+        by_strategy = label_stats.with_strategy(store, v)
+        mixed = by_strategy["strategy"].nunique() > 1
+        for title, by in (
+            (f"By {'strategy, ' * mixed}generator and perturbation", ["generator", "preset"]),
+            ("By campaign", ["campaign_id"]),
+        ):
+            st.subheader(title)
+            t = label_stats.group_table(by_strategy, by, int(s["seed"]), int(s["resamples"]))
+            if t.empty:
+                st.info("No image has all its answers yet.")
+                break
+            st.dataframe(study_table(t, by, store), hide_index=True, width="stretch")
+        sides = label_stats.model_agreement(v, s["rule"])
+        if len(sides):
+            st.subheader("Which classifier people agree with")
             st.caption(
-                "Type your name as reviewer to settle an image: the verdict is stored with it."
+                "triggering inputs of differential campaigns: of the images judged valid, "
+                "those the labellers give classifier A's label, B's, or another"
             )
-        item = queue.iloc[0]
-        st.caption(
-            f"{len(queue)} undecided image{'s' * (len(queue) != 1)}; the labellers' "
-            "answers are kept as given."
+            st.dataframe(sides.rename(columns=SIDES), hide_index=True, width="stretch")
+        st.subheader("Agreement and labellers")
+        ag = label_stats.agreement_table(j, v)
+        a, b, c = st.columns(3)
+        names = (
+            ("Cohen's kappa", "cohen_kappa"),
+            ("Fleiss' kappa", "fleiss_kappa"),
+            ("Krippendorff's alpha", "krippendorff_alpha"),
         )
-        left, right = st.columns([1, 2])
-        img = load_image(home, item["image"], scale=8)
-        if img is not None:
-            left.image(img, width=224)
-        answers = ", ".join(
-            labelling.answer_text(int(x), ds.class_names, ds.domain) for x in item["answers"]
-        )
-        right.markdown(f"Answers: **{answers}**. Which class is this?")
-        cols = right.columns(5)
-        for i, name in enumerate(ds.class_names):
-            if cols[i % 5].button(name, key=f"adj{i}", disabled=not reviewer):
-                judging.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
-                st.rerun()
-        for name, text, value, _ in labelling.marker_choices(ds, unsure=False):
-            if right.button(text, key=f"adj_{name}", disabled=not reviewer):
-                judging.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
-                st.rerun()
-    settled = ls.adjudications(store, sid)
-    if len(settled):
-        st.caption(f"{len(settled)} image{'s' * (len(settled) != 1)} settled by adjudication")
-        shown = settled.assign(
-            verdict=[
-                labelling.answer_text(int(a), ds.class_names, ds.domain) for a in settled["answer"]
-            ]
-        )[["item_id", "verdict", "reviewer", "note", "decided_at"]]
+        for col, (label, k) in zip((a, b, c), names, strict=True):
+            col.metric(label, "–" if ag[k] is None else f"{ag[k]:.3f}")
+        # As text: the Styler's na_rep did not reach the browser, which showed "None".
+        lt = label_stats.labeller_table(j, v)
+        shown = lambda col, fmt: ["–" if pd.isna(x) else format(x, fmt) for x in lt[col]]  # noqa: E731
         st.dataframe(
-            shown.rename(columns={"item_id": "image", "decided_at": "when"}), hide_index=True
+            lt.assign(
+                gold_accuracy_pct=shown("gold_accuracy_pct", ".0f"),
+                median_seconds=shown("median_seconds", ".1f"),
+            ).rename(
+                columns={
+                    "gold_accuracy_pct": "gold accuracy %",
+                    "median_seconds": "median seconds per answer",
+                }
+            ),
+            hide_index=True,
+            width="stretch",
         )
-        a, b = st.columns([2, 1], vertical_alignment="bottom")
-        back = a.selectbox(
-            "Take back the verdict on image", settled["item_id"].tolist(), key=f"take_back:{sid}"
+        a, b = st.columns(2)
+        a.download_button(
+            "Download raw judgements (CSV)",
+            # Made on the click: each re-read the whole study at every run.
+            lambda: to_csv_bytes(label_exchange.raw_export(store, sid)),
+            f"{sid}-judgements.csv",
+            "text/csv",
         )
-        if b.button("Take back", help="the image goes back to the queue above"):
-            judging.unadjudicate(store, sid, int(back))
-            st.rerun()
+        b.download_button(
+            "Download one row per image (CSV)",
+            lambda: to_csv_bytes(label_exchange.wide_export(store, sid)),
+            f"{sid}-images.csv",
+            "text/csv",
+        )
 
-with tab_cal:
-    calibration_section(store, home, sid)
-with tab_stats:
-    study_repair(store, home, sid, s, v)
+if tab_adj.open:
+    with tab_adj:
+        queue = label_stats.undecided(v)
+        if queue.empty:
+            st.success("No undecided image: nothing to settle.")
+        else:
+            typed = st.text_input(
+                "Reviewer", key="reviewer", placeholder="your name, to settle images"
+            )
+            reviewer, why = person_name(typed, "verdict")
+            if typed and why:  # spaces only were stored as the reviewer
+                st.error(why)
+            elif not reviewer:  # the buttons below wait for it, greyed out without a word
+                st.caption(
+                    "Type your name as reviewer to settle an image: the verdict is stored with it."
+                )
+            item = queue.iloc[0]
+            st.caption(
+                f"{len(queue)} undecided image{'s' * (len(queue) != 1)}; the labellers' "
+                "answers are kept as given."
+            )
+            left, right = st.columns([1, 2])
+            img = load_image(home, item["image"], scale=8)
+            if img is not None:
+                left.image(img, width=224)
+            answers = ", ".join(
+                labelling.answer_text(int(x), ds.class_names, ds.domain) for x in item["answers"]
+            )
+            right.markdown(f"Answers: **{answers}**. Which class is this?")
+            cols = right.columns(5)
+            for i, name in enumerate(ds.class_names):
+                if cols[i % 5].button(name, key=f"adj{i}", disabled=not reviewer):
+                    judging.adjudicate(store, sid, int(item["item_id"]), reviewer, i)
+                    st.rerun()
+            for name, text, value, _ in labelling.marker_choices(ds, unsure=False):
+                if right.button(text, key=f"adj_{name}", disabled=not reviewer):
+                    judging.adjudicate(store, sid, int(item["item_id"]), reviewer, value)
+                    st.rerun()
+        settled = ls.adjudications(store, sid)
+        if len(settled):
+            st.caption(f"{len(settled)} image{'s' * (len(settled) != 1)} settled by adjudication")
+            shown = settled.assign(
+                verdict=[
+                    labelling.answer_text(int(a), ds.class_names, ds.domain)
+                    for a in settled["answer"]
+                ]
+            )[["item_id", "verdict", "reviewer", "note", "decided_at"]]
+            st.dataframe(
+                shown.rename(columns={"item_id": "image", "decided_at": "when"}), hide_index=True
+            )
+            a, b = st.columns([2, 1], vertical_alignment="bottom")
+            back = a.selectbox(
+                "Take back the verdict on image",
+                settled["item_id"].tolist(),
+                key=f"take_back:{sid}",
+            )
+            if b.button("Take back", help="the image goes back to the queue above"):
+                judging.unadjudicate(store, sid, int(back))
+                st.rerun()
+
+if tab_cal.open:
+    with tab_cal:
+        calibration_section(store, home, sid)
+if tab_stats.open:
+    with tab_stats:
+        study_repair(store, home, sid, s, v)

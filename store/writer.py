@@ -93,6 +93,11 @@ class CampaignWriter:
         self._staged: tuple[dict[str, list[Columns]], list[Columns]] | None = None
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        #: Set to flush before the period is up: the first generation, and stopping.
+        self._wake = threading.Event()
+        self._first_tried = False
+        #: The early first flush's seconds, left out of the pacing (below).
+        self._unpaced = 0.0
         self._error: BaseException | None = None
         #: Wall seconds spent inside the store (any thread), for benchmarks and the contract.
         self.seconds = 0.0
@@ -139,6 +144,10 @@ class CampaignWriter:
                     self._pending[t].extend(chunks)
                 self._seed_updates.extend(self._staged[1])
                 self.batches += 1
+                # The first generation goes to the store at once, not a period later: a
+                # campaign launched from the dashboard shows it that much sooner.
+                if self.batches == 1:
+                    self._wake.set()
             finally:
                 self._staged = None
 
@@ -159,11 +168,17 @@ class CampaignWriter:
     def maybe_flush(self) -> None:
         """Without a background thread: flush when due, never waiting for a lock."""
         self._raise_pending_error()
-        if self._thread is None and time.monotonic() - self._last >= self._interval:
+        first = self.batches > 0 and not self._first_tried
+        if self._thread is None and (first or time.monotonic() - self._last >= self._interval):
+            self._first_tried = self._first_tried or first  # tried once; then by the period
             self.flush(block=False)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
+        while True:
+            self._wake.wait(self._interval)
+            if self._stop.is_set():
+                return
+            self._wake.clear()
             try:
                 self.flush(block=False)
             except BaseException as e:  # surfaced on the search thread's next append
@@ -180,6 +195,7 @@ class CampaignWriter:
             pending, updates = self._pending, self._seed_updates
             self._pending, self._seed_updates = {t: [] for t in TABLES}, []
             upto = self.batches
+            early = upto == 1 and self.committed == 0 and bool(pending["generations"])
         if not any(pending.values()) and not updates:
             self._committed(upto)
             return True
@@ -210,8 +226,16 @@ class CampaignWriter:
             # Never more than MAX_SPACING flush periods apart, though: a live view
             # whose progress froze for 15 s on a busy machine looked broken.
             elapsed = self._last - self._started
-            due = (self.seconds + spent) / STORE_SHARE - elapsed
-            self._interval = min(max(self.flush_seconds, due), MAX_SPACING * self.flush_seconds)
+            if early:
+                # The first generation's flush comes early (a launched campaign shows it
+                # at once) and seconds into the campaign: paced like the rest, its cost
+                # over so short a time spaced the next ones up to MAX_SPACING periods
+                # apart, and a watched campaign's progress stood still (0d147a4, reverted).
+                self._unpaced += spent
+                self._interval = self.flush_seconds
+            else:
+                due = (self.seconds - self._unpaced + spent) / STORE_SHARE - elapsed
+                self._interval = min(max(self.flush_seconds, due), MAX_SPACING * self.flush_seconds)
         self.flushes += 1
         self._committed(upto)
         return True
@@ -233,6 +257,7 @@ class CampaignWriter:
         """Stop the background thread (the pending rows stay pending)."""
         if self._thread is not None:
             self._stop.set()
+            self._wake.set()
             self._thread.join()
             self._thread = None
 

@@ -97,7 +97,7 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     with pytest.raises(ValueError, match=r"triggering inputs \(--triggering\) has none"):
         StudyConfig(campaigns=[cid], triggering=True, seed_images=True)
     # The New study form starts from the newest one-classifier campaign, not a refusal.
-    at = diffed_app("studies.py")
+    at = diffed_app("studies.py", tab="New study")
     form = next(m for m in at.multiselect if m.label == "Campaigns")
     assert form.value == [plain]
 

@@ -53,6 +53,10 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     }
     queue_before = int(at.metric[3].value)
     assert queue_before == 1  # stb called the first image invalid, sta named its class
+    # Only the open tab runs: the adjudication queue is not built on the Statistics tab.
+    assert not any(c.value.startswith("Type your name as reviewer") for c in at.caption)
+    at.session_state["tab"] = "Adjudication"
+    at.run()
     assert any(c.value.startswith("Type your name as reviewer") for c in at.caption)
     at.text_input(key="reviewer").input("   ").run()  # it was stored as the reviewer
     assert at.error[0].value.startswith("Type your name") and at.button(key="adj3").disabled
@@ -61,11 +65,18 @@ def test_studies_page_shows_statistics_and_settles_the_queue(page, study, monkey
     at.button(key="adj3").click().run()
     assert not at.exception
     assert ls.adjudications(store, sid)["reviewer"].tolist() == ["rev"]
-    assert int(at.metric[3].value) == queue_before - 1
     settled = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
     assert settled["verdict"].tolist() == ["3"] and settled["reviewer"].tolist() == ["rev"]
+    at.session_state["tab"] = "Statistics"
+    at.run()
+    assert int(at.metric[3].value) == queue_before - 1
+    at.session_state["tab"] = "Adjudication"
+    at.run()
     next(b for b in at.button if b.label == "Take back").click().run()  # a mis-click
-    assert ls.adjudications(store, sid).empty and int(at.metric[3].value) == queue_before
+    assert ls.adjudications(store, sid).empty
+    at.session_state["tab"] = "Statistics"
+    at.run()
+    assert int(at.metric[3].value) == queue_before
     # The study chosen in the sidebar goes into the URL (a reload kept only the tab).
     other = study[2]
     next(s for s in at.sidebar.selectbox if s.label == "Study").set_value(other).run()
@@ -77,7 +88,9 @@ def test_a_study_is_created_from_the_page_with_the_planned_size(page, study):
     store = Store(home / "latentfuzz.duckdb")
     before = set(ls.validity_studies(store)["id"])
     at = page(None)
-    at.switch_page("../pages/studies.py").run()
+    at.switch_page("../pages/studies.py")
+    at.query_params["tab"] = "New study"
+    at.run()
     assert "the planner proposes" in " ".join(c.value for c in at.caption)
     at.number_input[1].set_value(3)  # labellers per image
     next(b for b in at.button if b.label == "Create study").click().run()
@@ -98,7 +111,9 @@ def test_bad_numbers_in_the_new_study_form_are_named_not_ignored(page, study):
     store = Store(home / "latentfuzz.duckdb")
     before = len(ls.validity_studies(store))
     at = page(None)
-    at.switch_page("../pages/studies.py").run()
+    at.switch_page("../pages/studies.py")
+    at.query_params["tab"] = "New study"
+    at.run()
     at.number_input[0].set_value(-4)
     at.number_input[1].set_value(-1)
     next(b for b in at.button if b.label == "Create study").click().run()
@@ -132,7 +147,7 @@ def test_an_invalid_study_reads_as_a_sentence(monkeypatch, tmp_path):
     home = tmp_path / "home"
     cfg = {"seeds": 4, "seed": 1, "strategy_params": {"generations": 30}}
     run_campaign(parse_config(cfg), home)  # the strong GA fails its viable seeds
-    at = page_opener(home, monkeypatch)("studies.py")
+    at = page_opener(home, monkeypatch)("studies.py", tab="New study")
     assert not at.exception, at.exception
     next(s for s in at.selectbox if s.label == "Verdict rule").set_value("majority")
     next(n for n in at.number_input if n.label == "Labellers per image (k)").set_value(2)
@@ -202,7 +217,8 @@ def exported(tmp_path_factory) -> tuple[Store, str, bytes]:
 
 
 def open_studies(home: Path, monkeypatch) -> AppTest:
-    return page_opener(home, monkeypatch)("studies.py")
+    """The New study tab, where study files are imported."""
+    return page_opener(home, monkeypatch)("studies.py", tab="New study")
 
 
 def import_button(at: AppTest):

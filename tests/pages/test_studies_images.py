@@ -40,7 +40,7 @@ def test_the_adjudication_tab_renders_only_images_inside_the_home(tmp_path, monk
         "symlink": "u/link.png",
     }[where]
     sid = undecided_study(home, tmp_path, image)
-    at = page_opener(home, monkeypatch)("studies.py", study=sid)
+    at = page_opener(home, monkeypatch)("studies.py", study=sid, tab="Adjudication")
     assert not at.exception
     assert any("undecided image" in c.value for c in at.caption)  # the tab is drawn
     shown = at.get("image")
