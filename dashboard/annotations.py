@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.data import fragment
 from dashboard.text import md_text
 from store import Store, StoreError
 from store import annotations as an
@@ -23,7 +24,7 @@ def _save(store: Store, kind: str, id_: str) -> None:
         st.session_state.pop(f"annotate-error-{id_}", None)
 
 
-@st.fragment
+@fragment
 def annotation_editor(store: Store, kind: str, id_: str) -> None:
     """The tags as a line under the title, and an expander to edit tags and notes."""
     now = an.get(store, kind, id_)

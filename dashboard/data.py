@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -31,6 +33,22 @@ def home_store() -> Store:
     """The home's store as it is (app.py opens the page run's session on it first, so
     that the checks of `get_store` use that session's connection, not one of their own)."""
     return _store(str(db_path(get_home())))
+
+
+def fragment(func: Callable[..., Any] | None = None, *, run_every: float | None = None) -> Any:
+    """`st.fragment`, whose runs of its own (its timer, its widgets) read the store on one
+    connection, as a page run does (app.py): outside the page's session each query opened
+    its own, 6 to 13 per run of a live panel."""
+
+    def wrap(f: Callable[..., Any]) -> Any:
+        @functools.wraps(f)
+        def body(*args: Any, **kwargs: Any) -> Any:
+            with home_store().session():  # (nested in a page run's: that one serves)
+                return f(*args, **kwargs)
+
+        return st.fragment(body, run_every=run_every)
+
+    return wrap if func is None else wrap(func)
 
 
 def get_store() -> Store:

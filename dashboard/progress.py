@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.data import fragment
 from dashboard.form_check import duration
 from dashboard.launch import failure, launch_log
 from engine.api import startup
@@ -121,7 +122,7 @@ def startup_progress(
 FIRST_POLL_S = 0.5
 
 
-@st.fragment(run_every=FIRST_POLL_S)
+@fragment(run_every=FIRST_POLL_S)
 def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> None:
     """Until the campaign's row exists: the engine's start-up steps, checked off as its
     process reports them (engine/campaign/startup.py), then the whole page once the row is there
@@ -136,7 +137,7 @@ def wait_for_start(store: Store, home: Path, cid: str, steps: bool = True) -> No
     st.markdown(checklist or "- ◻ starting the campaign's process")
 
 
-@st.fragment(run_every=FIRST_POLL_S)
+@fragment(run_every=FIRST_POLL_S)
 def wait_for_first_generation(store: Store, home: Path, cid: str) -> None:
     """A running campaign whose page showed no generation: the whole page again as soon
     as one is written, or its process is gone (the page then says why). The live panel
@@ -145,7 +146,7 @@ def wait_for_first_generation(store: Store, home: Path, cid: str) -> None:
         st.rerun()
 
 
-@st.fragment(run_every=2.0)
+@fragment(run_every=2.0)
 def wait_for_first(store: Store) -> None:
     """Until the store holds a campaign (one started from the command line, say): then
     the whole page, which shows it. Without this the page said "no campaign yet" for
@@ -154,7 +155,7 @@ def wait_for_first(store: Store) -> None:
         st.rerun()
 
 
-@st.fragment(run_every=1.0)
+@fragment(run_every=1.0)
 def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
     """After Resume: until the resumed process has marked the campaign running (then the
     whole page, live), or has written an error to its launch log past `log_from` (the
@@ -173,7 +174,7 @@ def wait_for_resume(store: Store, home: Path, cid: str, log_from: int) -> None:
     st.info("Resuming: starting the campaign's process…")
 
 
-@st.fragment(run_every=3.0)
+@fragment(run_every=3.0)
 def watch_for_resume(store: Store, cid: str, status: str) -> None:
     """A stopped campaign's page, until something else resumes it (another tab, the
     command line): then the whole page, live. A second tab said "crashed" for good."""

@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard import launch, vega
 from dashboard.annotations import annotation_editor
 from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
-from dashboard.data import finished_zip, get_home, get_store
+from dashboard.data import finished_zip, fragment, get_home, get_store
 from dashboard.deleting import delete_panel
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
@@ -191,7 +191,7 @@ def resume_offer(status: str) -> None:
     watch_for_resume(store, cid, status)
 
 
-@st.fragment(run_every=2.0 if running else None)
+@fragment(run_every=2.0 if running else None)
 def live() -> None:
     # Killed while this page watched it: it said "running", with Stop and a ticking
     # clock, until a reload, since only a whole page run marked dead campaigns. A page
@@ -251,7 +251,7 @@ if running:
     st.stop()
 
 
-@st.fragment
+@fragment
 def manage() -> None:
     """Rename, delete (the store-level functions do the work; store/admin.py)."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import runlist as rl
-from dashboard.data import get_store
+from dashboard.data import fragment, get_store
 from dashboard.deleting import say_deleted
 from dashboard.url_state import url_text, url_widget
 from store import annotations
@@ -26,7 +26,7 @@ def with_tags(df):
     return df.assign(tags=[tags.get(i, []) for i in df["id"]])
 
 
-@st.fragment(run_every=10.0)
+@fragment(run_every=10.0)
 def wait_for_a_first_campaign() -> None:
     """An empty list still polls: a campaign started from a terminal shows up by itself."""
     if not sc.list_campaigns(store).empty:
@@ -82,7 +82,7 @@ order = url_widget(
 FAST = (df["status"] == "running").any()
 
 
-@st.fragment(run_every=2.0 if FAST else 10.0)
+@fragment(run_every=2.0 if FAST else 10.0)
 def campaign_table() -> None:
     """The filtered, sorted list, whose ticked rows open in Compare; reruns alone (live)."""
     if FAST:

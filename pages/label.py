@@ -21,7 +21,7 @@ from io import BytesIO
 import streamlit as st
 
 from dashboard.components import load_image
-from dashboard.data import get_home, get_store
+from dashboard.data import fragment, get_home, get_store
 from dashboard.text import md_text, person_name
 from engine.api import DatasetError, get_dataset, marker_choices
 from store import StoreBusy, judging
@@ -160,7 +160,7 @@ def skip(shown: int | None) -> None:
     take_turn(release=state["item"])
 
 
-@st.fragment
+@fragment
 def labelling() -> None:
     """Everything a key press changes; reruns alone, without the page around it."""
     if state["progress"] is None:

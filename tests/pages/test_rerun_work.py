@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import engine.api
 from dashboard import memo
@@ -15,7 +16,7 @@ from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.io.export import zip_bytes
 from engine.labelling.validity import StudyConfig, create_study
-from store import Store
+from store import Store, host
 from store import campaigns as sc
 from tests.helpers import page_opener
 
@@ -93,3 +94,31 @@ def test_the_studies_page_runs_only_its_open_tab(two, monkeypatch):
     at.run()
     assert listed and any(b.label == "Create study" for b in at.button)
     assert not at.metric  # ...and the statistics are not
+
+
+FRAGMENT_SCRIPT = """
+import streamlit as st
+from dashboard.data import fragment, home_store
+from store import campaigns as sc
+
+@fragment
+def panel():
+    store = home_store()
+    st.button("again")
+    st.write(len(sc.list_campaigns(store)), sc.campaign(store, "none"))
+
+panel()
+"""
+
+
+def test_a_fragment_run_of_its_own_reads_on_one_connection(two, monkeypatch, tmp_path):
+    home, _ = two
+    monkeypatch.setenv("LATENTFUZZ_HOME", str(home))
+    script = tmp_path / "frag.py"
+    script.write_text(FRAGMENT_SCRIPT)
+    at = AppTest.from_file(str(script), default_timeout=60).run()
+    assert not at.exception, at.exception
+    opened = counting(monkeypatch, host, "attach")
+    at.button[0].click().run()  # the fragment alone reruns: two queries
+    assert not at.exception, at.exception
+    assert len(opened) == 1
