@@ -62,8 +62,11 @@ def lineage_facts(card: dict[str, Any]) -> list[tuple[str, str]]:
         return []
     s = lin.get("settings") or {}
     f = lin.get("failures") or {}
+    studies = f.get("calibrated_on") or {}
     filters = ", ".join(
-        f"{k} {'default' if v is None else v}" for k, v in (f.get("validators") or {}).items()
+        f"{k} {'default' if v is None else f'{v:.3g}'}"
+        + (f", calibrated on study {studies[k]}" if k in studies else "")
+        for k, v in (f.get("validators") or {}).items()
     )
     settings = ", ".join(
         f"{label} {s[k]}"
@@ -71,6 +74,7 @@ def lineage_facts(card: dict[str, Any]) -> list[tuple[str, str]]:
             ("replay_per_failure", "training images per failure"),
             ("epochs", "epochs"),
             ("lr", "learning rate"),
+            ("batch_size", "batch size"),
         )
         if k in s
     )
@@ -78,7 +82,7 @@ def lineage_facts(card: dict[str, Any]) -> list[tuple[str, str]]:
         ("repair of", f"{md_text(lin['parent'])} ({ARMS.get(lin.get('arm'), 'the repair')})"),
         (
             "failures used",
-            md_text(source_words(lin)) + (f", validity filter {filters}" if filters else ""),
+            md_text(source_words(lin) + (f", validity filter {filters}" if filters else "")),
         ),
         ("repair settings", f"{settings}, random seed {lin.get('seed', '?')}"),
     ]
