@@ -21,7 +21,7 @@ import streamlit as st
 
 from dashboard import repair_form as form
 from dashboard.launch import failure
-from dashboard.lineage import repair_note
+from dashboard.lineage import filter_words, repair_note
 from dashboard.text import md_text
 from engine.api import REPAIR_REPORT, zoo
 from store import campaigns as sc
@@ -38,12 +38,13 @@ ARMS = {
     "no-validity": "control: failures not filtered",
 }
 COLUMNS = {
-    "added_accuracy": "accuracy on the images added",
     "held_out_accuracy": "held-out accuracy",
     "failures_accuracy": "accuracy on the failures used",
     "fresh_failures_accuracy": "accuracy on new failures",
     "fresh_misclassified_pct": "new campaign: misclassified",
     "fresh_iterations_icst": "new campaign: iterations",
+    "images_added": "images added",
+    "added_accuracy": "accuracy on the images added",
 }
 
 
@@ -62,6 +63,12 @@ def report(name: str) -> dict[str, Any] | None:
     """The repair's report (written last, beside the model's card), once it is done."""
     path = zoo.user_models_dir() / name / REPAIR_REPORT
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def busy(home: Path, source: str) -> tuple[str, ...]:
+    """The names of this source's repairs still running: the next proposal skips them."""
+    logs = log_path(home, source, "x").parent.glob("*.log")
+    return tuple(p.stem for p in logs if running(home, source, p.stem))
 
 
 def running(home: Path, source: str, name: str) -> bool:
@@ -93,11 +100,12 @@ def start(home: Path, source: str, name: str, args: list[str]) -> None:
     log.with_suffix(".pid").write_text(str(proc.pid))
 
 
-def free_name(base: str) -> str:
-    """`base`, or base-2, base-3 ...: the first whose model and controls are all free."""
+def free_name(base: str, busy: tuple[str, ...] = ()) -> str:
+    """`base`, or base-2, base-3 ...: the first whose model and controls are all free and
+    that no repair still running (`busy`) will write."""
     for i in range(1, 1000):
         name = base if i == 1 else f"{base}-{i}"
-        if not taken(name):
+        if not taken(name) and name not in busy:
             return name
     return base
 
@@ -129,26 +137,30 @@ def progress(log: str) -> tuple[float, str]:
     measured = sum(x.startswith(tuple(ARMS)) and "held-out" in x for x in lines)
     if measured:
         done = 0.65 + 0.35 * measured / 4
-    return min(done, 1.0), lines[-1] if lines else "starting…"
+    last = lines[-1].replace("fresh campaign", "new campaign") if lines else "starting…"
+    return min(done, 1.0), last
 
 
 def table(rep: dict[str, Any]) -> pd.DataFrame:
-    """The before/after table: the classifier, the repair and each control, in words."""
+    """The before/after table: the classifier, the repair and each control, in words;
+    what tells them apart first, what was added and their names after."""
     added = rep["counts"]["added_per_arm"]
     rows = []
     for r in rep["rows"]:
-        row = {"model": ARMS.get(r["model"], r["model"]), "name": r["name"]}
-        row["images added"] = "–" if r["model"] not in added else str(added[r["model"]])
+        row = {"model": ARMS.get(r["model"], r["model"])}
         for key, head in COLUMNS.items():
-            v = r.get(key)
+            v = added.get(r["model"]) if key == "images_added" else r.get(key)
             if v is None:
                 row[head] = "–"
             elif key == "fresh_misclassified_pct":
                 row[head] = f"{v:.1f}%"
             elif key == "fresh_iterations_icst":
                 row[head] = f"{v:.1f}"
+            elif key == "images_added":
+                row[head] = str(v)
             else:
                 row[head] = f"{100 * v:.2f}%"
+        row["name"] = r["name"]
         rows.append(row)
     out = pd.DataFrame(rows)
     return out.loc[:, (out != "–").any()]  # no column of dashes (no new campaign ran)
@@ -156,7 +168,11 @@ def table(rep: dict[str, Any]) -> pd.DataFrame:
 
 def show_report(rep: dict[str, Any]) -> None:
     c = rep["counts"]
-    st.markdown(repair_note(rep["model"], rep["parent"], rep["lineage"]) + ".")
+    said = filter_words(rep["lineage"])
+    st.markdown(
+        repair_note(rep["model"], rep["parent"], rep["lineage"])
+        + (f", passed by {md_text(said)}." if said else ".")
+    )
     st.dataframe(table(rep), hide_index=True, width="stretch")
     st.caption(
         f"Held-out: {c['evaluation_images']} test images that no model trained on. The two "
@@ -167,7 +183,11 @@ def show_report(rep: dict[str, Any]) -> None:
     rows = {r["model"]: r for r in rep["rows"]}
     a, b = (rows.get(k, {}).get("fresh_campaign") for k in ("before", "repair"))
     left, right = st.columns(2)
-    left.page_link("../pages/models.py", label=f"{rep['model']} under Models")
+    left.page_link(
+        "../pages/models.py",
+        label=f"{rep['model']} under Models, with its lineage",
+        query_params={"model": rep["model"]},
+    )
     if a and b:
         right.page_link(
             "../pages/compare.py",
@@ -201,8 +221,13 @@ def settings(
         index=classifiers.index(default) if default in classifiers else 0,
         key=f"repair-classifier-{key}",
     )
-    # No key: the proposed name follows the classifier chosen.
-    name = b.text_input(form.LABELS["name"], free_name(f"{clf}-repair-{key}")).strip()
+    # Keyed per classifier: the proposed name follows the classifier chosen. After a
+    # Launch it moves on to the next free name (set before the widget exists, as
+    # Streamlit requires), so the name just used does not read "taken" beside its report.
+    name_key = f"repair-name-{key}-{clf}"
+    if st.session_state.pop(f"repair-launched-{key}", False) or name_key not in st.session_state:
+        st.session_state[name_key] = free_name(f"{clf}-repair-{key}", busy(home, source))
+    name = b.text_input(form.LABELS["name"], key=name_key).strip()
     values = {"classifier": clf, "name": name, **form.training(key), **form.fresh(key, template)}
     said = form.problems(values)
     if why := taken(name):
@@ -211,6 +236,7 @@ def settings(
         st.error(line)
     if st.button("Launch repair", disabled=bool(said), key=f"repair-launch-{key}") and not said:
         start(home, source, name, args + form.arguments(values, template))
+        st.session_state[f"repair-launched-{key}"] = True
         st.rerun()  # the whole page: the section then watches the new repair
 
 
@@ -253,6 +279,7 @@ def section(
         store, home, source, dataset, base, classifiers, default, template, validator, prefer
     )
     if name := latest(home, source):
+        st.markdown(f"**The newest repair of this {source.split()[0]}**")
         watch(home, source, name)
 
 

@@ -95,7 +95,7 @@ def validator_choice(store: Store, key: str, dataset: str, prefer: tuple[str, ..
     default), NAME=calibrated:STUDY or NAME=THRESHOLD."""
     first = [n for n in (*prefer, "ssim-nearest") if n in VALIDATORS]
     names = list(dict.fromkeys([*first, *VALIDATORS.names()]))
-    a, b, c = st.columns([1, 2, 1])
+    a, b = st.columns([1, 3])  # room for "NAME: T, calibrated on STUDY (AUC A)"
     name = a.selectbox(LABELS["validator"], names, key=f"repair-validator-{key}")
     # The words are the options: AppTest and people pick by what they read.
     own = "a value of your own"
@@ -116,7 +116,7 @@ def validator_choice(store: Store, key: str, dataset: str, prefer: tuple[str, ..
         return options[choice]
     cls = VALIDATORS.get(name)
     lo, hi = cls.score_range
-    t = c.number_input(
+    t = st.columns(4)[0].number_input(
         "Threshold",
         value=float(lo if math.isnan(cls.default_threshold) else cls.default_threshold),
         step=0.01,
@@ -191,6 +191,10 @@ def fresh(key: str, template: dict[str, Any] | None) -> dict[str, Any]:
         )
         return {}
     params = template.get("strategy_params") or {}
+    st.caption(
+        "Then the classifier, the repaired model and both controls each search a new "
+        "campaign like the source's, with another random seed: four campaigns of this size."
+    )
     a, b = st.columns(2)
     out = {
         "fresh_seeds": a.number_input(

@@ -135,6 +135,9 @@ def test_repair_section_launches_shows_progress_then_the_report(failed, monkeypa
     assert cmd[cmd.index("--validator") + 1] == "ssim-nearest"
     name = cmd[cmd.index("--name") + 1]
     assert name == f"mnist-convnet-repair-{cid}"
+    # The name moves on: the one just launched is the running repair's.
+    (field,) = [t for t in at.text_input if t.label == "Name of the repaired model"]
+    assert field.value == f"{name}-2"
     stub.write(
         "7 validated failures of 9 that mnist-convnet misclassifies",
         "repair: epoch 1/2, loss 0.3000",
@@ -150,7 +153,14 @@ def test_repair_section_launches_shows_progress_then_the_report(failed, monkeypa
     at.run()
     assert not at.exception
     assert not at.get("progress")
+    assert not at.error  # the name shown is free: nothing reads "taken" beside the report
     (table,) = [d.value for d in at.dataframe if "held-out accuracy" in d.value.columns]
+    assert list(table.columns[:3]) == [
+        "model",
+        "held-out accuracy",
+        "accuracy on the failures used",
+    ]
+    assert table.columns[-1] == "name"
     assert table["model"].tolist() == [
         "before (the classifier as it is)",
         "repaired",
@@ -161,6 +171,16 @@ def test_repair_section_launches_shows_progress_then_the_report(failed, monkeypa
     assert table["accuracy on the failures used"].tolist()[:2] == ["20.00%", "100.00%"]
     (link,) = [p.proto for p in at.get("page_link") if "Compare" in p.proto.label]
     assert "id=fa" in link.query_string and "id=fb" in link.query_string
+    (models,) = [p.proto for p in at.get("page_link") if "under Models" in p.proto.label]
+    assert models.query_string == f"model={name}"
+
+
+def test_the_models_link_opens_the_model_s_card(failed, monkeypatch):
+    home, _ = failed
+    at = page_opener(home, monkeypatch)("models.py", model="mnist-lenet5")
+    assert not at.exception
+    opened = [e.label for e in at.expander if e.proto.expanded]
+    assert opened == ["mnist-lenet5 · classifier · mnist"]
 
 
 def test_a_refusal_of_the_process_shows_in_one_line(failed, monkeypatch):
