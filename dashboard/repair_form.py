@@ -193,7 +193,8 @@ def fresh(key: str, template: dict[str, Any] | None) -> dict[str, Any]:
     params = template.get("strategy_params") or {}
     st.caption(
         "Then the classifier, the repaired model and both controls each search a new "
-        "campaign like the source's, with another random seed: four campaigns of this size."
+        "campaign like the one the failures came from, with another random seed: four "
+        "campaigns of this size."
     )
     a, b = st.columns(2)
     out = {
@@ -202,8 +203,8 @@ def fresh(key: str, template: dict[str, Any] | None) -> dict[str, Any]:
             value=int(template.get("seeds") or 0),
             step=1,
             key=f"repair-fresh-seeds-{key}",
-            help="each model then searches a campaign like the source's, with another random "
-            "seed; 0: none (0 to 100,000; the source campaign's by default)",
+            help="0: no new campaign (0 to 100,000; by default, the seeds of the campaign the "
+            "failures came from)",
         )
     }
     if params.get("generations") is not None:
@@ -212,7 +213,7 @@ def fresh(key: str, template: dict[str, Any] | None) -> dict[str, Any]:
             value=int(params["generations"]),
             step=1,
             key=f"repair-fresh-generations-{key}",
-            help="their generation budget (1 to 100,000; the source campaign's by default)",
+            help="their generation budget (1 to 100,000; by default, that campaign's)",
         )
     return out
 
