@@ -19,7 +19,13 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.form_check import in_words as form_words
-from engine.api import VALIDATORS, ConfigError, RepairSettings, study_calibration
+from engine.api import (
+    VALIDATORS,
+    ConfigError,
+    LatentfuzzError,
+    RepairSettings,
+    study_calibration,
+)
 from store import Store
 from store import calibration as scal
 
@@ -75,7 +81,10 @@ def calibrated_thresholds(store: Store, dataset: str) -> dict[str, list[tuple[st
             int(part["adjudications"].iloc[0]),
         )
         names = tuple(part["validator"])
-        fitted = _calibrated(store, str(store.path), str(sid), names, state)
+        try:
+            fitted = _calibrated(store, str(store.path), str(sid), names, state)
+        except LatentfuzzError:  # a study that cannot be read: its thresholds are not offered
+            continue
         study = part["name"].iloc[0] if pd.notna(part["name"].iloc[0]) else sid
         for name, (t, auc) in fitted.items():
             words = f"{name}: {t:.3g}, calibrated on {study} (AUC {auc:.2f})"
