@@ -32,6 +32,18 @@ def source_words(lin: dict[str, Any]) -> str:
     return f"{f.get('used', '?')} failures from {where}"
 
 
+def filter_words(lin: dict[str, Any]) -> str:
+    """ "ssim-nearest 0.454, calibrated on study S": the validity filters that passed the
+    failures, at their thresholds (plain text; "" for a study's, which people judged)."""
+    f = lin.get("failures") or {}
+    studies = f.get("calibrated_on") or {}
+    return "; ".join(
+        f"{k} {'default' if v is None else f'{v:.3g}'}"
+        + (f", calibrated on study {studies[k]}" if k in studies else "")
+        for k, v in (f.get("validators") or {}).items()
+    )
+
+
 def repair_note(child: str, parent: str, lin: dict[str, Any]) -> str:
     """ "CHILD is a repair of PARENT (N failures from campaign C)", in markdown."""
     what = ARMS.get(lin.get("arm", "repair"), "a repair")
@@ -61,16 +73,14 @@ def lineage_facts(card: dict[str, Any]) -> list[tuple[str, str]]:
     if not isinstance(lin, dict) or not lin.get("parent"):
         return []
     s = lin.get("settings") or {}
-    f = lin.get("failures") or {}
-    filters = ", ".join(
-        f"{k} {'default' if v is None else v}" for k, v in (f.get("validators") or {}).items()
-    )
+    filters = filter_words(lin)
     settings = ", ".join(
         f"{label} {s[k]}"
         for k, label in (
             ("replay_per_failure", "training images per failure"),
             ("epochs", "epochs"),
             ("lr", "learning rate"),
+            ("batch_size", "batch size"),
         )
         if k in s
     )
@@ -78,7 +88,7 @@ def lineage_facts(card: dict[str, Any]) -> list[tuple[str, str]]:
         ("repair of", f"{md_text(lin['parent'])} ({ARMS.get(lin.get('arm'), 'the repair')})"),
         (
             "failures used",
-            md_text(source_words(lin)) + (f", validity filter {filters}" if filters else ""),
+            md_text(source_words(lin) + (f", validity filter {filters}" if filters else "")),
         ),
         ("repair settings", f"{settings}, random seed {lin.get('seed', '?')}"),
     ]

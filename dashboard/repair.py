@@ -19,11 +19,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.form_check import in_words as form_words
+from dashboard import repair_form as form
 from dashboard.launch import failure
-from dashboard.lineage import repair_note
+from dashboard.lineage import filter_words, repair_note
 from dashboard.text import md_text
-from engine.api import REPAIR_REPORT, VALIDATORS, zoo
+from engine.api import REPAIR_REPORT, zoo
 from store import campaigns as sc
 
 #: Processes this server started, polled so that an ended one is reaped (a zombie reads
@@ -38,12 +38,13 @@ ARMS = {
     "no-validity": "control: failures not filtered",
 }
 COLUMNS = {
-    "added_accuracy": "accuracy on the images added",
     "held_out_accuracy": "held-out accuracy",
     "failures_accuracy": "accuracy on the failures used",
     "fresh_failures_accuracy": "accuracy on new failures",
     "fresh_misclassified_pct": "new campaign: misclassified",
     "fresh_iterations_icst": "new campaign: iterations",
+    "images_added": "images added",
+    "added_accuracy": "accuracy on the images added",
 }
 
 
@@ -62,6 +63,12 @@ def report(name: str) -> dict[str, Any] | None:
     """The repair's report (written last, beside the model's card), once it is done."""
     path = zoo.user_models_dir() / name / REPAIR_REPORT
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def busy(home: Path, source: str) -> tuple[str, ...]:
+    """The names of this source's repairs still running: the next proposal skips them."""
+    logs = log_path(home, source, "x").parent.glob("*.log")
+    return tuple(p.stem for p in logs if running(home, source, p.stem))
 
 
 def running(home: Path, source: str, name: str) -> bool:
@@ -93,11 +100,12 @@ def start(home: Path, source: str, name: str, args: list[str]) -> None:
     log.with_suffix(".pid").write_text(str(proc.pid))
 
 
-def free_name(base: str) -> str:
-    """`base`, or base-2, base-3 ...: the first whose model and controls are all free."""
+def free_name(base: str, busy: tuple[str, ...] = ()) -> str:
+    """`base`, or base-2, base-3 ...: the first whose model and controls are all free and
+    that no repair still running (`busy`) will write."""
     for i in range(1, 1000):
         name = base if i == 1 else f"{base}-{i}"
-        if not taken(name):
+        if not taken(name) and name not in busy:
             return name
     return base
 
@@ -115,27 +123,6 @@ def taken(name: str) -> str | None:
     return None
 
 
-#: The form's labels of the command's options, for the process's refusals.
-LABELS = {
-    "validator": "Validity filter",
-    "name": "Name of the repaired model",
-    "replay": "Training images per failure",
-    "epochs": "Epochs",
-    "lr": "Learning rate",
-    "seed": "Random seed",
-}
-
-
-def in_words(line: str) -> str:
-    """The process's one-line refusal in the form's words (form_check.in_words), less
-    what only a command line has: the `error:` prefix, the source it names (the section
-    is that source) and asides of syntax or commands."""
-    line = re.sub(r"^error:\s*", "", line)
-    line = re.sub(r"^--from-(campaign|study) \S+: ", "", line)
-    line = re.sub(r"\s*\((?:NAME=THRESHOLD|`latentfuzz [^`]*`)\)", "", line)
-    return form_words(line.replace("the validator", "the validity filter"), LABELS)
-
-
 def progress(log: str) -> tuple[float, str]:
     """How far the repair is (0 to 1) and its latest step, read from its log."""
     lines = [x.strip() for x in log.splitlines() if x.strip()]
@@ -150,26 +137,30 @@ def progress(log: str) -> tuple[float, str]:
     measured = sum(x.startswith(tuple(ARMS)) and "held-out" in x for x in lines)
     if measured:
         done = 0.65 + 0.35 * measured / 4
-    return min(done, 1.0), lines[-1] if lines else "starting…"
+    last = lines[-1].replace("fresh campaign", "new campaign") if lines else "starting…"
+    return min(done, 1.0), last
 
 
 def table(rep: dict[str, Any]) -> pd.DataFrame:
-    """The before/after table: the classifier, the repair and each control, in words."""
+    """The before/after table: the classifier, the repair and each control, in words;
+    what tells them apart first, what was added and their names after."""
     added = rep["counts"]["added_per_arm"]
     rows = []
     for r in rep["rows"]:
-        row = {"model": ARMS.get(r["model"], r["model"]), "name": r["name"]}
-        row["images added"] = "–" if r["model"] not in added else str(added[r["model"]])
+        row = {"model": ARMS.get(r["model"], r["model"])}
         for key, head in COLUMNS.items():
-            v = r.get(key)
+            v = added.get(r["model"]) if key == "images_added" else r.get(key)
             if v is None:
                 row[head] = "–"
             elif key == "fresh_misclassified_pct":
                 row[head] = f"{v:.1f}%"
             elif key == "fresh_iterations_icst":
                 row[head] = f"{v:.1f}"
+            elif key == "images_added":
+                row[head] = str(v)
             else:
                 row[head] = f"{100 * v:.2f}%"
+        row["name"] = r["name"]
         rows.append(row)
     out = pd.DataFrame(rows)
     return out.loc[:, (out != "–").any()]  # no column of dashes (no new campaign ran)
@@ -177,7 +168,11 @@ def table(rep: dict[str, Any]) -> pd.DataFrame:
 
 def show_report(rep: dict[str, Any]) -> None:
     c = rep["counts"]
-    st.markdown(repair_note(rep["model"], rep["parent"], rep["lineage"]) + ".")
+    said = filter_words(rep["lineage"])
+    st.markdown(
+        repair_note(rep["model"], rep["parent"], rep["lineage"])
+        + (f", passed by {md_text(said)}." if said else ".")
+    )
     st.dataframe(table(rep), hide_index=True, width="stretch")
     st.caption(
         f"Held-out: {c['evaluation_images']} test images that no model trained on. The two "
@@ -188,7 +183,11 @@ def show_report(rep: dict[str, Any]) -> None:
     rows = {r["model"]: r for r in rep["rows"]}
     a, b = (rows.get(k, {}).get("fresh_campaign") for k in ("before", "repair"))
     left, right = st.columns(2)
-    left.page_link("../pages/models.py", label=f"{rep['model']} under Models")
+    left.page_link(
+        "../pages/models.py",
+        label=f"{rep['model']} under Models, with its lineage",
+        query_params={"model": rep["model"]},
+    )
     if a and b:
         right.page_link(
             "../pages/compare.py",
@@ -197,37 +196,52 @@ def show_report(rep: dict[str, Any]) -> None:
         )
 
 
-def settings_form(key: str, classifiers: list[str], default: str) -> dict[str, Any] | None:
-    """The main settings; their values once Launch is pressed."""
-    with st.form(f"repair-{key}", enter_to_submit=False):
-        a, b = st.columns(2)
-        clf = a.selectbox(
-            "Classifier to repair",
-            classifiers,
-            index=classifiers.index(default) if default in classifiers else 0,
-        )
-        name = b.text_input(LABELS["name"], free_name(f"{clf}-repair-{key}"))
-        c, d, e, f = st.columns(4)
-        out = {
-            "classifier": clf,
-            "name": name.strip(),
-            "replay": c.number_input(
-                LABELS["replay"],
-                0.0,
-                1000.0,
-                10.0,
-                1.0,
-                help="real training images mixed in beside each failure, so the classifier "
-                "keeps what it knew",
-            ),
-            "epochs": d.number_input(LABELS["epochs"], 1, 1000, 5),
-            "lr": e.number_input(LABELS["lr"], 1e-6, 1.0, 5e-4, format="%.5f"),
-            "seed": f.number_input(LABELS["seed"], 0, 2**31, 0),
-        }
-        return out if st.form_submit_button("Launch repair") else None
+def settings(
+    store: Any,
+    home: Path,
+    source: str,
+    dataset: str,
+    base: list[str],
+    classifiers: list[str],
+    default: str,
+    template: dict[str, Any] | None,
+    validator: bool,
+    prefer: tuple[str, ...],
+) -> None:
+    """The settings and Launch; each setting refused as it is chosen. A fragment: a
+    change reruns these settings, not the whole page."""
+    key = source.split()[1]
+    args = list(base)
+    if validator:
+        args += ["--validator", form.validator_choice(store, key, dataset, prefer)]
+    a, b = st.columns(2)
+    clf = a.selectbox(
+        "Classifier to repair",
+        classifiers,
+        index=classifiers.index(default) if default in classifiers else 0,
+        key=f"repair-classifier-{key}",
+    )
+    # Keyed per classifier: the proposed name follows the classifier chosen. After a
+    # Launch it moves on to the next free name (set before the widget exists, as
+    # Streamlit requires), so the name just used does not read "taken" beside its report.
+    name_key = f"repair-name-{key}-{clf}"
+    if st.session_state.pop(f"repair-launched-{key}", False) or name_key not in st.session_state:
+        st.session_state[name_key] = free_name(f"{clf}-repair-{key}", busy(home, source))
+    name = b.text_input(form.LABELS["name"], key=name_key).strip()
+    values = {"classifier": clf, "name": name, **form.training(key), **form.fresh(key, template)}
+    said = form.problems(values)
+    if why := taken(name):
+        said.insert(0, why)
+    for line in said:
+        st.error(line)
+    if st.button("Launch repair", disabled=bool(said), key=f"repair-launch-{key}") and not said:
+        start(home, source, name, args + form.arguments(values, template))
+        st.session_state[f"repair-launched-{key}"] = True
+        st.rerun()  # the whole page: the section then watches the new repair
 
 
 def section(
+    store: Any,
     home: Path,
     source: str,
     dataset: str,
@@ -236,13 +250,15 @@ def section(
     refusal: str | None = None,
     validator: bool = False,
     prefer: tuple[str, ...] = (),
+    template: dict[str, Any] | None = None,
 ) -> None:
     """The Repair section for `source` ("campaign ID" or "study ID"): settings and Launch,
     then the newest repair of it: its progress, or its refusal, or its report.
 
     base: the command's source options; refusal: why it cannot be repaired, known now;
     validator: ask which validity filter passes the failures (a campaign's); prefer: the
-    filters offered first (the campaign's own, then ssim-nearest, the one measured)."""
+    filters offered first (the campaign's own, then ssim-nearest, the one measured);
+    template: the config of the campaign the new campaigns repeat (None: none runs)."""
     st.subheader("Repair")
     st.caption(
         f"Fine-tune a copy of a classifier on the validated failures of this {source.split()[0]}, "
@@ -251,7 +267,6 @@ def section(
     if refusal:
         st.info(refusal)
         return
-    key = source.split()[1]
     classifiers = [
         c["name"]
         for c in zoo.list_cards()
@@ -260,23 +275,11 @@ def section(
     if not classifiers:
         st.info(f"No {dataset} classifier that repair can fine-tune (a zoo architecture).")
         return
-    args = list(base)
-    if validator:
-        first = [n for n in (*prefer, "ssim-nearest") if n in VALIDATORS]
-        names = list(dict.fromkeys([*first, *VALIDATORS.names()]))
-        a, b = st.columns(2)
-        v = a.selectbox(LABELS["validator"], names, key=f"repair-validator-{key}")
-        t = b.text_input("Its threshold (blank: the filter's own)", key=f"repair-t-{key}")
-        args += ["--validator", f"{v}={t.strip()}" if t.strip() else v]
-    chosen = settings_form(key, classifiers, default)
-    if chosen is not None:
-        if why := taken(chosen["name"]):
-            st.error(why)
-        else:
-            args += ["--classifier", chosen["classifier"]]
-            args += [f"--{k}={chosen[k]}" for k in ("replay", "epochs", "lr", "seed")]
-            start(home, source, chosen["name"], args)
+    st.fragment(settings)(
+        store, home, source, dataset, base, classifiers, default, template, validator, prefer
+    )
     if name := latest(home, source):
+        st.markdown(f"**The newest repair of this {source.split()[0]}**")
         watch(home, source, name)
 
 
@@ -297,7 +300,7 @@ def watch(home: Path, source: str, name: str) -> None:
             done, line = progress(log)
             st.progress(done, text=f"Repairing into {md_text(name)}: {md_text(line)}")
         else:
-            why = in_words(failure(log)) or "it ended without a word (see its log)"
+            why = form.in_words(failure(log)) or "it ended without a word (see its log)"
             st.error(f"The repair into {md_text(name)} stopped: {why}")
             with st.expander("Its log"):
                 st.code(log[-4000:])
@@ -315,6 +318,7 @@ def campaign_repair(store: Any, home: Path, c: dict[str, Any]) -> None:
         return
     found = int(sc.summary(store, c["id"]).get("misclassified") or 0)
     section(
+        store,
         home,
         f"campaign {c['id']}",
         c["dataset"],
@@ -323,6 +327,7 @@ def campaign_repair(store: Any, home: Path, c: dict[str, Any]) -> None:
         refusal=None if found else "This campaign found no failure: there is nothing to repair.",
         validator=True,
         prefer=tuple((c.get("config") or {}).get("validators") or ()),
+        template=c.get("config"),
     )
 
 
@@ -340,4 +345,13 @@ def study_repair(store: Any, home: Path, sid: str, study: dict[str, Any], v: pd.
     camps = items["campaign_id"].dropna().unique().tolist() if len(items) else []
     first = sc.campaign(store, str(camps[0])) if camps else None
     default = first["classifier"] if first else ""
-    section(home, f"study {sid}", study["dataset"], default, ["--from-study", sid], refusal)
+    section(
+        store,
+        home,
+        f"study {sid}",
+        study["dataset"],
+        default,
+        ["--from-study", sid],
+        refusal,
+        template=first["config"] if first else None,
+    )

@@ -35,7 +35,9 @@ else:
     )
 for c in cards:
     mine = not zoo.is_bundled(c["name"])
-    with st.expander(f"{c['name']} · {c['kind']} · {c['dataset']}{' · yours' if mine else ''}"):
+    title = f"{c['name']} · {c['kind']} · {c['dataset']}{' · yours' if mine else ''}"
+    # ?model=NAME (the Repair section's link) opens that model's card.
+    with st.expander(title, expanded=c["name"] == st.query_params.get("model")):
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in card_facts(c)))
         # On request: drawing loads the model (the DM imports diffusers), which made the
         # page's first run take 4 s when every generator drew at once.

@@ -112,3 +112,24 @@ def auto_validity_table(
     )
     df["study"] = df["study"].astype(object).where(df["study"].notna(), None)
     return df
+
+
+def scored_studies(store: Store, dataset: str) -> pd.DataFrame:
+    """study_id, name, validator, scored_at (the latest), answers, adjudications: each
+    validator that scored a validity study of `dataset`, newest study first. The counts
+    and the time tell a caller when a calibration computed from them is out of date."""
+    return store.query(
+        """
+        WITH scored AS (
+            SELECT study_id, validator, max(scored_at) AS scored_at
+            FROM study_scores GROUP BY study_id, validator
+        )
+        SELECT s.id AS study_id, s.name, c.validator, c.scored_at,
+               (SELECT count(*) FROM judgements j WHERE j.study_id = s.id) AS answers,
+               (SELECT count(*) FROM adjudications a WHERE a.study_id = s.id) AS adjudications
+        FROM scored c JOIN label_studies s ON s.id = c.study_id
+        WHERE s.dataset = ?
+        ORDER BY s.created_at DESC, s.id DESC, c.validator
+        """,
+        [dataset],
+    )

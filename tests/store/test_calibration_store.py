@@ -92,3 +92,24 @@ def test_a_version_11_store_gains_the_study_column_and_the_scores_table(tmp_path
     assert t[["images", "valid", "threshold", "study"]].iloc[0].tolist() == [1, 1, 0.4, None]
     cal.write_study_scores(store, "s", _scores("a", 2))
     assert len(cal.study_scores(store, "s")) == 2
+
+
+def test_scored_studies_lists_each_study_s_validators_of_one_dataset(store):
+    with store.write() as con:
+        for sid, dataset, at in (("s1", "mnist", 1), ("s2", "mnist", 2), ("s3", "svhn", 3)):
+            con.execute(
+                "INSERT INTO label_studies VALUES (?, ?, make_timestamp(2026, 1, ?, 0, 0, 0), "
+                "?, 'campaigns', 1, 'icst', 0, 1000, '{}')",
+                [sid, f"study {sid}", at, dataset],
+            )
+    cal.write_study_scores(store, "s1", pd.concat([_scores("a", 3), _scores("b", 2)]))
+    cal.write_study_scores(store, "s2", _scores("a", 2))
+    cal.write_study_scores(store, "s3", _scores("a", 2))
+    got = cal.scored_studies(store, "mnist")
+    assert list(zip(got["study_id"], got["validator"], strict=True)) == [
+        ("s2", "a"),
+        ("s1", "a"),
+        ("s1", "b"),
+    ]
+    assert got["name"].tolist()[0] == "study s2"
+    assert got["answers"].tolist() == [0, 0, 0]
