@@ -1,8 +1,11 @@
 """The Calibration tab of the Validity studies page: how well each validity filter agrees
-with the study's verdicts (table and ROC curves), and a button that scores the study."""
+with the study's verdicts (table and ROC curves), over the whole study and over each
+generator's images apart, and a button that scores the study."""
 
 from __future__ import annotations
 
+import copy
+import hashlib
 from pathlib import Path
 
 import altair as alt
@@ -13,10 +16,12 @@ from engine.api import (
     VALIDATORS,
     LatentfuzzError,
     calibration_headline,
+    label_stats,
     study_calibration,
     to_csv_bytes,
 )
 from store import Store
+from store import calibration as store_cal
 
 #: The table's columns in words, in the order shown.
 COLUMNS = {
@@ -34,10 +39,20 @@ COLUMNS = {
     "note": "note",
 }
 
+#: What a row's positives are, by verdict ("160 decided, 100 preserved").
+POSITIVE = {"validity": "valid", "preservation": "preserved"}
+
+
+def _images(n: object, positives: object, verdict: str) -> str:
+    if pd.isna(n):
+        return "–"
+    return f"{int(n)} decided, {int(positives)} {POSITIVE.get(verdict, 'positive')}"
+
 
 def shown_table(table: pd.DataFrame) -> pd.DataFrame:
     """The calibration table as the page shows it: figures rounded, as text ("–" where a
-    row cannot be computed, and its reason in the note)."""
+    row cannot be computed, and its reason in the note); a `generator` column first
+    where the table has one."""
 
     def num(col: str, spec: str) -> list[str]:
         return ["–" if pd.isna(x) else format(x, spec) for x in table[col]]
@@ -53,14 +68,26 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
         precision=num("precision", ".3f"),
         recall=num("recall", ".3f"),
         kappa=num("kappa", ".2f"),
-        n=["–" if pd.isna(x) else str(int(x)) for x in table["n"]],
+        n=[
+            _images(n, p, v)
+            for n, p, v in zip(table["n"], table["positives"], table["verdict"], strict=True)
+        ],
         decides=[
             "–" if pd.isna(d) else f"{int(d)} of {int(n)}"
             for d, n in zip(table["decides"], table["n"], strict=True)
         ],
         note=table["note"].astype(object).where(table["note"].notna(), ""),
     )
-    return out[list(COLUMNS)].rename(columns=COLUMNS)
+    first = ["generator"] if "generator" in table else []
+    return out[first + list(COLUMNS)].rename(columns=COLUMNS)
+
+
+def csv_rows(table: pd.DataFrame, apart: pd.DataFrame) -> pd.DataFrame:
+    """The rows `labels report --calibration-csv` writes: the pooled ones (generator "all")
+    then each generator's, a `generator` column first."""
+    parts = [table.assign(generator="all"), *([apart] if len(apart) else [])]
+    rows = pd.concat(parts, ignore_index=True)
+    return rows.reindex(columns=["generator", *table.columns])
 
 
 def roc_chart(points: pd.DataFrame) -> alt.LayerChart:
@@ -78,6 +105,93 @@ def roc_chart(points: pd.DataFrame) -> alt.LayerChart:
     )
     diagonal = alt.Chart(chance).mark_line(strokeDash=[4, 4], color="grey").encode(x="fpr", y="tpr")
     return (diagonal + lines).properties(height=320)
+
+
+class _Reads:
+    """The store's reads, each distinct one made once and handed out as a copy: the
+    engine's pooled, per-generator and ROC tables each load the study and its scores
+    again (five queries each, and one more per generator), which are the same reads."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._seen: dict[tuple, object] = {}
+
+    def _once(self, how: str, sql: str, params: list | None) -> object:
+        key = (how, sql, repr(params))
+        if key not in self._seen:
+            self._seen[key] = getattr(self._store, how)(sql, params)
+        return copy.deepcopy(self._seen[key])  # the engine may add columns to a frame
+
+    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
+        return self._once("query", sql, params)
+
+    def query_rows(self, sql: str, params: list | None = None) -> list[dict]:
+        return self._once("query_rows", sql, params)
+
+
+def _fingerprint(*frames: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    for f in frames:
+        h.update(pd.util.hash_pandas_object(f, index=False).to_numpy().tobytes())
+        h.update(b"|")
+    return h.hexdigest()
+
+
+@st.cache_data(max_entries=16, show_spinner="Calibrating the filters...")
+def _figures(path: str, sid: str, key: str, _reads: _Reads) -> dict:
+    """The tab's tables, computed once per study, verdicts and scores (`key`): each
+    calibration is a bootstrap of its AUC, a second or more for a study of several
+    generators, and a rerun (a tick, a tab switch) changes none of them."""
+    calibs = study_calibration.calibrations(_reads, sid)
+    return {
+        "table": study_calibration.table_of(calibs),
+        "headlines": [
+            calibration_headline(name, c)
+            for (name, what), c in calibs.items()
+            if what == "validity" and not isinstance(c, str)
+        ],
+        "apart": study_calibration.calibration_by_generator(_reads, sid),
+        "roc": study_calibration.roc_points(_reads, sid),
+    }
+
+
+def figures(store: Store, sid: str) -> dict:
+    """table (pooled), headlines, apart (per generator; empty for a study of one) and
+    roc (points) of study `sid`: five store queries, and the calibrations only when
+    the study's verdicts or its filters' scores changed since they were last computed."""
+    reads = _Reads(store)
+    s, v, _ = label_stats.load(reads, sid)
+    scores = store_cal.study_scores(reads, sid)
+    verdicts = v[["item_id", "kind", "generator", "validity", "preservation"]]
+    settings = pd.DataFrame({"seed": [int(s["seed"])], "resamples": [int(s["resamples"])]})
+    key = _fingerprint(settings, verdicts, scores)
+    return _figures(str(store.path), sid, key, reads)
+
+
+def no_auc_reasons(apart: pd.DataFrame) -> list[str]:
+    """One line per generator and reason for the per-generator rows with no figures
+    (e.g. a generator whose decided images are all valid), naming the filters."""
+    notes = apart[apart["note"].notna()]
+    lines = []
+    for (gen, note), part in notes.groupby(["generator", "note"], sort=True):
+        rows = ", ".join(f"{r.validator} ({r.verdict})" for r in part.itertuples())
+        why = note.removeprefix("cannot calibrate: ")
+        lines.append(f"No AUC for the {gen} images with {rows}: {why}.")
+    return lines
+
+
+def by_generator(apart: pd.DataFrame) -> None:
+    """The per-generator rows, with why a generator's row has no AUC."""
+    st.markdown("**Over each generator's images apart**")
+    gens = sorted(set(apart["generator"]))
+    st.caption(
+        f"The same figures over the images of each of the study's {len(gens)} generators. "
+        "A pooled AUC also rewards a filter for telling the generators apart when their "
+        "shares of invalid images differ; these rows show what is left within each."
+    )
+    st.dataframe(shown_table(apart), hide_index=True, width="stretch")
+    for line in no_auc_reasons(apart):
+        st.info(line)
 
 
 def calibration_section(store: Store, home: Path, sid: str) -> None:
@@ -104,24 +218,26 @@ def calibration_section(store: Store, home: Path, sid: str) -> None:
                 st.info(f"{name} scored {done.scored[name]} images: {part}")
             if done.unreadable:
                 st.warning(f"{done.unreadable} images not scored, e.g. {done.why_unreadable}")
-    calibs = study_calibration.calibrations(store, sid)
-    table = study_calibration.table_of(calibs)
+    got = figures(store, sid)
+    table, apart = got["table"], got["apart"]
     if table.empty:
         st.info(
             "No validity filter has scored this study yet: press Score the study "
             f"(or `latentfuzz labels calibrate {sid}`)."
         )
         return
-    for name, c in calibs.items():
-        if name[1] == "validity" and not isinstance(c, str):
-            st.markdown(f"**{calibration_headline(name[0], c)}**")
+    for line in got["headlines"]:
+        st.markdown(f"**{line}**")
     st.dataframe(shown_table(table), hide_index=True, width="stretch")
-    points = study_calibration.roc_points(store, sid)
-    if len(points):
-        st.altair_chart(roc_chart(points), width="stretch")
+    if len(got["roc"]):
+        st.altair_chart(roc_chart(got["roc"]), width="stretch")
+    if len(apart):
+        by_generator(apart)
     st.download_button(
         "Download the calibration table (CSV)",
-        to_csv_bytes(table),
+        to_csv_bytes(csv_rows(table, apart)),
         f"{sid}-calibration.csv",
         "text/csv",
+        help="the rows of `latentfuzz labels report --calibration-csv`: generator 'all' "
+        "for the whole study, then each generator's",
     )
