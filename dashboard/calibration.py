@@ -43,22 +43,32 @@ COLUMNS = {
 POSITIVE = {"validity": "valid", "preservation": "preserved"}
 
 
-def _images(n: object, positives: object, verdict: str) -> str:
-    if pd.isna(n):
-        return "–"
-    return f"{int(n)} decided, {int(positives)} {POSITIVE.get(verdict, 'positive')}"
+def _why(note: str) -> str:
+    """The reason of a note from CannotCalibrate ("cannot calibrate: <why>; <what to
+    do>"): "all 3 decided images are valid"."""
+    return note.removeprefix("cannot calibrate: ").split("; ")[0]
+
+
+def _images(n: object, positives: object, verdict: str, note: object) -> str:
+    if not pd.isna(n):
+        return f"{int(n)} decided, {int(positives)} {POSITIVE.get(verdict, 'positive')}"
+    return _why(note) if isinstance(note, str) else "–"
 
 
 def shown_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The calibration table as the page shows it: figures rounded, as text ("–" where a
-    row cannot be computed, and its reason in the note); a `generator` column first
-    where the table has one."""
+    """The calibration table as the page shows it: figures rounded, as text. A row that
+    cannot be computed has "none" for its AUC, its reason in words for its images ("all 3
+    decided images are valid"), "–" for its other figures, and the whole reason in its note.
+    A table with a `generator` column shows it after the verdict."""
 
     def num(col: str, spec: str) -> list[str]:
         return ["–" if pd.isna(x) else format(x, spec) for x in table[col]]
 
     out = table.assign(
-        auc=num("auc", ".3f"),
+        auc=[
+            "none" if isinstance(w, str) else a
+            for a, w in zip(num("auc", ".3f"), table["note"], strict=True)
+        ],
         auc_ci=[
             "–" if pd.isna(lo) else f"{lo:.2f}-{hi:.2f}"
             for lo, hi in zip(table["auc_ci_low"], table["auc_ci_high"], strict=True)
@@ -69,8 +79,10 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
         recall=num("recall", ".3f"),
         kappa=num("kappa", ".2f"),
         n=[
-            _images(n, p, v)
-            for n, p, v in zip(table["n"], table["positives"], table["verdict"], strict=True)
+            _images(*row)
+            for row in zip(
+                table["n"], table["positives"], table["verdict"], table["note"], strict=True
+            )
         ],
         decides=[
             "–" if pd.isna(d) else f"{int(d)} of {int(n)}"
@@ -78,8 +90,10 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
         ],
         note=table["note"].astype(object).where(table["note"].notna(), ""),
     )
-    first = ["generator"] if "generator" in table else []
-    return out[first + list(COLUMNS)].rename(columns=COLUMNS)
+    cols = list(COLUMNS)
+    if "generator" in table:
+        cols.insert(cols.index("verdict") + 1, "generator")
+    return out[cols].rename(columns=COLUMNS)
 
 
 def csv_rows(table: pd.DataFrame, apart: pd.DataFrame) -> pd.DataFrame:
@@ -175,7 +189,7 @@ def no_auc_reasons(apart: pd.DataFrame) -> list[str]:
     lines = []
     for (gen, note), part in notes.groupby(["generator", "note"], sort=True):
         rows = ", ".join(f"{r.validator} ({r.verdict})" for r in part.itertuples())
-        why = note.removeprefix("cannot calibrate: ")
+        why = note.removeprefix("cannot calibrate: ")  # the line says no AUC already
         lines.append(f"No AUC for the {gen} images with {rows}: {why}.")
     return lines
 
@@ -189,7 +203,13 @@ def by_generator(apart: pd.DataFrame) -> None:
         "A pooled AUC also rewards a filter for telling the generators apart when their "
         "shares of invalid images differ; these rows show what is left within each."
     )
-    st.dataframe(shown_table(apart), hide_index=True, width="stretch")
+    # A filter's rows of each generator one under the other: the comparison people make.
+    order = apart.assign(v=apart["verdict"].ne("validity")).sort_values(
+        ["validator", "v", "generator"], kind="stable"
+    )
+    st.dataframe(
+        shown_table(order.drop(columns="v")), hide_index=True, width="stretch", height="content"
+    )
     for line in no_auc_reasons(apart):
         st.info(line)
 

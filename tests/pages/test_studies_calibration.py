@@ -180,7 +180,8 @@ def test_a_study_of_two_generators_shows_each_generators_rows(two_generators, mo
     assert row["ROC AUC"] == "1.000"  # its scores put every valid image above the invalid
     # Both of the GAN's images are valid: no AUC, and the row and a line under it say why.
     row = got.loc[("mnist-gan", "ssim-nearest", "validity")]
-    assert row["ROC AUC"] == "–"
+    assert row["ROC AUC"] == "none"
+    assert row["images"] == "all 2 decided images are valid"
     assert "all 2 decided images are valid" in row["note"]
     why = [i.value for i in at.info if i.value.startswith("No AUC for the mnist-gan images")]
     assert (
