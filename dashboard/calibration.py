@@ -16,12 +16,12 @@ from engine.api import (
     VALIDATORS,
     LatentfuzzError,
     calibration_headline,
-    label_stats,
     study_calibration,
     to_csv_bytes,
 )
 from store import Store
 from store import calibration as store_cal
+from store import labels as label_store
 
 #: The table's columns in words, in the order shown.
 COLUMNS = {
@@ -151,37 +151,6 @@ def _fingerprint(*frames: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-@st.cache_data(max_entries=16, show_spinner="Calibrating the filters...")
-def _figures(path: str, sid: str, key: str, _reads: _Reads) -> dict:
-    """The tab's tables, computed once per study, verdicts and scores (`key`): each
-    calibration is a bootstrap of its AUC, a second or more for a study of several
-    generators, and a rerun (a tick, a tab switch) changes none of them."""
-    calibs = study_calibration.calibrations(_reads, sid)
-    return {
-        "table": study_calibration.table_of(calibs),
-        "headlines": [
-            calibration_headline(name, c)
-            for (name, what), c in calibs.items()
-            if what == "validity" and not isinstance(c, str)
-        ],
-        "apart": study_calibration.calibration_by_generator(_reads, sid),
-        "roc": study_calibration.roc_points(_reads, sid),
-    }
-
-
-def figures(store: Store, sid: str) -> dict:
-    """table (pooled), headlines, apart (per generator; empty for a study of one) and
-    roc (points) of study `sid`: five store queries, and the calibrations only when
-    the study's verdicts or its filters' scores changed since they were last computed."""
-    reads = _Reads(store)
-    s, v, _ = label_stats.load(reads, sid)
-    scores = store_cal.study_scores(reads, sid)
-    verdicts = v[["item_id", "kind", "generator", "validity", "preservation"]]
-    settings = pd.DataFrame({"seed": [int(s["seed"])], "resamples": [int(s["resamples"])]})
-    key = _fingerprint(settings, verdicts, scores)
-    return _figures(str(store.path), sid, key, reads)
-
-
 def no_auc_reasons(apart: pd.DataFrame) -> list[str]:
     """One line per generator and reason for the per-generator rows with no figures
     (e.g. a generator whose decided images are all valid), naming the filters."""
@@ -194,23 +163,66 @@ def no_auc_reasons(apart: pd.DataFrame) -> list[str]:
     return lines
 
 
-def by_generator(apart: pd.DataFrame) -> None:
+def _by_filter(apart: pd.DataFrame) -> pd.DataFrame:
+    # A filter's rows of each generator one under the other: the comparison people make.
+    order = apart.assign(later=apart["verdict"].ne("validity"))
+    order = order.sort_values(["validator", "later", "generator"], kind="stable")
+    return shown_table(order.drop(columns="later"))
+
+
+@st.cache_data(max_entries=16, show_spinner="Calibrating the filters...")
+def _figures(path: str, sid: str, key: str, _reads: _Reads) -> dict:
+    """What the tab shows, ready: computed once per study and state of its answers and
+    scores (`key`). Each calibration is a bootstrap of its AUC (a second or more for a
+    study of several generators), and the chart's spec is validated against Vega-Lite's
+    schema as it is built (0.1 s); a rerun (a tick, a tab switch) changes none of them."""
+    calibs = study_calibration.calibrations(_reads, sid)
+    table = study_calibration.table_of(calibs)
+    apart = study_calibration.calibration_by_generator(_reads, sid)
+    points = study_calibration.roc_points(_reads, sid)
+    return {
+        "scored": not table.empty,
+        "headlines": [
+            calibration_headline(name, c)
+            for (name, what), c in calibs.items()
+            if what == "validity" and not isinstance(c, str)
+        ],
+        "pooled": shown_table(table),
+        "roc": roc_chart(points).to_dict() if len(points) else None,
+        "generators": apart["generator"].nunique(),
+        "apart": _by_filter(apart),
+        "reasons": no_auc_reasons(apart),
+        "csv": to_csv_bytes(csv_rows(table, apart)),
+    }
+
+
+def figures(store: Store, sid: str) -> dict:
+    """What the Calibration tab of study `sid` shows (see _figures): five store queries,
+    the reads its verdicts and figures come from, and the calibrations only where they
+    changed (an answer, an adjudication, a scoring) since they were last computed."""
+    reads = _Reads(store)
+    s = label_store.validity_study(reads, sid)
+    settings = pd.DataFrame([{c: str(s[c]) for c in ("k", "rule", "seed", "resamples")}])
+    key = _fingerprint(
+        settings,
+        label_store.items(reads, sid),
+        label_store.judgements(reads, sid),
+        label_store.adjudications(reads, sid),
+        store_cal.study_scores(reads, sid),
+    )
+    return _figures(str(store.path), sid, key, reads)
+
+
+def by_generator(got: dict) -> None:
     """The per-generator rows, with why a generator's row has no AUC."""
     st.markdown("**Over each generator's images apart**")
-    gens = sorted(set(apart["generator"]))
     st.caption(
-        f"The same figures over the images of each of the study's {len(gens)} generators. "
-        "A pooled AUC also rewards a filter for telling the generators apart when their "
-        "shares of invalid images differ; these rows show what is left within each."
+        f"The same figures over the images of each of the study's {got['generators']} "
+        "generators. A pooled AUC also rewards a filter for telling the generators apart "
+        "when their shares of invalid images differ; these rows show what is left within each."
     )
-    # A filter's rows of each generator one under the other: the comparison people make.
-    order = apart.assign(v=apart["verdict"].ne("validity")).sort_values(
-        ["validator", "v", "generator"], kind="stable"
-    )
-    st.dataframe(
-        shown_table(order.drop(columns="v")), hide_index=True, width="stretch", height="content"
-    )
-    for line in no_auc_reasons(apart):
+    st.dataframe(got["apart"], hide_index=True, width="stretch", height="content")
+    for line in got["reasons"]:
         st.info(line)
 
 
@@ -239,8 +251,7 @@ def calibration_section(store: Store, home: Path, sid: str) -> None:
             if done.unreadable:
                 st.warning(f"{done.unreadable} images not scored, e.g. {done.why_unreadable}")
     got = figures(store, sid)
-    table, apart = got["table"], got["apart"]
-    if table.empty:
+    if not got["scored"]:
         st.info(
             "No validity filter has scored this study yet: press Score the study "
             f"(or `latentfuzz labels calibrate {sid}`)."
@@ -248,14 +259,14 @@ def calibration_section(store: Store, home: Path, sid: str) -> None:
         return
     for line in got["headlines"]:
         st.markdown(f"**{line}**")
-    st.dataframe(shown_table(table), hide_index=True, width="stretch")
-    if len(got["roc"]):
-        st.altair_chart(roc_chart(got["roc"]), width="stretch")
-    if len(apart):
-        by_generator(apart)
+    st.dataframe(got["pooled"], hide_index=True, width="stretch")
+    if got["roc"] is not None:
+        st.vega_lite_chart(got["roc"], width="stretch")
+    if got["generators"]:
+        by_generator(got)
     st.download_button(
         "Download the calibration table (CSV)",
-        to_csv_bytes(csv_rows(table, apart)),
+        got["csv"],
         f"{sid}-calibration.csv",
         "text/csv",
         help="the rows of `latentfuzz labels report --calibration-csv`: generator 'all' "
