@@ -69,6 +69,8 @@ def test_the_calibration_tab_scores_the_study_and_shows_the_table(page, study):
     n_valid = len(failing) - len(bad)
     assert table["images"].tolist() == [f"{len(failing)} decided, {n_valid} valid"] * len(others)
     assert all(x.endswith(f" of {len(failing)}") for x in table["decides at 95% precision"])
+    # One generator: the pooled table is its table, with no second one.
+    assert not [d for d in at.dataframe if {"generator", "ROC AUC"} <= set(d.value.columns)]
     heads = [m.value for m in at.markdown if "agrees with people at kappa" in m.value]
     assert any(h.startswith("**ssim-nearest agrees with people at kappa ") for h in heads)
     # The ROC curves: one line per validator, coloured by it, over the chance diagonal.
