@@ -48,6 +48,7 @@ def test_the_calibration_tab_scores_the_study_and_shows_the_table(page, study):
     at = page(None)
     at.switch_page("../pages/studies.py")
     at.query_params["study"] = sid
+    at.query_params["tab"] = "Calibration"
     at.run()
     assert not at.exception
     assert any(i.value.startswith("No validity filter has scored this study") for i in at.info)
