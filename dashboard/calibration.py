@@ -123,8 +123,8 @@ def roc_chart(points: pd.DataFrame) -> alt.LayerChart:
 
 class _Reads:
     """The store's reads, each distinct one made once and handed out as a copy: the
-    engine's pooled, per-generator and ROC tables each load the study and its scores
-    again (five queries each, and one more per generator), which are the same reads."""
+    engine's pooled and ROC tables each load the study and its scores again (five
+    queries each), and its per-generator table six more per generator: the same reads."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
