@@ -117,7 +117,7 @@ def scored_study(home: Path, path: Path, name: str) -> str:
     calibrate` stores them: ssim-nearest higher on the valid images, classifier-confidence
     with a preservation score too."""
     store = Store(home / "latentfuzz.duckdb")
-    # Named apart: to the sidebar's Study picker, studies of one name are one choice.
+    # Named apart: in AppTest a rerun showed the other of two studies of one name.
     sid = import_csv(store, path, "mnist", name=name, home=home, again=True).study_id
     _, v, _ = engine.labelling.statistics.load(store, sid)
     v = v[v["kind"].ne("gold")]
