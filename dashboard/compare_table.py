@@ -110,7 +110,8 @@ def budget_note(rows: pd.DataFrame) -> str:
     are not compared; '' where neither applies."""
     rules = sorted({str(r) for r in rows.get("budget_rule", pd.Series()).dropna()})
     notes = [f"Budget kept by: {', '.join(rules)}."] if rules else []
-    if "strategy" in rows and rows["strategy"].nunique() > 1:
+    # Not where no iterations are shown (every campaign searched its whole budget).
+    if "strategy" in rows and rows["strategy"].nunique() > 1 and not whole_budget(rows).all():
         notes.append(ITERATIONS_NOTE)
     return " ".join(notes)
 
