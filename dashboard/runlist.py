@@ -136,7 +136,7 @@ def failed_words(criteria: pd.Series) -> tuple[str, str]:
     word where they share one ("A and B disagree"), else the glossary's neutral "failed"
     with what counts as a failure under each criterion shown ("misclassified %" headed
     reached targets and disagreements)."""
-    shown = list(dict.fromkeys(criteria.fillna("misclassified")))
+    shown = list(dict.fromkeys(criteria.fillna("misclassified"))) or list(FAILS_WHEN)
     if len(shown) == 1:
         word = failed_as(shown[0])
         return word, f"Viable seeds that failed: {FAILS_WHEN.get(shown[0], word)}."

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from engine.campaign.config import parse_config
@@ -68,7 +69,7 @@ def test_nsga2_has_no_iterations_in_a_mixed_list_and_the_header_says_why(mixed, 
     assert at.dataframe[0].proto.placeholder == ""
     # Its generations and evaluations instead; blank for the GA.
     assert nsga["generations"] == 2 and nsga["evaluations_per_seed"] == 16
-    assert pd_na(ga["generations"]) and pd_na(ga["evaluations_per_seed"])
+    assert pd.isna(ga["generations"]) and pd.isna(ga["evaluations_per_seed"])
     cols = headers(at)
     assert "searches its whole budget past the first failure" in cols["iterations_icst"]["help"]
     assert label(cols, "generations") == "generations"
@@ -117,12 +118,6 @@ def test_the_result_columns_still_fit_1280_px(mixed, monkeypatch):
         first = [c for c in at.dataframe[0].value.columns if label(cols, c)][:6]
         assert first[-1] in ("iterations_to_failure", "evaluations_per_seed"), first
         assert sum(cols[c]["width"] for c in first) <= 790, (query, first)
-
-
-def pd_na(v) -> bool:
-    import pandas as pd
-
-    return bool(pd.isna(v))
 
 
 def test_compare_gives_an_nsga2_block_its_generations_and_evaluations(mixed, monkeypatch):
