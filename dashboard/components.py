@@ -49,7 +49,7 @@ def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False
             help=WHOLE_BUDGET_EVALUATIONS,
         )
         rest[2].metric(
-            "first failure, generation",
+            "found in generation",
             "–" if fail is None else f"{fail:.1f}",
             help=WHOLE_BUDGET_FAILURE,
         )

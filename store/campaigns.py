@@ -106,9 +106,7 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
                coalesce(s.searching, 0) AS searching,
                coalesce(s.interrupted, 0) AS interrupted,
                {", ".join(f"s.{c}" for c in _ITERATION_COLS)}, s.evaluations_per_seed,
-               {WORDS},
-               (SELECT max(g.generation) FROM generations g WHERE g.campaign_id = c.id)
-                   AS generations
+               {WORDS}
         FROM campaigns c LEFT JOIN ({SUMMARY}) s ON s.campaign_id = c.id
         WHERE c.id = ?
         """,
@@ -131,6 +129,15 @@ def summary(store: Store, campaign_id: str) -> dict[str, Any]:
             "generations": None,
         }
     row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rows[0].items()}
+    # Generations searched, read only where they are told: a scan of the generations table
+    # cost every other campaign's summary (each close, each live refresh) 4 ms at 300.
+    row["generations"] = (
+        store.query_rows(
+            "SELECT max(generation) AS g FROM generations WHERE campaign_id = ?", [campaign_id]
+        )[0]["g"]
+        if row["whole_budget"]
+        else None
+    )
     v = row["viable"]
     row["misclassified_pct"] = 100.0 * row["misclassified"] / v if v else None
     return row

@@ -164,7 +164,7 @@ def _status_bar_app(whole_budget: bool) -> None:
             [
                 ("generations", "10"),
                 ("evaluations / seed", "1,600"),
-                ("first failure, generation", "3.0"),
+                ("found in generation", "3.0"),
             ],
         ),
     ],
