@@ -5,6 +5,7 @@ read "mean iterations 1.0")."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,15 @@ def test_campaigns_leaves_nsga2s_iterations_blank_and_says_why(runs):
     assert cells[nsga][at["generations"]] == "4" and cells[nsga][at["evals/seed"]] == "64"
     said = " ".join(out.output.split())
     assert "blank for a campaign that searches its whole budget" in said, said
+
+
+def test_campaigns_of_nsga2_alone_list_generations_and_evaluations_only(runs, tmp_path):
+    home, nsga, _, ga = runs
+    alone = tmp_path / "home"
+    shutil.copytree(home, alone)
+    cli("delete", ga, "--yes", "--home", str(alone))
+    out = CliRunner().invoke(app, ["campaigns", "--home", str(alone)], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    head = next(li for li in out.output.splitlines() if "┃ id" in li)
+    assert "generations" in head and "evals/seed" in head
+    assert "iter" not in out.output, out.output  # no column, and no note about blank ones
