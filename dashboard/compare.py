@@ -191,6 +191,13 @@ def campaign_rows(
                 "iterations_icst_std": icst.std() if len(icst) > 1 else None,
                 "iterations_to_failure": to_fail.mean() if len(to_fail) else None,
                 "iterations_to_failure_std": to_fail.std() if len(to_fail) > 1 else None,
+                # A search of the whole budget (NSGA-II) is told in generations and
+                # evaluations, not iterations (dashboard/compare_table.py).
+                "whole_budget": (c["config"].get("strategy_params") or {}).get("stop_at_failure")
+                is False,
+                "evaluations_per_seed": viable_seeds["evaluations"].mean()
+                if len(viable_seeds)
+                else None,
             }
         )
     table = pd.DataFrame(rows)

@@ -69,13 +69,49 @@ ITERATIONS_NOTE = (
 )
 
 
+#: Above a block where some campaigns search their whole budget and others do not.
+WHOLE_BUDGET_NOTE = (
+    "Iterations blank: {names} searched the whole budget past the first failure (NSGA-II), "
+    "so its seeds have no search length in iterations; {figures}."
+)
+
+
+def whole_budget(rows: pd.DataFrame) -> pd.Series:
+    """Which campaigns of `rows` searched their whole budget past the first failure."""
+    return rows.get("whole_budget", pd.Series(False, index=rows.index)).fillna(False).astype(bool)
+
+
+def whole_budget_note(rows: pd.DataFrame) -> str:
+    """Why some iteration cells of a block are blank, and those campaigns' generations and
+    evaluations; '' where no campaign, or every campaign, of the block searched its whole
+    budget (the block then shows generations and evaluations for all)."""
+    whole = whole_budget(rows)
+    if not whole.any() or whole.all():
+        return ""
+    them = rows[whole]
+    figures = "; ".join(
+        f"{r['name']}: {_figure(r.get('budget'), 'd')} generations, "
+        f"{_figure(r.get('evaluations_per_seed'), ',.0f')} evaluations per seed"
+        for _, r in them.iterrows()
+    )
+    names = ", ".join(str(n) for n in them["name"])
+    return WHOLE_BUDGET_NOTE.format(names=names, figures=figures)
+
+
+def _figure(v: object, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return "n/a"
+    return format(int(v) if fmt == "d" else float(v), fmt)
+
+
 def budget_note(rows: pd.DataFrame) -> str:
     """How the campaigns of a strategy block kept their budget, from the rules they
     recorded (engine/search/strategies/base.py's BUDGET_RULE), and that their iterations
     are not compared; '' where neither applies."""
     rules = sorted({str(r) for r in rows.get("budget_rule", pd.Series()).dropna()})
     notes = [f"Budget kept by: {', '.join(rules)}."] if rules else []
-    if "strategy" in rows and rows["strategy"].nunique() > 1:
+    # Not where no iterations are shown (every campaign searched its whole budget).
+    if "strategy" in rows and rows["strategy"].nunique() > 1 and not whole_budget(rows).all():
         notes.append(ITERATIONS_NOTE)
     return " ".join(notes)
 
@@ -130,6 +166,22 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
             return "–"  # no validity study covers this campaign yet
         return f"{cell(i, col, f'{r[col]:.0f}')} ({r[count]})"
 
+    def lengths(i: int, r: pd.Series, whole: bool, all_whole: bool) -> str:
+        """A campaign's search-length cells, in its strategy's words."""
+        first = (
+            f"{num(r.iterations_to_failure, '.1f')} "
+            f"({num(r.iterations_to_failure_std, '.1f', '-')}) | "
+        )
+        if all_whole:
+            return (
+                f"{_figure(r.get('budget'), 'd')} | "
+                f"{_figure(r.get('evaluations_per_seed'), ',.0f')} | {first}"
+            )
+        if whole:  # blank, as WHOLE_BUDGET_NOTE says above the block
+            return " |  | "
+        icst = cell(i, "iterations_icst", num(r.iterations_icst, ".1f"))
+        return f"{icst} ({num(r.iterations_icst_std, '.1f', '-')}) | {first}"
+
     cols = block_columns(table)
     strategies = without_criterion(cols) == STRATEGY_BLOCK
     second = table.attrs.get("along") or ("strategy" if strategies else "generator")
@@ -137,23 +189,35 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
     for key, rows in blocks(table):
         crit = table.loc[rows[0]].get(CRITERION) or "misclassified"
         failing = "misclassification" if crit == "misclassified" else failed_as(crit)
-        note = budget_note(table.loc[rows]) if strategies else ""
+        whole = whole_budget(table.loc[rows])
+        notes = [
+            budget_note(table.loc[rows]) if strategies else "",
+            whole_budget_note(table.loc[rows]),
+        ]
+        note = " ".join(n for n in notes if n)
         # Each validity filter's automatic figure, beside people's.
         heads = [(v, *auto_header(table.loc[rows], v)) for v in table.attrs.get("auto", [])]
+        length_heads = (
+            [
+                "generations",
+                "evaluations per seed, mean",
+                "first failure found in generation, mean (std)",
+            ]
+            if whole.all()
+            else ["iterations (ICST), mean (std)", "iterations to failure, mean (std)"]
+        )
         out += [
             f"**Block: {md_text(block_title(key, cols))}**",
             "",
             *([md_text(note), ""] if note else []),
             f"| campaign | {md_text(axis_label(second))} | % viable seeds "
-            f"| % {failing} (#) "
-            "| iterations (ICST), mean (std) | iterations to failure, mean (std) "
+            f"| % {failing} (#) | {' | '.join(length_heads)} "
             f"| % validity (#) | {''.join(md_text(h) + ' | ' for _, h, _ in heads)}"
             "% label preservation (#) |",
-            "|---|---|---|---|---|---|---|---|" + "---|" * len(heads),
+            "|---|---|---|---|" + "---|" * len(length_heads) + "---|---|" + "---|" * len(heads),
         ]
         for i in rows:
             r = table.loc[i]
-            icst = num(r.iterations_icst, ".1f")
             status = r.get("status", "finished")
             name = md_text(r["name"]) + ("" if status == "finished" else f" *({status})*")
             out.append(
@@ -161,9 +225,7 @@ def markdown_table(table: pd.DataFrame, marks: pd.DataFrame) -> str:
                 f"{cell(i, 'viable_pct', f'{r.viable_pct:.0f}')} | "
                 f"{cell(i, 'misclassified_pct', num(r.misclassified_pct, '.0f'))} "
                 f"({r.misclassified}) | "
-                f"{cell(i, 'iterations_icst', icst)} ({num(r.iterations_icst_std, '.1f', '-')}) | "
-                f"{num(r.iterations_to_failure, '.1f')} "
-                f"({num(r.iterations_to_failure_std, '.1f', '-')}) | "
+                f"{lengths(i, r, bool(whole[i]), bool(whole.all()))}"
                 f"{labelled(i, r, 'valid_pct', 'valid')} | "
                 f"{''.join(auto_cell(r, v, said) + ' | ' for v, _, said in heads)}"
                 f"{labelled(i, r, 'preserved_pct', 'preserved')} |"

@@ -18,18 +18,19 @@ from store import campaigns as sc
 from store.failures import failed_as
 
 X_AXES = {"generation": "generation", "evaluations": "evaluations", "seconds": "elapsed_s"}
-WHOLE_BUDGET_ICST = (
-    "mean generation a failure was first found in (viable seeds, survivors at the budget); "
-    "the search went on to its budget"
+WHOLE_BUDGET_GENERATIONS = (
+    "generations searched: the search went on past a seed's first failure to its budget"
 )
+WHOLE_BUDGET_EVALUATIONS = "mean evaluations (images classified) per viable seed"
 WHOLE_BUDGET_FAILURE = "mean generation a failure was first found in (failing seeds)"
 
 
 def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False) -> None:
     """GIFTbench's status bar, each counter named for what it counts. A strategy that
-    searches its whole budget (NSGA-II, `Wording.whole_budget`) records the generation a
-    failure was first found in, not a search length: "iterations" misled there."""
-    a, b, c, d = st.columns(4)
+    searches its whole budget (NSGA-II, `Wording.whole_budget`) is told in generations and
+    evaluations, with the generation a failure was first found in: its seeds' iterations
+    are no search length, and "iterations" misled there."""
+    a, b, *rest = st.columns(5 if whole_budget else 4)
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
     b.metric(
@@ -37,16 +38,30 @@ def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False
         f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
     )
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
-    c.metric(
-        "generation found (ICST)" if whole_budget else "iterations (ICST)",
-        "–" if icst is None else f"{icst:.1f}",
-        help=WHOLE_BUDGET_ICST if whole_budget else sc.ICST_ITERATIONS,
-    )
-    d.metric(
-        "generation of first failure" if whole_budget else "iterations to failure",
-        "–" if fail is None else f"{fail:.1f}",
-        help=WHOLE_BUDGET_FAILURE if whole_budget else sc.FAILURE_ITERATIONS,
-    )
+    if whole_budget:
+        gens, evals = summary.get("generations"), summary.get("evaluations_per_seed")
+        rest[0].metric(
+            "generations", "–" if gens is None else f"{gens:,}", help=WHOLE_BUDGET_GENERATIONS
+        )
+        rest[1].metric(
+            "evaluations / seed",
+            "–" if evals is None else f"{evals:,.0f}",
+            help=WHOLE_BUDGET_EVALUATIONS,
+        )
+        rest[2].metric(
+            "found in generation",
+            "–" if fail is None else f"{fail:.1f}",
+            help=WHOLE_BUDGET_FAILURE,
+        )
+    else:
+        rest[0].metric(
+            "iterations (ICST)", "–" if icst is None else f"{icst:.1f}", help=sc.ICST_ITERATIONS
+        )
+        rest[1].metric(
+            "iterations to failure",
+            "–" if fail is None else f"{fail:.1f}",
+            help=sc.FAILURE_ITERATIONS,
+        )
     if summary.get("interrupted"):
         resumable = summary.get("status") in liveness.RESUMABLE  # not a failed one
         st.caption(sc.unfinished_note(summary) + ("; Resume finishes them." if resumable else "."))

@@ -10,14 +10,30 @@ import pandas as pd
 import streamlit as st
 
 from store import campaigns as sc
+from store.failures import failed_as
 
-FAILED_HELP = (
-    "Failing seeds: misclassified; for a campaign of two classifiers (A vs B), "
-    "inputs A and B label differently; for a targeted one, the target reached."
+#: What counts as a failing seed, by failure criterion (store.failures names them).
+FAILS_WHEN = {
+    "misclassified": "the classifier labels the image other than its expected class",
+    "targeted": "the search reached its target class (a targeted or class-escape campaign)",
+    "disagree": "classifiers A and B label the image differently (a campaign of two)",
+}
+#: Why a search of the whole budget has blank iteration cells.
+WHOLE_BUDGET = (
+    "Blank for a campaign that searches its whole budget past the first failure (NSGA-II): "
+    "its seeds have no search length in iterations; its generations and evaluations per "
+    "seed are given instead."
 )
+GENERATIONS_HELP = (
+    "Generation budget each seed searches whole, not stopping at its first failure "
+    "(NSGA-II); a wall-clock budget may end it sooner."
+)
+EVALUATIONS_HELP = "Evaluations (images classified) per viable seed, mean."
 
 #: The shown columns, in order: the figures that tell runs apart right after the name, so
-#: that they fit 1,280 px beside the sidebar (they sat off-screen at 1,400 px).
+#: that they fit 1,280 px beside the sidebar (they sat off-screen at 1,400 px). `columns`
+#: puts a whole-budget search's generations and evaluations in the iterations' place when
+#: every campaign shown has them.
 COLUMNS = (
     "open",
     "name",
@@ -27,6 +43,8 @@ COLUMNS = (
     "iterations_to_failure",
     "viable_seeds",
     "seeds",
+    "generations",
+    "evaluations_per_seed",
     "tags",
     "status",
     "strategy",
@@ -37,11 +55,14 @@ COLUMNS = (
     "created_at",
     "duration_s",
 )
+ITERATIONS = ("iterations_icst", "iterations_to_failure")
+WHOLE = ("generations", "evaluations_per_seed")
 
 #: ?sort= values: (column sorted, its label, the direction a click on it first wants).
 SORTS = {
     "started": ("created_at", "started", "desc"),
-    "misclassified": ("misclassified_pct", "misclassified %", "desc"),
+    # "failed": the glossary's neutral word, as the list mixes failure criteria.
+    "misclassified": ("misclassified_pct", "failed %", "desc"),
     "iterations": ("iterations_icst", "iterations (ICST)", "asc"),
     "to-failure": ("iterations_to_failure", "iterations to failure", "asc"),
     "viable": ("viable_seeds", "viable seeds", "desc"),
@@ -58,9 +79,11 @@ def sort_changed() -> None:
 
 
 def table_view(df: pd.DataFrame) -> pd.DataFrame:
-    """The list_campaigns rows (with tags) as shown: one column per COLUMNS entry, plus
-    the id (hidden, for the ticks)."""
-    return df.assign(
+    """The list_campaigns rows (with tags) as shown: the id first (hidden, for the ticks),
+    one column per COLUMNS entry in the order `columns` gives, then the failure criterion
+    and whether the search ran its whole budget (hidden, for the headers)."""
+    whole = df["whole_budget"].astype(bool)
+    view = df.assign(
         open="/campaign?id=" + df["id"],
         # A differential campaign's two classifiers (the filter matches its A).
         classifier=df["classifier"]
@@ -71,7 +94,24 @@ def table_view(df: pd.DataFrame) -> pd.DataFrame:
         seeds=df["n_seeds"].astype(int),
         # As text: a list column cut a campaign's tags to the first one or two.
         tags=[" · ".join(t) for t in df["tags"]],
-    )[["id", *COLUMNS]]
+        # A whole-budget search's iterations are the generation a failure was first found
+        # in, no search length: blank (WHOLE_BUDGET), its generations and evaluations
+        # instead; the others' generations vary by seed and are their iterations.
+        iterations_icst=df["iterations_icst"].astype(float).mask(whole),
+        iterations_to_failure=df["iterations_to_failure"].astype(float).mask(whole),
+        generations=df["generation_budget"].astype(float).where(whole),
+        evaluations_per_seed=df["evaluations_per_seed"].astype(float).round(0).where(whole),
+    )
+    return view[["id", *columns(whole), "criterion", "whole_budget"]]
+
+
+def columns(whole: pd.Series) -> list[str]:
+    """COLUMNS in the order shown: where every campaign searches its whole budget, its
+    generations and evaluations take the iterations' place (those go last, hidden)."""
+    if len(whole) and whole.all():
+        swap = dict(zip(ITERATIONS, WHOLE, strict=True))
+        return [*(swap.get(c, c) for c in COLUMNS if c not in WHOLE), *ITERATIONS]
+    return list(COLUMNS)
 
 
 def sorted_view(view: pd.DataFrame, sort: str, order: str) -> pd.DataFrame:
@@ -91,31 +131,76 @@ def tags_width(tags: pd.Series) -> int:
     return max(60, min(480, 8 * longest + 24))
 
 
+def failed_words(criteria: pd.Series) -> tuple[str, str]:
+    """The failure columns' word and help for the campaigns shown: their criterion's own
+    word where they share one ("A and B disagree"), else the glossary's neutral "failed"
+    with what counts as a failure under each criterion shown ("misclassified %" headed
+    reached targets and disagreements)."""
+    shown = list(dict.fromkeys(criteria.fillna("misclassified"))) or list(FAILS_WHEN)
+    if len(shown) == 1:
+        word = failed_as(shown[0])
+        return word, f"Viable seeds that failed: {FAILS_WHEN.get(shown[0], word)}."
+    each = "; ".join(f"{failed_as(c)}: {FAILS_WHEN.get(c, c)}" for c in shown)
+    return (
+        "failed",
+        f"Viable seeds whose search found a failure by its campaign's criterion: {each}.",
+    )
+
+
+def _width(label: str, least: int) -> int:
+    """Pixels that show a header whole: about 6 px a character at the grid's font (18
+    characters, "A and B disagree %", took 111 px), plus the cell's padding."""
+    return max(least, 6 * len(label) + 24)
+
+
 def column_config(view: pd.DataFrame) -> dict:
     """People's words for every column, widths that put the result figures on screen."""
     num = st.column_config.NumberColumn
-    return {
+    word, failed_help = failed_words(view["criterion"])
+    whole = view["whole_budget"].astype(bool)
+    mixed = whole.any() and not whole.all()
+    pct = f"{word} %"
+    config = {
         "id": None,  # hidden: what a tick stands for
+        "criterion": None,
+        "whole_budget": None,
         "open": st.column_config.LinkColumn(
             "campaign", display_text=r"id=(.*)", width=165, pinned=True
         ),
         "name": st.column_config.TextColumn("name", width=150, pinned=True),
-        "misclassified_pct": num("misclassified %", format="%.1f", width=105, help=FAILED_HELP),
+        "misclassified_pct": num(pct, format="%.1f", width=_width(pct, 105), help=failed_help),
         "iterations_icst": num(
-            "iterations (ICST)", format="%.1f", width=115, help=sc.ICST_ITERATIONS
+            "iterations (ICST)",
+            format="%.1f",
+            width=115,
+            help=f"{sc.ICST_ITERATIONS}. {WHOLE_BUDGET if mixed else ''}".strip(),
         ),
         # One column for every campaign's failing seeds; what a failure is, in its help.
-        "misclassified": num("misclassified", width=95, help=FAILED_HELP),
+        "misclassified": num(word, width=_width(word, 95), help=failed_help),
         "iterations_to_failure": num(
-            "iterations to failure", format="%.1f", width=130, help=sc.FAILURE_ITERATIONS
+            "iterations to failure",
+            format="%.1f",
+            width=130,
+            help=f"{sc.FAILURE_ITERATIONS}. {WHOLE_BUDGET if mixed else ''}".strip(),
         ),
         "viable_seeds": num("viable seeds", width=90),
         "seeds": num("of seeds", width=70),
+        # Narrow: beside a criterion's longer words ("A and B disagree %") the first six
+        # columns still fit the 790 px a 1,280 px window leaves the table.
+        "generations": num("generations", format="%d", width=85, help=GENERATIONS_HELP),
+        "evaluations_per_seed": num(
+            "evaluations", format="localized", width=97, help=EVALUATIONS_HELP
+        ),
         "tags": st.column_config.TextColumn("tags", width=tags_width(view["tags"])),
         "preset": st.column_config.TextColumn("perturbation"),
         "created_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
         "duration_s": num("duration (s)", format="%.1f"),
     }
+    # Only the columns that say something of the campaigns shown: no whole-budget search,
+    # no generations; only whole-budget searches, no iterations.
+    for c in WHOLE if not whole.any() else ITERATIONS if whole.all() else ():
+        config[c] = None
+    return config
 
 
 def ticked_rows(key: str, shown: Sequence[str]) -> tuple[str, list[int]]:

@@ -24,14 +24,16 @@ def url_widget(
 ) -> Any:
     """`widget` (st.selectbox / st.multiselect / st.radio or a column's) over `options`,
     set from the query parameter `param` (values matched as text; unknown ones left out,
-    and kept for `url_unknown`), else `default`; the chosen value is written back to the URL.
+    and kept for `url_unknown`), else `default`; the chosen value is written back to the URL
+    (with `follow`, only a value other than the default).
 
     The URL wins when it changed since this widget last wrote it (a link, a bookmark, the
     browser's back button); otherwise the widget keeps what the user chose. Values of the
     link that match nothing are said in one line (`say_unknown`), not silently replaced
     (`?seed=99` showed seed 0 without a word). `follow`: a choice still at the default
     follows it when the default changes (not for a default computed from the URL itself,
-    as Compare's group, which would follow its own writes). `say_gone`: a chosen value
+    as Compare's group, which would follow its own writes); such a default stays out of the
+    URL, so that a link does not pin it once it has moved on. `say_gone`: a chosen value
     whose option has gone since (a campaign deleted) is said in a toast."""
     qp, options, key = st.query_params, list(options), f"url:{param}"
     url_now = tuple(qp.get_all(param)) if param in qp else ()
@@ -96,19 +98,25 @@ def url_widget(
         if not remembered:
             kwargs["default"] = _in_order(options, wanted)
         value = widget(label, options, key=key, **kwargs)
-        if value:
+        # At a default that follows the page, left out: the live gallery wrote its
+        # `searching`, and the link pinned it once the campaign had finished.
+        written = () if follow and {str(v) for v in value} == now_default else value
+        if written:
             qp[param] = [str(v) for v in value]
         elif param in qp:
             del qp[param]
-        written = tuple(str(v) for v in value)  # () : the parameter is left out
+        written = tuple(str(v) for v in written)  # () : the parameter is left out
     else:
         if not remembered:
             start = next((o for o in options if str(o) == wanted[0]), default)
             kwargs["index"] = options.index(start) if start in options else 0
         value = widget(label, options, key=key, **kwargs)
-        if value is not None:
+        kept = value is not None and not (follow and {str(value)} == now_default)
+        if kept:
             qp[param] = str(value)
-        written = () if value is None else (str(value),)
+        elif param in qp:
+            del qp[param]
+        written = (str(value),) if kept else ()
     if not linked and synced is not None and written != synced:
         st.session_state.pop(f"{key}:unknown", None)  # the user chose since the link
     st.session_state[f"{key}:synced"] = written

@@ -203,6 +203,17 @@ def doctor(
     console.print("no anomaly: store and home are consistent")
 
 
+#: Under a list that mixes strategies that stop at a seed's first failure with those
+#: that search their whole budget: why some iteration cells are blank.
+WHOLE_BUDGET = (
+    "Iterations: blank for a campaign that searches its whole budget past the first failure "
+    "(NSGA-II): its generations (budget) and evaluations per seed are given instead; "
+    "`latentfuzz show ID` gives when each seed first failed."
+)
+#: Headers of a narrow terminal's table.
+NARROW = {"iterations (ICST)": "ICST", "generations": "gens"}
+
+
 def campaigns(home: HomeOpt = None) -> None:
     """List campaigns, newest first."""
     # Deferred (start-up time: loads duckdb, pandas, pyarrow).
@@ -229,10 +240,20 @@ def campaigns(home: HomeOpt = None) -> None:
             + (f" ({p}%)" if (p := fmt(r.misclassified_pct, ".0f")) else "")
             + ("" if (k := failed_as(fmt(r.criterion))) == "misclassified" else f" {k}")
         ),
-        "iterations (ICST)": lambda r: fmt(r.iterations_icst, ".1f"),
-        "iter. to failure": lambda r: fmt(r.iterations_to_failure, ".1f"),
+        # Blank for a search of the whole budget (NSGA-II): its seeds' iterations are the
+        # generation a failure was first found in, no search length (WHOLE_BUDGET).
+        "iterations (ICST)": lambda r: "" if r.whole_budget else fmt(r.iterations_icst, ".1f"),
+        "iter. to failure": lambda r: "" if r.whole_budget else fmt(r.iterations_to_failure, ".1f"),
+        "generations": lambda r: fmt(r.generation_budget, "d") if r.whole_budget else "",
+        "evals/seed": lambda r: fmt(r.evaluations_per_seed, ",.0f") if r.whole_budget else "",
         "created": lambda r: str(r.created_at)[:16],
     }
+    whole = df["whole_budget"].astype(bool)
+    # Each strategy's own columns: the iterations for those that stop at a failure, the
+    # generations and evaluations for those that search their whole budget.
+    drop = {"generations", "evals/seed"} if not whole.any() else set()
+    drop |= {"iterations (ICST)", "iter. to failure"} if whole.all() else set()
+    cols = {k: f for k, f in cols.items() if k not in drop}
     narrow = console.width < 150
     if narrow:
         # A terminal of 80 columns cut every one of the 12 columns to "…": here the ones
@@ -243,17 +264,20 @@ def campaigns(home: HomeOpt = None) -> None:
             "generator",
             "strategy",
             "failing",
-            "iterations (ICST)",
+            *(k for k in ("iterations (ICST)", "generations") if k in cols),
             *(("name",) if console.width >= 110 else ()),
         )
-        cols = {"ICST" if k.startswith("iter") else k: cols[k] for k in keep}
-        cols["ICST"] = lambda r: fmt(r.iterations_icst, ".0f")
+        cols = {NARROW.get(k, k): cols[k] for k in keep}
+        if "ICST" in cols:
+            cols["ICST"] = lambda r: "" if r.whole_budget else fmt(r.iterations_icst, ".0f")
     t = Table(*cols, box=None if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
     for c in t.columns[:-1] if narrow else t.columns[:1]:
         c.no_wrap = True
     for r in df.itertuples():
         t.add_row(*(f(r) for f in cols.values()))
     console.print(t)
+    if whole.any() and not whole.all():
+        console.print(WHOLE_BUDGET, markup=False, highlight=False)
 
 
 def show(campaign_id: str, home: HomeOpt = None) -> None:
@@ -280,6 +304,7 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         )
     )
     df = sc.seeds(store, campaign_id)
+    summary = sc.summary(store, campaign_id)
     failed = failed_as((c["config"] or {}).get("criterion"))
     two = bool(c.get("classifier_b"))  # a differential campaign: both classifiers' answers
 
@@ -292,7 +317,7 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
         "label",
         "viable",
         "status",
-        "iterations",
+        *_length_heads(summary),
         "final pred (A / B)" if two else "final pred",
         "final fitness",
         "result image",
@@ -303,17 +328,35 @@ def show(campaign_id: str, home: HomeOpt = None) -> None:
             str(r.seed_label),
             "yes" if r.viable else "no",
             failed if r.status == "misclassified" else r.status,
-            fmt(r.iterations, "d"),
+            *_length_cells(summary, r),
             pred(r),
             fmt(r.final_fitness, ".3f"),
             fmt(r.result_image),
         )
     console.print(t)
-    console.print(status_line(sc.summary(store, campaign_id)))
+    console.print(status_line(summary))
     if c["strategy"] == "interpolate":
         _per_lambda(store, campaign_id)
     if c["error"]:
         console.print(f"error: {c['error']}", markup=False, highlight=False)
+
+
+def _length_heads(summary: dict) -> tuple[str, ...]:
+    """A seed's search length, in its strategy's words: its iterations, or, where the
+    search runs the whole budget past the first failure (NSGA-II), the generation a
+    failure was first found in and the evaluations it cost ("iterations 1" after 10
+    generations)."""
+    return (
+        ("first found (generation)", "evaluations") if summary["whole_budget"] else ("iterations",)
+    )
+
+
+def _length_cells(summary: dict, r) -> tuple[str, ...]:
+    if not summary["whole_budget"]:
+        return (fmt(r.iterations, "d"),)
+    # A survivor's stored iterations is the budget: no failure was found in it.
+    first = fmt(r.iterations, "d") if r.status == "misclassified" else ""
+    return first, fmt(r.evaluations, ",.0f")
 
 
 def _per_lambda(store, campaign_id: str) -> None:

@@ -238,19 +238,44 @@ def escape_help(command: Any) -> None:
         escape_help(sub)
 
 
+def _num(v: Any, spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def search_length(s: dict[str, Any]) -> str:
+    """How long a campaign's seeds searched, in its strategy's words (`s`: a
+    store.campaigns summary): the ICST's iteration means, or, for a strategy that searches
+    its whole budget past the first failure (NSGA-II), its generations and evaluations
+    and the generation a failure was first found in ("mean iterations 2.0" after 10
+    generations read as a search that stopped at 2)."""
+    # Deferred (start-up time: loads duckdb, pandas, pyarrow).
+    from store import campaigns as sc
+
+    fail = _num(s.get("iterations_to_failure"), ".1f")
+    if not s.get("whole_budget"):
+        icst = _num(s.get("iterations_icst"), ".1f")
+        return f"{sc.ICST_ITERATIONS} {icst}, {sc.FAILURE_ITERATIONS} {fail}"
+    return (
+        f"generations {_num(s.get('generations'), 'd')}, "
+        f"evaluations per viable seed {_num(s.get('evaluations_per_seed'), ',.0f')} (mean), "
+        + (
+            "no failure found"
+            if s.get("iterations_to_failure") is None
+            else f"first failure found in generation {fail} (mean over failing seeds)"
+        )
+    )
+
+
 def status_line(s: dict[str, Any]) -> str:
     """GIFTbench's status bar, with the counters named for what they count."""
     # Deferred (start-up time: loads duckdb, pandas, pyarrow).
     from store import campaigns as sc
 
     pct = "n/a" if s.get("misclassified_pct") is None else f"{s['misclassified_pct']:.1f}%"
-    icst = "n/a" if s.get("iterations_icst") is None else f"{s['iterations_icst']:.1f}"
-    fail = "n/a" if s.get("iterations_to_failure") is None else f"{s['iterations_to_failure']:.1f}"
     return (
         f"viable seeds {s['viable']} of {s['seeds_total']}, "
         f"{failed_as(s.get('criterion'))} {s['misclassified']} "
-        f"({pct} of viable), {sc.ICST_ITERATIONS} {icst}, "
-        f"{sc.FAILURE_ITERATIONS} {fail}"
+        f"({pct} of viable), {search_length(s)}"
         + (f"; {sc.unfinished_note(s)}" if s.get("interrupted") else "")
         # A failed campaign's seeds are stopped too, and resume refuses it.
         + (

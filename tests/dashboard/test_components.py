@@ -149,22 +149,31 @@ def _status_bar_app(whole_budget: bool) -> None:
 
     summary = {"viable": 9, "misclassified": 4, "misclassified_pct": 44.4}
     summary |= {"iterations_icst": 7.5, "iterations_to_failure": 3.0, "criterion": None}
+    summary |= {"generations": 10, "evaluations_per_seed": 1600.0}
     status_bar(summary, 10, whole_budget=whole_budget)
 
 
 @pytest.mark.parametrize(
-    ("whole_budget", "labels"),
+    ("whole_budget", "tiles"),
     [
-        (False, ["iterations (ICST)", "iterations to failure"]),
-        # NSGA-II searches its whole budget: "iterations" read as the length of the search.
-        (True, ["generation found (ICST)", "generation of first failure"]),
+        (False, [("iterations (ICST)", "7.5"), ("iterations to failure", "3.0")]),
+        # NSGA-II searches its whole budget: "iterations" read as the length of the search,
+        # and "generation found (ICST)" still gave no generations nor evaluations.
+        (
+            True,
+            [
+                ("generations", "10"),
+                ("evaluations / seed", "1,600"),
+                ("found in generation", "3.0"),
+            ],
+        ),
     ],
 )
-def test_the_status_bar_uses_the_strategys_words(whole_budget: bool, labels: list[str]):
+def test_the_status_bar_uses_the_strategys_words(whole_budget: bool, tiles: list[tuple]):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_function(_status_bar_app, kwargs={"whole_budget": whole_budget}).run(
         timeout=60
     )
     assert not at.exception
-    assert [m.label for m in at.metric][2:] == labels
+    assert [(m.label, m.value) for m in at.metric][2:] == tiles
