@@ -275,9 +275,12 @@ def section(
     if not classifiers:
         st.info(f"No {dataset} classifier that repair can fine-tune (a zoo architecture).")
         return
-    st.fragment(settings)(
-        store, home, source, dataset, base, classifiers, default, template, validator, prefer
-    )
+    # The settings (a dozen fields, the calibrated thresholds read) only when asked for:
+    # built at every run, they were a sixth of a finished campaign's page.
+    if st.toggle("Set up a repair", key=f"repair:open:{source}"):
+        st.fragment(settings)(
+            store, home, source, dataset, base, classifiers, default, template, validator, prefer
+        )
     if name := latest(home, source):
         st.markdown(f"**The newest repair of this {source.split()[0]}**")
         watch(home, source, name)

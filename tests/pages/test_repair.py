@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import dashboard.repair as repair
 from dashboard.lineage import lineage_facts
@@ -24,6 +25,12 @@ from store import calibration as scal
 from store import campaigns as sc
 from store import labels as ls
 from tests.helpers import page_opener
+
+
+def with_settings(at: AppTest) -> AppTest:
+    """The page with its Repair settings shown (they are behind a toggle)."""
+    toggles = [t for t in at.toggle if t.label == "Set up a repair"]
+    return toggles[0].set_value(True).run() if toggles else at
 
 
 @pytest.fixture
@@ -107,7 +114,7 @@ def test_repair_section_launches_shows_progress_then_the_report(failed, monkeypa
     home, cid = failed
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     assert not at.exception
     assert "Repair" in [h.value for h in at.subheader]
     shown = labels(at)
@@ -187,7 +194,7 @@ def test_a_refusal_of_the_process_shows_in_one_line(failed, monkeypatch):
     home, cid = failed
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("r2")
     [b for b in at.button if b.label == "Launch repair"][0].click()
     at.run()
@@ -210,7 +217,7 @@ def test_a_name_taken_is_refused_before_anything_starts(failed, monkeypatch):
     home, cid = failed
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("mnist-vae")
     at.run()  # refused as it is typed, before Launch
     # First, above the newest repair's panel (an earlier test's refusal).
@@ -221,7 +228,7 @@ def test_a_name_taken_is_refused_before_anything_starts(failed, monkeypatch):
 
 def test_a_campaign_without_failures_is_refused_in_one_line(two, monkeypatch):
     home, (first, _) = two
-    at = page_opener(home, monkeypatch)("campaign.py", id=first)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=first))
     assert not at.exception
     assert "This campaign found no failure: there is nothing to repair." in [
         i.value for i in at.info
@@ -231,7 +238,7 @@ def test_a_campaign_without_failures_is_refused_in_one_line(two, monkeypatch):
 
 def test_a_study_without_verdicts_is_refused_in_one_line(study, monkeypatch):
     home, _, sid = study
-    at = page_opener(home, monkeypatch)("studies.py", study=sid)
+    at = with_settings(page_opener(home, monkeypatch)("studies.py", study=sid))
     assert not at.exception
     assert "Repair" in [h.value for h in at.subheader]
     assert [i.value for i in at.info if "verdict" in i.value] == [
@@ -251,7 +258,7 @@ def test_a_judged_study_offers_the_settings_and_launches_from_it(study, monkeypa
         judging.answer(store, sid, i, "ann", int(items.loc[i, "expected"]), datetime.now())
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("studies.py", study=sid)
+    at = with_settings(page_opener(home, monkeypatch)("studies.py", study=sid))
     assert not at.exception
     assert "Validity filter" not in labels(at)  # people validated these failures
     (clf,) = [s for s in at.selectbox if s.label == "Classifier to repair"]
@@ -316,7 +323,7 @@ def test_a_calibrated_threshold_is_offered_and_launched_as_the_cli_takes_it(
     home, cid, sid, words = calibrated
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     assert not at.exception
     box = threshold_box(at)
     default = VALIDATORS.get("ssim-nearest").default_threshold
@@ -341,7 +348,7 @@ def test_a_custom_threshold_is_given_as_a_number(calibrated, monkeypatch):
     home, cid, _, _ = calibrated
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     threshold_box(at).select("a value of your own")
     at.run()
     [n for n in at.number_input if n.label == "Threshold"][0].set_value(0.3)
@@ -378,7 +385,7 @@ def test_new_campaign_size_and_batch_size_have_the_cli_defaults_and_go_to_the_co
     home, cid = failed
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     values = {n.label: n.value for n in at.number_input}
     # The CLI's defaults: 64 images per step, the source campaign's seeds and generations.
     assert values["Batch size"] == 64
@@ -390,7 +397,7 @@ def test_new_campaign_size_and_batch_size_have_the_cli_defaults_and_go_to_the_co
     assert "--batch-size=64" in stub.args
     assert not [a for a in stub.args if a.startswith("--fresh")]  # the source campaign's
     stub.code = 0
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     for label, v in (
         ("Seeds of the new campaigns", 10),
         ("Generations of the new campaigns", 2),
@@ -419,7 +426,7 @@ def test_a_setting_out_of_range_is_refused_when_chosen_in_the_form_s_words(faile
     home, cid = failed
     stub = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
     [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("range")
     for label, bad, good, said in OUT_OF_RANGE:
         [n for n in at.number_input if n.label == label][0].set_value(bad)
