@@ -23,5 +23,7 @@ def test_a_page_run_collects_no_garbage_and_warms_the_imports_once(home: Path, m
     assert config.get_option("runner.postScriptGC") is False
     assert warmup.DONE.wait(120)
     assert {"pandas", "altair", "scipy.stats", "dashboard.compare"} <= set(sys.modules)
+    # ...and every component a page imports (the gallery, the timeline, the repair form).
+    assert {"dashboard.timeline", "dashboard.repair_form", "dashboard.vega"} <= set(sys.modules)
     assert "engine.campaign.config" in sys.modules  # torch and the engine, for New campaign
     assert warmup.start() is False  # once per process: later sessions start nothing
