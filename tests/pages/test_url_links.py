@@ -15,8 +15,8 @@ def said(at) -> list[str]:
     return [w.value.replace("\\", "") for w in at.warning]
 
 
-def test_a_link_to_a_seed_the_campaign_does_not_have_says_which_seeds_it_has(app):
-    at = app("campaign.py", id=_cid(app), seed="999")
+def test_a_link_to_a_seed_the_campaign_does_not_have_says_which_seeds_it_has(app, seeded):
+    at = app("campaign.py", id=seeded[1], seed="999")
     assert not at.exception, at.exception
     tab = next(t for t in at.tabs if t.label == "Seed detail")
     (warning,) = tab.warning  # in the tab it concerns, beside the seed picker
@@ -27,8 +27,8 @@ def test_a_link_to_a_seed_the_campaign_does_not_have_says_which_seeds_it_has(app
     assert not [c for c in at.caption if "The link gives" in c.value]  # said once
 
 
-def test_a_link_whose_seed_is_no_number_says_so(app):
-    at = app("campaign.py", id=_cid(app), seed="abc")
+def test_a_link_whose_seed_is_no_number_says_so(app, seeded):
+    at = app("campaign.py", id=seeded[1], seed="abc")
     assert not at.exception, at.exception
     assert "The link asks for seed abc, which is not a seed number; showing seed 0." in said(at)
 
@@ -56,9 +56,3 @@ def test_a_link_to_a_study_this_store_does_not_hold_says_so_at_the_top(study, mo
         "The link names study nope, which this store does not hold (deleted, or from another "
         f"home?); showing {sid}."
     )
-
-
-def _cid(app) -> str:
-    """The `seeded` campaign's id, as its list page links it."""
-    at = app("campaign.py")
-    return at.selectbox[0].value
