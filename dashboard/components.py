@@ -156,9 +156,12 @@ def convergence_chart(
     return chart.properties(height=320)
 
 
-def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:
+def top2_chart(
+    gens: pd.DataFrame, class_names: tuple[str, ...], expected: int | None = None
+) -> alt.Chart:
     """The two most likely classes' probabilities over generations, one line per class,
-    named in the legend (a class that leaves the top two leaves a gap in its line)."""
+    named in the legend, the `expected` class's said so (a class that leaves the top two
+    leaves a gap in its line: the store keeps those two only)."""
     parts = [
         gens[["generation", f"top{r}_label", f"top{r}_prob"]]
         .set_axis(["generation", "label", "probability"], axis=1)
@@ -166,13 +169,18 @@ def top2_chart(gens: pd.DataFrame, class_names: tuple[str, ...]) -> alt.Chart:
         for r in (1, 2)
     ]
     probs = pd.concat(parts).dropna(subset=["label"])
-    probs["class"] = [class_names[int(v)] for v in probs["label"]]
+    probs["class"] = [
+        class_names[int(v)] + (" (expected)" if v == expected else "") for v in probs["label"]
+    ]
+    # Room beyond the first and last generation, and above 1 and below 0: the points
+    # there sat half cut on the chart's edges.
+    edge = alt.Scale(padding=12, nice=False, zero=False)
     return (
         alt.Chart(probs)
         .mark_line(point=True)
         .encode(
-            x=alt.X("generation:Q", axis=alt.Axis(format="d", tickMinStep=1)),
-            y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, 1])),
+            x=alt.X("generation:Q", axis=alt.Axis(format="d", tickMinStep=1), scale=edge),
+            y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, 1], padding=8)),
             color=categorical("class", "class"),
             tooltip=[
                 "generation:Q",

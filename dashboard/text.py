@@ -7,12 +7,25 @@ import html
 import re
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|$~>])")
+#: Invisible, and not a word character: it splits a pattern without showing.
+_JOIN = "\u2060"
+# Streamlit's Markdown rewrites text after escapes are undone: it links `http://x`,
+# `www.x` and `a@b.c` (a name `[link](http://x)` showed a live link "http://x\" with the
+# escape inside it), draws `:smile:` as an emoji and `:red`/`:material/...:` as
+# directives. A word joiner breaks each pattern; the colon's escape stops directives.
+_COLON = re.compile(r":(?=[\w/\\])")
+_WWW = re.compile(r"(?i)\b(www)(?=\\\.)")
+_AT = re.compile(r"@(?=[\w-])")
 
 
 def md_text(value: object) -> str:
     """A user-supplied string as literal text inside Markdown (HTML allowed or not): no
-    markup, no table column breaks, no math, one line."""
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False)).replace("\n", " ")
+    markup, no links, emoji or directives, no table column breaks, no math, one line; the
+    page shows exactly `value`, with no backslash."""
+    text = _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False)).replace("\n", " ")
+    text = _COLON.sub("\\:" + _JOIN, text)
+    text = _WWW.sub(r"\1" + _JOIN, text)
+    return _AT.sub("@" + _JOIN, text)
 
 
 def campaign_label(cid: str, name: object) -> str:

@@ -1,8 +1,8 @@
 """A seed's search history on the Campaign page, readable: its improvements as frames big
 enough to see (at least MIN_PX, enlarged without smoothing), each with its generation,
-prediction and fitness beneath, in a row that scrolls; a slider and step buttons that
-choose the frame shown large (W&B's image step slider); and the seed's fitness curve,
-whose points choose it too.
+prediction and fitness beneath, in a strip of the few around the chosen one; a slider
+and step buttons that choose the frame shown large (W&B's image step slider); and the
+seed's fitness curve, whose points choose it too.
 
 The strip it replaces squeezed 48 frames into the column at about 19 px each, none of
 them saying its generation or prediction.
@@ -22,10 +22,19 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
+from dashboard.text import md_text
+
 #: Smallest side a frame is shown at, in pixels: a 28 x 28 digit at 4x.
 MIN_PX = 96
 #: Side of the frame shown large.
 LARGE_PX = 224
+#: Frames in the strip: five 112 px frames fit the narrowest column whole. A row of every
+#: frame that scrolled cut the last one in half and stayed on generations 1-8 while the
+#: slider chose generation 13.
+STRIP_FRAMES = 5
+#: Pixels the charts keep free beyond their first and last generation (their points sat
+#: half cut on the edges).
+EDGE_PX = 12
 
 
 def enlarged(img: Image.Image, side: int = MIN_PX) -> Image.Image:
@@ -65,6 +74,13 @@ def read_frames(home: Path, imp: pd.DataFrame, width: int) -> list[Image.Image |
     return [got.get((r, int(f))) for r, f in zip(imp["image"], imp["image_frame"], strict=True)]
 
 
+def window(n: int, chosen: int, size: int = STRIP_FRAMES) -> range:
+    """The frames the strip shows: `size` of the `n`, the `chosen` one in the middle where
+    it can be (at the ends, the first or last `size`)."""
+    start = min(max(chosen - size // 2, 0), max(n - size, 0))
+    return range(start, min(start + size, n))
+
+
 def frame_words(r, class_names: tuple[str, ...]) -> list[str]:
     """The lines beneath a frame: generation, prediction (A's and B's with two
     classifiers), fitness."""
@@ -102,7 +118,11 @@ def fitness_curve(gens: pd.DataFrame, improved: pd.Series) -> alt.Chart:
         improvement=gens["generation"].isin(improved).map({True: "improved", False: "no change"})
     )
     pick = alt.selection_point(name="pick", fields=["generation"], on="click", nearest=True)
-    x = alt.X("generation:Q", axis=alt.Axis(format="d", tickMinStep=1))
+    x = alt.X(
+        "generation:Q",
+        axis=alt.Axis(format="d", tickMinStep=1),
+        scale=alt.Scale(padding=EDGE_PX, nice=False, zero=False),
+    )
     line = alt.Chart(data).mark_line(opacity=0.5).encode(x=x, y=alt.Y("best_fitness:Q"))
     points = (
         alt.Chart(data)
@@ -128,12 +148,16 @@ def _data_uri(img: Image.Image) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def strip_html(frames: list[Image.Image | None], words: list[list[str]], chosen: int) -> str:
-    """One row of frames that scrolls sideways, each with its lines beneath; frame
-    `chosen` outlined (the one shown large)."""
+def strip_html(
+    frames: list[Image.Image | None], words: list[list[str]], chosen: int, first: int, n: int
+) -> str:
+    """The frames around the chosen one, whole, each with its lines beneath; frame
+    `chosen` (an index into `frames`) outlined and its words bold (the one shown large).
+    `first`: the first frame's place among the seed's `n` improvements."""
     cells = []
     for i, (img, lines) in enumerate(zip(frames, words, strict=True)):
-        outline = "outline:3px solid #d55e00;" if i == chosen else ""
+        mine = i == chosen
+        outline = "outline:3px solid #d55e00;outline-offset:1px;" if mine else ""
         big = None if img is None else enlarged(img)
         # At its own size: a CSS width of 96 px squeezed a 112 px frame unevenly.
         pic = (
@@ -143,15 +167,20 @@ def strip_html(frames: list[Image.Image | None], words: list[list[str]], chosen:
             else f'<div style="width:{MIN_PX}px;height:{MIN_PX}px;background:#eee"></div>'
         )
         text = "<br/>".join(html.escape(x) for x in lines)
+        weight = "font-weight:700;" if mine else ""
         cells.append(
             '<figure style="margin:0;flex:0 0 auto;text-align:center">'
-            f'{pic}<figcaption style="font-size:0.75rem;line-height:1.2">{text}</figcaption>'
-            "</figure>"
+            f'{pic}<figcaption style="font-size:0.75rem;line-height:1.2;{weight}">{text}'
+            "</figcaption></figure>"
         )
+    said = f"improvements {first + 1}–{first + len(frames)} of {n}" if len(frames) < n else ""
+    # Wraps rather than scrolls: a column narrower than the strip puts the last frames on
+    # a second line, never half of one out of view.
     return (
-        '<div style="display:flex;gap:10px;overflow-x:auto;padding:4px 2px 8px">'
+        '<div style="display:flex;flex-wrap:wrap;gap:10px;padding:6px 4px 4px">'
         + "".join(cells)
         + "</div>"
+        + (f'<div style="font-size:0.75rem;color:#808495">{said}</div>' if said else "")
     )
 
 
@@ -196,13 +225,58 @@ def timeline(
     back, mid, on = st.columns([1, 10, 1], vertical_alignment="bottom")
     back.button("◀", key=f"{key}:back", on_click=step, args=(-1,), help="previous improvement")
     on.button("▶", key=f"{key}:next", on_click=step, args=(1,), help="next improvement")
-    chosen = mid.select_slider(f"Improvement ({len(options)}), by generation", options, key=slider)
+    # Said from the value about to be drawn (the key, not the label, names the widget).
+    now = st.session_state[slider]
+    label = f"Improvement {options.index(now) + 1} of {len(options)} (generation {now})"
+    chosen = mid.select_slider(label, options, key=slider)
     i = options.index(chosen)
-    frames = read_frames(home, imp, width)
-    words = [frame_words(r, class_names) for r in imp.itertuples()]
-    if frames[i] is not None:
-        st.image(enlarged(frames[i], LARGE_PX), caption=" · ".join(words[i]), output_format="PNG")
+    shown = window(len(options), i)
+    part = imp.iloc[shown.start : shown.stop]
+    frames = read_frames(home, part, width)  # only those shown: each costs a decode
+    words = [frame_words(r, class_names) for r in part.itertuples()]
+    mine = i - shown.start
+    if frames[mine] is not None:
+        big = enlarged(frames[mine], LARGE_PX)
+        st.image(big, caption=" · ".join(words[mine]), output_format="PNG")
     else:
-        st.caption(" · ".join(words[i]) + " (its image cannot be read)")
-    st.html(strip_html(frames, words, i))
+        st.caption(" · ".join(words[mine]) + " (its image cannot be read)")
+    st.html(strip_html(frames, words, mine, shown.start, len(options)))
     return chosen
+
+
+def expected_gone(gens: pd.DataFrame, expected: int, class_names: tuple[str, ...]) -> str | None:
+    """The top-2 chart's note where the expected class leaves the two most likely: the
+    store keeps those two per generation only, so its line stops there (it read as the
+    class vanishing). None where it stays in the top two."""
+    out = gens[(gens["top1_label"] != expected) & (gens["top2_label"] != expected)]
+    if out.empty:
+        return None
+    name, first = class_names[expected], int(out["generation"].min())
+    return (
+        f"The expected class {name} is not among the two most likely classes from generation "
+        f"{first} on"
+        + ("" if len(out) == 1 else f" ({len(out)} generations)")
+        + ": the store keeps the two most likely per generation, so its line stops there."
+    )
+
+
+def unknown_seed(given: str, seeds: pd.DataFrame, shown: int) -> str:
+    """One line for a link whose `?seed=` names no seed this tab shows: what it gave, why
+    not, and what is shown (`?seed=999` and `?seed=abc` showed seed 0 with a caption that
+    gave no reason). `seeds`: the campaign's seeds rows."""
+    said = md_text(given if len(given) <= 40 else given[:40] + "…")
+    try:
+        idx = int(given)
+    except ValueError:
+        why = "which is not a seed number"
+    else:
+        row = seeds[seeds["seed_idx"] == idx]
+        if row.empty:
+            low, high = int(seeds["seed_idx"].min()), int(seeds["seed_idx"].max())
+            why = f"but this campaign's seeds are {low} to {high}"
+        else:
+            why = (
+                "which is not viable (the classifier mislabels its image already), so it "
+                "was not searched"
+            )
+    return f"The link asks for seed {said}, {why}; showing seed {shown}."

@@ -26,8 +26,8 @@ from dashboard.progress import (
 from dashboard.repair import campaign_repair
 from dashboard.seed_table import seed_table
 from dashboard.text import campaign_label, md_text
-from dashboard.timeline import timeline
-from dashboard.url_state import url_widget
+from dashboard.timeline import expected_gone, timeline, unknown_seed
+from dashboard.url_state import url_unknown, url_widget
 from engine.api import (
     DatasetError,
     LatentfuzzError,
@@ -293,7 +293,10 @@ if tab_seed.open:
             st.info("No viable seed.")
         else:
             options = searched["seed_idx"].tolist()
-            s = url_widget(st.selectbox, "Seed", "seed", options, options[0])  # shareable
+            # Shareable; a link to no seed shown here is said with its reason.
+            s = url_widget(st.selectbox, "Seed", "seed", options, options[0], say_unknown=False)
+            if given := url_unknown("seed"):
+                st.warning(unknown_seed(given[0], seeds, s))
             row = searched.set_index("seed_idx").loc[s]
             # A seed stopped mid-search (an interrupted or crashed campaign) has no outcome yet.
             final = "–" if pd.isna(row.final_pred) else class_names[int(row.final_pred)]
@@ -315,7 +318,9 @@ if tab_seed.open:
                 st.markdown("**Search history**: the best image at each improvement")
                 imp = history.improvements(store, cid, int(s))
                 timeline(home, g, imp, class_names, frame_width, key=f"timeline:{s}")
-                vega.chart(top2_chart, g, class_names)
+                vega.chart(top2_chart, g, class_names, int(row.seed_label))
+                if note := expected_gone(g, int(row.seed_label), class_names):
+                    st.caption(note)
 if tab_table.open:
     with tab_table:
         st.dataframe(seed_table(seeds, class_names, wording), hide_index=True, width="stretch")

@@ -176,8 +176,12 @@ sid = url_widget(
     st.sidebar.selectbox, "Study", "study", ids, ids[0], say_unknown=False, format_func=names.get
 )
 if gone := url_unknown("study"):
-    st.warning(
-        f"The link names a study this store does not hold ({gone[0]}); showing {names[sid]}."
+    # At the top of the tab shown: written after the tabs, it sat below the whole tab,
+    # and the link read as silently opening another study.
+    where = next((t for t in (tab_stats, tab_adj, tab_cal) if t.open), st.sidebar)
+    where.warning(
+        f"The link names study {md_text(gone[0][:40])}, which this store does not hold "
+        f"(deleted, or from another home?); showing {md_text(names[sid])}."
     )
 s, v, j = label_stats.load(store, sid)
 try:
