@@ -33,10 +33,17 @@ def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False
     a, b, *rest = st.columns(5 if whole_budget else 4)
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
-    b.metric(
-        failed_as(summary.get("criterion")),
-        f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
-    )
+    share = "" if pct is None else f" ({pct:.0f}%)"
+    if summary.get("criterion") == "targeted":
+        # "reached target 7 (100%)" read as class 7 as well as 7 seeds.
+        n, viable = summary["misclassified"], summary["viable"]
+        b.metric(
+            "reached their target",
+            f"{n} of {viable}{share}",
+            help=f"{n} of the {viable} viable seeds reached their target class",
+        )
+    else:
+        b.metric(failed_as(summary.get("criterion")), f"{summary['misclassified']}{share}")
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
     if whole_budget:
         gens, evals = summary.get("generations"), summary.get("evaluations_per_seed")
