@@ -90,11 +90,12 @@ if tab_new.open:
             population = len(count(store, chosen)) if chosen and not why_not else 0
             planned = sample_size(population) if population else 0
             what = "triggering input" if triggering else "failing image"
-            st.caption(
-                f"{population} {what}{'s' * (population != 1)}; the planner proposes "
-                f"**{planned}** for a 95% "
-                "confidence level and a 5% margin of error (Cochran, finite-population correction)."
-            )
+            if not why_not:  # ("0 failing images" beside a mix read as nothing to label)
+                st.caption(
+                    f"{population} {what}{'s' * (population != 1)}; the planner proposes "
+                    f"**{planned}** for a 95% confidence level and a 5% margin of error "
+                    "(Cochran, finite-population correction)."
+                )
             with st.form("new_study", enter_to_submit=False):  # Enter commits a field only
                 a, b, c, d = st.columns(4)
                 name = a.text_input("Name", "")

@@ -152,7 +152,7 @@ def test_a_targeted_campaign_names_its_target_class_and_counts_seeds(one_target,
     assert " · target class 8 · " in header(at), header(at)
     tile = next(m for m in at.metric if "target" in m.label)
     assert tile.label == "reached their target"
-    assert tile.value == f"{n} of {viable} ({100 * n / viable:.0f}%)"
+    assert (tile.value, tile.delta) == (f"{n} of {viable}", f"{100 * n / viable:.0f}%")
     assert f"{n} of the {viable} viable seeds" in tile.help
 
 

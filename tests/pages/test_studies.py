@@ -360,6 +360,7 @@ def test_campaigns_of_the_wrong_kind_are_said_as_they_are_chosen(mixed, monkeypa
             button = create_button(at)
             assert button.disabled and button.help.replace("\\", "") == said[0]
             assert "[" not in said[0] and "--" not in said[0] and "Studies page" not in said[0]
+            assert not [c for c in at.caption if "planner proposes" in c.value]  # no "0 images"
         return said[0] if said else None
 
     assert choose([two], False) == (
