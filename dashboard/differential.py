@@ -26,44 +26,64 @@ def _num(v, spec: str = ".1f") -> str:
     return "–" if v is None else f"{v:{spec}}"
 
 
+#: Differential tiles per row: six in one row cut labels and units off at 1,280 px
+#: ("per 1,000 evaluati…", "0.69 …"); three keep each whole.
+TILES_PER_ROW = 3
+
+
 def figures_row(figs: dict) -> None:
-    cols = st.columns(6)
-    cols[0].metric(
-        "triggering inputs", figs["triggering"], help="distinct images A and B label differently"
-    )
-    cols[1].metric("per 1,000 evaluations", _num(figs.get("triggering_per_1k")))
+    """The campaign's differential figures, in rows of TILES_PER_ROW tiles."""
     valid = figs.get("valid_triggering")
-    cols[2].metric("valid (all filters)", "–" if valid is None else valid)
     geo = figs.get("geometric_diversity")
-    cols[3].metric(
-        "geometric diversity",
-        "–" if geo is None else f"{geo:.1f}",
-        help=geometric_help(figs),
-    )
     shannon = figs.get("shannon_diversity")
-    cols[4].metric(
-        "Shannon diversity",
-        "–" if shannon is None else f"{shannon:.2f} nats",
-        help="DiffGAN's: -Σ p ln p over the valid triggering inputs' intended classes",
-    )
     ent = figs.get("label_entropy")
-    # max: a single label pair's entropy came out as -0.00 (a rounding error below zero).
-    cols[5].metric(
-        "label-pair entropy",
-        "–" if ent is None else f"{max(ent, 0.0):.2f} bits",
-        help="Shannon entropy of the (label A, label B) pairs (not DiffGAN's Shannon diversity)",
-    )
+    tiles = [
+        ("triggering inputs", figs["triggering"], "distinct images A and B label differently"),
+        (
+            "per 1,000 evaluations",
+            _num(figs.get("triggering_per_1k")),
+            "triggering inputs per 1,000 search evaluations (images classified)",
+        ),
+        (
+            "valid (all filters)",
+            "–" if valid is None else valid,
+            "triggering inputs every validity filter accepts",
+        ),
+        ("geometric diversity", "–" if geo is None else f"{geo:.1f}", geometric_help(figs)),
+        (
+            "Shannon diversity",
+            "–" if shannon is None else f"{shannon:.2f} nats",
+            "DiffGAN's: -Σ p ln p over the valid triggering inputs' intended classes",
+        ),
+        (
+            "label-pair entropy",
+            # max: a single label pair's entropy came out as -0.00 (a rounding error below zero).
+            "–" if ent is None else f"{max(ent, 0.0):.2f} bits",
+            "Shannon entropy of the (label A, label B) pairs (not DiffGAN's Shannon diversity)",
+        ),
+    ]
+    for start in range(0, len(tiles), TILES_PER_ROW):
+        row = tiles[start : start + TILES_PER_ROW]
+        for col, (label, value, why) in zip(st.columns(TILES_PER_ROW), row, strict=False):
+            col.metric(label, value, help=why)
 
 
 def geometric_help(figs: dict) -> str:
-    """How the stored geometric diversity was measured (figures stored before the draws
-    were a parameter: one draw of the penultimate layer)."""
+    """What the geometric diversity is and how the stored one was measured (figures stored
+    before the draws were a parameter: one draw of the penultimate layer). It read
+    "-4201.0" with nothing to say that a negative value is normal."""
     draws = figs.get("geometric_draws", 1)
     features = figs.get("geometric_features", "penultimate")
+    subset = figs.get("geometric_subset")
     return (
-        f"mean over {draws} draw(s) of the log det of the Gram matrix of "
-        f"{figs.get('geometric_subset')} valid triggering inputs' normalised features "
-        f"({features} features of the default classifier); higher is more diverse, 0 at most"
+        f"DiffGAN's geometric diversity: the natural log-determinant of the Gram matrix of "
+        f"{subset} valid triggering inputs' L2-normalised features ({features} features of "
+        f"the default classifier), mean over {draws} draw(s) of {subset} inputs. Each "
+        "feature vector has length 1, so the determinant is at most 1 and its log at most "
+        "0 (reached when the features are mutually orthogonal): negative values are "
+        "normal, and they grow more negative with more inputs. Higher (nearer 0) is more "
+        "diverse; compare it only between campaigns with the same subset size. – where "
+        "the matrix is singular (two inputs with the same features)."
     )
 
 

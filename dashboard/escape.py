@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from engine.api import confusion_rates, escape_table, to_csv_bytes
+from engine.api import LatentfuzzError, confusion_rates, escape_table, get_dataset, to_csv_bytes
 from store import Store
 from store import metrics as sm
 
@@ -34,6 +34,9 @@ def tips(fields: list[str]) -> list[alt.Tooltip]:
 
 def heatmap(df: pd.DataFrame, value: str, title: str, names: list[str], tip: list) -> alt.Chart:
     """A source x target heatmap of `value` in [0, 1], the value printed in each cell."""
+    # A single-target campaign's seeds of the target class itself made a 0→0 cell read
+    # "0.00" under a caption saying the diagonal is left out.
+    df = df[df["source"] != df["target"]]
     df = df.assign(
         source_name=[names[int(i)] for i in df["source"]],
         target_name=[names[int(i)] for i in df["target"]],
@@ -51,6 +54,32 @@ def heatmap(df: pd.DataFrame, value: str, title: str, names: list[str], tip: lis
         color=alt.condition(f"datum.{value} > 0.6", alt.value("white"), alt.value("black")),
     )
     return (rect + text).properties(width=320, height=320)
+
+
+def target_words(campaign: dict) -> str:
+    """The header's words for a targeted campaign's target (" · target class 4"; an escape
+    campaign's " · class escape: each seed's own target"), "" for any other: its tile read
+    "reached target 7 (100%)", 7 seeds or class 7?"""
+    cfg = campaign.get("config") or {}
+    target, escape = cfg.get("target"), cfg.get("escape_per_pair")
+    if target is None and escape is None:
+        return ""
+    try:
+        names = get_dataset(campaign["dataset"]).class_names
+    except LatentfuzzError:  # a user's dataset removed since: the indices say it
+        names = None
+
+    def name(i: int) -> str:
+        return names[i] if names is not None and 0 <= i < len(names) else str(i)
+
+    if escape is None:
+        return f" · target class {name(int(target))}"
+    source = cfg.get("target_class")
+    return (
+        " · class escape"
+        + ("" if source is None else f" from class {name(int(source))}")
+        + ": each seed's own target"
+    )
 
 
 def escape_panel(store: Store, campaign_id: str, names: list[str]) -> None:

@@ -11,7 +11,7 @@ from dashboard.components import X_AXES, convergence_chart, load_image, status_b
 from dashboard.data import finished_zip, fragment, get_home, get_store
 from dashboard.deleting import delete_panel
 from dashboard.differential import differential_panel
-from dashboard.escape import escape_panel
+from dashboard.escape import escape_panel, target_words
 from dashboard.gallery import gallery, search_length, wording_of
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
@@ -100,7 +100,7 @@ st.title(f"Campaign {md_text(c['name'])}")
 st.caption(
     f"{c['dataset']} · generator {c['generator']} · classifier {md_text(c['classifier'])}"
     f"{' vs ' + md_text(c['classifier_b']) if c.get('classifier_b') else ''} · "
-    f"{c['strategy']} {c['preset'] or ''} · seed {c['random_seed']} · id {cid}"
+    f"{c['strategy']} {c['preset'] or ''}{target_words(c)} · seed {c['random_seed']} · id {cid}"
 )
 annotation_editor(store, "campaign", cid)
 try:

@@ -11,8 +11,9 @@ from dashboard.annotations import annotation_editor
 from dashboard.calibration import calibration_section
 from dashboard.components import load_image, study_table
 from dashboard.data import get_home, get_store
-from dashboard.form_check import limits, problems
+from dashboard.form_check import in_words, limits, problems
 from dashboard.repair import study_repair
+from dashboard.study_choice import FORM_NAMES, TRIGGERING, kind_problem
 from dashboard.study_import import import_form
 from dashboard.text import campaign_label, md_text, person_name
 from dashboard.url_state import url_unknown, url_widget
@@ -74,13 +75,27 @@ if tab_new.open:
                 default=(plain or list(names))[:1],
                 format_func=lambda c: campaign_label(c, names[c]),
             )
-            population = len(labelling.failing_seeds(store, chosen)) if chosen else 0
-            planned = sample_size(population) if population else 0
-            st.caption(
-                f"{population} failing image{'s' * (population != 1)}; the planner proposes "
-                f"**{planned}** for a 95% "
-                "confidence level and a 5% margin of error (Cochran, finite-population correction)."
+            # Beside the choice, not in the form: a mix of one- and two-classifier campaigns,
+            # or two-classifier ones without it, was refused only at Create, in CLI words.
+            triggering = st.checkbox(
+                TRIGGERING,
+                False,  # (a longer label was cut off)
+                help="differential campaigns: the images two classifiers label "
+                "differently; the statistics then say which classifier people agree with",
             )
+            why_not = kind_problem(campaigns, chosen, triggering)
+            if why_not:
+                st.warning(why_not)
+            count = labelling.triggering_inputs if triggering else labelling.failing_seeds
+            population = len(count(store, chosen)) if chosen and not why_not else 0
+            planned = sample_size(population) if population else 0
+            what = "triggering input" if triggering else "failing image"
+            if not why_not:  # ("0 failing images" beside a mix read as nothing to label)
+                st.caption(
+                    f"{population} {what}{'s' * (population != 1)}; the planner proposes "
+                    f"**{planned}** for a 95% confidence level and a 5% margin of error "
+                    "(Cochran, finite-population correction)."
+                )
             with st.form("new_study", enter_to_submit=False):  # Enter commits a field only
                 a, b, c, d = st.columns(4)
                 name = a.text_input("Name", "")
@@ -93,7 +108,7 @@ if tab_new.open:
                     **{
                         **bounds,
                         "help": (
-                            f"{bounds['help'] or ''} Drawn from the {population} failing images; "
+                            f"{bounds['help'] or ''} Drawn from the {population} {what}s; "
                             "more than that labels them all."
                         ),
                     },
@@ -113,17 +128,22 @@ if tab_new.open:
                     0.05,
                     help="share of the study; measures each labeller's accuracy",
                 )
-                seed_images = f.checkbox("Also show the seed images", False)
-                triggering = f.checkbox(
-                    "Triggering inputs instead",
-                    False,  # (a longer label was cut off)
-                    help="differential campaigns: the images two classifiers label "
-                    "differently; the statistics then say which classifier people agree with",
+                seed_images = f.checkbox(
+                    "Also show the seed images",
+                    False,
+                    disabled=triggering,
+                    help="triggering inputs have no seed image beside them" if triggering else None,
                 )
                 seed = g.number_input(
                     "Random seed", value=0, **limits(labelling.StudyConfig, "seed")
                 )
-                if st.form_submit_button("Create study", type="primary", disabled=not chosen):
+                create = st.form_submit_button(
+                    "Create study",
+                    type="primary",
+                    disabled=not chosen or bool(why_not),
+                    help=why_not or ("Choose campaigns above" if not chosen else None),
+                )
+                if create:
                     try:
                         raw = dict(
                             campaigns=chosen,
@@ -131,7 +151,7 @@ if tab_new.open:
                             k=k,
                             rule=rule,
                             sample=sample,
-                            seed_images=seed_images,
+                            seed_images=seed_images and not triggering,
                             gold_rate=gold,
                             seed=seed,
                             triggering=triggering,
@@ -144,8 +164,9 @@ if tab_new.open:
                             "Cannot create the study; please fix:\n"
                             + "\n".join(f"- {md_text(w)}" for w in wrong)
                         )
-                    except (ConfigError, ValueError) as err:
-                        st.error(f"Cannot create the study: {err}")
+                    except (ConfigError, ValueError) as err:  # the engine's, in the form's words
+                        said = in_words(str(err), {**STUDY_NAMES, **FORM_NAMES})
+                        st.error(f"Cannot create the study: {md_text(said)}")
                     else:
                         # The sidebar shows the new study now (it stayed on the one before).
                         st.query_params["study"] = sid

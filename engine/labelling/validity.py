@@ -121,42 +121,72 @@ def _triggering_rows(pool: pd.DataFrame) -> list[dict]:
     ]
 
 
+#: Campaigns a refusal names one by one; more are counted.
+NAMED = 3
+
+
+def _named(camps: pd.DataFrame, ids: list[str]) -> str:
+    """Campaigns as a refusal names them, "walk nsga (20261127-121143-7c91)" (a refusal
+    printed the Python list "['20261127-121143-7c91']"), the id alone where the name is it."""
+    names = dict(zip(camps["id"], camps["name"], strict=True))
+
+    def one(cid: str) -> str:
+        name = names.get(cid)
+        if not isinstance(name, str) or not name or name == cid:
+            return cid
+        return f"{name if len(name) <= 60 else name[:60] + '…'} ({cid})"
+
+    shown = [one(c) for c in ids[:NAMED]]
+    more = len(ids) - NAMED
+    if more > 0:
+        return ", ".join(shown) + f" and {more} more"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _campaigns(camps: pd.DataFrame, ids: list[str]) -> str:
+    return ("campaign " if len(ids) == 1 else "campaigns ") + _named(camps, ids)
+
+
 def create_study(store: Store, home: Path, cfg: StudyConfig) -> str:
     """Draw the study's images, write its gold images and store it; returns its id."""
+    camps = sc.campaigns_by_id(store, cfg.campaigns)
     if not cfg.triggering:
-        camps = sc.campaigns_by_id(store, cfg.campaigns)
         if two := camps.loc[camps["classifier_b"].notna(), "id"].tolist():
             # Their "misclassified" seeds are the inputs A and B label differently, often
             # with A right: a misclassification study of them measured non-failures.
+            each = len(two) == 1
             raise ConfigError(
-                f"campaigns {two} test two classifiers against each other: their failing "
-                "seeds are inputs the two label differently, not misclassifications. Label "
-                'them with --triggering ("Triggering inputs instead" on the Studies page)'
+                f"{_campaigns(camps, two)} {'tests' if each else 'test'} two classifiers "
+                f"against each other: {'its' if each else 'their'} failing seeds are inputs "
+                "the two label differently, not misclassifications; label the inputs they "
+                "disagree on instead (--triggering)"
             )
-    else:
-        camps = sc.campaigns_by_id(store, cfg.campaigns)
-        if one := camps.loc[camps["classifier_b"].isna(), "id"].tolist():
-            # They were left out without a word: one classifier archives no disagreements.
-            raise ConfigError(
-                f"campaigns {one} test one classifier: they archive no triggering inputs. "
-                "Leave them out, or label their failing seeds in a study without --triggering"
-            )
+    elif one := camps.loc[camps["classifier_b"].isna(), "id"].tolist():
+        # They were left out without a word: one classifier archives no disagreements.
+        each = len(one) == 1
+        raise ConfigError(
+            f"{_campaigns(camps, one)} {'tests' if each else 'test'} one classifier: "
+            f"{'it archives' if each else 'they archive'} no inputs two classifiers "
+            f"disagree on; leave {'it' if each else 'them'} out, or label "
+            f"{'its' if each else 'their'} failing seeds in a study of their own (without "
+            "--triggering)"
+        )
     pool = (triggering_inputs if cfg.triggering else failing_seeds)(store, cfg.campaigns)
     if pool.empty and cfg.triggering:
         raise ConfigError(
-            f"campaigns {cfg.campaigns} have no archived triggering input: nothing to label. "
-            "Run a differential campaign (a second classifier) first."
+            f"{_campaigns(camps, cfg.campaigns)}: no archived triggering input, nothing to "
+            "label. Run a differential campaign (a second classifier) first."
         )
     if pool.empty:
         raise ConfigError(
-            f"campaigns {cfg.campaigns} have no misclassified seed with a result image: "
+            f"{_campaigns(camps, cfg.campaigns)}: no misclassified seed with a result image, "
             "nothing to label. Run a campaign that finds failures first."
         )
     datasets = set(pool["dataset"])
     if len(datasets) > 1:
         raise ConfigError(
-            f"a study shows images of one dataset; these campaigns use {sorted(datasets)}. "
-            "Create one study per dataset."
+            "a study shows images of one dataset; these campaigns use "
+            f"{', '.join(sorted(datasets))}. Create one study per dataset."
         )
     rng = np.random.default_rng(cfg.seed)
     if cfg.sample is not None and cfg.sample < len(pool):

@@ -85,14 +85,14 @@ def test_its_seeds_read_as_disagreements_and_a_misclassification_study_is_refuse
     assert any(c.value.startswith(f"{len(failing)} A and B disagree") for c in at.caption)
     show = next(m for m in at.multiselect if m.label == "Show")
     assert "A and B disagree" in show.options and "misclassified" in show.value
-    with pytest.raises(ConfigError, match="test two classifiers against each other.*--triggering"):
+    with pytest.raises(ConfigError, match=r"tests two classifiers against each .*\(--triggering\)"):
         create_study(store, home, StudyConfig(campaigns=[cid]))
     # A triggering-inputs study of a one-classifier campaign, or with seed images: both
     # were dropped without a word.
     plain = run_campaign(
         parse_config({"seeds": 3, "seed": 1, "strategy_params": {"generations": 30}}), home
     ).campaign_id
-    with pytest.raises(ConfigError, match=rf"\['{plain}'\] test one classifier"):
+    with pytest.raises(ConfigError, match=rf"campaign {plain} tests one classifier"):
         create_study(store, home, StudyConfig(campaigns=[cid, plain], triggering=True))
     with pytest.raises(ValueError, match=r"triggering inputs \(--triggering\) has none"):
         StudyConfig(campaigns=[cid], triggering=True, seed_images=True)
@@ -118,3 +118,44 @@ def test_the_ablations_page_says_it_has_no_diversity_objective(tmp_path, monkeyp
     assert not at.exception, at.exception
     assert any("DiffGAN's ablation" in c.value for c in at.caption)
     assert not any(e.label.startswith("Pareto front") for e in at.expander)
+
+
+#: The differential tiles, and what fits one at 1,280 px in a row of three (the page's
+#: column is about 820 px there): six in a row cut them to "per 1,000 evaluati…" and
+#: "0.69 …", the unit lost.
+FIGURES = (
+    "triggering inputs",
+    "per 1,000 evaluations",
+    "valid (all filters)",
+    "geometric diversity",
+    "Shannon diversity",
+    "label-pair entropy",
+)
+
+
+def rows_of_tiles(node, found: list) -> list[list]:
+    """Each st.columns row that holds metric tiles, as its columns' metrics."""
+    children = list(getattr(node, "children", {}).values())
+    cols = [c for c in children if getattr(c, "type", None) == "column"]
+    if cols:
+        found.append([[m for m in c.metric] for c in cols])
+    for child in children:
+        rows_of_tiles(child, found)
+    return found
+
+
+def test_the_differential_tiles_fit_and_say_what_geometric_diversity_is(diffed_app, diffed):
+    _, cid = diffed
+    at = diffed_app("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    rows = [r for r in rows_of_tiles(at._tree, []) if any(m.label in FIGURES for c in r for m in c)]
+    assert sorted(m.label for r in rows for c in r for m in c) == sorted(FIGURES)
+    for row in rows:
+        assert len(row) <= 3, [m.label for c in row for m in c]
+        for (m,) in row:  # one tile a column, its label and value short enough to show whole
+            assert len(m.label) <= 22 and len(m.value) <= 10, (m.label, m.value)
+            assert m.help  # the full meaning, in the tile's help
+    geo = next(m for m in at.metric if m.label == "geometric diversity")
+    assert float(geo.value) < 0  # a log-determinant: its help says why that is normal
+    for words in ("log-determinant", "Gram matrix", "negative values are normal", "Higher"):
+        assert words in geo.help, geo.help

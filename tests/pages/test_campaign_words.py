@@ -121,3 +121,60 @@ def test_the_per_seed_table_has_no_internal_words_nor_none_cells(seeded, stopped
         assert {"seed", "expected", "outcome", "iterations", "predicted"} <= set(table.columns)
         assert not table.isna().any().any()  # blank, not "None"
         assert not table.astype(str).isin(["None", "nan", "<NA>"]).any().any()
+
+
+@pytest.fixture(scope="module")
+def one_target(tmp_path_factory) -> tuple[Path, str]:
+    """A targeted campaign towards class 8, whose first seed is of class 8 itself."""
+    home = tmp_path_factory.mktemp("home")
+    cfg = {
+        "fitness": "targeted",
+        "target": 8,
+        "seeds": 8,
+        "seed": 1,
+        "strategy_params": {"generations": 15},
+    }
+    return home, run_campaign(parse_config(cfg), home).campaign_id
+
+
+def header(at) -> str:
+    return next(c.value for c in at.caption if " · id " in c.value)
+
+
+def test_a_targeted_campaign_names_its_target_class_and_counts_seeds(one_target, monkeypatch):
+    """Its tile read "reached target 2 (33%)": 2 seeds, or class 2? Nothing named class 8."""
+    home, cid = one_target
+    summary = sc.summary(Store(home / "latentfuzz.duckdb"), cid)
+    n, viable = summary["misclassified"], summary["viable"]
+    assert 0 < n < viable  # (so that "n of viable" differs from the old count alone)
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert " · target class 8 · " in header(at), header(at)
+    tile = next(m for m in at.metric if "target" in m.label)
+    assert tile.label == "reached their target"
+    assert (tile.value, tile.delta) == (f"{n} of {viable}", f"{100 * n / viable:.0f}%")
+    assert f"{n} of the {viable} viable seeds" in tile.help
+
+
+def test_an_escape_campaign_says_each_seed_has_its_own_target(targeted, monkeypatch):
+    home, cid = targeted
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert " · class escape from class 2: each seed's own target · " in header(at), header(at)
+    assert "reached their target" in [m.label for m in at.metric]
+
+
+def test_the_escape_matrix_leaves_the_diagonal_blank(one_target, monkeypatch):
+    """Seeds of class 8 searched towards class 8 made a cell 8→8 = 0.00, although the
+    caption says the diagonal is left out."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    home, cid = one_target
+    pairs = sc.escape_matrix(Store(home / "latentfuzz.duckdb"), cid)
+    assert ((pairs["source"] == 8) & (pairs["target"] == 8)).any()  # the cell to leave out
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    chart = next(c for c in at.get("vega_lite_chart") if "escape success rate" in c.proto.spec)
+    (cells,) = [convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
+    assert len(cells) and (cells["source_name"] != cells["target_name"]).all(), cells
+    assert set(cells["source_name"]) == {"0", "2", "3", "4", "5", "9"}

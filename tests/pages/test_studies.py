@@ -321,3 +321,85 @@ def test_a_latin_1_file_imports_with_its_encoding_chosen(tmp_path, monkeypatch):
     store = Store(tmp_path / "h" / "latentfuzz.duckdb")
     items = ls.items(store, ls.validity_studies(store)["id"].iloc[0])
     assert items["generator"].tolist() == ["VAÉ"]
+
+
+@pytest.fixture(scope="module")
+def mixed(diffed) -> tuple[Path, str, str]:
+    """(home, differential campaign, one-classifier campaign "plain one") in one home."""
+    home, two = diffed
+    cfg = {"seeds": 3, "seed": 1, "name": "plain one", "strategy_params": {"generations": 30}}
+    return home, two, run_campaign(parse_config(cfg), home).campaign_id
+
+
+def create_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Create study")
+
+
+def test_campaigns_of_the_wrong_kind_are_said_as_they_are_chosen(mixed, monkeypatch):
+    """A study of an NSGA-II campaign was refused only at Create, as "campaigns
+    ['20261127-…'] test two classifiers … Label them with --triggering ("Triggering inputs
+    instead" on the Studies page)": a Python list, a flag, and this very page."""
+    from store import differential as sd
+
+    home, two, one = mixed
+    store = Store(home / "latentfuzz.duckdb")
+    before = len(ls.validity_studies(store))
+    at = page_opener(home, monkeypatch)("studies.py", tab="New study")
+    assert not at.exception, at.exception
+    chosen = next(m for m in at.multiselect if m.label == "Campaigns")
+    assert chosen.value == [one] and not at.warning and not create_button(at).disabled
+
+    def choose(ids: list[str], tick: bool) -> str | None:
+        next(m for m in at.multiselect if m.label == "Campaigns").set_value(ids)
+        next(c for c in at.checkbox if c.label == "Triggering inputs instead").set_value(tick)
+        at.run()
+        assert not at.exception, at.exception
+        said = [w.value.replace("\\", "") for w in at.warning]  # markdown escapes
+        assert len(said) <= 1
+        if said:  # said once, under the choice, and Create is greyed out with that reason
+            button = create_button(at)
+            assert button.disabled and button.help.replace("\\", "") == said[0]
+            assert "[" not in said[0] and "--" not in said[0] and "Studies page" not in said[0]
+            assert not [c for c in at.caption if "planner proposes" in c.value]  # no "0 images"
+        return said[0] if said else None
+
+    assert choose([two], False) == (
+        f"{two} tests two classifiers: tick “Triggering inputs instead” to label the images "
+        "they disagree on."
+    )
+    mix = choose([two, one], True)
+    assert mix.startswith(f"{two} tests two classifiers and plain one ({one}) tests one: ")
+    assert choose([two, one], False) == mix
+    assert choose([one], True).startswith(f"plain one ({one}) tests one classifier: ")
+    # Ticked for the differential campaign: counted as triggering inputs, no seed images.
+    assert choose([two], True) is None and not create_button(at).disabled
+    n = len(sd.triggering(store, [two]))
+    assert any(c.value.startswith(f"{n} triggering inputs; ") for c in at.caption)
+    assert next(c for c in at.checkbox if c.label == "Also show the seed images").disabled
+    create_button(at).click().run()
+    assert not at.exception and not at.error, at.error
+    assert len(ls.validity_studies(store)) == before + 1
+
+
+def test_the_engine_names_refused_campaigns_by_name_and_id(mixed):
+    """In words a page can show too: no Python list, the flag only in an aside that the
+    page drops (dashboard.form_check.in_words)."""
+    from dashboard.form_check import in_words
+    from dashboard.study_choice import FORM_NAMES
+    from engine.core.errors import ConfigError
+
+    home, two, one = mixed
+    store = Store(home / "latentfuzz.duckdb")
+    with pytest.raises(ConfigError) as two_only:
+        create_study(store, home, StudyConfig(campaigns=[two]))
+    with pytest.raises(ConfigError) as one_only:
+        create_study(store, home, StudyConfig(campaigns=[one], triggering=True))
+    assert str(two_only.value).startswith(f"campaign {two} tests two classifiers against each ")
+    assert str(one_only.value).startswith(f"campaign plain one ({one}) tests one classifier: ")
+    for e in (two_only.value, one_only.value):
+        assert "[" not in str(e) and "--triggering" in str(e)  # the CLI's fix, for the CLI
+        page = in_words(str(e), FORM_NAMES)
+        assert "--" not in page and "Studies page" not in page, page
+    assert in_words(str(one_only.value), FORM_NAMES).endswith(
+        "in a study of their own (without “Triggering inputs instead”)"
+    )
