@@ -25,16 +25,19 @@ WHOLE_BUDGET_EVALUATIONS = "mean evaluations (images classified) per viable seed
 WHOLE_BUDGET_FAILURE = "mean generation a failure was first found in (failing seeds)"
 
 
-def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False) -> None:
+def status_bar(
+    summary: dict[str, Any], n_seeds: int, whole_budget: bool = False, so_far: bool = False
+) -> None:
     """GIFTbench's status bar, each counter named for what it counts. A strategy that
     searches its whole budget (NSGA-II, `Wording.whole_budget`) is told in generations and
     evaluations, with the generation a failure was first found in: its seeds' iterations
-    are no search length, and "iterations" misled there."""
+    are no search length, and "iterations" misled there. `so_far`: a running campaign's,
+    whose failures count seeds still searching ("misclassified so far")."""
     a, b, *rest = st.columns(5 if whole_budget else 4)
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
     b.metric(
-        failed_as(summary.get("criterion")),
+        failed_as(summary.get("criterion")) + (" so far" if so_far else ""),
         f"{summary['misclassified']}" + ("" if pct is None else f" ({pct:.0f}%)"),
     )
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")

@@ -1,0 +1,142 @@
+"""AppTest of a running campaign that searches on past a seed's first failure (issue 36,
+point 1, "Stop at failure" off): its generations rows show the seeds whose best already
+fails, and the live view counts and shows them "so far" as soon as the writer flushes
+those rows; the tiles, the progress line and the gallery read the same seed rows."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine.campaign.config import parse_config
+from engine.campaign.runner import run_campaign
+from store import Store
+from store import campaigns as sc
+from store.liveness import CampaignLock
+from tests.helpers import page_opener
+
+OUTCOME = (
+    "misclassified = NULL, iterations = NULL, evaluations = NULL, final_pred = NULL, "
+    "final_fitness = NULL, result_image = NULL, improvements_image = NULL"
+)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> tuple[Path, str]:
+    """A finished GA campaign with stop_at_failure off: 6 seeds, 8 generations."""
+    home = tmp_path_factory.mktemp("home")
+    cfg = parse_config(
+        {"seeds": 6, "seed": 3, "strategy_params": {"generations": 8, "stop_at_failure": False}}
+    )
+    return home, run_campaign(cfg, home).campaign_id
+
+
+@pytest.fixture
+def running(finished, tmp_path: Path):
+    """(home, cid, later, first): the campaign as its live view saw it before generation
+    `cut + 1` was flushed: running (its lock held), every viable seed searching, no row
+    past `cut`. `later`: the rows its writer flushes next; `first`: seed -> the generation
+    its best first failed (the criterion's rule, misclassified, on the rows)."""
+    home = tmp_path / "home"
+    shutil.copytree(finished[0], home)
+    cid = finished[1]
+    store = Store(home / "latentfuzz.duckdb")
+    seeds = sc.seeds(store, cid).set_index("seed_idx")
+    gens = sc.generations(store, cid)
+    fails = gens[gens["best_pred"] != gens["seed_idx"].map(seeds["seed_label"])]
+    first = fails.groupby("seed_idx")["generation"].min().to_dict()
+    cut = min(first.values()) - 1
+    assert first and cut >= 1, gens  # the fixture needs a failure after generation 1
+    later = gens[gens["generation"] > cut].assign(campaign_id=cid)
+    with store.write() as con:
+        con.execute(
+            "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE id = ?", [cid]
+        )
+        con.execute(
+            f"UPDATE seeds SET status = 'searching', {OUTCOME} WHERE campaign_id = ? AND viable",
+            [cid],
+        )
+        con.execute("DELETE FROM generations WHERE campaign_id = ? AND generation > ?", [cid, cut])
+    lock = CampaignLock(home, cid).acquire()  # its process, still searching
+    try:
+        yield home, cid, later, first
+    finally:
+        lock.release()
+
+
+def flush(home: Path, rows: pd.DataFrame) -> None:
+    """As the campaign's writer appends a batch of generations rows."""
+    with Store(home / "latentfuzz.duckdb").write() as con:
+        con.register("batch", rows)
+        con.execute("INSERT INTO generations BY NAME SELECT * FROM batch")
+
+
+def tile(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def cards(at) -> list[str]:
+    return [c.value for c in at.caption if c.value.startswith("seed ")]
+
+
+def test_seeds_whose_best_already_fails_are_counted_and_shown_so_far(running, monkeypatch):
+    home, cid, later, first = running
+    store = Store(home / "latentfuzz.duckdb")
+    viable = int(sc.seeds(store, cid)["viable"].sum())
+    # One failing seed's frames are not on disk yet (the writer appends them at its next
+    # flush of strips): its card says so.
+    late = max(first)
+    strip = later.loc[later["seed_idx"] == late, "image"].dropna().iloc[0]
+    (home / strip).unlink()
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    assert tile(at, "misclassified so far") == "0 (0%)"
+    assert not any("so far" in c for c in cards(at))
+    flush(home, later)  # the generations in which their best fails
+    at.run()
+    assert not at.exception, at.exception
+    n = len(first)
+    # Before: "misclassified 0 (0%)" and only "(searching)" cards until the campaign ended.
+    assert tile(at, "misclassified so far") == f"{n} ({100 * n / viable:.0f}%)"
+    mean = sum(first.values()) / n
+    assert tile(at, "found in generation") == f"{mean:.1f}"  # the rows' first failures
+    count_line = next(c.value for c in at.caption if "searching" in c.value)
+    assert f"{n} misclassified so far" in count_line
+    assert f"{viable - n} searching" in count_line
+    shown = {c.split(":")[0]: c for c in cards(at)}
+    assert sorted(shown) == sorted(f"seed {s}" for s in first)  # searching ones hidden
+    for s, g in first.items():
+        assert f"since generation {g}, still searching (misclassified so far)" in shown[f"seed {s}"]
+    # Each card with its best image so far, or a word that it is not written yet.
+    captions = [i.proto.imgs[0].caption for i in at.get("image")]
+    assert captions.count("best so far") == n - 1
+    assert [c.value for c in at.caption].count("best so far: no image of it written yet") == 1
+    # The progress line counts none of them done: they search on.
+    bar = at.get("progress")[0].proto.text
+    assert f"0 of {viable} " in bar
+
+
+def test_the_tiles_and_the_gallery_count_the_same_rows(running, monkeypatch):
+    """The store's summary read apart from the gallery's rows lagged them by a refresh:
+    here it lags for good, and the tiles must not follow it."""
+    home, cid, later, first = running
+    flush(home, later)
+    stale = sc.summary(Store(home / "latentfuzz.duckdb"), cid)
+    store = Store(home / "latentfuzz.duckdb")
+    with store.write() as con:  # the writer finishes one failing seed meanwhile
+        con.execute(
+            "UPDATE seeds SET status = 'misclassified', misclassified = true, iterations = ?, "
+            "final_pred = seed_pred WHERE campaign_id = ? AND seed_idx = ?",
+            [first[min(first)], cid, min(first)],
+        )
+    monkeypatch.setattr(sc, "summary", lambda *a, **k: stale)
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    count_line = next(c.value for c in at.caption if "searching" in c.value)
+    n = len(first)
+    assert count_line.startswith(f"1 misclassified · {n - 1} misclassified so far")
+    assert tile(at, "misclassified so far").startswith(f"{n} (")
+    assert "1 of " in at.get("progress")[0].proto.text
