@@ -34,6 +34,15 @@ def running(tmp_path: Path):
         con.execute(
             "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE id = ?", [cid]
         )
+        # Still searching: their rows stop before the generation that ended their search
+        # (a seed whose best fails is finished in that generation's flush, or else counts
+        # as failed so far).
+        con.execute(
+            "DELETE FROM generations g USING seeds s WHERE g.campaign_id = ? "
+            "AND s.campaign_id = g.campaign_id AND s.seed_idx = g.seed_idx "
+            "AND s.seed_idx IN ? AND g.generation >= s.iterations",
+            [cid, viable["seed_idx"].iloc[2:].tolist()],
+        )
         con.execute(
             "UPDATE seeds SET status = 'searching', misclassified = NULL, iterations = NULL, "
             "evaluations = NULL, final_pred = NULL, final_fitness = NULL, result_image = NULL "
