@@ -144,10 +144,12 @@ def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
     csv = (lambda: to_csv_bytes(seeds)) if so_far else to_csv_bytes(seeds)
     a.download_button(f"Download CSV{note}", csv, f"{cid}-seeds.csv", "text/csv")
     if so_far:
-        b.download_button(f"Download zip{note}", zip_so_far, f"{cid}.zip", "application/zip")
+        b.download_button(
+            f"Download zip{note}", lambda: zip_so_far(seeds), f"{cid}.zip", "application/zip"
+        )
         st.caption(
-            "The downloads hold what the campaign has written so far; seeds still "
-            "searching have no result image yet."
+            "The downloads hold what the campaign has written so far: every seed image, "
+            "and the result images of the seeds done; seeds still searching have none yet."
         )
         return
     try:
@@ -158,16 +160,17 @@ def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
         b.download_button("Download zip", archive, f"{cid}.zip", "application/zip")
 
 
-def zip_so_far() -> bytes:
-    """The zip of a running campaign, made on the button's click (in its own thread):
-    a result image is written a moment after its seed's row, so a missing one is waited
-    for briefly before the error stands."""
+def zip_so_far(seeds: pd.DataFrame) -> bytes:
+    """The zip of a running campaign, made on the button's click (in its own thread)
+    from the rows the CSV beside it holds (its columns too): a result image is written a
+    moment after its seed's row, so a missing one is waited for briefly before the error
+    stands."""
     for wait in (0.5, 1.0, 2.0):
         try:
-            return zip_bytes(store, home, cid)
+            return zip_bytes(store, home, cid, seeds)
         except LatentfuzzError:
             time.sleep(wait)
-    return zip_bytes(store, home, cid)
+    return zip_bytes(store, home, cid, seeds)
 
 
 def resume_offer(status: str) -> None:

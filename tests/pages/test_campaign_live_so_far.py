@@ -140,3 +140,61 @@ def test_the_tiles_and_the_gallery_count_the_same_rows(running, monkeypatch):
     assert count_line.startswith(f"1 misclassified · {n - 1} misclassified so far")
     assert tile(at, "misclassified so far").startswith(f"{n} (")
     assert "1 of " in at.get("progress")[0].proto.text
+
+
+def record_deferred(monkeypatch) -> dict[str, object]:
+    """file name -> the callable of each download made on its click (Streamlit's deferred
+    download), to run as the browser's click runs it."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    made: dict[str, object] = {}
+    add = MediaFileManager.add_deferred
+
+    def recording(self, data_callable, mimetype, coordinates, file_name=None, **kw):
+        made[file_name] = data_callable
+        return add(self, data_callable, mimetype, coordinates, file_name, **kw)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", recording)
+    return made
+
+
+def test_the_zip_while_running_holds_every_image_so_far_with_the_csvs_columns(
+    running, finished, monkeypatch
+):
+    """The walk's zip held seeds.csv alone (857 bytes), its seed-image cells blank and
+    without the CSV's generations column."""
+    import io
+    import zipfile
+
+    home, cid, later, first = running
+    done = min(first)  # one seed finished meanwhile: its result image is written
+    result = sc.seeds(Store(finished[0] / "latentfuzz.duckdb"), cid).set_index("seed_idx")
+    with Store(home / "latentfuzz.duckdb").write() as con:
+        con.execute(
+            "UPDATE seeds SET status = 'misclassified', misclassified = true, iterations = ?, "
+            "final_pred = ?, result_image = ? WHERE campaign_id = ? AND seed_idx = ?",
+            [
+                first[done],
+                int(result.at[done, "final_pred"]),
+                result.at[done, "result_image"],
+                cid,
+                done,
+            ],
+        )
+    made = record_deferred(monkeypatch)
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    csv = pd.read_csv(io.BytesIO(made[f"{cid}-seeds.csv"]()))
+    z = zipfile.ZipFile(io.BytesIO(made[f"{cid}.zip"]()))
+    table = pd.read_csv(z.open("seeds.csv"))
+    assert list(table.columns) == list(csv.columns) and "generations" in table.columns
+    names = set(z.namelist())
+    # Every seed's image (each seed image is written at the campaign's start), and the
+    # finished seed's result; the CSV names each file the zip holds.
+    assert table["seed_image"].notna().all() and set(table["seed_image"]) <= names
+    assert sum(n.endswith("_seed.png") for n in names) == len(table)
+    results = table["result_image"].dropna().tolist()
+    assert len(results) == 1 and results[0] in names
+    assert results[0].startswith(f"misclassified/seed{done:04d}_")
+    searching = table[table["status"] == "searching"]
+    assert all(p.startswith("searching/") for p in searching["seed_image"])
