@@ -107,7 +107,7 @@ def with_failing_so_far(seeds: pd.DataFrame, so_far: pd.DataFrame) -> pd.DataFra
     their prediction and fitness those of the best so far, and where its frame lies
     (so_far_image, so_far_frame, so_far_generation) for the card."""
     out = seeds.copy()
-    for col in ("so_far_image", "so_far_frame", "so_far_generation"):
+    for col in ("so_far_image", "so_far_frame", "so_far_first_frame", "so_far_generation"):
         out[col] = None
     if so_far.empty:
         return out
@@ -122,6 +122,7 @@ def with_failing_so_far(seeds: pd.DataFrame, so_far: pd.DataFrame) -> pd.DataFra
         "final_pred_b": got["best_pred_b"],
         "so_far_image": got["image"],
         "so_far_frame": got["image_frame"],
+        "so_far_first_frame": got["first_frame"],
         "so_far_generation": got["generation"],
     }
     for col, values in taken.items():
@@ -303,33 +304,46 @@ def card(r, home: Path, class_names: tuple[str, ...], wording: Wording | None = 
     if seed_img is not None:
         pair[0].image(seed_img, caption="seed", width="stretch")
     if r.status == FAILING:
-        best = best_so_far(home, r, seed_img)
-        if best is None:  # its frame is appended at the writer's next flush of strips
-            pair[1].caption("best so far: no image of it written yet")
+        best, latest = best_so_far(home, r, seed_img)
+        if best is None:  # its frames are appended at the engine's next flush of strips
+            pair[1].caption("failing so far: no image of it written yet")
         else:
-            pair[1].image(best, caption="best so far", width="stretch")
+            said = "best so far" if latest else "failing so far (the best not written yet)"
+            pair[1].image(best, caption=said, width="stretch")
     elif result_img is not None:
         pair[1].image(result_img, caption="result", width="stretch")
     st.caption(card_text(r, class_names, wording))
 
 
-def best_so_far(home: Path, r, seed_img: Image.Image | None) -> Image.Image | None:
-    """The frame of a FAILING seed's best so far in its improvements strip (from the
-    strip's raw sidecar while the seed searches), at the seed image's size; None when it
-    is not written yet or cannot be read."""
+def best_so_far(home: Path, r, seed_img: Image.Image | None) -> tuple[Image.Image | None, bool]:
+    """The image of a FAILING seed's best so far, from its improvements strip (its raw
+    sidecar while the seed searches), at the seed image's size, and True; where the strip
+    lags the rows (its frames are flushed on a clock of their own), its latest failing
+    frame on disk and False; (None, False) when none is written or readable."""
     image, frame = getattr(r, "so_far_image", None), getattr(r, "so_far_frame", None)
+    first = getattr(r, "so_far_first_frame", None)
     if not isinstance(image, str) or frame is None or pd.isna(frame):
-        return None
+        return None, False
     width = stored_width(home, r.seed_image)
     if width is None:
-        return None
-    # Deferred (dashboard.timeline loads the engine's image helpers on first use).
+        return None, False
+    # Deferred (dashboard.timeline and engine.api load the engine's image helpers).
     from dashboard.timeline import read_frames
+    from engine.api import LatentfuzzError, frame_count, inside
 
-    (img,) = read_frames(home, pd.DataFrame({"image": [image], "image_frame": [frame]}), width)
-    if img is None or seed_img is None:
-        return img
-    return img.resize(seed_img.size, Image.NEAREST)
+    try:
+        held = frame_count(inside(home, image, "generations.image"), width) or 0
+    except LatentfuzzError:
+        return None, False
+    # Improvements only lower the best fitness: every frame from the first failing one
+    # on fails too.
+    shown = min(int(frame), held - 1)
+    if shown < (int(frame) if first is None or pd.isna(first) else int(first)):
+        return None, False
+    (img,) = read_frames(home, pd.DataFrame({"image": [image], "image_frame": [shown]}), width)
+    if img is not None and seed_img is not None:
+        img = img.resize(seed_img.size, Image.NEAREST)
+    return img, img is not None and shown == int(frame)
 
 
 def stored_width(home: Path, rel: str | None) -> int | None:

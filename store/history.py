@@ -52,6 +52,7 @@ SO_FAR_COLUMNS = (
     "evaluations",
     "image",
     "image_frame",
+    "first_frame",
 )
 
 
@@ -59,8 +60,9 @@ def failing_so_far(store: Store, campaign_id: str, criterion: str | None) -> pd.
     """The seeds still searching whose best individual already fails `criterion` in some
     written generation: seed_idx, first_failure (that generation), and the failing row of
     lowest best_fitness (the best so far: generation, best_fitness, best_pred,
-    best_pred_b, evaluations, image, image_frame). Empty for a criterion without a rule
-    here. One set-based pass over the campaign's generations rows.
+    best_pred_b, evaluations, image, image_frame), with first_frame, the strip frame of
+    its first failing improvement. Empty for a criterion without a rule here. One
+    set-based pass over the campaign's generations rows.
 
     Only exact where the campaign's fitness ranks failing individuals first (the fitness
     that goes with its criterion): its best then fails whenever one individual does."""
@@ -70,11 +72,12 @@ def failing_so_far(store: Store, campaign_id: str, criterion: str | None) -> pd.
     return store.query(
         f"""
         SELECT seed_idx, first_failure, generation, best_fitness, best_pred, best_pred_b,
-               evaluations, image, image_frame
+               evaluations, image, image_frame, first_frame
         FROM (
             SELECT g.seed_idx, g.generation, g.best_fitness, g.best_pred, g.best_pred_b,
                    g.evaluations, g.image, g.image_frame,
                    min(g.generation) OVER (PARTITION BY g.seed_idx) AS first_failure,
+                   min(g.image_frame) OVER (PARTITION BY g.seed_idx) AS first_frame,
                    row_number() OVER (
                        PARTITION BY g.seed_idx ORDER BY g.best_fitness, g.generation
                    ) AS k

@@ -214,6 +214,7 @@ def test_failing_so_far_applies_each_criterions_rule_to_the_best_of_each_row():
         [1, 1, 2],
     ]
     assert got["image_frame"].tolist() == [2, 1]  # the best so far's frame in its strip
+    assert got["first_frame"].tolist() == [1, 0]  # ... and its first failing one's
     store = Store()
     _rows(store, "seeds", [_seed(0, 3), _seed(1, 3)])
     _rows(store, "generations", [_gen(0, 1, -1.2, 3, 5), _gen(1, 1, -0.5, 3, 3)])
@@ -247,7 +248,7 @@ def test_a_seed_failing_so_far_is_told_in_its_campaigns_words():
         iterations=pd.NA, final_pred=pd.NA, final_pred_b=pd.NA, final_fitness=pd.NA
     )
     so_far = pd.DataFrame(
-        [{**_gen(0, 3, -1.5, 4), "first_failure": 2}],
+        [{**_gen(0, 3, -1.5, 4), "first_failure": 2, "first_frame": 1}],
     )
     out = with_failing_so_far(seeds, so_far)
     assert out["status"].tolist() == [FAILING, "searching"]
