@@ -136,8 +136,11 @@ def seeds_now() -> pd.DataFrame:
 def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
     """The CSV and the zip; while the campaign runs, what was written so far, said on
     the buttons, the zip made only when asked (it reads every image written)."""
-    done = int(seeds["status"].ne("searching").sum())
-    note = f" (so far: {done} of {len(seeds)} seeds)" if so_far else ""
+    # As the progress line counts: a seed never searched (non-viable) is not one done.
+    skipped = int(seeds["status"].eq("non-viable").sum())
+    done = int((~seeds["status"].isin(["searching", "non-viable"])).sum())
+    of = f"{len(seeds) - skipped} viable seeds done" if skipped else f"{len(seeds)} seeds"
+    note = f" (so far: {done} of {of})" if so_far else ""
     a, b = st.columns(2)
     # While it runs, made on the click (from the rows of the last refresh): not at every
     # refresh of the live panel, every 2 s.
