@@ -237,7 +237,8 @@ def live() -> None:
     if now["error"] and not (now["status"] in liveness.RESUMABLE and not imported):
         st.error(now["error"])  # (a resumable campaign's is in the Resume offer above)
     if running:
-        status_bar(figures, int(now["n_seeds"]), wording.whole_budget, so_far=True)
+        so_far = now["status"] == "running"  # (finished: only its metrics are to come)
+        status_bar(figures, int(now["n_seeds"]), wording.whole_budget, so_far=so_far)
     else:
         status_bar(sc.summary(store, cid), int(now["n_seeds"]), wording.whole_budget)
     if imported:
