@@ -15,17 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
-from PIL import Image
 
 from dashboard.components import load_image
+from dashboard.so_far import FAILING, best_so_far, decided_live, said_as, so_far_text
 from dashboard.url_state import url_int, url_int_written, url_widget
-from store.failures import failed_as, status_as, target_outcome
-from store.history import BEST_FAILS
+from store.failures import status_as, target_outcome
 
 PAGE_SIZE = 12
-#: A running campaign's seed still searching whose best individual already fails (store
-#: history.failing_so_far): not a stored status, the live view's own.
-FAILING = "failing"
 #: Seed statuses in the order they are counted and offered (store.schema.SEED_STATUSES).
 SHOWN = ("misclassified", FAILING, "survived", "non-viable", "interrupted", "searching")
 #: Statuses not shown unless asked: never searched, or not searched to an outcome yet (a
@@ -86,49 +82,6 @@ def wording_of(campaign: dict) -> Wording:
     return Wording(
         cfg.get("criterion"), whole, None if pd.isna(target) else int(target), decided_live(cfg)
     )
-
-
-def decided_live(cfg: dict) -> bool:
-    """Whether the stored config's fitness is the one that goes with its criterion (the
-    engine's own pairing, engine/search/fitness.py), with a rule for the criterion in
-    store.history.BEST_FAILS: then its generations rows tell failures found so far."""
-    # Deferred (start-up time: loads torch).
-    from engine.api import FITNESS
-
-    fitness, criterion = cfg.get("fitness"), cfg.get("criterion")
-    if fitness not in FITNESS or criterion not in BEST_FAILS:
-        return False
-    return FITNESS.get(fitness).criterion == criterion
-
-
-def with_failing_so_far(seeds: pd.DataFrame, so_far: pd.DataFrame) -> pd.DataFrame:
-    """`seeds` with the rows of store.history.failing_so_far marked FAILING: their
-    iterations the generation of their first failure (what the finished row will say),
-    their prediction and fitness those of the best so far, and where its frame lies
-    (so_far_image, so_far_frame, so_far_generation) for the card."""
-    out = seeds.copy()
-    for col in ("so_far_image", "so_far_frame", "so_far_first_frame", "so_far_generation"):
-        out[col] = None
-    if so_far.empty:
-        return out
-    got = so_far.set_index("seed_idx")
-    hit = out["seed_idx"].isin(got.index) & out["status"].eq("searching")
-    got = got.loc[out.loc[hit, "seed_idx"]]  # in the order of `out`'s rows
-    taken = {
-        "status": [FAILING] * len(got),
-        "iterations": got["first_failure"],
-        "final_pred": got["best_pred"],
-        "final_fitness": got["best_fitness"],
-        "final_pred_b": got["best_pred_b"],
-        "so_far_image": got["image"],
-        "so_far_frame": got["image_frame"],
-        "so_far_first_frame": got["first_frame"],
-        "so_far_generation": got["generation"],
-    }
-    for col, values in taken.items():
-        if col in out:
-            out.loc[hit, col] = list(values)
-    return out
 
 
 def filter_seeds(
@@ -254,13 +207,6 @@ def gallery(
                 card(r, home, class_names, wording)
 
 
-def said_as(status: str, criterion: str | None) -> str:
-    """A seed status in the campaign's words, FAILING as its failures "so far"."""
-    if status == FAILING:
-        return f"{failed_as(criterion)} so far"
-    return status_as(status, criterion)
-
-
 def follow_top(top: int, key: str = "gallery_iterations") -> None:
     """Set the iterations box to the campaign's new maximum where it was at the old one
     (it kept 98 after a resume, while seeds with up to 250 were listed), or above the new
@@ -315,52 +261,6 @@ def card(r, home: Path, class_names: tuple[str, ...], wording: Wording | None = 
     st.caption(card_text(r, class_names, wording))
 
 
-def best_so_far(home: Path, r, seed_img: Image.Image | None) -> tuple[Image.Image | None, bool]:
-    """The image of a FAILING seed's best so far, from its improvements strip (its raw
-    sidecar while the seed searches), at the seed image's size, and True; where the strip
-    lags the rows (its frames are flushed on a clock of their own), its latest failing
-    frame on disk and False; (None, False) when none is written or readable."""
-    image, frame = getattr(r, "so_far_image", None), getattr(r, "so_far_frame", None)
-    first = getattr(r, "so_far_first_frame", None)
-    if not isinstance(image, str) or frame is None or pd.isna(frame):
-        return None, False
-    width = stored_width(home, r.seed_image)
-    if width is None:
-        return None, False
-    # Deferred (dashboard.timeline and engine.api load the engine's image helpers).
-    from dashboard.timeline import read_frames
-    from engine.api import LatentfuzzError, frame_count, inside
-
-    try:
-        held = frame_count(inside(home, image, "generations.image"), width) or 0
-    except LatentfuzzError:
-        return None, False
-    # Improvements only lower the best fitness: every frame from the first failing one
-    # on fails too.
-    shown = min(int(frame), held - 1)
-    if shown < (int(frame) if first is None or pd.isna(first) else int(first)):
-        return None, False
-    (img,) = read_frames(home, pd.DataFrame({"image": [image], "image_frame": [shown]}), width)
-    if img is not None and seed_img is not None:
-        img = img.resize(seed_img.size, Image.NEAREST)
-    return img, img is not None and shown == int(frame)
-
-
-def stored_width(home: Path, rel: str | None) -> int | None:
-    """The width of a stored image (its header only), None when it cannot be read: a
-    strip's frames are as wide as its seed image."""
-    # Deferred (start-up time: loads the engine's image helpers).
-    from engine.api import LatentfuzzError, open_image
-
-    if not isinstance(rel, str):
-        return None
-    try:
-        with open_image(rel, "seed_image", root=home) as img:
-            return img.width
-    except (LatentfuzzError, OSError, SyntaxError, ValueError):
-        return None
-
-
 def card_text(r, class_names: tuple[str, ...], wording: Wording) -> str:
     """A card's one line, in the words the counts above it use."""
     expected = class_names[int(r.seed_label)]
@@ -375,7 +275,7 @@ def card_text(r, class_names: tuple[str, ...], wording: Wording) -> str:
         return f"{head} ({status})"
     final = class_names[int(r.final_pred)]
     if r.status == FAILING:
-        return so_far_text(r, head, final, class_names, wording)
+        return so_far_text(r, head, final, class_names, wording.criterion)
     # "B says 6 after 30 iterations", but "B says 6, first in generation 1; searched ...".
     length = (", " if wording.whole_budget else " ") + search_length(r, wording)
     if not pd.isna(getattr(r, "final_pred_b", None)):
@@ -395,17 +295,3 @@ def card_text(r, class_names: tuple[str, ...], wording: Wording) -> str:
         outcome = target_outcome(r.status == "misclassified", f"**{name}**", f"**{final}**")
         return f"{head}, {outcome}{length}"
     return f"{head}, predicted **{final}**{length} ({status})"
-
-
-def so_far_text(r, head: str, final: str, class_names: tuple[str, ...], wording: Wording) -> str:
-    """A FAILING seed's line: its best so far fails since generation n, and it searches
-    on (its outcome is not written yet)."""
-    since = f" since generation {int(r.iterations)}, still searching"
-    if not pd.isna(getattr(r, "final_pred_b", None)):
-        b = class_names[int(r.final_pred_b)]
-        return f"{head}, A says **{final}**, B says **{b}**{since} (they disagree so far)"
-    target = getattr(r, "target", None)
-    if target is not None and not pd.isna(target):
-        name = class_names[int(target)]
-        return f"{head}, {target_outcome(True, f'**{name}**', final)}{since} (so far)"
-    return f"{head}, predicted **{final}**{since} ({said_as(FAILING, wording.criterion)})"

@@ -20,8 +20,8 @@ import streamlit as st
 
 from dashboard.data import fragment
 from dashboard.form_check import duration
-from dashboard.gallery import FAILING
 from dashboard.launch import failure, launch_log
+from dashboard.so_far import FAILING
 from engine.api import startup
 from store import Store, liveness
 from store import campaigns as sc

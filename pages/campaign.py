@@ -12,7 +12,7 @@ from dashboard.data import finished_zip, fragment, get_home, get_store
 from dashboard.deleting import delete_panel
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel
-from dashboard.gallery import gallery, search_length, with_failing_so_far, wording_of
+from dashboard.gallery import gallery, search_length, wording_of
 from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
 from dashboard.progress import (
@@ -26,6 +26,7 @@ from dashboard.progress import (
 )
 from dashboard.repair import campaign_repair
 from dashboard.seed_table import seed_table
+from dashboard.so_far import with_failing_so_far
 from dashboard.text import campaign_label, md_text
 from dashboard.timeline import timeline
 from dashboard.url_state import url_widget

@@ -226,7 +226,7 @@ def test_failing_so_far_applies_each_criterions_rule_to_the_best_of_each_row():
 def test_failures_so_far_are_told_only_where_the_fitness_goes_with_the_criterion():
     """A margin search under criterion `targeted` may hold a target-reaching individual
     that is not its best: its rows cannot tell, and its seeds stay "searching"."""
-    from dashboard.gallery import decided_live
+    from dashboard.so_far import decided_live
 
     assert decided_live({"fitness": "margin", "criterion": "misclassified"})
     assert decided_live({"fitness": "boundary", "criterion": "misclassified"})
@@ -242,7 +242,8 @@ def test_failures_so_far_are_told_only_where_the_fitness_goes_with_the_criterion
 def test_a_seed_failing_so_far_is_told_in_its_campaigns_words():
     import pandas as pd
 
-    from dashboard.gallery import FAILING, Wording, card_text, said_as, with_failing_so_far
+    from dashboard.gallery import Wording, card_text
+    from dashboard.so_far import FAILING, said_as, with_failing_so_far
 
     seeds = pd.DataFrame([_seed(0, 3, target=4), _seed(1, 3, target=4)]).assign(
         iterations=pd.NA, final_pred=pd.NA, final_pred_b=pd.NA, final_fitness=pd.NA
