@@ -25,29 +25,33 @@ WHOLE_BUDGET_EVALUATIONS = "mean evaluations (images classified) per viable seed
 WHOLE_BUDGET_FAILURE = "mean generation a failure was first found in (failing seeds)"
 
 
-def status_bar(summary: dict[str, Any], n_seeds: int, whole_budget: bool = False) -> None:
+def status_bar(
+    summary: dict[str, Any], n_seeds: int, whole_budget: bool = False, so_far: bool = False
+) -> None:
     """GIFTbench's status bar, each counter named for what it counts. A strategy that
     searches its whole budget (NSGA-II, `Wording.whole_budget`) is told in generations and
     evaluations, with the generation a failure was first found in: its seeds' iterations
-    are no search length, and "iterations" misled there."""
+    are no search length, and "iterations" misled there. `so_far`: a running campaign's,
+    whose failures count seeds still searching ("misclassified so far")."""
     a, b, *rest = st.columns(5 if whole_budget else 4)
     a.metric("viable seeds", f"{summary['viable']} of {n_seeds}")
     pct = summary.get("misclassified_pct")
+    later = " so far" if so_far else ""
     if summary.get("criterion") == "targeted":
         # "reached target 7 (100%)" read as class 7 as well as 7 seeds. The share beneath,
         # as the differential split's tiles have it: "12 of 45 (27%)" was cut at 1,280 px.
         n, viable = summary["misclassified"], summary["viable"]
         b.metric(
-            "reached their target",
+            f"reached their target{later}",
             f"{n} of {viable}",
             None if pct is None else f"{pct:.0f}%",
             delta_color="off",
             delta_arrow="off",
-            help=f"{n} of the {viable} viable seeds reached their target class",
+            help=f"{n} of the {viable} viable seeds reached their target class{later}",
         )
     else:
         share = "" if pct is None else f" ({pct:.0f}%)"
-        b.metric(failed_as(summary.get("criterion")), f"{summary['misclassified']}{share}")
+        b.metric(failed_as(summary.get("criterion")) + later, f"{summary['misclassified']}{share}")
     icst, fail = summary.get("iterations_icst"), summary.get("iterations_to_failure")
     if whole_budget:
         gens, evals = summary.get("generations"), summary.get("evaluations_per_seed")

@@ -112,7 +112,7 @@ def finished_zip(store: Store, home: Path, cid: str, seeds: pd.DataFrame) -> byt
     # Deferred (engine.api loads the exporter, and torch with it, on first use).
     from engine.api import zip_bytes
 
-    archive = zip_bytes(store, home, cid)
+    archive = zip_bytes(store, home, cid, seeds)  # seeds.csv with the CSV's columns
     with _ZIP_LOCK:
         if len(archive) <= ZIP_BUDGET:
             while _ZIPS and sum(map(len, _ZIPS.values())) + len(archive) > ZIP_BUDGET:

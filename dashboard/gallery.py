@@ -17,12 +17,13 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.components import load_image
+from dashboard.so_far import FAILING, best_so_far, decided_live, said_as, so_far_text
 from dashboard.url_state import url_int, url_int_written, url_widget
 from store.failures import status_as, target_outcome
 
 PAGE_SIZE = 12
 #: Seed statuses in the order they are counted and offered (store.schema.SEED_STATUSES).
-SHOWN = ("misclassified", "survived", "non-viable", "interrupted", "searching")
+SHOWN = ("misclassified", FAILING, "survived", "non-viable", "interrupted", "searching")
 #: Statuses not shown unless asked: never searched, or not searched to an outcome yet (a
 #: running campaign's gallery opened on seeds without a result image).
 HIDDEN = ("non-viable", "searching")
@@ -42,6 +43,11 @@ class Wording:
     #: The campaign's target class, for seeds whose row names none (a `target_class`
     #: campaign stores it once; an escape campaign's seeds each have their own).
     target: int | None = None
+    #: Whether a generations row's best prediction says if the seed has failed so far:
+    #: where the fitness is the one that goes with the criterion, the best individual
+    #: fails whenever one does. (A margin search under `criterion: targeted` may hold a
+    #: target-reaching individual that is not its best: its seeds stay "searching".)
+    decided_live: bool = False
 
     @property
     def unit(self) -> str:
@@ -73,7 +79,9 @@ def wording_of(campaign: dict) -> Wording:
             params = None
         whole = params is not None and not getattr(params, "stop_at_failure", True)
     target = campaign.get("target_class")
-    return Wording(cfg.get("criterion"), whole, None if pd.isna(target) else int(target))
+    return Wording(
+        cfg.get("criterion"), whole, None if pd.isna(target) else int(target), decided_live(cfg)
+    )
 
 
 def filter_seeds(
@@ -123,7 +131,7 @@ def gallery(
     present = [s for s in SHOWN if counts.get(s, 0)]
 
     def said(status: str) -> str:
-        return status_as(status, wording.criterion)
+        return said_as(status, wording.criterion)
 
     st.caption(" · ".join(f"{counts[s]} {said(s)}" for s in present) or "No seed yet.")
     if seeds.empty:
@@ -241,7 +249,14 @@ def card(r, home: Path, class_names: tuple[str, ...], wording: Wording | None = 
     seed_img, result_img = load_image(home, r.seed_image), load_image(home, r.result_image)
     if seed_img is not None:
         pair[0].image(seed_img, caption="seed", width="stretch")
-    if result_img is not None:
+    if r.status == FAILING:
+        best, latest = best_so_far(home, r, seed_img)
+        if best is None:  # its frames are appended at the engine's next flush of strips
+            pair[1].caption("failing so far: no image of it written yet")
+        else:
+            said = "best so far" if latest else "failing so far (the best not written yet)"
+            pair[1].image(best, caption=said, width="stretch")
+    elif result_img is not None:
         pair[1].image(result_img, caption="result", width="stretch")
     st.caption(card_text(r, class_names, wording))
 
@@ -259,6 +274,8 @@ def card_text(r, class_names: tuple[str, ...], wording: Wording) -> str:
     if pd.isna(r.final_pred):
         return f"{head} ({status})"
     final = class_names[int(r.final_pred)]
+    if r.status == FAILING:
+        return so_far_text(r, head, final, class_names, wording.criterion)
     # "B says 6 after 30 iterations", but "B says 6, first in generation 1; searched ...".
     length = (", " if wording.whole_budget else " ") + search_length(r, wording)
     if not pd.isna(getattr(r, "final_pred_b", None)):

@@ -1,9 +1,11 @@
 """A running campaign's progress as a fraction and an estimate of the time left.
 
 The search advances all seeds together one generation at a time, so the share of the
-generation budget done is the honest measure; seeds that stop early (their first
-misclassification) can only end the campaign sooner, so the estimate is an upper bound.
-Strategies without a generation budget fall back to the share of seeds done.
+generation budget done is the honest measure. The time left counts the generations left
+at the cost of one now: each evaluates the seeds still searching, so generations done while
+more seeds searched count for less; seeds that stop early (their first misclassification)
+can only end the campaign sooner, so the estimate is an upper bound. Strategies without a
+generation budget fall back to the share of seeds done.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from dashboard.data import fragment
 from dashboard.form_check import duration
 from dashboard.launch import failure, launch_log
+from dashboard.so_far import FAILING
 from engine.api import startup
 from store import Store, liveness
 from store import campaigns as sc
@@ -41,14 +45,20 @@ def campaign_progress(
     budget = generation_budget(campaign.get("config"))
     n, done = int(progress.get("n_seeds") or 0), int(progress.get("seeds_done") or 0)
     gen = int(progress.get("generation") or 0)
-    seeds = done / n if n else 0.0
-    frac = max(seeds, min(1.0, gen / budget)) if budget else seeds
+    # A seed the classifier got wrong is never searched: "10 of 10 seeds done" with one
+    # of them never searched read as ten searches finished.
     skipped = int(progress.get("non_viable") or 0)
+    viable, done = n - skipped, done - skipped
+    seeds = done / viable if viable > 0 else 0.0
+    frac = max(seeds, min(1.0, gen / budget)) if budget else seeds
     where = (
         f"generation {gen}"
         + (f" of {budget}" if budget else "")
-        + f" · {done} of {n} seeds done"
-        + (f" ({skipped} not viable, never searched)" if skipped else "")
+        + (
+            f" · {done} of {viable} viable seeds done ({skipped} not viable, never searched)"
+            if skipped
+            else f" · {done} of {n} seeds done"
+        )
     )
     now = now or datetime.now(UTC).replace(tzinfo=None)  # the store's clock: naive UTC
     start, since = campaign["created_at"], "elapsed"
@@ -58,6 +68,16 @@ def campaign_progress(
     elapsed = (now - start).total_seconds()
     if gen == 0:
         return 0.0, f"drawing {n} seeds and checking that the classifier gets them right"
+    if viable > 0 and done >= viable:
+        # Every search is over: what is left is the close (metrics, a last checkpoint),
+        # not the generations the estimate below would still count.
+        return 1.0, f"{where} · {duration(max(elapsed, 0))} elapsed · writing the results…"
+    # Each generation evaluates the seeds still searching: seeds that stopped at their
+    # failure made the generations done dearer than those left (about 26 min left was
+    # said where a minute remained). `scale`: the seeds searching now over the mean
+    # searched per generation so far (generations rows / generations).
+    rows = int(progress.get("generation_rows") or 0)
+    scale = min(1.0, (viable - done) * gen / rows) if rows and viable > done else 1.0
     if since != "elapsed":
         # The resumed process runs the search again from its checkpoint's generation (0
         # without one, engine/campaign/resume.py), writing nothing until it passes the
@@ -70,7 +90,7 @@ def campaign_progress(
             where += f" · replaying stored generation {replayed} of {last}"
         if not budget or pos <= began or elapsed <= 0:
             return frac, f"{where} · {duration(max(elapsed, 0))} {since}"
-        left = elapsed * max(budget - pos, 0) / (pos - began)
+        left = scale * elapsed * max(budget - pos, 0) / (pos - began)
         return frac, f"{where} · {duration(elapsed)} {since}, at most about {duration(left)} left"
     if frac <= 0 or elapsed <= 0:
         return 0.0, f"{where} · estimating the time left…"
@@ -79,19 +99,53 @@ def campaign_progress(
     # seeds done is not: the seeds left may search to the last generation.)
     rate = min(1.0, gen / budget) if budget else frac
     saved = float(progress.get("saved_s") or 0.0)  # campaign time of its last stored row
-    if 0 < saved <= elapsed and saved / rate > elapsed:
+    ahead = saved * scale * (1 - rate) / rate  # the generations left, from the last save
+    if 0 < saved <= elapsed and ahead > elapsed - saved:
         # The rate of the rows stored, not of the time since: between two of the writer's
         # saves (10 s and more on a busy machine) the estimate then falls as time passes,
         # where elapsed / frac climbed until the next save. (A campaign behind its
         # estimate keeps the rule below.)
-        left = saved / rate - elapsed
+        left = ahead - (elapsed - saved)
         age = elapsed - saved
         stale = f" · saved {duration(age)} ago" if age >= STALE_S else ""
     else:
-        left, stale = elapsed * (1 - rate) / rate, ""
+        left, stale = scale * elapsed * (1 - rate) / rate, ""
     return frac, (
         f"{where} · {duration(elapsed)} elapsed, at most about {duration(left)} left{stale}"
     )
+
+
+def live_figures(
+    seeds: pd.DataFrame, campaign: dict[str, Any], generation: int | None
+) -> dict[str, Any]:
+    """A running campaign's status figures (components.status_bar's summary) and seed
+    counts (campaign_progress's seeds_done, non_viable) from the one frame of seed rows
+    the gallery shows, FAILING seeds counted as failed: read apart, the tiles said 32
+    misclassified beside a gallery of 17, a refresh behind. The means are the store's
+    (store.campaigns.SUMMARY) over these rows."""
+    viable = seeds[seeds["viable"].astype(bool)]
+    failed = viable[viable["status"].isin(["misclassified", FAILING])]
+    its = viable["iterations"].dropna()
+    evals = viable["evaluations"].dropna()
+    n_viable = len(viable)
+
+    def mean(values: pd.Series) -> float | None:
+        return float(values.mean()) if len(values) else None
+
+    return {
+        "status": campaign.get("status"),
+        "criterion": (campaign.get("config") or {}).get("criterion"),
+        "viable": n_viable,
+        "misclassified": len(failed),
+        "misclassified_pct": 100.0 * len(failed) / n_viable if n_viable else None,
+        "interrupted": int(viable["status"].eq("interrupted").sum()),
+        "iterations_icst": mean(its),
+        "iterations_to_failure": mean(failed["iterations"].dropna()),
+        "evaluations_per_seed": mean(evals),
+        "generations": generation or None,
+        "seeds_done": int((~seeds["status"].isin(["searching", FAILING])).sum()),
+        "non_viable": int(seeds["status"].eq("non-viable").sum()),
+    }
 
 
 #: Rows older than this are said to be: the writer saves every 2 s on a quiet machine.

@@ -25,6 +25,7 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "to_csv_bytes": ("engine.core.csv_io", "to_csv_bytes"),
     "open_image": ("engine.core.images", "open_image"),
     "read_frame": ("engine.core.images", "read_frame"),
+    "frame_count": ("engine.core.images", "frame_count"),
     "inside": ("engine.core.untrusted", "inside"),
     # registries and configs
     "get_dataset": ("engine.datasets", "get_dataset"),
@@ -106,7 +107,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.core.csv_io import to_csv_bytes
     from engine.core.errors import ConfigError, LatentfuzzError, ModelError
     from engine.core.home import db_path, resolve_home
-    from engine.core.images import open_image, read_frame
+    from engine.core.images import frame_count, open_image, read_frame
     from engine.core.untrusted import inside
     from engine.datasets import DatasetError, dataset_names, get_dataset
     from engine.io.export import zip_bytes

@@ -17,6 +17,7 @@ from dashboard.launch import launch_log, stop
 from dashboard.metrics import metrics_panel
 from dashboard.progress import (
     campaign_progress,
+    live_figures,
     wait_for_first,
     wait_for_first_generation,
     wait_for_resume,
@@ -25,6 +26,7 @@ from dashboard.progress import (
 )
 from dashboard.repair import campaign_repair
 from dashboard.seed_table import seed_table
+from dashboard.so_far import with_failing_so_far
 from dashboard.text import campaign_label, md_text
 from dashboard.timeline import expected_gone, timeline, unknown_seed
 from dashboard.url_state import url_unknown, url_widget
@@ -135,18 +137,23 @@ def seeds_now() -> pd.DataFrame:
 def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
     """The CSV and the zip; while the campaign runs, what was written so far, said on
     the buttons, the zip made only when asked (it reads every image written)."""
-    done = int(seeds["status"].ne("searching").sum())
-    note = f" (so far: {done} of {len(seeds)} seeds)" if so_far else ""
+    # As the progress line counts: a seed never searched (non-viable) is not one done.
+    skipped = int(seeds["status"].eq("non-viable").sum())
+    done = int((~seeds["status"].isin(["searching", "non-viable"])).sum())
+    of = f"{len(seeds) - skipped} viable seeds done" if skipped else f"{len(seeds)} seeds"
+    note = f" (so far: {done} of {of})" if so_far else ""
     a, b = st.columns(2)
     # While it runs, made on the click (from the rows of the last refresh): not at every
     # refresh of the live panel, every 2 s.
     csv = (lambda: to_csv_bytes(seeds)) if so_far else to_csv_bytes(seeds)
     a.download_button(f"Download CSV{note}", csv, f"{cid}-seeds.csv", "text/csv")
     if so_far:
-        b.download_button(f"Download zip{note}", zip_so_far, f"{cid}.zip", "application/zip")
+        b.download_button(
+            f"Download zip{note}", lambda: zip_so_far(seeds), f"{cid}.zip", "application/zip"
+        )
         st.caption(
-            "The downloads hold what the campaign has written so far; seeds still "
-            "searching have no result image yet."
+            "The downloads hold what the campaign has written so far: every seed image, "
+            "and the result images of the seeds done; seeds still searching have none yet."
         )
         return
     try:
@@ -157,16 +164,17 @@ def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
         b.download_button("Download zip", archive, f"{cid}.zip", "application/zip")
 
 
-def zip_so_far() -> bytes:
-    """The zip of a running campaign, made on the button's click (in its own thread):
-    a result image is written a moment after its seed's row, so a missing one is waited
-    for briefly before the error stands."""
+def zip_so_far(seeds: pd.DataFrame) -> bytes:
+    """The zip of a running campaign, made on the button's click (in its own thread)
+    from the rows the CSV beside it holds (its columns too): a result image is written a
+    moment after its seed's row, so a missing one is waited for briefly before the error
+    stands."""
     for wait in (0.5, 1.0, 2.0):
         try:
-            return zip_bytes(store, home, cid)
+            return zip_bytes(store, home, cid, seeds)
         except LatentfuzzError:
             time.sleep(wait)
-    return zip_bytes(store, home, cid)
+    return zip_bytes(store, home, cid, seeds)
 
 
 def resume_offer(status: str) -> None:
@@ -205,8 +213,19 @@ def live() -> None:
         return
     left, right = st.columns([4, 1])
     left.markdown(f"**Status:** {now['status']}")
+    if running:
+        # One read of the seed rows for the progress line, the tiles and the gallery: read
+        # apart, they disagreed by a refresh (32 misclassified in the tiles, 17 below).
+        p = sc.progress(store, cid) if not imported else {}
+        seeds = seeds_now()
+        shown = seeds
+        if wording.decided_live and not imported:
+            shown = with_failing_so_far(
+                seeds, history.failing_so_far(store, cid, wording.criterion)
+            )
+        figures = live_figures(shown, now, p.get("generation"))
     if now["status"] == "running":
-        p = sc.progress(store, cid)
+        p = {**p, "seeds_done": figures["seeds_done"], "non_viable": figures["non_viable"]}
         frac, text = campaign_progress(now, p, replay=startup.read_replay(home, cid))
         left.progress(frac, text=text)
     if now["status"] == "finished" and running:
@@ -218,7 +237,11 @@ def live() -> None:
             st.toast("The campaign's process is gone; it is marked crashed.")
     if now["error"] and not (now["status"] in liveness.RESUMABLE and not imported):
         st.error(now["error"])  # (a resumable campaign's is in the Resume offer above)
-    status_bar(sc.summary(store, cid), int(now["n_seeds"]), wording.whole_budget)
+    if running:
+        so_far = now["status"] == "running"  # (finished: only its metrics are to come)
+        status_bar(figures, int(now["n_seeds"]), wording.whole_budget, so_far=so_far)
+    else:
+        status_bar(sc.summary(store, cid), int(now["n_seeds"]), wording.whole_budget)
     if imported:
         st.info(imported_note(now))
         return
@@ -232,10 +255,10 @@ def live() -> None:
         vega.chart(convergence_chart, gens, x_axis, fitness, criterion)
     if running:
         # The failures found so far, with the finished view's cards and filters: they
-        # are in the store one flush after they are found.
-        seeds = seeds_now()
+        # are in the store one flush after they are found; seeds still searching whose
+        # best already fails are among them ("misclassified so far").
         st.subheader("Seeds so far")
-        gallery(seeds, home, class_names, wording=wording)
+        gallery(shown, home, class_names, wording=wording)
         downloads(seeds, so_far=True)
     if running and not live_now(now["status"]):
         st.rerun()  # closed: render the final page once, without the timer

@@ -33,12 +33,14 @@ IMAGE_COLUMNS = {
 
 
 def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
-    """Each searched seed's images under a name that says what happened to it, and
+    """Each searched seed's images under a name that says what happened to it, the seed
+    image of every other seed (still searching, stopped, not viable) under its status, and
     seeds.csv whose image columns name those files in the zip (a home's paths mean nothing
     outside it; empty where the zip has no such image)."""
     table = seeds.copy()
     for col in IMAGE_COLUMNS.values():
         table[col] = None
+    _write_seed_images(zf, seeds, home, table)
     n = 0
     for i, r in seeds[seeds["result_image"].notna()].iterrows():
         its = -1 if pd.isna(r.iterations) else int(r.iterations)
@@ -62,6 +64,22 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
         n += 1
     zf.writestr("seeds.csv", to_csv(table))  # formula cells neutralised
     return n
+
+
+def _write_seed_images(zf: zipfile.ZipFile, seeds, home: Path, table) -> None:
+    """The seed images of seeds without a result (yet): a running campaign's zip held
+    seeds.csv alone, while every seed image is written at its start. One missing (a
+    campaign folder changed by hand) is left out, its cell empty."""
+    for i, r in seeds[seeds["result_image"].isna()].iterrows():
+        rel = r["seed_image"]
+        if not isinstance(rel, str):
+            continue
+        src = _stored_image(home, r, "seed_image", rel)
+        if not src.is_file():
+            continue
+        stem = f"seed{int(r.seed_idx):04d}_expected{int(r.seed_label)}"
+        table.at[i, "seed_image"] = f"{r['status']}/{stem}_seed.png"
+        zf.write(src, table.at[i, "seed_image"])
 
 
 def _stored_image(home: Path, row, col: str, rel: str) -> Path:
@@ -110,9 +128,15 @@ def export_zip(store: Store, home: Path, campaign_id: str, zip_path: Path) -> in
     return n
 
 
-def zip_bytes(store: Store, home: Path, campaign_id: str) -> bytes:
-    """The same zip, in memory (the dashboard's download button)."""
+def zip_bytes(
+    store: Store, home: Path, campaign_id: str, seeds: pd.DataFrame | None = None
+) -> bytes:
+    """The same zip, in memory (the dashboard's download button). `seeds`: the rows the
+    page shows and offers as its CSV (with the columns it adds, such as the generations
+    each seed searched), so that the zip's seeds.csv has the same columns; default the
+    stored rows."""
+    rows = _seeds(store, campaign_id) if seeds is None else seeds
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        _write_pairs(zf, _seeds(store, campaign_id), home)
+        _write_pairs(zf, rows, home)
     return buf.getvalue()

@@ -132,3 +132,140 @@ def test_a_stale_status_link_is_answered_in_the_campaigns_words(tmp_path):
     assert notes == [
         "⚠ The link gives Show = searching, which matches nothing here; showing A and B disagree."
     ]
+
+
+def _rows(store, table: str, rows: list[dict]) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    with store.write() as con:
+        con.register("rows", frame)
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rows")
+
+
+def _gen(seed: int, g: int, fitness: float, pred: int, pred_b: int | None = None) -> dict:
+    return {
+        "campaign_id": "c",
+        "seed_idx": seed,
+        "generation": g,
+        "best_fitness": fitness,
+        "mean_fitness": fitness + 1,
+        "best_pred": pred,
+        "best_pred_b": pred_b,
+        "top1_label": pred,
+        "top1_prob": 0.6,
+        "top2_label": 0,
+        "top2_prob": 0.3,
+        "step": 0.1,
+        "evaluations": 25 * g,
+        "elapsed_s": float(g),
+        "image": f"campaigns/c/seed_{seed:04d}/improvements.png",
+        "image_frame": g - 1,
+    }
+
+
+def _seed(seed: int, label: int, status: str = "searching", target: int | None = None) -> dict:
+    return {
+        "campaign_id": "c",
+        "seed_idx": seed,
+        "seed_label": label,
+        "seed_pred": label,
+        "seed_margin": 1.0,
+        "viable": True,
+        "status": status,
+        "target": target,
+        "seed_image": None,
+        "result_image": None,
+    }
+
+
+def test_failing_so_far_applies_each_criterions_rule_to_the_best_of_each_row():
+    """store.history.failing_so_far on crafted rows: a seed still searching fails so far
+    from the first generation whose best fails the campaign's criterion (misclassified:
+    not its class; targeted: its target; disagree: A and B differ), and is shown at its
+    best failing row; seeds done are their own rows' business."""
+    from store import Store, history
+
+    store = Store()
+    _rows(
+        store,
+        "seeds",
+        [_seed(0, 3, target=4), _seed(1, 3, target=4), _seed(2, 3, "misclassified", 4)],
+    )
+    _rows(
+        store,
+        "generations",
+        [
+            _gen(0, 1, 2.0, 3),
+            _gen(0, 2, -1.0, 4),  # reaches target 4 (and is misclassified)
+            _gen(0, 3, -1.5, 4),
+            _gen(1, 1, 1.0, 7),  # misclassified, not target 4
+            _gen(1, 2, 0.5, 7),
+            _gen(2, 1, -3.0, 4),  # done: its seed row tells
+        ],
+    )
+    got = history.failing_so_far(store, "c", "targeted")
+    assert got[["seed_idx", "first_failure", "generation", "best_pred"]].values.tolist() == [
+        [0, 2, 3, 4]
+    ]
+    got = history.failing_so_far(store, "c", "misclassified")
+    assert got[["seed_idx", "first_failure", "generation"]].values.tolist() == [
+        [0, 2, 3],
+        [1, 1, 2],
+    ]
+    assert got["image_frame"].tolist() == [2, 1]  # the best so far's frame in its strip
+    assert got["first_frame"].tolist() == [1, 0]  # ... and its first failing one's
+    store = Store()
+    _rows(store, "seeds", [_seed(0, 3), _seed(1, 3)])
+    _rows(store, "generations", [_gen(0, 1, -1.2, 3, 5), _gen(1, 1, -0.5, 3, 3)])
+    got = history.failing_so_far(store, "c", "disagree")
+    assert got[["seed_idx", "best_pred", "best_pred_b"]].values.tolist() == [[0, 3, 5]]
+    assert history.failing_so_far(store, "c", "unknown").empty
+
+
+def test_failures_so_far_are_told_only_where_the_fitness_goes_with_the_criterion():
+    """A margin search under criterion `targeted` may hold a target-reaching individual
+    that is not its best: its rows cannot tell, and its seeds stay "searching"."""
+    from dashboard.so_far import decided_live
+
+    assert decided_live({"fitness": "margin", "criterion": "misclassified"})
+    assert decided_live({"fitness": "boundary", "criterion": "misclassified"})
+    assert decided_live({"fitness": "escape", "criterion": "targeted"})
+    assert decided_live({"fitness": "targeted", "criterion": "targeted"})
+    assert decided_live({"fitness": "divergence", "criterion": "disagree"})
+    assert not decided_live({"fitness": "margin", "criterion": "targeted"})
+    assert not decided_live({"fitness": "divergence", "criterion": "misclassified"})
+    assert not decided_live({"fitness": "margin", "criterion": "disagree"})
+    assert not decided_live({})
+
+
+def test_a_seed_failing_so_far_is_told_in_its_campaigns_words():
+    import pandas as pd
+
+    from dashboard.gallery import Wording, card_text
+    from dashboard.so_far import FAILING, said_as, with_failing_so_far
+
+    seeds = pd.DataFrame([_seed(0, 3, target=4), _seed(1, 3, target=4)]).assign(
+        iterations=pd.NA, final_pred=pd.NA, final_pred_b=pd.NA, final_fitness=pd.NA
+    )
+    so_far = pd.DataFrame(
+        [{**_gen(0, 3, -1.5, 4), "first_failure": 2, "first_frame": 1}],
+    )
+    out = with_failing_so_far(seeds, so_far)
+    assert out["status"].tolist() == [FAILING, "searching"]
+    r = next(out.itertuples())
+    assert (r.iterations, r.final_pred, r.so_far_frame, r.so_far_generation) == (2, 4, 2, 3)
+    names = tuple(str(c) for c in range(10))
+    assert card_text(r, names, Wording("targeted")) == (
+        "seed 0: expected **3**, reached target **4** since generation 2, still searching (so far)"
+    )
+    assert said_as(FAILING, "targeted") == "reached target so far"
+    r = next(out.assign(target=None).itertuples())
+    assert card_text(r, names, Wording()) == (
+        "seed 0: expected **3**, predicted **4** since generation 2, still searching "
+        "(misclassified so far)"
+    )
+    r = next(out.assign(target=None, final_pred_b=5).itertuples())
+    assert card_text(r, names, Wording("disagree")).endswith(
+        "A says **4**, B says **5** since generation 2, still searching (they disagree so far)"
+    )
