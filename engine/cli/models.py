@@ -38,6 +38,12 @@ def register(zoo_app: typer.Typer) -> None:
         home: HomeOpt = None,
     ) -> None:
         """Validate a classifier file and add it to your models, with a card."""
+        # Deferred (stdlib only; before torch, so that a file that is no model is
+        # refused in a blink, not after seconds of imports).
+        from engine.models.sniff import classifier_format
+
+        if file.is_file():  # a folder or a missing file: import_classifier says which
+            classifier_format(file, str(file))
         # Deferred (start-up time: loads torch, numpy, safetensors).
         from engine.models.importing import import_classifier  # torch: not for `--help`
 
