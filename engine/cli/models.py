@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import HomeOpt, console
+from engine.cli.common import HomeOpt, console, err
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 
@@ -46,6 +46,7 @@ def register(zoo_app: typer.Typer) -> None:
             classifier_format(file, str(file))
         # Deferred (start-up time: loads torch, numpy, safetensors).
         from engine.models.importing import import_classifier  # torch: not for `--help`
+        from engine.models.measure import chance_note
 
         resolve_home(home)  # user models live under this home
         card = import_classifier(file, dataset, name, replace, data_dir)
@@ -65,6 +66,8 @@ def register(zoo_app: typer.Typer) -> None:
         console.print(
             f"use it with: latentfuzz run --dataset {dataset} --classifier {card['name']}"
         )
+        if note := chance_note(card):  # added all the same: the user may know why
+            err.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
 
     @zoo_app.command("import-generator")
     def import_generator_cmd(

@@ -41,6 +41,25 @@ MAX_LATENT_ELEMENTS = 1 << 20
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
+#: NAME in words, for a form's help and its refusal.
+NAME_RULES = (
+    "letters, digits, '.', '_' or '-', up to 64, starting with a letter or digit, with no "
+    "file suffix such as .pt"
+)
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a new model, in words without command-line options (a
+    form says it as the name is typed), or None."""
+    if not NAME.match(name) or format_of(name) is not None:
+        return f"{quote(name)} is not a plain name: use {NAME_RULES}"
+    if zoo.is_bundled(name):
+        return f"{name} is a bundled model's name: pick another name."
+    if (zoo.user_models_dir() / name / zoo.CARD).exists():
+        return f"A model named {name} exists already: pick another name."
+    return None
+
+
 def check_name(name: str, replace: bool) -> None:
     """Refuse a name that is not a plain folder name, a bundled model's, or (without
     replace) one of the user's own."""
