@@ -84,7 +84,7 @@ def card_facts(c: dict[str, Any]) -> list[tuple[str, str]]:
     # Deferred (start-up time: loads torch, safetensors, pydantic).
     from engine.api import chance_note
 
-    facts.append(("check", chance_note(c) or DASH))
+    facts.append(("warning", chance_note(c) or DASH))
     return [(k, v) for k, v in facts if v not in (DASH, f"{DASH} s", "`–`")]
 
 

@@ -32,7 +32,7 @@ from engine.models import zoo
 from engine.models.import_checks import check_classifier, check_generator
 from engine.models.limited import run_limited
 from engine.models.provenance import command_line, stamp
-from engine.models.sniff import classifier_format
+from engine.models.sniff import classifier_format, refuse_not_torchscript
 
 #: Values in one latent at most: N_LATENTS of them (4 GB) are drawn to measure the bounds,
 #: and 3 x 512 x 512 image-sized noise still fits.
@@ -264,6 +264,7 @@ def import_generator(
     }
     TorchScriptGenerator(**params)  # refuses an empty output range before anything is copied
     refuse_not_file(src, "decoder file", "a TorchScript (.pt) file")
+    refuse_not_torchscript(src, str(file))  # before it is copied and run in a child
     clf_name = zoo.resolve("classifier", dataset, classifier)
     with staged(name) as stage:
         hashes = _copy(src, stage, [], as_name=DECODER)

@@ -151,3 +151,15 @@ def classifier_format(data: bytes | Path, shown: str) -> str:
     if fmt is None:
         raise ModelError(f"{shown} is not a TorchScript or ONNX model (it is {what}); {EXPECTED}")
     return fmt
+
+
+def refuse_not_torchscript(path: Path, shown: str) -> None:
+    """Refuse, from its bytes, a decoder file that is not a TorchScript archive (the only
+    format a decoder is imported in), in one line naming it as `shown`."""
+    with path.open("rb") as f:
+        fmt, what = sniff(f, path.stat().st_size)
+    if fmt != "torchscript":
+        raise ModelError(
+            f"{shown} is not a TorchScript decoder (it is {what}); expected a file written by "
+            f"torch.jit.save: {SCRIPT_FIX}torch.jit.save"
+        )

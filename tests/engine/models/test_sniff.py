@@ -127,3 +127,24 @@ def test_the_cli_refuses_it_in_one_line_without_loading_torch(env, tmp_path: Pat
     )
     assert imported == "torch imported: False"
     assert not (Path(env["LATENTFUZZ_HOME"]) / "models").exists()
+
+
+def test_a_decoder_that_is_no_torchscript_is_refused_before_any_work(
+    user_home: Path,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    from engine.models.importing import import_generator
+
+    work = []
+    monkeypatch.setattr(importing, "run_limited", lambda *a, **k: work.append("child"))
+    monkeypatch.setattr(importing, "staged", lambda *a: work.append("staged"))
+    onnx_file = export(Net(), tmp_path / "decoder.pt")  # an ONNX file, named .pt
+    for data, what in ((TEXT, "19 bytes of text"), (onnx_file.read_bytes(), "an ONNX model")):
+        bad = tmp_path / "decoder.pt"
+        bad.write_bytes(data)
+        with pytest.raises(LatentfuzzError) as e:
+            import_generator(bad, "mnist", (8,), 10)
+        assert str(e.value).startswith(f"{bad} is not a TorchScript decoder (it is {what});")
+        assert "\n" not in str(e.value)
+    assert work == [] and left_behind(user_home) == []
