@@ -133,8 +133,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
         parse_floats,
         parse_latent_shape,
     )
-    from engine.models.measure import chance_note
-    from engine.models.sniff import classifier_format
     from engine.models.manage import (
         delete_model,
         generator_traits,
@@ -142,6 +140,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
         used_by,
         user_cards,
     )
+    from engine.models.measure import chance_note
+    from engine.models.sniff import classifier_format
     from engine.repair.model import REPORT as REPAIR_REPORT
     from engine.repair.run import repair_events
     from engine.repair.settings import RepairSettings

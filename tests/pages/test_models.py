@@ -107,7 +107,9 @@ def test_a_model_a_campaign_uses_is_kept_and_the_page_says_why(home: Path, monke
     at = page_opener(home, monkeypatch)("models.py")
     assert all(not b.key.endswith("mnist-convnet") for b in at.button if b.key)  # bundled
     caption = next(c.value for c in at.caption if "uses it" in c.value)
-    assert caption == "1 campaign uses it: my diff run. Delete that campaign first, or keep the model."
+    assert caption == (
+        "1 campaign uses it: my diff run. Delete that campaign first, or keep the model."
+    )
     assert at.button(key="delete-pets-convnet").disabled
     assert at.button(key="do-rename-pets-convnet").disabled
     assert not at.button(key="delete-pets-vae").disabled  # no campaign names this one
@@ -158,7 +160,7 @@ def test_the_upload_form_is_empty_again_once_a_model_is_added(home: Path, monkey
 
 
 def test_a_name_s_rules_are_said_and_a_wrong_one_refused_as_typed(home: Path, monkeypatch):
-    """"tiny linear" was refused only at Add, and the field did not say the rules."""
+    """ "tiny linear" was refused only at Add, and the field did not say the rules."""
     monkeypatch.setattr(home_module, "_current", home)
     at = page_opener(home, monkeypatch)("models.py")
     field = next(t for t in at.text_input if t.label == "Name")
@@ -178,3 +180,19 @@ def test_a_name_s_rules_are_said_and_a_wrong_one_refused_as_typed(home: Path, mo
         assert at.error[0].value.startswith(why), at.error[0].value
     next(t for t in at.text_input if t.label == "Name").set_value("tiny-linear").run()
     assert not at.error and not next(b for b in at.button if b.label == "Add classifier").disabled
+
+
+def test_a_model_in_use_is_said_plainly_for_one_or_many_campaigns():
+    """It read "Used by 1 campaign (walk nsga), which name it: ..."."""
+    from dashboard.models import in_use
+
+    runs = [{"name": f"run {i}", "id": f"c{i}"} for i in range(5)]
+    assert in_use(runs[:1]) == (
+        "1 campaign uses it: run 0. Delete that campaign first, or keep the model."
+    )
+    assert in_use(runs[:2]) == (
+        "2 campaigns use it: run 0, run 1. Delete those campaigns first, or keep the model."
+    )
+    assert in_use([{"name": None, "id": "c9"}, *runs]).startswith(
+        "6 campaigns use it: c9, run 0, run 1 and 3 more. Delete those campaigns first"
+    )
