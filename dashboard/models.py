@@ -81,6 +81,10 @@ def card_facts(c: dict[str, Any]) -> list[tuple[str, str]]:
         ("weights sha256", f"`{c.get('sha256', DASH)}`"),
     ]
     facts += lineage_facts(c)  # a repaired model: its parent, failures used, settings
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import chance_note
+
+    facts.append(("warning", chance_note(c) or DASH))
     return [(k, v) for k, v in facts if v not in (DASH, f"{DASH} s", "`–`")]
 
 
@@ -162,24 +166,31 @@ def measured(card: dict[str, Any]) -> str:
 def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
     """An uploader that makes a TorchScript or ONNX classifier for ``dataset`` a model of
     the home; returns its card once added (None before, or after a refusal it shows)."""
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import LatentfuzzError, classifier_format, import_classifier
+
+    # No form: a form keeps its fields to itself until submitted, and a wrong name was
+    # refused only at Add.
     n = st.session_state.get(f"{key}:added", 0)
-    with where.form(key, enter_to_submit=False, border=False):
-        up = st.file_uploader(
-            "TorchScript (.pt) or ONNX (.onnx) classifier",
-            key=f"{key}:file:{n}",
-            type=CLASSIFIER_TYPES,
-            help="checked, measured (accuracy on the test split, time per image) and added "
-            "to your models, as `latentfuzz models import` does; an ONNX file with external "
-            "weights needs that command",
-        )
-        name = st.text_input("Name", placeholder="the file's name", key=f"{key}:name:{n}")
-        go = st.form_submit_button("Add classifier")
+    up = where.file_uploader(
+        "TorchScript (.pt) or ONNX (.onnx) classifier",
+        key=f"{key}:file:{n}",
+        type=CLASSIFIER_TYPES,
+        help="checked, measured (accuracy on the test split, time per image) and added "
+        "to your models, as `latentfuzz models import` does; an ONNX file with external "
+        "weights needs that command",
+    )
+    name, wrong = _name_field(where, key, n)
+    go = where.button("Add classifier", key=f"{key}:go:{n}", disabled=wrong)
     name = _submitted(where, go, up, name)
     if name is None:
         return None
-    # Deferred (start-up time: loads torch, safetensors, pydantic).
-    from engine.api import LatentfuzzError, import_classifier
-
+    try:
+        # From the bytes, at once: a text file was refused after 8 s, in PyTorch's words.
+        classifier_format(up.getvalue(), up.name)
+    except LatentfuzzError as e:
+        where.error(str(e))  # one line that names the file
+        return None
     try:
         with st.spinner(f"Checking and measuring {up.name}…"):
             card = register_upload(
@@ -194,15 +205,41 @@ def add_classifier(where, dataset: str, key: str) -> dict[str, Any] | None:
     return card
 
 
+#: The name field's rules, short enough for its placeholder (its help has them whole).
+NAME_PLACEHOLDER = "letters, digits, . _ - (empty: the file's name)"
+
+
+def _name_field(where, key: str, n: int) -> tuple[str, bool]:
+    """The model name typed (stripped) and whether it is refused: the reason is shown
+    under the field as soon as it is typed, and Add stays off until it is fixed."""
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import NAME_RULES, name_problem
+
+    typed = where.text_input(
+        "Name",
+        placeholder=NAME_PLACEHOLDER,
+        key=f"{key}:name:{n}",
+        help=f"how pickers and the command line name the model: {NAME_RULES}. Left "
+        "empty, the file's name",
+    ).strip()
+    why = name_problem(typed) if typed else None
+    if why:
+        where.error(why)
+    return typed, why is not None
+
+
 def _submitted(where, go: bool, up: Any, name: str) -> str | None:
-    """The model's name once the form was submitted with a file and a free name; else
-    None, with the reason shown where the form is."""
+    """The model's name once Add was clicked with a file and a free name; else None, with
+    the reason shown where the form is."""
+    # Deferred (start-up time: loads torch, safetensors, pydantic).
+    from engine.api import name_problem
+
     if not go or up is None:
         if go:
             where.error("Choose a file to upload first.")
         return None
-    name = name.strip() or model_name(up.name)
-    if why := taken(name):
+    name = name or model_name(up.name)
+    if why := name_problem(name):  # the file's name, as the field's was checked already
         where.error(why)
         return None
     return name
@@ -219,16 +256,15 @@ def add_generator(where, dataset: str, classes: int, key: str) -> dict[str, Any]
     """An uploader that makes a TorchScript decoder for ``dataset`` a generator of the
     home (latent bounds, viability and time measured); its card once added, else None."""
     n = st.session_state.get(f"{key}:added", 0)
-    with where.form(key, enter_to_submit=False, border=False):
-        up = st.file_uploader(
-            "TorchScript (.pt) decoder: latents to images", type=["pt", "ts"], key=f"{key}:file:{n}"
-        )
-        a, b, c = st.columns(3)
-        shape = a.text_input("Latent shape", "100", help="one latent, e.g. 100 or 4,8,8")
-        low_high = b.text_input("Output range", "0,1", help="-1,1 for a tanh output")
-        conditional = c.checkbox("Takes a class label", help="decoder(latents, labels)")
-        name = st.text_input("Name", placeholder="the file's name", key=f"{key}-name:{n}")
-        go = st.form_submit_button("Add generator")
+    up = where.file_uploader(
+        "TorchScript (.pt) decoder: latents to images", type=["pt", "ts"], key=f"{key}:file:{n}"
+    )
+    a, b, c = where.columns(3)
+    shape = a.text_input("Latent shape", "100", help="one latent, e.g. 100 or 4,8,8")
+    low_high = b.text_input("Output range", "0,1", help="-1,1 for a tanh output")
+    conditional = c.checkbox("Takes a class label", help="decoder(latents, labels)")
+    name, wrong = _name_field(where, key, n)
+    go = where.button("Add generator", key=f"{key}:go:{n}", disabled=wrong)
     name = _submitted(where, go, up, name)
     if name is None:
         return None
@@ -269,12 +305,7 @@ def manage(where, name: str) -> None:
 
     using = used_by(name)
     if using:
-        shown = ", ".join(str(c["name"] or c["id"]) for c in using[:3])
-        more = f" and {len(using) - 3} more" if len(using) > 3 else ""
-        where.caption(
-            f"Used by {len(using)} campaign{'s' if len(using) > 1 else ''} ({shown}{more}), "
-            "which name it: delete them first to rename or delete this model."
-        )
+        where.caption(in_use(using))
     a, b, c = where.columns([4, 1, 1], vertical_alignment="bottom")
     new = a.text_input("New name", value=name, key=f"rename-{name}", disabled=bool(using))
     if b.button("Rename", key=f"do-rename-{name}", disabled=bool(using)) and new.strip() != name:
@@ -297,3 +328,16 @@ def manage(where, name: str) -> None:
             return
         st.session_state["models_flash"] = f"Deleted {name} and its files."
         st.rerun()
+
+
+def in_use(using: list[dict[str, Any]]) -> str:
+    """Why a model cannot be renamed or deleted, plainly: "1 campaign uses it: walk nsga.
+    Delete that campaign first, or keep the model." (campaigns record the model's name)."""
+    shown = ", ".join(str(c["name"] or c["id"]) for c in using[:3])
+    more = f" and {len(using) - 3} more" if len(using) > 3 else ""
+    if len(using) == 1:
+        return f"1 campaign uses it: {shown}. Delete that campaign first, or keep the model."
+    return (
+        f"{len(using)} campaigns use it: {shown}{more}. Delete those campaigns first, or "
+        "keep the model."
+    )

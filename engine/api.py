@@ -45,6 +45,10 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "import_generator": ("engine.models.importing", "import_generator"),
     "parse_floats": ("engine.models.importing", "parse_floats"),
     "parse_latent_shape": ("engine.models.importing", "parse_latent_shape"),
+    "name_problem": ("engine.models.importing", "name_problem"),
+    "NAME_RULES": ("engine.models.importing", "NAME_RULES"),
+    "classifier_format": ("engine.models.sniff", "classifier_format"),
+    "chance_note": ("engine.models.measure", "chance_note"),
     "rename_model": ("engine.models.manage", "rename_model"),
     "delete_model": ("engine.models.manage", "delete_model"),
     "user_cards": ("engine.models.manage", "user_cards"),
@@ -123,8 +127,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.labelling.validity import StudyConfig, create_study, marker_choices
     from engine.models import zoo
     from engine.models.importing import (
+        NAME_RULES,
         import_classifier,
         import_generator,
+        name_problem,
         parse_floats,
         parse_latent_shape,
     )
@@ -135,6 +141,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
         used_by,
         user_cards,
     )
+    from engine.models.measure import chance_note
+    from engine.models.sniff import classifier_format
     from engine.repair.model import REPORT as REPAIR_REPORT
     from engine.repair.run import repair_events
     from engine.repair.settings import RepairSettings

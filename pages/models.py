@@ -14,11 +14,13 @@ from dashboard.models import (
     uploaded,
     zoo_table,
 )
-from engine.api import DatasetError, dataset_names, get_dataset, zoo
+from engine.api import DatasetError, chance_note, dataset_names, get_dataset, zoo
 
 st.title("Models")
 if flash := st.session_state.pop("models_flash", None):
     st.success(flash)
+if note := st.session_state.pop("models_note", None):
+    st.warning(note)  # added all the same: the user may know why
 cards = zoo.list_cards()
 if not cards:
     st.info(
@@ -66,6 +68,7 @@ else:
     card = add_generator(st, dataset, classes, key="add-generator")
 if card is not None:
     st.session_state["models_flash"] = f"Added {card['name']} ({measured(card)})."
+    st.session_state["models_note"] = chance_note(card)
     st.rerun()
 
 up = uploaded(get_home())

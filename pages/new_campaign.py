@@ -244,6 +244,8 @@ with st.form("campaign", enter_to_submit=False):
         )
     name = st.text_input("Name (optional)")
     submitted = st.form_submit_button("Launch", type="primary", disabled=not classifier_ok)
+    if choice == UPLOAD:  # the other reasons Launch is off are said where they arise
+        st.caption("Launch needs a classifier: add the file above, or choose a model.")
 
 
 def start(cfg: CampaignConfig) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import HomeOpt, console
+from engine.cli.common import HomeOpt, console, err
 from engine.core.errors import LatentfuzzError
 from engine.core.home import resolve_home
 
@@ -38,8 +38,15 @@ def register(zoo_app: typer.Typer) -> None:
         home: HomeOpt = None,
     ) -> None:
         """Validate a classifier file and add it to your models, with a card."""
+        # Deferred (stdlib only; before torch, so that a file that is no model is
+        # refused in a blink, not after seconds of imports).
+        from engine.models.sniff import classifier_format
+
+        if file.is_file():  # a folder or a missing file: import_classifier says which
+            classifier_format(file, str(file))
         # Deferred (start-up time: loads torch, numpy, safetensors).
         from engine.models.importing import import_classifier  # torch: not for `--help`
+        from engine.models.measure import chance_note
 
         resolve_home(home)  # user models live under this home
         card = import_classifier(file, dataset, name, replace, data_dir)
@@ -59,6 +66,8 @@ def register(zoo_app: typer.Typer) -> None:
         console.print(
             f"use it with: latentfuzz run --dataset {dataset} --classifier {card['name']}"
         )
+        if note := chance_note(card):  # added all the same: the user may know why
+            err.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
 
     @zoo_app.command("import-generator")
     def import_generator_cmd(

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.classifiers import format_of
-from engine.classifiers.base import refuse_empty
 from engine.classifiers.onnx import external_data_files
 from engine.core.errors import ConfigError, ModelError, refuse_not_file
 from engine.core.files import sha256
@@ -33,12 +32,32 @@ from engine.models import zoo
 from engine.models.import_checks import check_classifier, check_generator
 from engine.models.limited import run_limited
 from engine.models.provenance import command_line, stamp
+from engine.models.sniff import classifier_format, refuse_not_torchscript
 
 #: Values in one latent at most: N_LATENTS of them (4 GB) are drawn to measure the bounds,
 #: and 3 x 512 x 512 image-sized noise still fits.
 MAX_LATENT_ELEMENTS = 1 << 20
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+#: NAME in words, for a form's help and its refusal.
+NAME_RULES = (
+    "letters, digits, '.', '_' or '-', up to 64, starting with a letter or digit, with no "
+    "file suffix such as .pt"
+)
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a new model, in words without command-line options (a
+    form says it as the name is typed), or None."""
+    if not NAME.match(name) or format_of(name) is not None:
+        return f"{quote(name)} is not a plain name: use {NAME_RULES}"
+    if zoo.is_bundled(name):
+        return f"{name} is a bundled model's name: pick another name."
+    if (zoo.user_models_dir() / name / zoo.CARD).exists():
+        return f"A model named {name} exists already: pick another name."
+    return None
 
 
 def check_name(name: str, replace: bool) -> None:
@@ -125,11 +144,12 @@ def import_classifier(
             f"classifier file {src} does not exist; give the path of a "
             "TorchScript (.pt) or ONNX (.onnx) file"
         )
-    fmt = format_of(src) or "torchscript"
+    # From its bytes, before the dataset is read or the file copied and run: a text file
+    # took 8 s to refuse, in PyTorch's words. The bytes decide, not the suffix.
+    fmt = classifier_format(src, str(file))
     name = name or src.stem
     check_name(name, replace)
     ds, fingerprint = _dataset(dataset, data_dir)
-    refuse_empty(src, "ONNX" if fmt == "onnx" else "TorchScript")
     # Parsed, not run: where its external data lies is checked before anything is copied.
     extra = external_data_files(src) if fmt == "onnx" else []
     with staged(name) as stage:
@@ -244,6 +264,7 @@ def import_generator(
     }
     TorchScriptGenerator(**params)  # refuses an empty output range before anything is copied
     refuse_not_file(src, "decoder file", "a TorchScript (.pt) file")
+    refuse_not_torchscript(src, str(file))  # before it is copied and run in a child
     clf_name = zoo.resolve("classifier", dataset, classifier)
     with staged(name) as stage:
         hashes = _copy(src, stage, [], as_name=DECODER)

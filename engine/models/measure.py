@@ -48,6 +48,24 @@ def accuracy(
 
 
 @torch.no_grad()
+def chance_note(card: dict[str, Any]) -> str | None:
+    """A warning, in words, for a classifier whose measured test accuracy is about chance
+    (1 / K, within 5 points or half of chance, whichever is less): a model added with
+    12.1% on 10 classes was almost surely fed other data or other preprocessing than it
+    was trained on. None when it is not (or nothing was measured)."""
+    accuracy = (card.get("metrics") or {}).get("test_accuracy")
+    k = card.get("classes") or len(card.get("class_names") or [])
+    if accuracy is None or k < 2:
+        return None
+    chance = 1 / k
+    if accuracy > chance + min(0.05, chance / 2):
+        return None
+    return (
+        f"{accuracy:.1%} on the {card['dataset']} test split: about chance ({chance:.0%}); "
+        "is it the right dataset or preprocessing?"
+    )
+
+
 def ms_per_image(fn: Callable[[int], Any], batch: int, repeats: int = 20) -> float:
     """Median wall time of fn(batch) divided by batch, in milliseconds."""
     # A GPU runs kernels asynchronously: wait for them, or only the launch is timed.

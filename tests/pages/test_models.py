@@ -3,6 +3,7 @@ a user's own models beside the bundled ones."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,13 @@ def test_a_model_added_on_models_is_measured_renamed_and_deleted(home: Path, mon
     next(b for b in at.button if b.label == "Add classifier").click().run()
     assert not at.exception and not at.error, at.error
     assert at.success[0].value.startswith("Added tiny (test accuracy ")
+    # An untrained net: added, with a warning in words (it was added without one).
+    accuracy = json.loads((home / "models" / "tiny" / "card.json").read_text())["metrics"]
+    assert accuracy["test_accuracy"] < 0.15  # the premise: chance is 10%
+    assert [w.value for w in at.warning] == [
+        f"{accuracy['test_accuracy']:.1%} on the mnist test split: about chance (10%); "
+        "is it the right dataset or preprocessing?"
+    ]
     row = at.dataframe[0].value.set_index("name").loc["tiny"]
     assert row["test accuracy"].endswith("%") and float(row["ms/image (1)"]) > 0
     at.text_input(key="rename-tiny").set_value("tiny-b")
@@ -98,10 +106,9 @@ def test_a_model_a_campaign_uses_is_kept_and_the_page_says_why(home: Path, monke
     campaign_naming(home, "pets-convnet", "my diff run")
     at = page_opener(home, monkeypatch)("models.py")
     assert all(not b.key.endswith("mnist-convnet") for b in at.button if b.key)  # bundled
-    caption = next(c.value for c in at.caption if c.value.startswith("Used by"))
+    caption = next(c.value for c in at.caption if "uses it" in c.value)
     assert caption == (
-        "Used by 1 campaign (my diff run), which name it: delete them first to rename or "
-        "delete this model."
+        "1 campaign uses it: my diff run. Delete that campaign first, or keep the model."
     )
     assert at.button(key="delete-pets-convnet").disabled
     assert at.button(key="do-rename-pets-convnet").disabled
@@ -150,3 +157,42 @@ def test_the_upload_form_is_empty_again_once_a_model_is_added(home: Path, monkey
     assert at.success[0].value.startswith("Added tiny_mnist (")
     assert at.file_uploader[0].value is None
     assert next(t for t in at.text_input if t.label == "Name").value == ""
+
+
+def test_a_name_s_rules_are_said_and_a_wrong_one_refused_as_typed(home: Path, monkeypatch):
+    """ "tiny linear" was refused only at Add, and the field did not say the rules."""
+    monkeypatch.setattr(home_module, "_current", home)
+    at = page_opener(home, monkeypatch)("models.py")
+    field = next(t for t in at.text_input if t.label == "Name")
+    assert "letters, digits" in field.placeholder and "file's name" in field.placeholder
+    assert "up to 64" in field.help and "no file suffix" in field.help
+    field.set_value("tiny linear").run()  # typed, no click
+    assert [e.value for e in at.error] == [
+        "'tiny linear' is not a plain name: use letters, digits, '.', '_' or '-', up to 64, "
+        "starting with a letter or digit, with no file suffix such as .pt"
+    ]
+    assert next(b for b in at.button if b.label == "Add classifier").disabled
+    for taken, why in (
+        ("mnist-convnet", "mnist-convnet is a bundled model's name: pick another name."),
+        ("x.onnx", "'x.onnx' is not a plain name"),
+    ):
+        next(t for t in at.text_input if t.label == "Name").set_value(taken).run()
+        assert at.error[0].value.startswith(why), at.error[0].value
+    next(t for t in at.text_input if t.label == "Name").set_value("tiny-linear").run()
+    assert not at.error and not next(b for b in at.button if b.label == "Add classifier").disabled
+
+
+def test_a_model_in_use_is_said_plainly_for_one_or_many_campaigns():
+    """It read "Used by 1 campaign (walk nsga), which name it: ..."."""
+    from dashboard.models import in_use
+
+    runs = [{"name": f"run {i}", "id": f"c{i}"} for i in range(5)]
+    assert in_use(runs[:1]) == (
+        "1 campaign uses it: run 0. Delete that campaign first, or keep the model."
+    )
+    assert in_use(runs[:2]) == (
+        "2 campaigns use it: run 0, run 1. Delete those campaigns first, or keep the model."
+    )
+    assert in_use([{"name": None, "id": "c9"}, *runs]).startswith(
+        "6 campaigns use it: c9, run 0, run 1 and 3 more. Delete those campaigns first"
+    )
