@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from engine.cli.common import console
 from engine.cli.main import app
 from store import Store
 from store import campaigns as sc
@@ -20,6 +21,12 @@ def cli(*args: str) -> str:
     out = CliRunner().invoke(app, list(args), terminal_width=200)
     assert out.exit_code == 0, out.output
     return " ".join(out.output.split())
+
+
+@pytest.fixture(autouse=True)
+def wide(monkeypatch):
+    """Tables as wide as they are: under xdist the console falls back to 80 columns."""
+    monkeypatch.setattr(console, "_width", 250)
 
 
 @pytest.fixture(scope="module")
