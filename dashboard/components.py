@@ -227,6 +227,25 @@ def load_image(home: Path, rel: str | None, scale: int = 4) -> Image.Image | Non
         return None
 
 
+#: Pixels between the images of a side-by-side pair.
+PAIR_GAP = 6
+
+
+def side_by_side(images: list[Image.Image | None]) -> Image.Image | None:
+    """The images beside each other on white, a gap apart (a missing one leaves its place
+    empty, so columns stay aligned); None when every one is missing. One image for a pair:
+    Compare drew 60 images, each its own element, a third of its page run."""
+    shown = [i for i in images if i is not None]
+    if not shown:
+        return None
+    w, h = max(i.width for i in shown), max(i.height for i in shown)
+    out = Image.new("RGB", (len(images) * w + (len(images) - 1) * PAIR_GAP, h), "white")
+    for k, img in enumerate(images):
+        if img is not None:
+            out.paste(img.convert("RGB"), (k * (w + PAIR_GAP), 0))
+    return out
+
+
 def study_table(t: pd.DataFrame, by: list[str], store: Store | None = None) -> pd.DataFrame:
     """A group_table (engine.labelling.statistics) in the paper's layout: % (#) with its 95% CI; by
     campaign, each named as on every other page beside its id (from `store`)."""

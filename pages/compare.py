@@ -19,7 +19,7 @@ from dashboard.compare_charts import (
     failure_curves,
 )
 from dashboard.compare_table import config_diff, markdown_table, realism_markdown
-from dashboard.components import convergence_frame, load_image
+from dashboard.components import convergence_frame, load_image, side_by_side
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
 from dashboard.lineage import parent_first
@@ -249,14 +249,12 @@ for s in shared[:show]:
     cols = st.columns(len(ids))
     for col, c in zip(cols, ids, strict=True):
         r = seeds[c].loc[s]
-        pair = col.columns(2)
-        for slot, rel, cap in (
-            (pair[0], r.seed_image, "seed"),
-            (pair[1], r.result_image, "result"),
-        ):
-            img = load_image(home, rel, scale=3)
-            if img is not None:
-                slot.image(img, caption=cap)
+        # The seed and its result as one image: two elements each were most of the page.
+        pair = side_by_side(
+            [load_image(home, rel, scale=3) for rel in (r.seed_image, r.result_image)]
+        )
+        if pair is not None:
+            col.image(pair, caption="seed · result")
         if pd.notna(r.final_pred) and pd.notna(r.get("final_pred_b")):  # two classifiers
             outcome = f" → A {int(r.final_pred)}, B {int(r.final_pred_b)} in {int(r.iterations)}"
         elif pd.notna(r.final_pred):

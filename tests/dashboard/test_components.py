@@ -177,3 +177,22 @@ def test_the_status_bar_uses_the_strategys_words(whole_budget: bool, tiles: list
     )
     assert not at.exception
     assert [(m.label, m.value) for m in at.metric][2:] == tiles
+
+
+def test_a_pair_is_one_image_with_a_missing_one_leaving_its_place():
+    from PIL import Image
+
+    from dashboard.components import PAIR_GAP, side_by_side
+
+    a, b = Image.new("L", (84, 84), 0), Image.new("L", (84, 84), 255)
+    pair = side_by_side([a, b])
+    assert pair.size == (2 * 84 + PAIR_GAP, 84)
+    assert pair.getpixel((10, 10)) == (0, 0, 0) and pair.getpixel((84 + PAIR_GAP + 10, 10)) == (
+        255,
+        255,
+        255,
+    )
+    # A seed without a result yet: the seed stays on the left, the right stays blank.
+    alone = side_by_side([a, None])
+    assert alone.size == pair.size and alone.getpixel((84 + PAIR_GAP + 10, 10)) == (255, 255, 255)
+    assert side_by_side([None, None]) is None
