@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
@@ -144,6 +145,9 @@ def test_a_crashed_campaign_says_why_once_beside_its_resume_button(home: Path, m
     assert any(b.label == "Resume" for b in at.button)
 
 
+# A whole 20-seed campaign watched to its end (50 s): `make test-slow`. The reader that
+# never meets a lock error is tests/store/test_concurrency.py's, in the default suite.
+@pytest.mark.slow
 def test_a_cli_campaign_shows_up_and_updates_live(home: Path, env, monkeypatch):
     """Started from a terminal in another process, watched by the Campaign page: no lock
     error at any refresh, and the page follows the campaign to its end."""

@@ -119,6 +119,7 @@ def test_the_neighbours_end_when_the_loaded_half_fails(monkeypatch):
     assert neighbour_pids() == []
 
 
+@pytest.mark.slow  # a real bench run (23 s): `make test-slow`
 def test_bench_loaded_measures_both_halves_for_real():
     console = Console(record=True, width=300)
     out = bench_loaded(
