@@ -15,8 +15,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.api import ModelError
-
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -43,23 +41,6 @@ def save_upload(home: Path, name: str, data: bytes) -> Path:
         raise ValueError(f"upload name {name!r} resolves outside {folder}")
     folder.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    return path
-
-
-def accept_upload(home: Path, name: str, data: bytes, check: Callable[[Path], object]) -> Path:
-    """Save an uploaded model and `check` it (load and validate). A file the check refuses
-    is not kept: listed among the uploaded classifiers it looked usable. Its ModelError
-    names the file as the user knows it, not by its stored path."""
-    kept = upload_path(home, name, data).is_file()  # the same bytes, accepted before
-    path = save_upload(home, name, data)
-    try:
-        check(path)
-    except BaseException as e:
-        if not kept:  # never a file that a campaign may use
-            path.unlink(missing_ok=True)
-        if isinstance(e, ModelError):
-            raise ModelError(str(e).replace(str(path), name).replace(path.name, name)) from e
-        raise
     return path
 
 

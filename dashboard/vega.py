@@ -42,12 +42,15 @@ def chart(
     *args: Any,
     where: Any = None,
     width: Any = "stretch",
+    keep: bool = True,
     **kwargs: Any,
 ) -> Any:
     """Draw `build(*args, **kwargs)` (an altair chart) in `where` (the page when None) from
-    its kept spec; the rest of `st.vega_lite_chart`'s options are not needed here."""
+    its kept spec; the rest of `st.vega_lite_chart`'s options are not needed here.
+    keep=False for data that moves at every run (a running campaign's rows): each
+    refresh's spec, its rows in Arrow, would only crowd the kept ones out."""
     where = st if where is None else where
-    spec = spec_of(build, *args, **kwargs)
+    spec = spec_of(build, *args, **kwargs) if keep else None
     if spec is None:
         return where.altair_chart(build(*args, **kwargs), width=width)
     # Drawing takes the datasets out of the spec it is given: the kept one stays whole.

@@ -252,7 +252,7 @@ def live() -> None:
     else:
         cfg = now["config"] or {}
         fitness, criterion = cfg.get("fitness") or "margin", cfg.get("criterion")
-        vega.chart(convergence_chart, gens, x_axis, fitness, criterion)
+        vega.chart(convergence_chart, gens, x_axis, fitness, criterion, keep=not running)
     if running:
         # The failures found so far, with the finished view's cards and filters: they
         # are in the store one flush after they are found; seeds still searching whose

@@ -64,3 +64,10 @@ def test_a_chart_is_converted_once_and_drawn_from_its_kept_spec():
     assert vega.spec_of(bars, df, "two")["title"] == "two"  # another argument
     assert vega.spec_of(bars, df.assign(v=[1.0, 3.0]), "one") is not spec  # other rows
     assert memo.computed == before + 3
+
+
+def test_a_chart_of_moving_rows_is_drawn_without_being_kept():
+    df = pd.DataFrame({"k": ["a", "b"], "v": [5.0, 6.0]})
+    before = memo.computed
+    vega.chart(bars, df, "live", keep=False)  # (drawn in bare mode: no page to show it)
+    assert memo.computed == before
