@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from dashboard import launcher
 from engine.api import CampaignConfig, new_campaign_id
 from store import liveness
 
@@ -61,11 +62,16 @@ def resume(home: Path, cid: str) -> None:
 
 def _start(home: Path, cid: str, args: list[str], mode: str) -> None:
     """`latentfuzz ARGS --home HOME --quiet` in its own session (it survives the page's
-    rerun and Streamlit's restarts), its output in the campaign's launch log."""
+    rerun and Streamlit's restarts), its output in the campaign's launch log: forked by
+    the warm launcher (dashboard/launcher.py) when it can, else a new interpreter."""
     log_path(home, cid).parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path(home, cid), mode) as log:
+    argv = [*args, "--home", str(home), "--quiet"]
+    open(log_path(home, cid), mode).close()  # exists from now: launched() says so
+    if launcher.run(argv, log_path(home, cid)) is not None:
+        return
+    with open(log_path(home, cid), "a") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "engine.entry", *args, "--home", str(home), "--quiet"],
+            [sys.executable, "-m", "engine.entry", *argv],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

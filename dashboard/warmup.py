@@ -93,5 +93,9 @@ def start() -> bool:
             return False
         _STARTED.set()
     no_gc_after_each_run()
+    # Deferred (a dashboard module: imported with the package's others, below).
+    from dashboard import launcher
+
+    launcher.start()  # campaigns launched from here fork from it: seconds off each start
     threading.Thread(target=_warm, name="latentfuzz-warmup", daemon=True).start()
     return True

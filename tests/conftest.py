@@ -44,6 +44,10 @@ os.environ["OMP_NUM_THREADS"] = "1"
 # campaigns would each pay the start-up sweep (engine/campaign/batching.py), and tests that compare
 # runs in different homes need the same batches. tests/engine/campaign/test_batching.py unsets it.
 os.environ["LATENTFUZZ_BATCH_SIZE"] = "2048"
+# Dashboards of the suite (AppTests, servers) start campaigns as new interpreters: a warm
+# launcher per xdist worker, restarted for every test's environment, would cost more than
+# it saves. tests/dashboard/test_launcher.py turns it on.
+os.environ["LATENTFUZZ_WARM_LAUNCHER"] = "0"
 
 
 @pytest.fixture(autouse=True)

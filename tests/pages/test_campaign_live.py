@@ -14,6 +14,7 @@ from engine.campaign import startup
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from tests.helpers import page_opener
+from tests.pages.charts import specs
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -31,6 +32,8 @@ def test_campaign_page_for_an_unknown_id_says_so_and_waits_for_it(app, seeded):
     (seeded[0] / "launch" / "just-launched.log").write_text("")  # the New campaign page's
     at = app("campaign.py", id="just-launched")
     assert "Starting the campaign" in at.info[0].value
+    # Its chart's empty frame, drawn while it starts (the browser loads the chart's code).
+    assert len(specs(at)) == 1 and "No generation written yet" in at.caption[0].value
 
 
 def test_a_failed_launch_says_why_in_one_line_first(app, seeded):
