@@ -18,7 +18,12 @@ from dashboard.compare_charts import (
     failure_chart,
     failure_curves,
 )
-from dashboard.compare_table import config_diff, markdown_table, realism_markdown
+from dashboard.compare_table import (
+    config_diff,
+    markdown_table,
+    realism_markdown,
+    settings_markdown,
+)
 from dashboard.components import convergence_frame, load_image, side_by_side
 from dashboard.data import get_home, get_store, read_set
 from dashboard.differential import differential_table
@@ -264,9 +269,4 @@ for s in shared[:show]:
         col.caption(f"seed {s}: label {int(r.seed_label)}{outcome}")
 
 st.subheader("Settings that differ")
-st.dataframe(
-    config_diff(store, ids, camps).rename(columns=labels),
-    width="stretch",
-    column_config={"_index": st.column_config.Column("setting", width=230)},
-)
-# (a setting's name, such as strategy_params.generations, was cut to "strategy_params.ge…")
+st.markdown(settings_markdown(config_diff(store, ids, camps), labels))

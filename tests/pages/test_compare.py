@@ -37,6 +37,11 @@ def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
     assert len(at.get("vega_lite_chart")) >= 1
     assert "Fisher's exact test" in at.caption[0].value
     assert "blocks of equal dataset, perturbation and generation budget" in at.caption[0].value
+    # Settings that differ: a Markdown table under the campaigns' names, no dataframe (the
+    # grid's scripts, 1.2 MB, were loaded for it alone); a setting's name is never cut.
+    settings = next(m.value for m in at.markdown if m.value.startswith("| setting |"))
+    assert settings.endswith("| perturbation | high | strong |")  # the newest first
+    assert not at.dataframe
     # The Mann-Whitney samples are ICST iterations: every viable seed, survivors at 30.
     from dashboard.compare import campaign_rows
     from store import Store
