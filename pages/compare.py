@@ -2,6 +2,7 @@
 
 import pandas as pd
 import streamlit as st
+from PIL import Image
 
 from dashboard import vega
 from dashboard.compare import (
@@ -221,6 +222,18 @@ with right:
     else:
         vega.chart(failure_chart, curves, order)
 
+
+def seed_caption(s: int, r: pd.Series) -> str:
+    """One line under a seed's pair: its label and where the search took it."""
+    if pd.notna(r.final_pred) and pd.notna(r.get("final_pred_b")):  # two classifiers
+        outcome = f" → A {int(r.final_pred)}, B {int(r.final_pred_b)} in {int(r.iterations)}"
+    elif pd.notna(r.final_pred):
+        outcome = f" → {int(r.final_pred)} in {int(r.iterations)}"
+    else:  # never searched, or still searching where the campaign stopped
+        outcome = " (not viable)" if not bool(r.viable) else f" ({r.status})"
+    return f"seed {s}: label {int(r.seed_label)}{outcome}"
+
+
 st.subheader("Results by seed")
 # Seed i is the same starting point in two campaigns only when both drew their seeds the
 # same way: same dataset, generator, random seed and seed class.
@@ -247,26 +260,26 @@ show = (
     if len(shared) > 1
     else len(shared)
 )
-cols = st.columns(len(ids))
-for col, c in zip(cols, ids, strict=True):
+# A column per campaign, its seeds' pairs one image list under its name: a row of
+# columns per seed made 100 of the page's 140 elements, each a message to the browser
+# (issue 36, point 7). Every pair has the same size and a one-line caption, so a seed's
+# pairs stay side by side across the columns.
+pairs = {
+    c: [
+        side_by_side([load_image(home, rel, scale=3) for rel in (r.seed_image, r.result_image)])
+        for r in (seeds[c].loc[s] for s in shared[:show])
+    ]
+    for c in ids
+}
+size = next((p.size for ps in pairs.values() for p in ps if p is not None), None)
+for col, c in zip(st.columns(len(ids)), ids, strict=True):
     col.markdown(f"**{md_text(labels[c])}**")
-for s in shared[:show]:
-    cols = st.columns(len(ids))
-    for col, c in zip(cols, ids, strict=True):
-        r = seeds[c].loc[s]
-        # The seed and its result as one image: two elements each were most of the page.
-        pair = side_by_side(
-            [load_image(home, rel, scale=3) for rel in (r.seed_image, r.result_image)]
-        )
-        if pair is not None:
-            col.image(pair, caption="seed · result")
-        if pd.notna(r.final_pred) and pd.notna(r.get("final_pred_b")):  # two classifiers
-            outcome = f" → A {int(r.final_pred)}, B {int(r.final_pred_b)} in {int(r.iterations)}"
-        elif pd.notna(r.final_pred):
-            outcome = f" → {int(r.final_pred)} in {int(r.iterations)}"
-        else:  # never searched, or still searching where the campaign stopped
-            outcome = " (not viable)" if not bool(r.viable) else f" ({r.status})"
-        col.caption(f"seed {s}: label {int(r.seed_label)}{outcome}")
+    if size is None or not shared[:show]:
+        continue
+    captions = [seed_caption(s, seeds[c].loc[s]) for s in shared[:show]]
+    # A missing pair keeps its place (blank), so that the rows stay aligned.
+    column = [p if p is not None else Image.new("RGB", size, "white") for p in pairs[c]]
+    col.image(column, caption=captions, width="stretch")
 
 st.subheader("Settings that differ")
 st.markdown(settings_markdown(config_diff(store, ids, camps), labels))

@@ -42,6 +42,12 @@ def test_compare_page_shows_the_icst_table_for_two_campaigns(app, seeded):
     settings = next(m.value for m in at.markdown if m.value.startswith("| setting |"))
     assert settings.endswith("| perturbation | high | strong |")  # the newest first
     assert not at.dataframe
+    # Results by seed: an image list per campaign (not elements per seed and campaign),
+    # the same seeds in the same order in each, so a row's pairs sit side by side.
+    imgs = at.image
+    assert len(imgs) == 2
+    rows = [[c.split(":")[0] for c in img.captions] for img in imgs]
+    assert rows[0] == rows[1] == [f"seed {s}" for s in range(4)]
     # The Mann-Whitney samples are ICST iterations: every viable seed, survivors at 30.
     from dashboard.compare import campaign_rows
     from store import Store
@@ -93,8 +99,13 @@ def test_compare_marks_an_interrupted_campaign_and_leaves_it_out_of_the_marks(ap
     assert domain(specs[0]) == domain(specs[1])
     assert len(domain(specs[0])) == len(names) == 2
     # A seed the stopped campaign was still searching is not called "not viable".
-    captions = [c.value for c in at.caption if c.value.startswith("seed ")]
+    captions = seed_captions(at)
     assert any(c.endswith("(interrupted)") for c in captions)
+
+
+def seed_captions(at) -> list[str]:
+    """The captions under Results by seed's pairs (an image list per campaign)."""
+    return [c for img in at.image for c in img.captions if c.startswith("seed ")]
 
 
 @pytest.mark.parametrize("shared", [0, 1, 2])
@@ -318,5 +329,5 @@ def test_compare_gives_differential_campaigns_their_own_columns(diffed_app, diff
     icst = at.markdown[0].value
     assert icst.count("**Block: ") == 2 and "failing: A and B disagree" in icst
     # Its seeds say both answers ("label 5 → 5" read as no failure at all).
-    seeds = [c.value for c in at.caption if c.value.startswith("seed ")]
+    seeds = seed_captions(at)
     assert any(" → A " in c and ", B " in c for c in seeds), seeds
