@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard.components import load_image
+from dashboard.components import load_image, side_by_side
 from dashboard.so_far import FAILING, best_so_far, decided_live, said_as, so_far_text
 from dashboard.url_state import url_int, url_int_written, url_widget
 from store.failures import status_as, target_outcome
@@ -243,21 +243,28 @@ def search_length(r, wording: Wording) -> str:
 
 
 def card(r, home: Path, class_names: tuple[str, ...], wording: Wording | None = None) -> None:
-    """One seed: its seed image and, once searched, its result image, with the labels."""
+    """One seed: its seed image and, once searched, its result image beside it (one image:
+    as two in nested columns, a page of twelve cards was 70 elements, each a message to
+    the browser), with the labels."""
     wording = wording or Wording()
-    pair = st.columns(2)
-    seed_img, result_img = load_image(home, r.seed_image), load_image(home, r.result_image)
-    if seed_img is not None:
-        pair[0].image(seed_img, caption="seed", width="stretch")
+    seed_img = load_image(home, r.seed_image)
+    right, said = None, None
     if r.status == FAILING:
         best, latest = best_so_far(home, r, seed_img)
         if best is None:  # its frames are appended at the engine's next flush of strips
-            pair[1].caption("failing so far: no image of it written yet")
+            said = "failing so far: no image of it written yet"
         else:
+            right = best
             said = "best so far" if latest else "failing so far (the best not written yet)"
-            pair[1].image(best, caption=said, width="stretch")
-    elif result_img is not None:
-        pair[1].image(result_img, caption="result", width="stretch")
+    elif (result_img := load_image(home, r.result_image)) is not None:
+        right, said = result_img, "result"
+    # The seed's half is kept where it is missing (and the result's), so pairs line up.
+    pair = side_by_side([seed_img, right])
+    caption = " · ".join(x for x in ("seed" if seed_img is not None else None, said) if x)
+    if pair is not None:
+        st.image(pair, caption=caption, width="stretch")
+    elif said:
+        st.caption(said)
     st.caption(card_text(r, class_names, wording))
 
 

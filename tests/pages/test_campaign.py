@@ -34,6 +34,12 @@ def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
     assert len(at.get("vega_lite_chart")) >= 2  # convergence chart, top-2 probabilities
     assert any("expected" in c.value for c in at.caption)  # gallery captions
     assert len(at.get("download_button")) == 2
+    # A card's seed and result are one image (two in nested columns were most of the page's
+    # elements): one image per card, a seed's own on the left.
+    cards = [c.value for c in at.caption if c.value.startswith("seed ") and "expected" in c.value]
+    pairs = [i.proto.imgs[0].caption for i in at.image]
+    assert len(pairs) == len(cards) > 0
+    assert set(pairs) <= {"seed · result", "seed"} and "seed · result" in pairs
 
 
 @pytest.mark.parametrize("axis", ["evaluations", "seconds"])

@@ -122,15 +122,16 @@ def test_seeds_whose_best_already_fails_are_counted_and_shown_so_far(
     for s, g in first.items():
         assert f"since generation {g}, still searching (misclassified so far)" in shown[f"seed {s}"]
     # Each card with its best image so far, or a word that it is not written yet.
+    # (Seed and image as one pair: "seed · best so far".)
     captions = [i.proto.imgs[0].caption for i in at.get("image")]
-    assert captions.count("failing so far (the best not written yet)") == 1
-    assert [c.value for c in at.caption].count("failing so far: no image of it written yet") == 1
+    assert captions.count("seed · failing so far (the best not written yet)") == 1
+    assert captions.count("seed · failing so far: no image of it written yet") == 1
     # The strips catch up: the best images.
     for rel in imp.loc[imp["seed_idx"].isin([lagging, missing]), "image"].unique():
         shutil.copy(finished[0] / rel, home / rel)
     at.run()
     captions = [i.proto.imgs[0].caption for i in at.get("image")]
-    assert captions.count("best so far") == n
+    assert captions.count("seed · best so far") == n
     # The progress line counts none of them done: they search on.
     bar = at.get("progress")[0].proto.text
     assert f"0 of {viable} " in bar
