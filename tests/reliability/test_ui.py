@@ -5,9 +5,11 @@ from __future__ import annotations
 import signal
 import socket
 import time
+import tomllib
 import urllib.request
 
 from engine.cli.ui import SETTINGS, command
+from engine.core.home import REPO_ROOT as REPO
 from tests.helpers import start_cli
 
 
@@ -53,6 +55,11 @@ def test_ui_passes_every_setting_and_warns_beyond_loopback(env):
         assert args[args.index(f"--{k}") + 1] == v
     assert SETTINGS["browser.gatherUsageStats"] == "false"
     assert SETTINGS["server.enableXsrfProtection"] == "true"
+    # The shipped config (`streamlit run` from the checkout) says the same.
+    toml = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
+    shipped = {f"{k}.{n}": v for k, t in toml.items() for n, v in t.items()}
+    for k in ("server.fileWatcherType", "server.enableXsrfProtection", "server.maxUploadSize"):
+        assert str(shipped[k]).lower() == SETTINGS[k], k
     port = free_port()
     proc = start_cli(["ui", "--port", str(port), "--address", "0.0.0.0"], env, cwd="/tmp")
     try:
