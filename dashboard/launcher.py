@@ -107,23 +107,37 @@ def run(argv: list[str], log: Path) -> int | None:
     claim = log.with_suffix(".claim")
     claim.write_text("")
     pid = None
-    with _LOCK:
-        proc = _PROC if _PROC is not None and _PROC.poll() is None else None
-        if proc is not None and _environ() == _ENV:
-            try:
-                assert proc.stdin is not None
-                proc.stdin.write(json.dumps({"argv": argv, "log": str(log), "claim": str(claim)}))
-                proc.stdin.write("\n")
-                proc.stdin.flush()
-                pid = (_answer(proc, ANSWER_S) or {}).get("pid")
-            except OSError:
-                pid = None
-            if pid is None:  # gone, wedged or refusing: the next launch gets a new one
-                _forget(proc)
+    # Not while the launcher is starting (its imports take seconds under load): this
+    # launch then goes the plain way at once rather than wait for it.
+    if _LOCK.acquire(blocking=False):
+        try:
+            pid = _ask(argv, log, claim)
+        finally:
+            _LOCK.release()
     if pid is None:
         try:
             claim.unlink()  # taken back: if the launcher's copy comes late, it runs nothing
         except FileNotFoundError:
             return -1  # it did start, and its answer was late: the command runs
         start()  # a fresh launcher for the next launch (in the background)
+    return pid
+
+
+def _ask(argv: list[str], log: Path, claim: Path) -> int | None:
+    """The pid the running launcher gives `argv`'s command (called under the lock); None
+    when there is no launcher of this environment, or it did not answer (it is then
+    stopped: the next launch gets a new one)."""
+    proc = _PROC if _PROC is not None and _PROC.poll() is None else None
+    if proc is None or _environ() != _ENV:
+        return None
+    pid = None
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"argv": argv, "log": str(log), "claim": str(claim)}) + "\n")
+        proc.stdin.flush()
+        pid = (_answer(proc, ANSWER_S) or {}).get("pid")
+    except OSError:
+        pid = None
+    if pid is None:  # gone, wedged or refusing
+        _forget(proc)
     return pid

@@ -86,12 +86,7 @@ def _run(argv: list[str], log: str, claim: str) -> None:
     command as `latentfuzz ARGV`, exit with its code."""
     code = 0
     try:
-        try:
-            os.unlink(claim)
-        except FileNotFoundError:
-            os._exit(0)  # taken back by the dashboard, which started it itself
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
+        # The log first: nothing of this copy's may reach the launcher's reply pipe.
         null = os.open(os.devnull, os.O_RDONLY)
         out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(null, 0)
@@ -99,6 +94,12 @@ def _run(argv: list[str], log: str, claim: str) -> None:
         os.dup2(out, 2)
         os.close(null)
         os.close(out)
+        try:
+            os.unlink(claim)
+        except FileNotFoundError:
+            os._exit(0)  # taken back by the dashboard, which started it itself
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
         sys.argv = ["latentfuzz", *argv]
         # Deferred (imported before the fork: this finds it in memory).
         from engine.entry import main

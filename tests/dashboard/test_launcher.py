@@ -106,3 +106,11 @@ def test_it_is_off_when_asked(monkeypatch, tmp_path: Path):
     monkeypatch.setenv(launcher.ENV, "0")
     assert launcher.run(["--version"], tmp_path / "x.log") is None
     assert not (tmp_path / "x.claim").exists()
+
+
+def test_a_launch_while_the_launcher_starts_goes_the_plain_way_at_once(monkeypatch, tmp_path):
+    monkeypatch.setenv(launcher.ENV, "1")
+    monkeypatch.setattr(launcher, "start", lambda: None)  # (no launcher of its own here)
+    with launcher._LOCK:  # as `_ensure` holds it while a launcher imports
+        assert launcher.run(["--version"], tmp_path / "x.log") is None
+    assert not (tmp_path / "x.claim").exists()
