@@ -64,6 +64,15 @@ def with_failing_so_far(seeds: pd.DataFrame, so_far: pd.DataFrame) -> pd.DataFra
     return out
 
 
+def csv_rows(shown: pd.DataFrame, columns: list[str], criterion: str | None) -> pd.DataFrame:
+    """A running campaign's seed rows for its CSV, as its gallery shows them: the
+    stored columns, a seed failing so far said so ("misclassified so far", its prediction
+    and first failure those of its best so far), where the CSV said "searching"."""
+    out = shown[columns].copy()
+    out["status"] = [said_as(s, criterion) if s == FAILING else s for s in out["status"]]
+    return out
+
+
 def said_as(status: str, criterion: str | None) -> str:
     """A seed status in the campaign's words, FAILING as its failures "so far"."""
     if status == FAILING:

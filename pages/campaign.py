@@ -26,7 +26,7 @@ from dashboard.progress import (
 )
 from dashboard.repair import campaign_repair
 from dashboard.seed_table import seed_table
-from dashboard.so_far import with_failing_so_far
+from dashboard.so_far import FAILING, csv_rows, said_as, with_failing_so_far
 from dashboard.text import campaign_label, md_text
 from dashboard.timeline import expected_gone, timeline, unknown_seed
 from dashboard.url_state import url_unknown, url_widget
@@ -146,9 +146,10 @@ def seeds_now() -> pd.DataFrame:
     return seeds
 
 
-def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
+def downloads(seeds: pd.DataFrame, so_far: bool, shown: pd.DataFrame | None = None) -> None:
     """The CSV and the zip; while the campaign runs, what was written so far, said on
-    the buttons, the zip made only when asked (it reads every image written)."""
+    the buttons, the zip made only when asked (it reads every image written), the CSV's
+    rows as the gallery above shows them (`shown`: seeds failing so far said so)."""
     # As the progress line counts: a seed never searched (non-viable) is not one done.
     skipped = int(seeds["status"].eq("non-viable").sum())
     done = int((~seeds["status"].isin(["searching", "non-viable"])).sum())
@@ -157,15 +158,19 @@ def downloads(seeds: pd.DataFrame, so_far: bool) -> None:
     a, b = st.columns(2)
     # While it runs, made on the click (from the rows of the last refresh): not at every
     # refresh of the live panel, every 2 s.
-    csv = (lambda: to_csv_bytes(seeds)) if so_far else to_csv_bytes(seeds)
+    rows = seeds if shown is None else csv_rows(shown, list(seeds.columns), wording.criterion)
+    csv = (lambda: to_csv_bytes(rows)) if so_far else to_csv_bytes(rows)
     a.download_button(f"Download CSV{note}", csv, f"{cid}-seeds.csv", "text/csv")
     if so_far:
         b.download_button(
-            f"Download zip{note}", lambda: zip_so_far(seeds), f"{cid}.zip", "application/zip"
+            f"Download zip{note}", lambda: zip_so_far(rows), f"{cid}.zip", "application/zip"
         )
         st.caption(
             "The downloads hold what the campaign has written so far: every seed image, "
-            "and the result images of the seeds done; seeds still searching have none yet."
+            "and the result images of the seeds done; seeds still searching have none yet. "
+            "In the CSV (and the zip's), a seed whose best already fails is marked so "
+            f"({said_as(FAILING, wording.criterion)}), with the prediction and the first "
+            "failure of its best so far."
         )
         return
     try:
@@ -273,7 +278,7 @@ def live() -> None:
         # best already fails are among them ("misclassified so far").
         st.subheader("Seeds so far")
         gallery(shown, home, class_names, wording=wording)
-        downloads(seeds, so_far=True)
+        downloads(seeds, so_far=True, shown=shown)
     if running and not live_now(now["status"]):
         st.rerun()  # closed: render the final page once, without the timer
 

@@ -78,7 +78,9 @@ def _write_seed_images(zf: zipfile.ZipFile, seeds, home: Path, table) -> None:
         if not src.is_file():
             continue
         stem = f"seed{int(r.seed_idx):04d}_expected{int(r.seed_label)}"
-        table.at[i, "seed_image"] = f"{r['status']}/{stem}_seed.png"
+        # (A running campaign's "misclassified so far": a folder name without spaces.)
+        folder = str(r["status"]).replace(" ", "_")
+        table.at[i, "seed_image"] = f"{folder}/{stem}_seed.png"
         zf.write(src, table.at[i, "seed_image"])
 
 

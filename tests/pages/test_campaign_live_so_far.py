@@ -107,6 +107,7 @@ def test_seeds_whose_best_already_fails_are_counted_and_shown_so_far(
     assert tile(at, "misclassified so far") == "0 (0%)"
     assert not any("so far" in c for c in cards(at))
     flush(home, later)  # the generations in which their best fails
+    made = record_deferred(monkeypatch)
     at.run()
     assert not at.exception, at.exception
     n = len(first)
@@ -132,6 +133,24 @@ def test_seeds_whose_best_already_fails_are_counted_and_shown_so_far(
     at.run()
     captions = [i.proto.imgs[0].caption for i in at.get("image")]
     assert captions.count("seed · best so far") == n
+    # The CSV says what the gallery says ("searching" before), in the stored columns.
+    import io
+
+    csv = pd.read_csv(io.BytesIO(made[f"{cid}-seeds.csv"]()))
+    assert set(sc.seeds(store, cid).columns) <= set(csv.columns)
+    assert not [c for c in csv.columns if c.startswith("so_far")]  # the gallery's own
+    marked = csv[csv["status"] == "misclassified so far"].set_index("seed_idx")
+    assert sorted(marked.index) == sorted(first)
+    assert all(marked.at[s, "iterations"] == g for s, g in first.items())
+    # The zip's seeds.csv says the same; their seed images under that status.
+    import zipfile
+
+    z = zipfile.ZipFile(io.BytesIO(made[f"{cid}.zip"]()))
+    inside = pd.read_csv(z.open("seeds.csv")).set_index("seed_idx")
+    assert (inside.loc[sorted(first), "status"] == "misclassified so far").all()
+    assert all(
+        p.startswith("misclassified_so_far/") for p in inside.loc[sorted(first), "seed_image"]
+    )
     # The progress line counts none of them done: they search on.
     bar = at.get("progress")[0].proto.text
     assert f"0 of {viable} " in bar
