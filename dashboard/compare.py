@@ -80,12 +80,18 @@ def _text(v) -> str:
 
 def pivot(table: pd.DataFrame) -> pd.DataFrame:
     """A grid's cells pivoted: a row per block (the other axes), a column per value of
-    the compared axis, cells 'misclassified % (#) / ICST iterations'."""
+    the compared axis, cells 'misclassified % (#) / ICST iterations', or '... / N
+    evaluations' for a campaign that searched its whole budget (NSGA-II: its iterations
+    were always its budget)."""
     by, along = table.attrs.get("blocks", []), table.attrs["along"]
 
     def cell(r) -> str:
         pct = "n/a" if pd.isna(r.misclassified_pct) else f"{r.misclassified_pct:.0f}%"
-        it = "n/a" if pd.isna(r.iterations_icst) else f"{r.iterations_icst:.1f}"
+        if getattr(r, "whole_budget", False) is True:
+            evals = getattr(r, "evaluations_per_seed", None)
+            it = "n/a" if evals is None or pd.isna(evals) else f"{evals:,.0f} evaluations"
+        else:
+            it = "n/a" if pd.isna(r.iterations_icst) else f"{r.iterations_icst:.1f}"
         return f"{pct} ({r.misclassified}) / {it}"
 
     t = table.assign(figure=[cell(r) for r in table.itertuples()])

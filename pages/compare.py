@@ -152,8 +152,9 @@ if "along" in table.attrs:
     st.subheader(f"Grid {cells['grid'].iloc[0]}")
     st.dataframe(pivot(table), width="stretch")
     st.caption(
-        "Misclassified % (#) / ICST iterations of each cell: a row per value of the "
-        "other axes (a block), a column per value of the compared axis."
+        "Misclassified % (#) / ICST iterations of each cell (evaluations per seed for a "
+        "search of its whole budget, NSGA-II's): a row per value of the other axes (a "
+        "block), a column per value of the compared axis."
     )
 
 st.subheader("Metrics")

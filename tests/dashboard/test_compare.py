@@ -487,3 +487,21 @@ def test_a_block_of_campaigns_without_a_preset_says_so_not_none():
     )
     cols = ["axis: strategy_params.perturbation", "axis: classifier_b"]
     assert block_title(("high", "None"), cols) == "perturbation = high, classifier B = none"
+
+
+def test_a_grid_cell_of_a_whole_budget_search_says_evaluations_not_iterations():
+    from dashboard.compare import AXIS, pivot
+
+    table = pd.DataFrame(
+        {
+            f"{AXIS}strategy": ["ga", "nsga2"],
+            "misclassified_pct": [40.0, 60.0],
+            "misclassified": [4, 6],
+            "iterations_icst": [12.25, 1.0],  # NSGA-II's "1 iteration": its whole budget
+            "whole_budget": [False, True],
+            "evaluations_per_seed": [180.0, 1500.0],
+        }
+    )
+    table.attrs.update(blocks=[], along=f"{AXIS}strategy")
+    cells = pivot(table).iloc[0]
+    assert cells["ga"] == "40% (4) / 12.2" and cells["nsga2"] == "60% (6) / 1,500 evaluations"
