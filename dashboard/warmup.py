@@ -95,10 +95,11 @@ def warm_charts() -> None:
     """The first chart a page drew paid 0.1 s of one-off set-up (altair's schema
     validators, narwhals' pandas namespace, loaded on first use): paid here."""
     with contextlib.suppress(Exception):
-        # Deferred (loaded above; here only for this one chart).
+        # Deferred (loaded above, in the background; here only for this one chart).
         import altair as alt
         import pandas as pd
 
+        # Deferred (it loads streamlit's chart code: the background's, not the page's).
         from dashboard import vega
 
         frame = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})

@@ -24,11 +24,13 @@ forks, and the copy runs the command with every module already in memory.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import signal
 import sys
 import threading
+import traceback
 
 #: What a `run` or `resume` imports on its way to its first generation, in that order.
 PRELOAD = (
@@ -44,8 +46,6 @@ def preload() -> None:
     from engine.core.threads import set_wait_policy
 
     set_wait_policy()
-    import importlib
-
     for name in PRELOAD:
         importlib.import_module(name)
 
@@ -108,8 +108,6 @@ def _run(argv: list[str], log: str, claim: str) -> None:
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:  # noqa: BLE001 - the command's own traceback, into its log
-        import traceback
-
         traceback.print_exc()
         code = 1
     finally:
