@@ -146,6 +146,9 @@ def convergence_chart(
             y=alt.Y(
                 "best_fitness:Q",
                 title=FITNESS_TITLES.get(fitness, ["best fitness", f"({fitness})"]),
+                # Before the first generation the axis holds the threshold alone: its one
+                # tick read "0.000000".
+                axis=alt.Axis(format="~g") if gens.empty else alt.Axis(),
             ),
             detail="seed_idx:N",
             tooltip=["seed_idx", "generation", "best_fitness", "best_pred"],
