@@ -114,3 +114,22 @@ def test_a_launch_while_the_launcher_starts_goes_the_plain_way_at_once(monkeypat
     with launcher._LOCK:  # as `_ensure` holds it while a launcher imports
         assert launcher.run(["--version"], tmp_path / "x.log") is None
     assert not (tmp_path / "x.claim").exists()
+
+
+def test_a_resume_is_forked_too_and_finishes_the_campaign(warm, home: Path):
+    params = {"generations": 500, "stop_at_failure": False}  # a few seconds
+    cfg = parse_config({"seeds": 1, "seed": 1, "strategy_params": params})
+    cid = launch.launch(cfg, home)
+    until(lambda: liveness.alive(home, cid))
+    store = Store(home / "latentfuzz.duckdb")
+    until(lambda: sc.has_generation(store, cid))
+    assert launch.stop(home, cid)
+    until(lambda: not liveness.alive(home, cid))
+    assert sc.campaign(store, cid)["status"] == "interrupted"
+    launch.resume(home, cid)
+    until(lambda: liveness.alive(home, cid))  # (hundreds of generations left: seconds)
+    pid, _ = liveness.holder_of(liveness.lock_path(home, cid))
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert argv[1:3] == [b"-m", b"engine.warm"], argv  # forked from the launcher
+    until(lambda: sc.campaign(store, cid)["status"] == "finished")
+    assert "resum" in launch.launch_log(home, cid).lower()
