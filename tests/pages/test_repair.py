@@ -33,6 +33,18 @@ def with_settings(at: AppTest) -> AppTest:
     return toggles[0].set_value(True).run() if toggles else at
 
 
+def repair_page(home: Path, monkeypatch, page: str = "campaign.py", **params) -> tuple:
+    """`page` opened with its Repair settings shown and the repair process stubbed: (the
+    AppTest, the stub that records what would have started)."""
+    stub = Stub()
+    monkeypatch.setattr(repair.subprocess, "Popen", stub)
+    return with_settings(page_opener(home, monkeypatch)(page, **params)), stub
+
+
+def name_model(at: AppTest, name: str) -> None:
+    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value(name)
+
+
 @pytest.fixture
 def failed(study) -> tuple[Path, str]:
     """A finished campaign that found failures: the one the conftest's study labels."""
@@ -112,9 +124,7 @@ def labels(at) -> list[str]:
 
 def test_repair_section_launches_shows_progress_then_the_report(failed, monkeypatch):
     home, cid = failed
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
+    at, stub = repair_page(home, monkeypatch, id=cid)
     assert not at.exception
     assert "Repair" in [h.value for h in at.subheader]
     shown = labels(at)
@@ -192,10 +202,8 @@ def test_the_models_link_opens_the_model_s_card(failed, monkeypatch):
 
 def test_a_refusal_of_the_process_shows_in_one_line(failed, monkeypatch):
     home, cid = failed
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
-    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("r2")
+    at, stub = repair_page(home, monkeypatch, id=cid)
+    name_model(at, "r2")
     [b for b in at.button if b.label == "Launch repair"][0].click()
     at.run()
     stub.write(
@@ -215,10 +223,8 @@ def test_a_refusal_of_the_process_shows_in_one_line(failed, monkeypatch):
 
 def test_a_name_taken_is_refused_before_anything_starts(failed, monkeypatch):
     home, cid = failed
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
-    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("mnist-vae")
+    at, stub = repair_page(home, monkeypatch, id=cid)
+    name_model(at, "mnist-vae")
     at.run()  # refused as it is typed, before Launch
     # First, above the newest repair's panel (an earlier test's refusal).
     assert at.error[0].value == "A model named mnist\\-vae exists already: choose another name."
@@ -256,9 +262,7 @@ def test_a_judged_study_offers_the_settings_and_launches_from_it(study, monkeypa
     judging.join(store, sid, "ann")
     while (i := judging.next_item(store, sid, "ann")) is not None:
         judging.answer(store, sid, i, "ann", int(items.loc[i, "expected"]), datetime.now())
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("studies.py", study=sid))
+    at, stub = repair_page(home, monkeypatch, "studies.py", study=sid)
     assert not at.exception
     assert "Validity filter" not in labels(at)  # people validated these failures
     (clf,) = [s for s in at.selectbox if s.label == "Classifier to repair"]
@@ -321,9 +325,7 @@ def test_a_calibrated_threshold_is_offered_and_launched_as_the_cli_takes_it(
     calibrated, monkeypatch
 ):
     home, cid, sid, words = calibrated
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
+    at, stub = repair_page(home, monkeypatch, id=cid)
     assert not at.exception
     box = threshold_box(at)
     default = VALIDATORS.get("ssim-nearest").default_threshold
@@ -331,7 +333,7 @@ def test_a_calibrated_threshold_is_offered_and_launched_as_the_cli_takes_it(
     assert words in box.options
     box.select(words)
     at.run()
-    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("cal1")
+    name_model(at, "cal1")
     launch(at)
     assert not at.exception
     arg = stub.args[stub.args.index("--validator") + 1]
@@ -346,13 +348,11 @@ def test_a_calibrated_threshold_is_offered_and_launched_as_the_cli_takes_it(
 
 def test_a_custom_threshold_is_given_as_a_number(calibrated, monkeypatch):
     home, cid, _, _ = calibrated
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
+    at, stub = repair_page(home, monkeypatch, id=cid)
     threshold_box(at).select("a value of your own")
     at.run()
     [n for n in at.number_input if n.label == "Threshold"][0].set_value(0.3)
-    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("cal2")
+    name_model(at, "cal2")
     at.run()
     launch(at)
     assert stub.args[stub.args.index("--validator") + 1] == "ssim-nearest=0.3"
@@ -383,15 +383,13 @@ def test_new_campaign_size_and_batch_size_have_the_cli_defaults_and_go_to_the_co
     failed, monkeypatch
 ):
     home, cid = failed
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
+    at, stub = repair_page(home, monkeypatch, id=cid)
     values = {n.label: n.value for n in at.number_input}
     # The CLI's defaults: 64 images per step, the source campaign's seeds and generations.
     assert values["Batch size"] == 64
     assert values["Seeds of the new campaigns"] == 5
     assert values["Generations of the new campaigns"] == 40
-    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("size1")
+    name_model(at, "size1")
     at.run()
     launch(at)
     assert "--batch-size=64" in stub.args
@@ -404,7 +402,7 @@ def test_new_campaign_size_and_batch_size_have_the_cli_defaults_and_go_to_the_co
         ("Batch size", 32),
     ):
         [n for n in at.number_input if n.label == label][0].set_value(v)
-    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("size2")
+    name_model(at, "size2")
     at.run()
     stub2 = Stub()
     monkeypatch.setattr(repair.subprocess, "Popen", stub2)
@@ -424,10 +422,8 @@ OUT_OF_RANGE = [
 
 def test_a_setting_out_of_range_is_refused_when_chosen_in_the_form_s_words(failed, monkeypatch):
     home, cid = failed
-    stub = Stub()
-    monkeypatch.setattr(repair.subprocess, "Popen", stub)
-    at = with_settings(page_opener(home, monkeypatch)("campaign.py", id=cid))
-    [t for t in at.text_input if t.label == "Name of the repaired model"][0].set_value("range")
+    at, stub = repair_page(home, monkeypatch, id=cid)
+    name_model(at, "range")
     for label, bad, good, said in OUT_OF_RANGE:
         [n for n in at.number_input if n.label == label][0].set_value(bad)
         at.run()  # no Launch pressed: refused as it is chosen
