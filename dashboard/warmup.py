@@ -18,7 +18,6 @@ import gc
 import importlib
 import pkgutil
 import threading
-from pathlib import Path
 
 from streamlit import config
 
@@ -40,9 +39,6 @@ HEAVY = (
 NOT_WARMED = ("app", "screenshots", "warmup")
 #: engine.api names whose first use imports torch and the engine (New campaign's config).
 ENGINE = ("CampaignConfig", "resolve", "get_dataset", "zoo", "zip_bytes", "campaign_validity")
-
-#: The pages' scripts (compiled in advance, `compile_pages`).
-PAGES = Path(__file__).resolve().parent.parent / "pages"
 
 _LOCK = threading.Lock()
 _STARTED = threading.Event()
@@ -84,7 +80,6 @@ def _warm() -> None:
             with contextlib.suppress(ImportError):
                 getattr(api, name)
         warm_charts()
-        compile_pages()
         # What exists now lives as long as the process: out of every later collection.
         gc.freeze()
     finally:
@@ -104,19 +99,6 @@ def warm_charts() -> None:
 
         frame = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})
         vega._convert(alt.Chart(frame).mark_line(point=True).encode(x="a:Q", color="b:N"))
-
-
-def compile_pages() -> None:
-    """Each page's script, compiled into Streamlit's script cache: its first run on this
-    server paid 0.05 s to compile it. Streamlit's own cache, reached through a private
-    name: without it, a page compiles on its first run, as before."""
-    with contextlib.suppress(Exception):
-        # Deferred (a running server's; absent when this module is imported elsewhere).
-        from streamlit.runtime import Runtime
-
-        cache = Runtime.instance()._script_cache
-        for page in sorted(PAGES.glob("*.py")):
-            cache.get_bytecode(str(page))
 
 
 def start() -> bool:
