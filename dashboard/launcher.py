@@ -52,8 +52,7 @@ def _ensure() -> subprocess.Popen | None:
     global _PROC, _ENV
     with _LOCK:
         if _PROC is not None and (_PROC.poll() is not None or _environ() != _ENV):
-            _stop(_PROC)
-            _PROC = None
+            _forget(_PROC)
         if _PROC is None:
             env = _environ()
             proc = subprocess.Popen(
