@@ -59,6 +59,7 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "new_campaign_id": ("engine.campaign.runner", "new_campaign_id"),
     "run_campaign": ("engine.campaign.runner", "run_campaign"),
     "zip_bytes": ("engine.io.export", "zip_bytes"),
+    "check_zip": ("engine.io.export", "check_zip"),
     "imported_note": ("engine.io.import_results", "imported_note"),
     "confusion_rates": ("engine.studies.escape", "confusion_rates"),
     "escape_table": ("engine.studies.escape", "escape_table"),
@@ -114,7 +115,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import-linter gra
     from engine.core.images import frame_count, open_image, read_frame
     from engine.core.untrusted import inside
     from engine.datasets import DatasetError, dataset_names, get_dataset
-    from engine.io.export import zip_bytes
+    from engine.io.export import check_zip, zip_bytes
     from engine.io.import_results import imported_note
     from engine.labelling import exchange as label_exchange
     from engine.labelling import statistics as label_stats

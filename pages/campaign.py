@@ -33,6 +33,7 @@ from dashboard.url_state import url_unknown, url_widget
 from engine.api import (
     DatasetError,
     LatentfuzzError,
+    check_zip,
     get_dataset,
     imported_note,
     startup,
@@ -156,11 +157,12 @@ def downloads(seeds: pd.DataFrame, so_far: bool, shown: pd.DataFrame | None = No
     of = f"{len(seeds) - skipped} viable seeds done" if skipped else f"{len(seeds)} seeds"
     note = f" (so far: {done} of {of})" if so_far else ""
     a, b = st.columns(2)
-    # While it runs, made on the click (from the rows of the last refresh): not at every
-    # refresh of the live panel, every 2 s.
+    # Made on the click, not at each page run (a finished campaign's first view paid for
+    # both; while it runs, every 2 s), from the rows this run shows.
     rows = seeds if shown is None else csv_rows(shown, list(seeds.columns), wording.criterion)
-    csv = (lambda: to_csv_bytes(rows)) if so_far else to_csv_bytes(rows)
-    a.download_button(f"Download CSV{note}", csv, f"{cid}-seeds.csv", "text/csv")
+    a.download_button(
+        f"Download CSV{note}", lambda: to_csv_bytes(rows), f"{cid}-seeds.csv", "text/csv"
+    )
     if so_far:
         b.download_button(
             f"Download zip{note}", lambda: zip_so_far(rows), f"{cid}.zip", "application/zip"
@@ -174,11 +176,16 @@ def downloads(seeds: pd.DataFrame, so_far: bool, shown: pd.DataFrame | None = No
         )
         return
     try:
-        archive = finished_zip(store, home, cid, seeds)
+        check_zip(home, seeds)  # a missing image is said here, not after the click
     except LatentfuzzError as e:  # its folder moved or damaged: the rest of the page shows
         b.warning(f"No zip: {e}. `latentfuzz doctor` lists what is missing.")
     else:
-        b.download_button("Download zip", archive, f"{cid}.zip", "application/zip")
+        b.download_button(
+            "Download zip",
+            lambda: finished_zip(store, home, cid, seeds),
+            f"{cid}.zip",
+            "application/zip",
+        )
 
 
 def zip_so_far(seeds: pd.DataFrame) -> bytes:

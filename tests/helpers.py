@@ -193,6 +193,23 @@ def page_opener(home: Path, monkeypatch):
     return open_page
 
 
+def record_deferred(monkeypatch) -> dict[str, object]:
+    """file name -> the callable of each download made on its click (Streamlit's deferred
+    download), to run as the browser's click runs it."""
+    # Deferred (streamlit's runtime, for the page tests only).
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    made: dict[str, object] = {}
+    add = MediaFileManager.add_deferred
+
+    def recording(self, data_callable, mimetype, coordinates, file_name=None, **kw):
+        made[file_name] = data_callable
+        return add(self, data_callable, mimetype, coordinates, file_name, **kw)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", recording)
+    return made
+
+
 def old_store(path: Path, version: int, *statements: str) -> Path:
     """A store file as an older latentfuzz left it: schema `version` in its meta table,
     plus whatever tables and rows `statements` create."""

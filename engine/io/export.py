@@ -41,7 +41,19 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
     for col in IMAGE_COLUMNS.values():
         table[col] = None
     _write_seed_images(zf, seeds, home, table)
-    n = 0
+    pairs = set()
+    for i, col, src, name in _pair_files(seeds, home):
+        table.at[i, col] = name
+        zf.write(src, name)
+        pairs.add(i)
+    zf.writestr("seeds.csv", to_csv(table))  # formula cells neutralised
+    return len(pairs)
+
+
+def _pair_files(seeds, home: Path):
+    """(row, column, stored file, name in the zip) of each searched seed's images. Raises
+    where a seed or result image is missing or lies outside the home; a missing strip is
+    left out (a strip is extra)."""
     for i, r in seeds[seeds["result_image"].notna()].iterrows():
         its = -1 if pd.isna(r.iterations) else int(r.iterations)
         b = r.get("final_pred_b")
@@ -56,14 +68,17 @@ def _write_pairs(zf: zipfile.ZipFile, seeds, home: Path) -> int:
                 continue
             src = _stored_image(home, r, col, rel)
             if not src.exists():
-                if kind == "improvements":  # a strip is extra: a missing one is left out
+                if kind == "improvements":
                     continue
                 raise LatentfuzzError(f"image {src} is missing; the campaign folder was changed")
-            table.at[i, col] = f"{folder}/{stem}_{kind}.png"
-            zf.write(src, table.at[i, col])
-        n += 1
-    zf.writestr("seeds.csv", to_csv(table))  # formula cells neutralised
-    return n
+            yield i, col, src, f"{folder}/{stem}_{kind}.png"
+
+
+def check_zip(home: Path, seeds) -> None:
+    """Raise what `zip_bytes` would raise for these seed rows, without reading an image:
+    the dashboard says it beside the button and makes the zip only on its click."""
+    for _ in _pair_files(seeds, home):
+        pass
 
 
 def _write_seed_images(zf: zipfile.ZipFile, seeds, home: Path, table) -> None:

@@ -71,3 +71,21 @@ def test_a_chart_of_moving_rows_is_drawn_without_being_kept():
     before = memo.computed
     vega.chart(bars, df, "live", keep=False)  # (drawn in bare mode: no page to show it)
     assert memo.computed == before
+
+
+def points(df: pd.DataFrame) -> alt.LayerChart:
+    line = alt.Chart(df).mark_line().encode(x=alt.X("g:Q"), y=alt.Y("v:Q"))
+    return line + line.mark_point()
+
+
+def test_a_chart_of_many_rows_is_drawn_on_a_canvas_and_a_small_one_in_svg():
+    # A finished campaign's convergence chart (480 points) made 700 SVG elements.
+    many = pd.DataFrame({"g": np.arange(vega.CANVAS_ROWS + 1), "v": 1.0})
+    few = many.head(10)
+    spec = vega.spec_of(points, many)
+    assert vega.rows(spec) == vega.CANVAS_ROWS + 1
+    assert spec["usermeta"]["embedOptions"]["renderer"] == "canvas"
+    # Small, it stays in SVG, whose marks carry their fields for screen readers (and for
+    # the bench, which finds a launch's first points by them).
+    small = vega.spec_of(points, few)
+    assert vega.rows(small) == 10 and "usermeta" not in small

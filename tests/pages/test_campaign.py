@@ -4,19 +4,24 @@ campaign whose images or dataset are gone."""
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+import engine.api
 from dashboard.palette import OKABE_ITO
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
+from engine.io.export import zip_bytes
 from store import Store
 from store import annotations as an
 from store import campaigns as sc
-from tests.helpers import page_opener
+from tests.helpers import page_opener, record_deferred
 from tests.pages.charts import specs
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -40,6 +45,31 @@ def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
     pairs = [i.proto.imgs[0].caption for i in at.image]
     assert len(pairs) == len(cards) > 0
     assert set(pairs) <= {"seed · result", "seed"} and "seed · result" in pairs
+
+
+def test_a_finished_campaigns_downloads_are_made_on_the_click(seeded, monkeypatch):
+    # Both were made at the page's first run (the zip reads and deflates every image).
+    home, cid = seeded
+    made = record_deferred(monkeypatch)
+    zips = []
+    monkeypatch.setattr(
+        engine.api, "zip_bytes", lambda *a, **k: zips.append(1) or zip_bytes(*a, **k), raising=False
+    )
+    at = page_opener(home, monkeypatch)("campaign.py", id=cid)
+    assert not at.exception, at.exception
+    buttons = at.get("download_button")
+    assert [b.proto.label for b in buttons] == ["Download CSV", "Download zip"]
+    assert all(b.proto.deferred_file_id for b in buttons)
+    assert zips == []  # none made by the page run
+    csv = pd.read_csv(io.BytesIO(made[f"{cid}-seeds.csv"]()))
+    stored = sc.seeds(Store(home / "latentfuzz.duckdb"), cid)
+    assert sorted(csv["seed_idx"]) == sorted(stored["seed_idx"])
+    z = zipfile.ZipFile(io.BytesIO(made[f"{cid}.zip"]()))
+    assert zips == [1]
+    table = pd.read_csv(z.open("seeds.csv"))
+    searched = table["result_image"].dropna()
+    assert len(searched) == stored["result_image"].notna().sum() > 0
+    assert set(searched) <= set(z.namelist())
 
 
 @pytest.mark.parametrize("axis", ["evaluations", "seconds"])

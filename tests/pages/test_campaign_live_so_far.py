@@ -17,7 +17,7 @@ from engine.campaign.runner import run_campaign
 from store import Store
 from store import campaigns as sc
 from store.liveness import CampaignLock
-from tests.helpers import page_opener
+from tests.helpers import page_opener, record_deferred
 
 OUTCOME = (
     "misclassified = NULL, iterations = NULL, evaluations = NULL, final_pred = NULL, "
@@ -177,22 +177,6 @@ def test_the_tiles_and_the_gallery_count_the_same_rows(running, monkeypatch):
     assert count_line.startswith(f"1 misclassified · {n - 1} misclassified so far")
     assert tile(at, "misclassified so far").startswith(f"{n} (")
     assert "1 of " in at.get("progress")[0].proto.text
-
-
-def record_deferred(monkeypatch) -> dict[str, object]:
-    """file name -> the callable of each download made on its click (Streamlit's deferred
-    download), to run as the browser's click runs it."""
-    from streamlit.runtime.media_file_manager import MediaFileManager
-
-    made: dict[str, object] = {}
-    add = MediaFileManager.add_deferred
-
-    def recording(self, data_callable, mimetype, coordinates, file_name=None, **kw):
-        made[file_name] = data_callable
-        return add(self, data_callable, mimetype, coordinates, file_name, **kw)
-
-    monkeypatch.setattr(MediaFileManager, "add_deferred", recording)
-    return made
 
 
 def test_the_zip_while_running_holds_every_image_so_far_with_the_csvs_columns(

@@ -12,7 +12,8 @@ import pytest
 
 from engine.core.errors import LatentfuzzError
 from engine.io.bundle import export_bundle, import_bundle
-from engine.io.export import export_zip, zip_bytes
+from engine.io.export import check_zip, export_zip, zip_bytes
+from store import campaigns as sc
 from store.bundles import TABLES
 from tests.engine.io.test_bundle import _with_manifest, db
 
@@ -104,6 +105,8 @@ def test_export_refuses_a_stored_path_outside(source, tmp_path: Path, kind: str)
         export_zip(db(home), home, cid, out / "c.zip")
     with pytest.raises(LatentfuzzError, match=f"names {col} .*outside the home"):
         zip_bytes(db(home), home, cid)  # the dashboard's download
+    with pytest.raises(LatentfuzzError, match=f"names {col} .*outside the home"):
+        check_zip(home, sc.seeds(db(home), cid))  # said beside its button, before a click
     with pytest.raises(LatentfuzzError, match=rf"seeds\.{col}.* is .*outside"):
         export_bundle(db(home), home, cid, out / "c.lfz")
     assert list(out.iterdir()) == []  # neither a zip, a bundle nor a part of one
