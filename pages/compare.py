@@ -128,100 +128,124 @@ if len(filters) > MOST_FILTERS:  # five filters made a table of thirteen columns
         [*calibrated, *(f for f in filters if f not in calibrated)][:MOST_FILTERS],
     )
 table = with_auto(table, auto, filters)
-st.markdown(markdown_table(table, kept(significance, table, iterations)), unsafe_allow_html=True)
-st.caption(
-    f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
-    f"budget, as in the ICST study; campaigns of different strategies, within blocks of "
-    f"equal dataset, study (its campaigns share their seed images, whatever space they "
-    f"search) and the evaluation budget per seed the study set (outside a study: equal "
-    f"generator and their own evaluation budget setting, else the most their generations "
-    f"let a seed cost), their iterations not compared, as a generation is a different "
-    f"number of evaluations for each strategy; campaigns of different failure criteria "
-    f"(two classifiers' disagreements), never together. Bold: best per column of a block "
-    f"of two or more finished campaigns (one alone is compared with nothing, and marked nothing). "
-    f"Underlined: not significantly different from that best (alpha {ALPHA}; Fisher's "
-    f"exact test for the proportions, two-sided Mann-Whitney U for the ICST iterations). "
-    f"{sc.ICST_ITERATIONS.capitalize()}; the {sc.FAILURE_ITERATIONS} is shown "
-    f"beside it, unmarked. A campaign that has not finished shows its status; its figures "
-    f"cover the seeds finished so far, and it takes no part in the marks. Validity and "
-    f"label preservation: each labelled result image once, with the verdict of the newest "
-    f"validity study that holds all its answers." + (AUTO_NOTE if filters else "")
+# The sections as tabs, only the open one built and sent (as the Campaign page's): the
+# charts' code (Vega's, compiled on its first chart in a browser) and the seed images made
+# a third of the page's first load in a new browser (docs/measured/dashboard.md). The
+# open tab is in the URL, so a shared link opens the same section.
+tab_summary, tab_charts, tab_seeds = st.tabs(
+    ["Summary", "Convergence", "Results by seed"], key="tab", bind="query-params"
 )
-st.download_button("Download table (CSV)", to_csv_bytes(table), "compare.csv", "text/csv")
-if "along" in table.attrs:
-    st.subheader(f"Grid {cells['grid'].iloc[0]}")
-    st.dataframe(pivot(table), width="stretch")
+
+
+def summary() -> None:
+    """The comparison table, its CSV, the metrics, realism and what differs."""
+    st.markdown(
+        markdown_table(table, kept(significance, table, iterations)), unsafe_allow_html=True
+    )
     st.caption(
-        "Misclassified % (#) / ICST iterations of each cell (evaluations per seed for a "
-        "search of its whole budget, NSGA-II's): a row per value of the other axes (a "
-        "block), a column per value of the compared axis."
+        f"Campaigns are compared within blocks of equal dataset, perturbation and generation "
+        f"budget, as in the ICST study; campaigns of different strategies, within blocks of "
+        f"equal dataset, study (its campaigns share their seed images, whatever space they "
+        f"search) and the evaluation budget per seed the study set (outside a study: equal "
+        f"generator and their own evaluation budget setting, else the most their generations "
+        f"let a seed cost), their iterations not compared, as a generation is a different "
+        f"number of evaluations for each strategy; campaigns of different failure criteria "
+        f"(two classifiers' disagreements), never together. Bold: best per column of a block "
+        f"of two or more finished campaigns (one alone is compared with nothing, and marked "
+        f"nothing). Underlined: not significantly different from that best (alpha {ALPHA}; "
+        f"Fisher's exact test for the proportions, two-sided Mann-Whitney U for the ICST "
+        f"iterations). {sc.ICST_ITERATIONS.capitalize()}; the {sc.FAILURE_ITERATIONS} is shown "
+        f"beside it, unmarked. A campaign that has not finished shows its status; its figures "
+        f"cover the seeds finished so far, and it takes no part in the marks. Validity and "
+        f"label preservation: each labelled result image once, with the verdict of the newest "
+        f"validity study that holds all its answers." + (AUTO_NOTE if filters else "")
+    )
+    # Made on the click: not at every run of the page.
+    st.download_button(
+        "Download table (CSV)", lambda: to_csv_bytes(table), "compare.csv", "text/csv"
+    )
+    if "along" in table.attrs:
+        st.subheader(f"Grid {cells['grid'].iloc[0]}")
+        st.dataframe(pivot(table), width="stretch")
+        st.caption(
+            "Misclassified % (#) / ICST iterations of each cell (evaluations per seed for a "
+            "search of its whole budget, NSGA-II's): a row per value of the other axes (a "
+            "block), a column per value of the compared axis."
+        )
+
+    st.subheader("Metrics")
+    st.markdown(metrics_markdown(store, ids, labels))
+    st.caption(
+        "Error rate: failing / all evaluations; success rate: seeds with a failure; "
+        "label diversity: wrong labels per seed; MSE and SSIM (Gaussian 11x11, sigma "
+        "1.5, data range 1) of result vs seed images; failures per 1,000 evaluations; "
+        "the median top-2 probability gap of the results and of the test images "
+        "(SINVAD's boundary check). —: a campaign "
+        "imported from another tool's results, which has no search evaluations, or one "
+        "that has not finished (metrics are computed when it ends)."
     )
 
-st.subheader("Metrics")
-st.markdown(metrics_markdown(store, ids, labels))
-st.caption(
-    "Error rate: failing / all evaluations; success rate: seeds with a failure; "
-    "label diversity: wrong labels per seed; MSE and SSIM (Gaussian 11x11, sigma "
-    "1.5, data range 1) of result vs seed images; failures per 1,000 evaluations; "
-    "the median top-2 probability gap of the results and of the test images "
-    "(SINVAD's boundary check). —: a campaign "
-    "imported from another tool's results, which has no search evaluations, or one "
-    "that has not finished (metrics are computed when it ends)."
-)
+    st.subheader("Realism")
+    realism = sm.realism_table(store, ids)
+    st.markdown(realism_markdown(realism, table))
+    features = ", ".join(sorted(set(realism["features"].dropna())))
+    st.caption(
+        "These are not Inception FIDs: FID and KID here measure how far a campaign's images "
+        "(its seeds' results and archived failing inputs) lie from up to 1,000 real test "
+        "images in the features of the dataset's default classifier"
+        + (f" ({features})" if features else "")
+        + ", not Inception-v3's. Compare campaigns of one dataset with each other, never with "
+        "a published FID; lower is closer to the real images. FID is biased upwards for few "
+        "images: compare campaigns with similar image counts. KID is unbiased, so it can be "
+        "slightly negative. –: no realism stored (a campaign from before it, one not finished, "
+        "or a dataset without a default classifier): `latentfuzz validate ID` computes it."
+    )
 
-st.subheader("Realism")
-realism = sm.realism_table(store, ids)
-st.markdown(realism_markdown(realism, table))
-features = ", ".join(sorted(set(realism["features"].dropna())))
-st.caption(
-    "These are not Inception FIDs: FID and KID here measure how far a campaign's images "
-    "(its seeds' results and archived failing inputs) lie from up to 1,000 real test "
-    "images in the features of the dataset's default classifier"
-    + (f" ({features})" if features else "")
-    + ", not Inception-v3's. Compare campaigns of one dataset with each other, never with "
-    "a published FID; lower is closer to the real images. FID is biased upwards for few "
-    "images: compare campaigns with similar image counts. KID is unbiased, so it can be "
-    "slightly negative. –: no realism stored (a campaign from before it, one not finished, "
-    "or a dataset without a default classifier): `latentfuzz validate ID` computes it."
-)
+    differential_table(store, ids, labels)
+    st.subheader("Settings that differ")
+    st.markdown(settings_markdown(config_diff(store, ids, camps), labels))
 
-differential_table(store, ids, labels)
 
-left, right = st.columns(2)
-best = dict(tuple(read_set("best_fitness", ids, status).groupby("campaign_id", sort=False)))
-empty = pd.DataFrame(columns=["seed_idx", "generation", "best_fitness", "evaluations", "elapsed_s"])
-# The charts' names carry an unfinished campaign's status, as the tables do: its curves
-# stop where it stopped, not where the search would have.
-shown = {c: labels[c] + ("" if status[c] == "finished" else f" ({status[c]})") for c in ids}
-bands = pd.concat(
-    [kept(convergence_frame, best.get(c, empty)).assign(campaign=shown[c]) for c in ids]
-)
-with left:
-    st.subheader("Convergence")
-    # One colour per campaign in both charts, in the selection's order.
-    order = [shown[c] for c in ids]
-    drawn = set(bands["campaign"])
-    groups = {
-        o: m for o, m in by_objective(camps, ids).items() if any(shown[c] in drawn for c in m)
-    }  # a group with no rows draws nothing
-    for objective, members in groups.items():
-        names = [shown[c] for c in members]
-        height = 300 if len(groups) == 1 else 220
-        vega.chart(convergence_bands, bands, order, names, objective, height)
-    if len(groups) > 1:
-        st.caption(
-            f"One chart per objective ({', '.join(groups)}): their fitness values have "
-            "different scales and meanings, so one axis would compare numbers that do not "
-            "compare."
-        )
-with right:
-    st.subheader("Seeds failed by iteration")
-    n_viable = dict(zip(table["campaign"], table["viable"], strict=True))
-    curves = failure_curves(failures, n_viable, shown)
-    if curves.empty:
-        st.info("No selected campaign has a misclassified seed yet.")
-    else:
-        vega.chart(failure_chart, curves, order)
+def convergence() -> None:
+    """Median best fitness per generation (one chart per objective) and the share of
+    viable seeds failed by iteration."""
+    left, right = st.columns(2)
+    best = dict(tuple(read_set("best_fitness", ids, status).groupby("campaign_id", sort=False)))
+    empty = pd.DataFrame(
+        columns=["seed_idx", "generation", "best_fitness", "evaluations", "elapsed_s"]
+    )
+    # The charts' names carry an unfinished campaign's status, as the tables do: its curves
+    # stop where it stopped, not where the search would have.
+    shown = {c: labels[c] + ("" if status[c] == "finished" else f" ({status[c]})") for c in ids}
+    bands = pd.concat(
+        [kept(convergence_frame, best.get(c, empty)).assign(campaign=shown[c]) for c in ids]
+    )
+    with left:
+        st.subheader("Convergence")
+        # One colour per campaign in both charts, in the selection's order.
+        order = [shown[c] for c in ids]
+        drawn = set(bands["campaign"])
+        groups = {
+            o: m for o, m in by_objective(camps, ids).items() if any(shown[c] in drawn for c in m)
+        }  # a group with no rows draws nothing
+        for objective, members in groups.items():
+            names = [shown[c] for c in members]
+            height = 300 if len(groups) == 1 else 220
+            vega.chart(convergence_bands, bands, order, names, objective, height)
+        if len(groups) > 1:
+            st.caption(
+                f"One chart per objective ({', '.join(groups)}): their fitness values have "
+                "different scales and meanings, so one axis would compare numbers that do not "
+                "compare."
+            )
+    with right:
+        st.subheader("Seeds failed by iteration")
+        n_viable = dict(zip(table["campaign"], table["viable"], strict=True))
+        curves = failure_curves(failures, n_viable, shown)
+        if curves.empty:
+            st.info("No selected campaign has a misclassified seed yet.")
+        else:
+            vega.chart(failure_chart, curves, order)
 
 
 def seed_caption(s: int, r: pd.Series) -> str:
@@ -235,52 +259,60 @@ def seed_caption(s: int, r: pd.Series) -> str:
     return f"seed {s}: label {int(r.seed_label)}{outcome}"
 
 
-st.subheader("Results by seed")
-# Seed i is the same starting point in two campaigns only when both drew their seeds the
-# same way: same dataset, generator, random seed and seed class.
-DRAW = ("dataset", "generator", "random_seed", "target_class")
-by_id = camps.set_index("id")
-draws = {c: tuple(None if pd.isna(v := by_id.loc[c, k]) else v for k in DRAW) for c in ids}
-if len(set(draws.values())) > 1:
-    st.info(
-        "These campaigns drew their seeds differently (dataset, generator, random seed or "
-        "seed class differ), so a row shows unrelated seeds side by side, not the same seed."
+def results_by_seed() -> None:
+    """Each shared seed's pair (seed, result) per campaign, side by side."""
+    # Seed i is the same starting point in two campaigns only when both drew their seeds the
+    # same way: same dataset, generator, random seed and seed class.
+    DRAW = ("dataset", "generator", "random_seed", "target_class")
+    by_id = camps.set_index("id")
+    draws = {c: tuple(None if pd.isna(v := by_id.loc[c, k]) else v for k in DRAW) for c in ids}
+    if len(set(draws.values())) > 1:
+        st.info(
+            "These campaigns drew their seeds differently (dataset, generator, random seed or "
+            "seed class differ), so a row shows unrelated seeds side by side, not the same seed."
+        )
+    per_campaign = dict(tuple(seed_rows.groupby("campaign_id", sort=False)))
+    seeds = {c: per_campaign.get(c, seed_rows.iloc[:0]).set_index("seed_idx") for c in ids}
+    shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
+    if not shared:
+        st.info(
+            "These campaigns have no seed in common (one of them has no seed rows yet), so "
+            "there is nothing to show side by side."
+        )
+    # A slider needs two values to range over (one or no shared seed raised Streamlit's
+    # min/max error).
+    show = (
+        st.slider("Seeds shown", 1, len(shared), min(6, len(shared)))
+        if len(shared) > 1
+        else len(shared)
     )
-per_campaign = dict(tuple(seed_rows.groupby("campaign_id", sort=False)))
-seeds = {c: per_campaign.get(c, seed_rows.iloc[:0]).set_index("seed_idx") for c in ids}
-shared = sorted(set.intersection(*(set(s.index) for s in seeds.values())))
-if not shared:
-    st.info(
-        "These campaigns have no seed in common (one of them has no seed rows yet), so "
-        "there is nothing to show side by side."
-    )
-# A slider needs two values to range over (one or no shared seed raised Streamlit's
-# min/max error).
-show = (
-    st.slider("Seeds shown", 1, len(shared), min(6, len(shared)))
-    if len(shared) > 1
-    else len(shared)
-)
-# A column per campaign, its seeds' pairs one image list under its name: a row of
-# columns per seed made 100 of the page's 140 elements, each a message to the browser
-# (issue 36, point 7). Every pair has the same size and a one-line caption, so a seed's
-# pairs stay side by side across the columns.
-pairs = {
-    c: [
-        side_by_side([load_image(home, rel, scale=3) for rel in (r.seed_image, r.result_image)])
-        for r in (seeds[c].loc[s] for s in shared[:show])
-    ]
-    for c in ids
-}
-size = next((p.size for ps in pairs.values() for p in ps if p is not None), None)
-for col, c in zip(st.columns(len(ids)), ids, strict=True):
-    col.markdown(f"**{md_text(labels[c])}**")
-    if size is None or not shared[:show]:
-        continue
-    captions = [seed_caption(s, seeds[c].loc[s]) for s in shared[:show]]
-    # A missing pair keeps its place (blank), so that the rows stay aligned.
-    column = [p if p is not None else Image.new("RGB", size, "white") for p in pairs[c]]
-    col.image(column, caption=captions, width="stretch")
+    # A column per campaign, its seeds' pairs one image list under its name: a row of
+    # columns per seed made 100 of the page's 140 elements, each a message to the browser
+    # (issue 36, point 7). Every pair has the same size and a one-line caption, so a seed's
+    # pairs stay side by side across the columns.
+    pairs = {
+        c: [
+            side_by_side([load_image(home, rel, scale=3) for rel in (r.seed_image, r.result_image)])
+            for r in (seeds[c].loc[s] for s in shared[:show])
+        ]
+        for c in ids
+    }
+    size = next((p.size for ps in pairs.values() for p in ps if p is not None), None)
+    for col, c in zip(st.columns(len(ids)), ids, strict=True):
+        col.markdown(f"**{md_text(labels[c])}**")
+        if size is None or not shared[:show]:
+            continue
+        captions = [seed_caption(s, seeds[c].loc[s]) for s in shared[:show]]
+        # A missing pair keeps its place (blank), so that the rows stay aligned.
+        column = [p if p is not None else Image.new("RGB", size, "white") for p in pairs[c]]
+        col.image(column, caption=captions, width="stretch")
 
-st.subheader("Settings that differ")
-st.markdown(settings_markdown(config_diff(store, ids, camps), labels))
+
+for tab, section in (
+    (tab_summary, summary),
+    (tab_charts, convergence),
+    (tab_seeds, results_by_seed),
+):
+    if tab.open:
+        with tab:
+            section()

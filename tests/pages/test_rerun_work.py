@@ -69,7 +69,7 @@ def test_a_finished_campaigns_rerun_builds_no_chart_and_no_zip(two, monkeypatch)
 def test_compares_rerun_recomputes_no_chart_band_or_mark(two, monkeypatch):
     home, ids = two
     before = memo.computed
-    at = page_opener(home, monkeypatch)("compare.py", id=ids)
+    at = page_opener(home, monkeypatch)("compare.py", id=ids, tab="Convergence")
     assert not at.exception, at.exception
     assert memo.computed > before
     assert len(at.get("vega_lite_chart")) >= 1
