@@ -36,7 +36,7 @@ def test_campaign_page_shows_status_chart_gallery_and_table(app, seeded):
     assert labels == ["viable seeds", "misclassified", "iterations (ICST)", "iterations to failure"]
     assert at.metric[0].value.endswith("of 4")
     assert at.radio(key="x_axis").options == ["generation", "evaluations", "seconds"]
-    assert len(at.get("vega_lite_chart")) >= 2  # convergence chart, top-2 probabilities
+    assert len(at.get("vega_lite_chart")) == 1  # convergence (the gap histogram: Metrics)
     assert any("expected" in c.value for c in at.caption)  # gallery captions
     assert len(at.get("download_button")) == 2
     # A card's seed and result are one image (two in nested columns were most of the page's
@@ -236,14 +236,18 @@ def test_rename_then_delete_from_the_campaign_page(tmp_path: Path, monkeypatch):
 
 def test_campaign_page_shows_metrics_and_the_gap_histogram(strategy_app, strategy_study):
     _, (ga, sinvad) = strategy_study
-    at = strategy_app("campaign.py", id=sinvad, tab="Seed detail")
+    at = strategy_app("campaign.py", id=sinvad)
     assert not at.exception
-    assert "Metrics" in [h.value for h in at.subheader]
+    # A tab of their own: the gallery opens under the chart, no metric built or sent.
+    assert [t.label for t in at.tabs] == ["Gallery", "Metrics", "Seed detail", "Per-seed table"]
+    assert not any("error rate" in m.value for m in at.markdown)
+    assert len(at.get("vega_lite_chart")) == 1  # convergence
+    at = strategy_app("campaign.py", id=sinvad, tab="Metrics")
+    assert not at.exception
     table = next(m.value for m in at.markdown if "error rate" in m.value)
     assert "SSIM result vs seed" in table and "median top-2 gap, test images" in table
     assert any("SSIM: Gaussian window 11x11, sigma 1.5" in c.value for c in at.caption)
-    # convergence, gap histogram, top-2 probabilities of a seed
-    assert len(at.get("vega_lite_chart")) >= 3
+    assert len(at.get("vega_lite_chart")) == 2  # convergence, gap histogram
     assert [m.label for m in at.metric][:2] == ["viable seeds", "misclassified"]
 
 

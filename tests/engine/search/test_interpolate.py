@@ -121,7 +121,7 @@ def test_the_campaign_page_shows_figures_by_lambda_only_for_interpolation(home, 
     ).campaign_id
     open_page = page_opener(home, monkeypatch)
     for cid, shown in ((interp, True), (ga, False)):
-        at = open_page("campaign.py", id=cid)
+        at = open_page("campaign.py", id=cid, tab="Metrics")
         assert not at.exception, at.exception
         said = any("Argus's figures per lambda" in md.value for md in at.markdown)
         assert said is shown
