@@ -13,11 +13,13 @@ Profiled with 300 campaigns (engine/bench/ui.py --profile, docs/measured/dashboa
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import importlib
 import pkgutil
 import threading
+from pathlib import Path
 
 from streamlit import config
 
@@ -37,8 +39,10 @@ HEAVY = (
 #: Modules of the dashboard package not imported in advance: the entry point, the
 #: screenshot tool (Playwright), this one.
 NOT_WARMED = ("app", "screenshots", "warmup")
-#: engine.api names whose first use imports torch and the engine (New campaign's config).
+#: engine.api names whose first use imports torch and the engine (New campaign's config),
+#: besides those the pages import (`page_names`).
 ENGINE = ("CampaignConfig", "resolve", "get_dataset", "zoo", "zip_bytes", "campaign_validity")
+PAGES = Path(__file__).resolve().parent.parent / "pages"
 
 _LOCK = threading.Lock()
 _STARTED = threading.Event()
@@ -76,14 +80,27 @@ def _warm() -> None:
         # Deferred (engine.api loads its names on first use: this is that use).
         from engine import api
 
-        for name in ENGINE:
-            with contextlib.suppress(ImportError):
+        for name in (*ENGINE, *page_names()):
+            with contextlib.suppress(ImportError, AttributeError):
                 getattr(api, name)
         warm_charts()
         # What exists now lives as long as the process: out of every later collection.
         gc.freeze()
     finally:
         DONE.set()
+
+
+def page_names() -> list[str]:
+    """The engine.api names the pages (and the dashboard's modules) import at their top:
+    each loaded its module on a page's first run (the Campaign page's import of
+    `imported_note` cost its first view 0.1 s, its modules compiled from source)."""
+    names: list[str] = []
+    for f in [*PAGES.glob("*.py"), *Path(dashboard.__path__[0]).glob("*.py")]:
+        with contextlib.suppress(OSError, SyntaxError, ValueError):
+            for node in ast.parse(f.read_text()).body:
+                if isinstance(node, ast.ImportFrom) and node.module == "engine.api":
+                    names += [a.name for a in node.names if a.name not in names]
+    return names
 
 
 def warm_charts() -> None:
