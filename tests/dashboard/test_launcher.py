@@ -117,7 +117,7 @@ def test_a_launch_while_the_launcher_starts_goes_the_plain_way_at_once(monkeypat
 
 
 def test_a_resume_is_forked_too_and_finishes_the_campaign(warm, home: Path):
-    params = {"generations": 500, "stop_at_failure": False}  # a few seconds
+    params = {"generations": 1000, "stop_at_failure": False}  # seconds, even forked warm
     cfg = parse_config({"seeds": 1, "seed": 1, "strategy_params": params})
     cid = launch.launch(cfg, home)
     until(lambda: liveness.alive(home, cid))
