@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 import re
 
+import pandas as pd
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|$~>])")
 #: Invisible, and not a word character: it splits a pattern without showing.
 _JOIN = "\u2060"
@@ -91,3 +93,21 @@ def setting_label(path: str) -> str:
     head, _, last = path.rpartition(".")
     words = last.replace("_", " ")
     return f"generator {words}" if head == "generator_params" else words
+
+
+def table_markdown(df: pd.DataFrame, blank: str = "–") -> str:
+    """A small table of figures as a Markdown table: every cell literal text (`md_text`),
+    an empty cell `blank`, numbers right-aligned. Not a dataframe: the grid's code (1.2 MB
+    of scripts, compiled by a browser on its first grid) was loaded for a few rows, and the
+    grid cut column names short at 1,280 px."""
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
+
+    def cell(v: object) -> str:
+        if v is None or (isinstance(v, float) and v != v):
+            return blank
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else md_text(v)
+
+    head = [md_text(c) for c in df.columns]
+    rule = ["---:" if n else "---" for n in numeric]
+    rows = [[cell(v) for v in r] for r in df.itertuples(index=False, name=None)]
+    return "\n".join("| " + " | ".join(r) + " |" for r in [head, rule, *rows])

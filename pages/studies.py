@@ -15,7 +15,7 @@ from dashboard.form_check import in_words, limits, problems
 from dashboard.repair import study_repair
 from dashboard.study_choice import FORM_NAMES, TRIGGERING, kind_problem
 from dashboard.study_import import import_form
-from dashboard.text import campaign_label, md_text, person_name
+from dashboard.text import campaign_label, md_text, person_name, table_markdown
 from dashboard.url_state import url_unknown, url_widget
 from engine.api import (
     ConfigError,
@@ -236,7 +236,7 @@ if tab_stats.open:
             if t.empty:
                 st.info("No image has all its answers yet.")
                 break
-            st.dataframe(study_table(t, by, store), hide_index=True, width="stretch")
+            st.markdown(table_markdown(study_table(t, by, store)))
         sides = label_stats.model_agreement(v, s["rule"])
         if len(sides):
             st.subheader("Which classifier people agree with")
@@ -244,7 +244,7 @@ if tab_stats.open:
                 "triggering inputs of differential campaigns: of the images judged valid, "
                 "those the labellers give classifier A's label, B's, or another"
             )
-            st.dataframe(sides.rename(columns=SIDES), hide_index=True, width="stretch")
+            st.markdown(table_markdown(sides.rename(columns=SIDES)))
         st.subheader("Agreement and labellers")
         ag = label_stats.agreement_table(j, v)
         a, b, c = st.columns(3)
@@ -258,18 +258,18 @@ if tab_stats.open:
         # As text: the Styler's na_rep did not reach the browser, which showed "None".
         lt = label_stats.labeller_table(j, v)
         shown = lambda col, fmt: ["–" if pd.isna(x) else format(x, fmt) for x in lt[col]]  # noqa: E731
-        st.dataframe(
-            lt.assign(
-                gold_accuracy_pct=shown("gold_accuracy_pct", ".0f"),
-                median_seconds=shown("median_seconds", ".1f"),
-            ).rename(
-                columns={
-                    "gold_accuracy_pct": "gold accuracy %",
-                    "median_seconds": "median seconds per answer",
-                }
-            ),
-            hide_index=True,
-            width="stretch",
+        st.markdown(
+            table_markdown(
+                lt.assign(
+                    gold_accuracy_pct=shown("gold_accuracy_pct", ".0f"),
+                    median_seconds=shown("median_seconds", ".1f"),
+                ).rename(
+                    columns={
+                        "gold_accuracy_pct": "gold accuracy %",
+                        "median_seconds": "median seconds per answer",
+                    }
+                )
+            )
         )
         a, b = st.columns(2)
         a.download_button(

@@ -300,3 +300,23 @@ def write_mnist_idx(folder: Path, train: int = 40, test: int = 16, classes: int 
         write_idx(folder / f"{prefix}-images-idx3-ubyte", images)
         write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
     return folder
+
+
+def markdown_tables(at) -> list:
+    """Every Markdown table an AppTest page shows, as DataFrames of its cells' text (the
+    escapes Markdown drops, dropped), headed by their header row."""
+    # Deferred (pandas, for the page tests only).
+    import re
+
+    import pandas as pd
+
+    def cells(line: str) -> list[str]:
+        parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        return [re.sub(r"\\(.)", r"\1", p.strip()) for p in parts]
+
+    out = []
+    for m in at.markdown:
+        lines = [x for x in m.value.splitlines() if x.startswith("|")]
+        if len(lines) >= 2 and set(lines[1].replace("|", "").split()) <= {"---", "---:"}:
+            out.append(pd.DataFrame([cells(x) for x in lines[2:]], columns=cells(lines[0])))
+    return out

@@ -80,13 +80,13 @@ def test_labels_report_prints_a_row_per_strategy_and_no_nan(mixed, monkeypatch):
 def test_the_studies_page_shows_a_row_per_strategy_and_no_none(mixed, monkeypatch):
     """The Validity studies page's statistics table: the same grouping as `labels report`,
     a dash where a strategy has no perturbation preset."""
-    from tests.helpers import page_opener
+    from tests.helpers import markdown_tables, page_opener
 
     home, sid = mixed
     at = page_opener(home, monkeypatch)("studies.py", study=sid)
     assert not at.exception, at.exception
     assert "By strategy, generator and perturbation" in [h.value for h in at.subheader]
-    table = at.dataframe[0].value
+    table = markdown_tables(at)[0]
     assert sorted(table["strategy"]) == ["interpolate", "sinvad"]
     assert table["perturbation"].tolist() == ["—", "—"]
     assert not table.astype(str).isin(["None", "nan"]).any().any(), table
