@@ -42,6 +42,11 @@ STORE_SHARE = 0.025
 #: ...but flushes are at most this many `flush_seconds` apart, however long they take: a
 #: reader's view of a running campaign is never older than that (10 s by default).
 MAX_SPACING = 5
+#: A flush that found the store busy (a reader in it) is tried again this soon, not a
+#: whole period later; one due for MAX_SPACING periods waits up to a period for the store.
+#: A reader polling every 50 ms left the writer gaps too short for its 50 ms try every 2 s:
+#: a 10 s campaign showed no row until its end.
+RETRY_SECONDS = 0.2
 
 
 def now() -> datetime:
@@ -96,6 +101,9 @@ class CampaignWriter:
         #: Set to flush before the period is up: the first generation, and stopping.
         self._wake = threading.Event()
         self._first_tried = False
+        #: Whether a generation's rows are in the store yet: until then every flush comes
+        #: early and unpaced (a campaign's seed rows come in a batch of their own first).
+        self._generations_landed = False
         #: The early first flush's seconds, left out of the pacing (below).
         self._unpaced = 0.0
         self._error: BaseException | None = None
@@ -103,7 +111,7 @@ class CampaignWriter:
         self.seconds = 0.0
         self.last_flush_seconds = 0.0
         self.flushes = 0
-        self._last = self._started = time.monotonic()
+        self._last = self._started = self._landed = time.monotonic()
         self._interval = flush_seconds
         #: Generations (batch() blocks) closed, and how many of them the store holds: a
         #: checkpoint of the search state is written only once its batch is committed
@@ -146,7 +154,9 @@ class CampaignWriter:
                 self.batches += 1
                 # The first generation goes to the store at once, not a period later: a
                 # campaign launched from the dashboard shows it that much sooner.
-                if self.batches == 1:
+                if self.batches == 1 or (
+                    not self._generations_landed and self._staged[0]["generations"]
+                ):
                     self._wake.set()
             finally:
                 self._staged = None
@@ -195,14 +205,23 @@ class CampaignWriter:
             pending, updates = self._pending, self._seed_updates
             self._pending, self._seed_updates = {t: [] for t in TABLES}, []
             upto = self.batches
-            early = upto == 1 and self.committed == 0 and bool(pending["generations"])
+            # Up to the first generation's rows, flushes come early and unpaced: paced, the
+            # seed rows' flush a moment into the campaign spaced the next one MAX_SPACING
+            # periods out, and a 6 s campaign showed no generation until its end.
+            early = upto > 0 and not self._generations_landed
+            generations = bool(pending["generations"])
         if not any(pending.values()) and not updates:
             self._committed(upto)
             return True
         t0 = time.perf_counter()
+        stale = time.monotonic() - self._landed >= MAX_SPACING * self.flush_seconds
+        wait = None if block else self.flush_seconds if stale else 0.05
+        busy = False
         try:
-            with self.store.write(timeout=None if block else 0.05) as con:
+            with self.store.write(timeout=wait) as con:
                 self._write(con, pending, updates)
+            self._landed = time.monotonic()
+            self._generations_landed = self._generations_landed or generations
         except BaseException as e:
             # Nothing was written (the transaction rolled back): put the rows back in front.
             with self._lock:
@@ -210,6 +229,7 @@ class CampaignWriter:
                     self._pending[t][:0] = pending[t]
                 self._seed_updates[:0] = updates
             if isinstance(e, StoreBusy) and not block:
+                busy = True
                 return False
             raise
         finally:
@@ -236,6 +256,8 @@ class CampaignWriter:
             else:
                 due = (self.seconds - self._unpaced + spent) / STORE_SHARE - elapsed
                 self._interval = min(max(self.flush_seconds, due), MAX_SPACING * self.flush_seconds)
+            if busy:
+                self._interval = RETRY_SECONDS
         self.flushes += 1
         self._committed(upto)
         return True

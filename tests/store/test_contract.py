@@ -172,6 +172,36 @@ def test_flushes_are_spaced_to_keep_the_store_under_its_share(store: Store, monk
     assert len(sc.generations(store, "c1")) == 8
 
 
+def test_the_first_generation_after_the_seed_rows_goes_to_the_store_at_once(
+    store: Store, monkeypatch
+):
+    """A campaign's seed rows come in a batch of their own before its first generation:
+    paced, their flush (10 ms, a moment into the campaign) put the next one MAX_SPACING
+    periods away, and a 6 s campaign showed no generation to a reader until its end."""
+    create_campaign(store, campaign_row())
+    clock = Clock()
+    monkeypatch.setattr("store.writer.time", clock)
+    w = CampaignWriter(store, "c1", flush_seconds=2.0, background=False)
+    with w.batch():
+        w.append("seeds", **seed_rows("c1", 2))
+    w.maybe_flush()  # the first batch: at once
+    assert w.flushes == 1
+    assert w._interval == 2.0  # the usual period, not 10 s
+    w._wake.clear()
+    clock.now += 0.3
+    with w.batch():
+        w.append("generations", **gen_rows("c1", 1, 2))
+    assert w._wake.is_set()  # the writer's thread flushes the first generation now
+    w.flush(block=False)
+    assert len(sc.generations(store, "c1")) == 2
+    assert w._interval == 2.0  # still unpaced: the first generation's flush comes early
+    w._wake.clear()
+    with w.batch():
+        w.append("generations", **gen_rows("c1", 2, 2))
+    assert not w._wake.is_set()  # later generations keep the period
+    w.finish("finished")
+
+
 def test_list_campaigns_joins_summary(store: Store):
     create_campaign(store, campaign_row("a"))
     create_campaign(store, campaign_row("b"))
