@@ -154,14 +154,19 @@ def serve(home: Path, log: Path, runs: Path | None = None) -> tuple[Any, str]:
         env,
         log,
     )
-    deadline = time.monotonic() + 90
+    return proc, listening(proc, port, log)
+
+
+def listening(proc: Any, port: int, log: Path | None = None, timeout: float = 90) -> str:
+    """The URL of the server `proc` once it listens on `port`; killed after `timeout` s."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, f"http://127.0.0.1:{port}"
+                return f"http://127.0.0.1:{port}"
         time.sleep(0.2)
     kill(proc)
-    raise RuntimeError(f"streamlit did not listen on {port} within 90 s; see {log}")
+    raise RuntimeError(f"streamlit did not listen on {port} within {timeout:g} s; see {log}")
 
 
 #: A page of nothing: what Streamlit itself costs a new browser on this machine, now.
@@ -180,13 +185,7 @@ def empty_page_load(browser: Any) -> float:
         + ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
     )
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        url = f"http://127.0.0.1:{port}/"
+        url = listening(proc, port) + "/"
         first_load(browser, url, 0)  # its server's first page
         wait_idle(proc.pid)
         return first_load(browser, url, 0)["first_s"]
