@@ -152,11 +152,10 @@ class CampaignWriter:
                     self._pending[t].extend(chunks)
                 self._seed_updates.extend(self._staged[1])
                 self.batches += 1
-                # The first generation goes to the store at once, not a period later: a
-                # campaign launched from the dashboard shows it that much sooner.
-                if self.batches == 1 or (
-                    not self._generations_landed and self._staged[0]["generations"]
-                ):
+                # Up to the first generation, each batch goes to the store at once (the seed
+                # rows' batch comes first), not a period later: a campaign launched from the
+                # dashboard shows its first generation that much sooner.
+                if not self._generations_landed:
                     self._wake.set()
             finally:
                 self._staged = None
