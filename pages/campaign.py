@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard import launch, vega
 from dashboard.annotations import annotation_editor
 from dashboard.components import X_AXES, convergence_chart, load_image, status_bar, top2_chart
-from dashboard.data import finished_zip, fragment, get_home, get_store
+from dashboard.data import finished_zip, fragment, get_home, get_store, zip_problem
 from dashboard.deleting import delete_panel
 from dashboard.differential import differential_panel
 from dashboard.escape import escape_panel, target_words
@@ -33,7 +33,6 @@ from dashboard.url_state import url_unknown, url_widget
 from engine.api import (
     DatasetError,
     LatentfuzzError,
-    check_zip,
     get_dataset,
     imported_note,
     startup,
@@ -175,10 +174,9 @@ def downloads(seeds: pd.DataFrame, so_far: bool, shown: pd.DataFrame | None = No
             "failure of its best so far."
         )
         return
-    try:
-        check_zip(home, seeds)  # a missing image is said here, not after the click
-    except LatentfuzzError as e:  # its folder moved or damaged: the rest of the page shows
-        b.warning(f"No zip: {e}. `latentfuzz doctor` lists what is missing.")
+    # A missing image is said here, not after the click; the rest of the page shows.
+    if problem := zip_problem(home, seeds):
+        b.warning(f"No zip: {problem}. `latentfuzz doctor` lists what is missing.")
     else:
         b.download_button(
             "Download zip",

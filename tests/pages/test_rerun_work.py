@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine.api
-from dashboard import memo
+from dashboard import data, memo
 from engine.campaign.config import parse_config
 from engine.campaign.runner import run_campaign
 from engine.io.export import zip_bytes
@@ -50,6 +50,7 @@ def test_a_finished_campaigns_rerun_builds_no_chart_and_no_zip(two, monkeypatch)
     # The page's engine.api name, bound now so that it can be counted.
     monkeypatch.setattr(engine.api, "zip_bytes", zip_bytes, raising=False)
     zips = counting(monkeypatch, engine.api, "zip_bytes")
+    checks = counting(monkeypatch, data, "check_zip")  # a stat of every image
     listed = counting(monkeypatch, sc, "list_campaigns")
     before = memo.computed
     at = page_opener(home, monkeypatch)("campaign.py", id=cid)
@@ -62,6 +63,7 @@ def test_a_finished_campaigns_rerun_builds_no_chart_and_no_zip(two, monkeypatch)
     at.run()
     assert not at.exception
     assert memo.computed == built and len(zips) == zipped <= 1
+    assert len(checks) == 1  # the zip's images checked once for these rows, not per run
     assert not listed  # linked by id: the picker's list of every campaign is not read
     assert len(at.get("vega_lite_chart")) >= 1  # still drawn, from the kept spec
 
