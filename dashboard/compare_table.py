@@ -20,7 +20,7 @@ from dashboard.compare import (
     blocks,
     without_criterion,
 )
-from dashboard.text import md_text, setting_label
+from dashboard.text import md_text, setting_label, table_markdown
 from store import Store
 from store import campaigns as sc
 from store.failures import failed_as
@@ -307,7 +307,6 @@ def settings_markdown(diff: pd.DataFrame, names: dict[str, str]) -> str:
     last third of a first visit's wait (issue 36, point 7); and no name is cut short."""
     if diff.empty:
         return "No setting differs between these campaigns."
-    head = ["setting", *(md_text(names.get(c, c)) for c in diff.columns)]
-    rows = [[md_text(k), *(md_text(v) for v in diff.loc[k])] for k in diff.index]
-    lines = [head, ["---"] * len(head), *rows]
-    return "\n".join("| " + " | ".join(r) + " |" for r in lines)
+    out = diff.set_axis([names.get(c, c) for c in diff.columns], axis=1)
+    out.insert(0, "setting", diff.index, allow_duplicates=True)
+    return table_markdown(out)

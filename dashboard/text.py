@@ -100,7 +100,7 @@ def table_markdown(df: pd.DataFrame, blank: str = "–") -> str:
     an empty cell `blank`, numbers right-aligned. Not a dataframe: the grid's code (1.2 MB
     of scripts, compiled by a browser on its first grid) was loaded for a few rows, and the
     grid cut column names short at 1,280 px."""
-    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
+    numeric = [pd.api.types.is_numeric_dtype(t) for t in df.dtypes]
 
     def cell(v: object) -> str:
         if v is None or (isinstance(v, float) and v != v):
